@@ -1,0 +1,83 @@
+"""The `huddle` command. A thin client: every subcommand asks the core library."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from . import __version__
+
+
+def _emit_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@click.group(invoke_without_command=True)
+@click.version_option(__version__, prog_name="huddle")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """See what all your AI coding agents are doing, live and afterwards.
+
+    With no command, huddle serves its web app and opens it in your browser
+    (on built-in demo data when no agent folders exist).
+    """
+    if ctx.invoked_subcommand is None:
+        from .cli_web import serve
+
+        ctx.invoke(serve)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the board as JSON (what GET /api/sessions returns).")
+@click.option("--at", "at", default=None, help="Evaluate states as of a past time (ISO 8601 or unix seconds).")
+@click.option("--watch", is_flag=True, help="Keep the table live in the terminal.")
+def status(as_json: bool, at: str | None, watch: bool) -> None:
+    """Every session, who needs you first."""
+    from .board import board_json, parse_at
+    from .core import Huddle
+
+    when = None
+    if at is not None:
+        when = parse_at(at)
+        if when is None:
+            raise click.BadParameter(f"not a time: {at!r} (use ISO 8601 or unix seconds)", param_hint="--at")
+    h = Huddle()
+    if watch:
+        from .board_view import watch_table
+
+        watch_table(h)
+        return
+    h.refresh()
+    data = board_json(h, at=when)
+    for note in h.notes:
+        click.echo(f"huddle: {note}", err=True)
+    if as_json:
+        _emit_json(data)
+    else:
+        from .board_view import print_table
+
+        print_table(data)
+
+
+def _register_optional() -> None:
+    """Commands that live in their own modules (web, host, usage...)."""
+    import importlib
+
+    for mod in ("cli_web", "cli_host", "cli_usage", "cli_statusline"):
+        try:
+            m = importlib.import_module(f"huddle.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"huddle.{mod}":
+                raise
+            continue
+        for cmd in getattr(m, "COMMANDS", ()):
+            main.add_command(cmd)
+
+
+_register_optional()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""The core object. The CLI, the web server and any TUI are thin clients of it.
+
+`Huddle` finds every session of every source, keeps one incremental handle per
+session, and answers the questions the views ask (the board, one session, its
+timeline). A failing adapter or session is contained: it shows as an `error`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from .session import Session
+from .sources import Handle, Settings, all_sources, guarded
+
+
+class Huddle:
+    def __init__(self, settings: Settings | None = None, sources: list[str] | None = None):
+        self.settings = settings or Settings.from_env()
+        self.sources = all_sources(self.settings, sources)
+        self.handles: dict[str, Handle] = {}
+        self.notes: list[str] = []  # one line per folder that could not be read
+        self.lock = threading.RLock()  # the server refreshes from a thread
+        self.generation = 0  # bumps when anything changed
+
+    # -- reading the disk ----------------------------------------------------------
+
+    def refresh(self) -> set[str]:
+        """Find sessions and read what was appended. Returns the keys that changed."""
+        with self.lock:
+            changed: set[str] = set()
+            notes: list[str] = []
+            found: dict[str, Handle] = {}
+            for src in self.sources:
+                if not src.exists():
+                    notes.append(f"{src.name}: no sessions folder at {', '.join(src.roots())}")
+                    continue
+                known = {k: h for k, h in self.handles.items() if k.startswith(src.name + ":")}
+                got = guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
+                if got:
+                    found.update(got)
+            for key in self.handles.keys() - found.keys():
+                changed.add(key)
+            for key, h in found.items():
+                if self.handles.get(key) is not h:
+                    changed.add(key)
+                if self._refresh_one(h):
+                    changed.add(key)
+            self.handles = found
+            self.notes = notes
+            if changed:
+                self.generation += 1
+            return changed
+
+    def _refresh_one(self, h: Handle) -> bool:
+        s = h.session
+
+        def fail(msg: str) -> None:
+            s.error = msg
+
+        before = s.error
+        did = guarded(f"{s.source} session {s.id}", h.refresh, on_error=fail)
+        if did and s.error and s.error == before:
+            s.error = None  # it reads again
+        return bool(did) or s.error != before
+
+    # -- asking --------------------------------------------------------------------
+
+    def sessions(self) -> list[Session]:
+        with self.lock:
+            return [h.session for h in self.handles.values()]
+
+    def handle(self, id: str) -> Handle | None:
+        with self.lock:
+            h = self.handles.get(id)
+            if h is not None:
+                return h
+            for h in self.handles.values():
+                if h.session.id == id:
+                    return h
+            return None
+
+    def session(self, id: str) -> Session | None:
+        h = self.handle(id)
+        return h.session if h is not None else None
+
+    def has_agent_folders(self) -> bool:
+        return any(src.exists() for src in self.sources)
+
+    def agent_roots(self) -> list[str]:
+        return [os.path.realpath(r) for src in self.sources for r in src.roots()]

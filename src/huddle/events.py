@@ -1,0 +1,115 @@
+"""The event model: one typed list of what happened, whatever agent wrote it.
+
+Every source adapter turns its own files into these events. Everything above the
+source layer (sessions, states, board, views) reads only these.
+
+An event stays small: heavy content (a 5 MB tool output, an image) is not kept,
+only where it lives (`file`, `offset`, `length`), so it can be read back on demand.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+# Kinds. Strings rather than an enum: they go straight to JSON and to the web app.
+PROMPT = "prompt"  # typed by the human
+SAY = "say"  # agent text
+THINK = "think"  # agent reasoning
+TOOL_CALL = "tool_call"  # name, id, short input summary
+TOOL_RESULT = "tool_result"  # call id, ok or error, output size
+ORDER = "order"  # lead -> sub-agent, with its prompt
+REPORT = "report"  # sub-agent -> its lead
+USAGE = "usage"  # one per model response
+TURN_END = "turn_end"
+INTERRUPT = "interrupt"
+COMPACTION = "compaction"
+TITLE = "title"
+WAITING = "waiting"  # waiting for you: a question or a permission prompt
+RESOLVED = "resolved"  # a waiting-for-you was answered
+CONTEXT = "context"  # harness text (reminders, notes, command wrappers): never the human's words
+ERROR = "error"  # API error, failed turn
+
+KINDS = (
+    PROMPT,
+    SAY,
+    THINK,
+    TOOL_CALL,
+    TOOL_RESULT,
+    ORDER,
+    REPORT,
+    USAGE,
+    TURN_END,
+    INTERRUPT,
+    COMPACTION,
+    TITLE,
+    WAITING,
+    RESOLVED,
+    CONTEXT,
+    ERROR,
+)
+
+# Longest text kept in memory per event; the rest is read back from `file`.
+TEXT_KEEP = 4000
+
+
+class Usage(msgspec.Struct, omit_defaults=True):
+    """Tokens of one model response (or a sum of them). Same meaning for every agent:
+    `input` excludes cached input, `cache_read` / `cache_write` are apart,
+    `output` includes reasoning."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    def add(self, other: "Usage") -> None:
+        self.input += other.input
+        self.output += other.output
+        self.cache_read += other.cache_read
+        self.cache_write += other.cache_write
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_read + self.cache_write
+
+    def to_dict(self) -> dict:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+        }
+
+
+class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
+    kind: str
+    agent: str  # id of the agent within its session (the lead's id for the lead)
+    t: float | None = None  # unix seconds; None when the record carries no time
+    estimated: bool = False  # `t` was spread between known times, not recorded
+    file: str = ""  # where it came from
+    offset: int = -1  # byte offset of its line (or record) in `file`
+    length: int = 0  # bytes of that line
+    id: str = ""  # tool call id (call/result/order/report), message id (usage)
+    name: str = ""  # tool name; model for usage; sub-agent type for order
+    text: str = ""  # what was typed / said / thought / reported / asked (capped)
+    detail: str = ""  # a short summary of a tool's input; why a wait is
+    truncated: bool = False  # `text` was cut at TEXT_KEEP; the whole is in `file`
+    ok: bool | None = None  # tool result: succeeded?
+    size: int = 0  # tool result: output size in bytes
+    target: str = ""  # order/report: the sub-agent's id
+    usage: Usage | None = None
+    copied: bool = False  # copied from another session (fork history): not counted again
+    seq: int = -1  # position in its session's timeline, set by the session
+
+
+def cap(text: str) -> tuple[str, bool]:
+    """Keep at most TEXT_KEEP characters of a text; say whether it was cut."""
+    if len(text) <= TEXT_KEEP:
+        return text, False
+    return text[:TEXT_KEEP], True
+
+
+def one_line(text: str, width: int = 120) -> str:
+    """A short single-line summary of a text."""
+    s = " ".join(text.split())
+    return s if len(s) <= width else s[: width - 1] + "…"

@@ -1,0 +1,291 @@
+"""Sessions: a lead agent and its sub-agents, their merged timeline, tree and usage.
+
+A source builds a Session by feeding it events (in the order its files were read)
+and by filling in the agents it finds. The Session owns what is derived from the
+events: sequence numbers, per-kind counts, per-agent usage, times, titles and the
+per-agent activity that the attention states are computed from.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from . import events as ev
+from .events import Event, Usage
+
+
+class Activity:
+    """What an agent is in the middle of, kept up to date event by event."""
+
+    __slots__ = ("open_calls", "turn_open", "last_kind", "last_t", "waits", "background", "ended")
+
+    def __init__(self) -> None:
+        self.open_calls: dict[str, Event] = {}  # tool calls and orders without a result
+        self.turn_open = False  # a prompt came and no turn end / interrupt yet
+        self.last_kind = ""
+        self.last_t: float | None = None
+        self.waits: dict[str, Event] = {}  # open waiting-for-you events
+        self.background: dict[str, Event] = {}  # work launched in the background, not done
+        self.ended = False  # the agent's own run is over (a sub-agent reported)
+
+    def apply(self, e: Event) -> None:
+        k = e.kind
+        if k in (ev.USAGE, ev.TITLE, ev.CONTEXT):
+            return
+        if e.t is not None:
+            self.last_t = e.t
+        self.last_kind = k
+        if k == ev.PROMPT or (k == ev.ORDER and e.agent == e.target):
+            self.turn_open = True
+            self.ended = False
+        elif k in (ev.TOOL_CALL, ev.ORDER):
+            self.turn_open = True
+            if e.id:
+                self.open_calls[e.id] = e
+        elif k == ev.TOOL_RESULT:
+            call = self.open_calls.pop(e.id, None)
+            if e.detail == "background":
+                self.background[e.id] = call or e
+            else:
+                self.background.pop(e.id, None)
+            self.turn_open = True
+        elif k == ev.REPORT:
+            self.background.pop(e.id, None)
+            self.open_calls.pop(e.id, None)
+        elif k in (ev.TURN_END, ev.INTERRUPT):
+            self.turn_open = False
+            self.open_calls.clear()
+            self.waits.clear()
+        elif k == ev.WAITING:
+            self.waits[e.id] = e
+        elif k == ev.RESOLVED:
+            self.waits.pop(e.id, None)
+        elif k in (ev.SAY, ev.THINK):
+            self.turn_open = True
+
+
+class Agent:
+    """One participant of a session: the lead or a sub-agent."""
+
+    def __init__(self, id: str, parent: str | None = None, name: str = "", file: str = ""):
+        self.id = id
+        self.parent = parent
+        self.name = name or id
+        self.kind = ""  # agent type: general-purpose, Explore, a custom type...
+        self.description = ""  # the short task name the lead gave
+        self.tool_use_id: str | None = None  # the lead's call that started it
+        self.order = ""  # what it was asked
+        self.report: str | None = None  # what its lead received back
+        self.file = file
+        self.model = ""
+        self.usage = Usage()
+        self.started_at: float | None = None
+        self.updated_at: float | None = None
+        self.background = False
+        self.finished: bool | None = None  # the agent's own files say it is done
+        self.quiet = False  # kept in the tree, hidden from lists (Codex guardian reviews)
+        self.activity = Activity()
+        self.event_count = 0
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "parent": self.parent,
+            "name": self.name,
+            "type": self.kind,
+            "description": self.description,
+            "tool_use_id": self.tool_use_id,
+            "order": self.order,
+            "report": self.report,
+            "model": self.model,
+            "usage": self.usage.to_dict(),
+            "started_at": iso(self.started_at),
+            "updated_at": iso(self.updated_at),
+            "background": self.background,
+            "quiet": self.quiet,
+            "events": self.event_count,
+        }
+
+
+class Session:
+    def __init__(self, source: str, id: str):
+        self.source = source
+        self.id = id
+        self.key = f"{source}:{id}"
+        self.cwd = ""
+        self.custom_title = ""
+        self.ai_title = ""
+        self.first_prompt = ""
+        self.last_prompt = ""
+        self.lead_id = ""
+        self.agents: dict[str, Agent] = {}
+        self.events: list[Event] = []
+        self.counts: dict[str, int] = {}
+        self.usage = Usage()
+        self.model_usage: dict[str, Usage] = {}  # per model, for cost
+        self.skipped_lines = 0
+        self.problems: list[str] = []  # one line each: file, where, what was wrong
+        self.error: str | None = None  # the session could not be read
+        self.started_at: float | None = None
+        self.updated_at: float | None = None
+        self.continues: str | None = None  # an earlier session this one carries on
+        self.live: dict = {}  # the source's liveness signals (pid file, lock...)
+        self.version = 0  # bumps on every change, for caches and live pushes
+        self.epoch = 0  # bumps when the timeline was rebuilt (a file was rewritten)
+        self.time_estimated = False
+
+    # -- building ------------------------------------------------------------------
+
+    def agent(self, id: str, **kw) -> Agent:
+        a = self.agents.get(id)
+        if a is None:
+            a = self.agents[id] = Agent(id, **kw)
+            if not self.lead_id and kw.get("parent") is None:
+                self.lead_id = id
+        return a
+
+    def add(self, e: Event) -> None:
+        e.seq = len(self.events)
+        self.events.append(e)
+        self.counts[e.kind] = self.counts.get(e.kind, 0) + 1
+        a = self.agents.get(e.agent) or self.agent(e.agent)
+        a.event_count += 1
+        t = e.t
+        if t is not None:
+            if self.started_at is None or t < self.started_at:
+                self.started_at = t
+            if self.updated_at is None or t > self.updated_at:
+                self.updated_at = t
+            if a.started_at is None or t < a.started_at:
+                a.started_at = t
+            if a.updated_at is None or t > a.updated_at:
+                a.updated_at = t
+        k = e.kind
+        if k == ev.USAGE and e.usage is not None and not e.copied:
+            a.usage.add(e.usage)
+            self.usage.add(e.usage)
+            m = self.model_usage.get(e.name)
+            if m is None:
+                m = self.model_usage[e.name] = Usage()
+            m.add(e.usage)
+            if e.name:
+                a.model = e.name
+        elif k == ev.PROMPT:
+            if not self.first_prompt:
+                self.first_prompt = e.text
+            self.last_prompt = e.text
+        elif k == ev.TITLE:
+            if e.detail == "ai":
+                self.ai_title = e.text
+            else:
+                self.custom_title = e.text
+        elif k == ev.REPORT and e.target:
+            sub = self.agents.get(e.target)
+            if sub is not None:
+                sub.report = e.text
+        a.activity.apply(e)
+        self.version += 1
+
+    def problem(self, path: str, offset: int, what: str) -> None:
+        """A bad line: counted, described in one line, never fatal."""
+        self.skipped_lines += 1
+        if len(self.problems) < 50:
+            self.problems.append(f"{path}:{offset}: {what}")
+
+    def reset(self) -> None:
+        """Forget everything derived (a file was rewritten); the source reads again."""
+        epoch = self.epoch + 1
+        version = self.version + 1
+        self.__init__(self.source, self.id)
+        self.epoch = epoch
+        self.version = version
+
+    # -- reading -------------------------------------------------------------------
+
+    @property
+    def title(self) -> str:
+        t = self.custom_title or self.ai_title or self.first_prompt or self.last_prompt
+        return ev.one_line(t, 100) if t else ""
+
+    @property
+    def lead(self) -> Agent | None:
+        return self.agents.get(self.lead_id)
+
+    def tree_order(self) -> list[Agent]:
+        """Agents lead first, then depth-first by start time."""
+        children: dict[str | None, list[Agent]] = {}
+        for a in self.agents.values():
+            parent = a.parent if a.parent in self.agents else (None if a.id == self.lead_id else self.lead_id)
+            if a.id == self.lead_id:
+                parent = None
+            children.setdefault(parent, []).append(a)
+        out: list[Agent] = []
+        seen: set[str] = set()
+
+        def walk(pid):
+            for a in sorted(children.get(pid, []), key=lambda x: (x.started_at or 0, x.id)):
+                if a.id in seen:
+                    continue
+                seen.add(a.id)
+                out.append(a)
+                walk(a.id)
+
+        walk(None)
+        for a in self.agents.values():  # anything in a cycle still shows
+            if a.id not in seen:
+                out.append(a)
+        return out
+
+    def summary(self) -> dict:
+        """The board entry (`huddle status --json`), without the attention state."""
+        return {
+            "id": self.id,
+            "source": self.source,
+            "title": self.title,
+            "cwd": self.cwd,
+            "project": project_name(self.cwd),
+            "started_at": iso(self.started_at),
+            "updated_at": iso(self.updated_at),
+            "usage": self.usage.to_dict(),
+            "models": {m: u.to_dict() for m, u in self.model_usage.items() if m},
+            "agents": [
+                {
+                    "id": a.id,
+                    "parent": None if a.id == self.lead_id else (a.parent or self.lead_id),
+                    "name": a.name,
+                    "type": a.kind,
+                    "tool_use_id": a.tool_use_id,
+                    "usage": a.usage.to_dict(),
+                    "quiet": a.quiet,
+                }
+                for a in self.tree_order()
+            ],
+            "events": dict(self.counts),
+            "skipped_lines": self.skipped_lines,
+            **({"continues": self.continues} if self.continues else {}),
+            **({"times_estimated": True} if self.time_estimated else {}),
+            **({"error": self.error} if self.error else {}),
+        }
+
+
+def iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(s: str | None) -> float | None:
+    """ISO 8601 (with Z or an offset) to unix seconds; None if it is not one."""
+    if not s:
+        return None
+    try:
+        d = datetime.fromisoformat(s)
+    except (TypeError, ValueError):
+        return None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=timezone.utc)
+    return d.timestamp()
+
+
+def project_name(cwd: str) -> str:
+    return cwd.rstrip("/").rsplit("/", 1)[-1] if cwd else ""

@@ -1,0 +1,254 @@
+"""Claude Code sessions: `$CLAUDE_CONFIG_DIR/projects/<munged cwd>/<session>.jsonl`,
+merged with the session's sub-agent files and linked through their `.meta.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from .. import events as ev
+from ..reader import GONE, RESET, LineReader
+from .base import Handle, Source, register
+from .claude_records import FileParser, SessionState
+from .claude_registry import Registry
+
+
+def _read_json(path: str) -> dict | None:
+    """Small JSON files that may be rewritten in place: read, retry once if cut."""
+    for _ in range(2):
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            val = json.loads(data)
+            return val if isinstance(val, dict) else None
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+class SubFile:
+    """One sub-agent transcript with its meta.json."""
+
+    def __init__(self, path: str, agent_id: str):
+        self.path = path
+        self.agent_id = agent_id
+        self.reader = LineReader(path)
+        self.meta_path = path[: -len(".jsonl")] + ".meta.json"
+        self.meta_mtime = -1
+        self.parser: FileParser | None = None
+
+
+class ClaudeHandle(Handle):
+    def __init__(self, source: "ClaudeSource", path: str, session_id: str):
+        super().__init__("claude", session_id)
+        self.source = source
+        self.path = path
+        self.dir = path[: -len(".jsonl")]
+        self._fresh()
+
+    def _fresh(self) -> None:
+        s = self.session
+        self.state = SessionState()
+        self.reader = LineReader(self.path)
+        lead = s.agent(s.id, parent=None, name="main", file=self.path)
+        lead.kind = "main"
+        self.parser = FileParser(s, self.state, self.path, s.id, is_sub=False)
+        self.subs: dict[str, SubFile] = {}
+        self.order_events: dict[str, ev.Event] = {}  # Agent call id -> its ORDER
+        self.report_events: dict[str, list[ev.Event]] = {}  # Agent call id -> its REPORTs
+        self.sub_dir_mtime = -1
+        self.title_mtime = -1
+
+    def files(self) -> list[str]:
+        return [self.path] + [sf.path for sf in self.subs.values()]
+
+    # -- reading -------------------------------------------------------------------
+
+    def refresh(self) -> bool:
+        s = self.session
+        before = s.version
+        status = self.reader.check()
+        if status == GONE:
+            return False
+        if status == RESET:
+            s.reset()
+            self._fresh()
+            self.reader.check()
+        self._find_subs()
+        for sf in self.subs.values():
+            self._read_meta(sf)
+        self._drain(self.parser, self.reader)
+        for sf in sorted(self.subs.values(), key=lambda x: x.path):
+            st = sf.reader.check()
+            if st == RESET:  # a sub-agent file rewritten: rebuild the whole session
+                s.reset()
+                self._fresh()
+                return self.refresh()
+            if sf.parser is None:
+                sf.parser = FileParser(s, self.state, sf.path, sf.agent_id, is_sub=True)
+            self._drain(sf.parser, sf.reader)
+        self._read_custom_title()
+        self._link()
+        return s.version != before
+
+    def _drain(self, parser: FileParser, reader: LineReader) -> None:
+        for off, line in reader.lines():
+            parser.feed(off, line)
+            if parser.out:
+                for e in parser.out:
+                    self.session.add(e)
+                    if e.kind == ev.ORDER and e.agent != e.target:
+                        self.order_events[e.id] = e
+                    elif e.kind == ev.REPORT and e.id:
+                        self.report_events.setdefault(e.id, []).append(e)
+                parser.out.clear()
+
+    def _find_subs(self) -> None:
+        base = os.path.join(self.dir, "subagents")
+        try:
+            mtime = os.stat(base).st_mtime_ns
+        except OSError:
+            return
+        wf = os.path.join(base, "workflows")
+        try:
+            mtime += os.stat(wf).st_mtime_ns
+        except OSError:
+            pass
+        if mtime == self.sub_dir_mtime:
+            return
+        self.sub_dir_mtime = mtime
+        for folder in [base] + _subfolders(wf):
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                if name.startswith("agent-") and name.endswith(".jsonl"):
+                    path = os.path.join(folder, name)
+                    if path not in self.subs:
+                        agent_id = name[len("agent-") : -len(".jsonl")]
+                        self.subs[path] = SubFile(path, agent_id)
+                        a = self.session.agent(agent_id, parent=self.session.id, file=path)
+                        a.name = agent_id
+
+    def _read_meta(self, sf: SubFile) -> None:
+        try:
+            mtime = os.stat(sf.meta_path).st_mtime_ns
+        except OSError:
+            return
+        if mtime == sf.meta_mtime:
+            return
+        meta = _read_json(sf.meta_path)
+        if meta is None:
+            return  # half-written: next round
+        sf.meta_mtime = mtime
+        a = self.session.agent(sf.agent_id)
+        a.kind = str(meta.get("agentType") or a.kind or "")
+        a.description = str(meta.get("description") or a.description or "")
+        a.name = f"{a.kind}: {a.description}" if a.description else (a.kind or sf.agent_id)
+        parent = meta.get("parentAgentId")
+        a.parent = str(parent) if parent else self.session.id
+        a.background = meta.get("requestShape") == "background"
+        a.finished = bool(meta.get("finished")) if "finished" in meta else False
+        if meta.get("model") and not a.model:
+            a.model = str(meta["model"])
+        call = meta.get("toolUseId")
+        if call:
+            a.tool_use_id = str(call)
+            self.state.agent_by_call[a.tool_use_id] = sf.agent_id
+        self.session.version += 1
+
+    def _link(self) -> None:
+        """Tie each Agent call to the sub-agent it started, whichever was read first.
+        Costs one step per sub-agent, not per event."""
+        s = self.session
+        for call, sub_id in self.state.agent_by_call.items():
+            sub = s.agents.get(sub_id)
+            if sub is None:
+                continue
+            order = self.order_events.get(call)
+            if order is not None:
+                order.target = sub_id
+                sub.order = sub.order or order.text
+                if sub.parent == s.id and order.agent != s.id and order.agent in s.agents:
+                    sub.parent = order.agent
+            for report in self.report_events.get(call, ()):
+                report.target = sub_id
+                sub.report = report.text
+        for sub_id, text in self.state.sub_orders.items():
+            sub = s.agents.get(sub_id)
+            if sub is not None and not sub.order:
+                sub.order = text
+
+    def _read_custom_title(self) -> None:
+        path = os.path.join(self.dir, "custom-title.json")
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except OSError:
+            return
+        if mtime == self.title_mtime:
+            return
+        meta = _read_json(path)
+        if meta and meta.get("customTitle"):
+            self.title_mtime = mtime
+            self.session.custom_title = str(meta["customTitle"])
+
+    def live(self, at: float | None = None) -> dict:
+        info = self.source.registry.for_session(self.session.id, at=at)
+        subs = {
+            sf.agent_id: {"finished": self.session.agents[sf.agent_id].finished}
+            for sf in self.subs.values()
+            if sf.agent_id in self.session.agents
+        }
+        return {"registry": info, "subagents": subs, "permission_mode": self.state.permission_mode}
+
+
+def _subfolders(path: str) -> list[str]:
+    try:
+        return [os.path.join(path, n) for n in sorted(os.listdir(path))]
+    except OSError:
+        return []
+
+
+@register
+class ClaudeSource(Source):
+    name = "claude"
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        self.projects = os.path.join(settings.claude_dir, "projects")
+        self.registry = Registry(os.path.join(settings.claude_dir, "sessions"))
+
+    def roots(self) -> list[str]:
+        return [self.settings.claude_dir]
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.projects)
+
+    def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
+        found: dict[str, Handle] = {}
+        self.registry.refresh()
+        try:
+            projects = os.scandir(self.projects)
+        except OSError:
+            return found
+        with projects:
+            for p in projects:
+                if not p.is_dir(follow_symlinks=False):
+                    continue
+                try:
+                    entries = os.scandir(p.path)
+                except OSError:
+                    continue
+                with entries:
+                    for f in entries:
+                        if not f.name.endswith(".jsonl") or not f.is_file(follow_symlinks=False):
+                            continue
+                        sid = f.name[: -len(".jsonl")]
+                        key = f"claude:{sid}"
+                        h = known.get(key)
+                        if not isinstance(h, ClaudeHandle) or h.path != f.path:
+                            h = ClaudeHandle(self, f.path, sid)
+                        found[key] = h
+        return found

@@ -1,0 +1,126 @@
+"""Claude Code's per-process registry: `$CLAUDE_CONFIG_DIR/sessions/<pid>.json`.
+
+Each running Claude Code process keeps one file, rewritten in place when its status
+changes (busy / waiting / shell / idle, `waitingFor`). A file left behind by a
+killed process is recognised by checking the pid and its start time (`procStart`,
+field 22 of /proc/<pid>/stat), so a reused pid is not mistaken for the session.
+Read-only: huddle never takes or touches these files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def _read(path: str) -> dict | None:
+    # Rewritten in place, not atomically: a read may catch it half-written. Retry once;
+    # if still bad, ignore it for this round.
+    for _ in range(2):
+        try:
+            with open(path, "rb") as f:
+                val = json.loads(f.read())
+        except (OSError, ValueError):
+            continue
+        if isinstance(val, dict) and isinstance(val.get("sessionId"), str):
+            return val
+        return None
+    return None
+
+
+def _own_pid_namespace() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def process_alive(pid: int, proc_start: str | None, pid_domain: str | None = None) -> bool | None:
+    """True / False when it can be told, None when it cannot (another pid namespace)."""
+    if pid_domain:
+        ns = _own_pid_namespace()
+        if ns and not pid_domain.endswith(ns):
+            return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    except OSError:
+        return False
+    if proc_start:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+            fields = stat[stat.rfind(")") + 2 :].split()
+            return fields[19] == str(proc_start)  # field 22 overall
+        except (OSError, IndexError):
+            return None
+    return True
+
+
+class Registry:
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.entries: dict[str, dict] = {}  # file name -> parsed content
+        self._mtimes: dict[str, int] = {}
+        self.by_session: dict[str, dict] = {}
+
+    def refresh(self) -> None:
+        try:
+            names = [n for n in os.listdir(self.folder) if n.endswith(".json")]
+        except OSError:
+            names = []
+        seen = set(names)
+        for n in list(self.entries):
+            if n not in seen:
+                del self.entries[n]
+                self._mtimes.pop(n, None)
+        for n in names:
+            path = os.path.join(self.folder, n)
+            try:
+                mtime = os.stat(path).st_mtime_ns
+            except OSError:
+                continue
+            if self._mtimes.get(n) == mtime:
+                continue
+            val = _read(path)
+            if val is None:
+                self.entries.pop(n, None)  # unknown shape or half-written: transcript decides
+                self._mtimes.pop(n, None)
+                continue
+            self._mtimes[n] = mtime
+            self.entries[n] = val
+        by: dict[str, dict] = {}
+        for val in self.entries.values():
+            sid = val["sessionId"]
+            prev = by.get(sid)
+            if prev is None or (val.get("updatedAt") or 0) > (prev.get("updatedAt") or 0):
+                by[sid] = val
+        self.by_session = by
+
+    def for_session(self, session_id: str, at: float | None = None) -> dict | None:
+        """The registry's word on a session: status, waitingFor, pid, alive.
+        With `at`, the file is trusted as it is (its process is long gone)."""
+        val = self.by_session.get(session_id)
+        if val is None:
+            return None
+        pid = val.get("pid")
+        if at is not None:
+            alive = True
+        elif isinstance(pid, int):
+            alive = process_alive(pid, val.get("procStart"), val.get("pidDomain"))
+        else:
+            alive = None
+        since = val.get("statusUpdatedAt") or val.get("updatedAt")
+        return {
+            "pid": pid,
+            "status": val.get("status"),
+            "waiting_for": val.get("waitingFor"),
+            "since": since / 1000 if isinstance(since, (int, float)) else None,
+            "alive": alive,
+            "kind": val.get("kind"),
+            "entrypoint": val.get("entrypoint"),
+            "name": val.get("name"),
+        }
