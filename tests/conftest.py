@@ -1,0 +1,47 @@
+"""Test set-up: every test gets its own huddle home and empty agent folders, so
+nothing reads or writes the real ~/.claude, ~/.codex, ~/.vibe or huddle's data."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SAMPLES = FIXTURES / "samples"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("HUDDLE_HOME", str(tmp_path / "huddle-home"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("VIBE_HOME", str(home / ".vibe"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    return home
+
+
+@pytest.fixture
+def samples() -> Path:
+    return SAMPLES
+
+
+def fingerprint(root: Path) -> dict[str, tuple[int, int, str]]:
+    """Every file below `root` with its size, mtime and content hash: a test of the
+    read-only promise compares this before and after."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames + dirnames:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            digest = ""
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+            out[os.path.relpath(p, root)] = (st.st_size, st.st_mtime_ns, digest)
+    return out
