@@ -1,10 +1,12 @@
-"""The board: every session, as `huddle status --json` and `GET /api/sessions` give it."""
+"""The board: every session with its attention state, needs-you first.
+
+`board_json` is what `huddle status --json` prints and `GET /api/sessions` returns.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
-from .session import parse_time
+from .session import Session, parse_time
+from .states import URGENCY, Debouncer, State, classify, state_dict
 
 
 def parse_at(value: str) -> float | None:
@@ -12,19 +14,53 @@ def parse_at(value: str) -> float | None:
     try:
         return float(value)
     except ValueError:
-        pass
-    t = parse_time(value)
-    return t
+        return parse_time(value)
 
 
-def board_json(h, at: float | None = None) -> dict:
-    sessions = [s.summary() for s in h.sessions()]
-    sessions.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
-    out = {"sessions": sessions}
+def session_cost(s: Session) -> dict:
+    try:
+        from .pricing import session_cost as cost
+    except ImportError:
+        return {"usd": None, "unpriced": sorted(m for m in s.model_usage if m)}
+    return cost(s)
+
+
+def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | None = None) -> dict:
+    """One board row: the session summary, its state and each agent's."""
+    d = s.summary()
+    handle = h.handle(s.key)
+    live: dict = {}
+    if handle is not None:
+        try:
+            live = handle.live(at=at) or {}
+        except Exception as exc:  # a source's liveness check must not cost the row
+            live = {}
+            d.setdefault("error", f"{s.source} liveness: {type(exc).__name__}: {exc}")
+    try:
+        st, per = classify(s, live, at=at, idle_after=getattr(h, "idle_after", 30 * 60.0))
+    except Exception as exc:
+        st, per = State("your_turn"), {}
+        d.setdefault("error", f"state: {type(exc).__name__}: {exc}")
+    if debounce is not None and at is None:
+        st = debounce(s.key, st)
+    d.update(state_dict(st))
+    d["background"] = st.background
+    for a in d["agents"]:
+        ast = per.get(a["id"])
+        if ast is not None:
+            a.update(state_dict(ast))
+    d["tokens"] = s.usage.total
+    d["cost"] = session_cost(s)
+    if live.get("pid") is not None:
+        d["pid"] = live["pid"]
+    return d
+
+
+def board_json(h, at: float | None = None, debounce: Debouncer | None = None) -> dict:
+    rows = [session_entry(h, s, at=at, debounce=debounce) for s in h.sessions()]
+    rows.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
+    rows.sort(key=lambda d: URGENCY.get(d.get("state"), 9))
+    out: dict = {"sessions": rows}
     if h.notes:
         out["notes"] = list(h.notes)
     return out
-
-
-def now() -> float:
-    return datetime.now(timezone.utc).timestamp()

@@ -17,29 +17,38 @@ from .events import Event, Usage
 class Activity:
     """What an agent is in the middle of, kept up to date event by event."""
 
-    __slots__ = ("open_calls", "turn_open", "last_kind", "last_t", "waits", "background", "ended")
+    __slots__ = ("open_calls", "turn_open", "turn_t", "last_kind", "last_t", "waits", "background", "exited")
 
     def __init__(self) -> None:
         self.open_calls: dict[str, Event] = {}  # tool calls and orders without a result
         self.turn_open = False  # a prompt came and no turn end / interrupt yet
+        self.turn_t: float | None = None  # when the open turn began
         self.last_kind = ""
         self.last_t: float | None = None
         self.waits: dict[str, Event] = {}  # open waiting-for-you events
         self.background: dict[str, Event] = {}  # work launched in the background, not done
-        self.ended = False  # the agent's own run is over (a sub-agent reported)
+        self.exited = False  # the transcript says its process exited
+
+    def _open_turn(self, t: float | None) -> None:
+        if not self.turn_open:
+            self.turn_open = True
+            self.turn_t = t
+        self.exited = False
 
     def apply(self, e: Event) -> None:
         k = e.kind
+        if k == ev.CONTEXT and e.name == "session_end":
+            self.exited = True
+            return
         if k in (ev.USAGE, ev.TITLE, ev.CONTEXT):
             return
         if e.t is not None:
             self.last_t = e.t
         self.last_kind = k
         if k == ev.PROMPT or (k == ev.ORDER and e.agent == e.target):
-            self.turn_open = True
-            self.ended = False
+            self._open_turn(e.t)
         elif k in (ev.TOOL_CALL, ev.ORDER):
-            self.turn_open = True
+            self._open_turn(e.t)
             if e.id:
                 self.open_calls[e.id] = e
         elif k == ev.TOOL_RESULT:
@@ -48,7 +57,8 @@ class Activity:
                 self.background[e.id] = call or e
             else:
                 self.background.pop(e.id, None)
-            self.turn_open = True
+            if call is not None:
+                self._open_turn(e.t)
         elif k == ev.REPORT:
             self.background.pop(e.id, None)
             self.open_calls.pop(e.id, None)
@@ -61,7 +71,7 @@ class Activity:
         elif k == ev.RESOLVED:
             self.waits.pop(e.id, None)
         elif k in (ev.SAY, ev.THINK):
-            self.turn_open = True
+            self._open_turn(e.t)
 
 
 class Agent:

@@ -195,13 +195,27 @@ class ClaudeHandle(Handle):
             self.session.custom_title = str(meta["customTitle"])
 
     def live(self, at: float | None = None) -> dict:
-        info = self.source.registry.for_session(self.session.id, at=at)
-        subs = {
-            sf.agent_id: {"finished": self.session.agents[sf.agent_id].finished}
-            for sf in self.subs.values()
-            if sf.agent_id in self.session.agents
-        }
-        return {"registry": info, "subagents": subs, "permission_mode": self.state.permission_mode}
+        """Claude Code's own word on the process: sessions/<pid>.json (status, waitingFor),
+        checked against the pid and its start time so a file left by a killed process
+        reads as ended."""
+        reg = self.source.registry
+        info = reg.for_session(self.session.id, at=at)
+        out: dict = {"permission_mode": self.state.permission_mode}
+        if info is not None:
+            out["registry"] = info
+            out["pid"] = info["pid"]
+            out["alive"] = info["alive"]
+            if info["alive"] is not False:
+                out["status"] = info["status"] or "idle"
+                out["waiting_for"] = info["waiting_for"]
+                out["since"] = info["since"]
+        elif reg.exists():
+            out["alive"] = False  # this Claude Code keeps a registry: no file, no process
+        running = [sf.agent_id for sf in self.subs.values() if self.session.agents[sf.agent_id].background
+                   and self.session.agents[sf.agent_id].finished is False]
+        if running:
+            out["background_agents"] = running
+        return out
 
 
 def _subfolders(path: str) -> list[str]:

@@ -274,6 +274,10 @@ class FileParser:
                 self.emit(ev.TITLE, off, n, text=title, detail="ai")
         elif t == "last-prompt" and r.lastPrompt:
             self.session.last_prompt = r.lastPrompt
+        elif t == "cost-state":
+            # Interactive sessions write cost-state only at exit; -p runs at their end.
+            # After the last turn it means the process is gone (a new prompt revives it).
+            self.emit(ev.CONTEXT, off, n, name="session_end", text="session ended")
         elif t == "permission-mode" and r.permissionMode:
             self.shared.permission_mode = r.permissionMode
 

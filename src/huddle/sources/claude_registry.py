@@ -67,6 +67,9 @@ class Registry:
         self._mtimes: dict[str, int] = {}
         self.by_session: dict[str, dict] = {}
 
+    def exists(self) -> bool:
+        return os.path.isdir(self.folder)
+
     def refresh(self) -> None:
         try:
             names = [n for n in os.listdir(self.folder) if n.endswith(".json")]
