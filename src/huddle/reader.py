@@ -92,9 +92,9 @@ class LineReader:
         c = self.cursor
         try:
             f = open(self.path, "rb")
-        except OSError:
-            return
-        with f:
+        except FileNotFoundError:
+            return  # gone between the check and the read: the next poll says so
+        with f:  # any other error (permissions, a directory) is the caller's to report
             st = os.fstat(f.fileno())
             start = c.offset + len(self._pending)
             f.seek(start)

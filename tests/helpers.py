@@ -1,0 +1,18 @@
+"""Small helpers shared by the tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from huddle.core import Huddle
+from huddle.sources import Settings
+
+NOWHERE = "/nonexistent-huddle-test"
+
+
+def claude_huddle(config_dir: Path | str, huddle_home: Path | str = NOWHERE) -> Huddle:
+    """A Huddle reading only one Claude config dir."""
+    s = Settings(claude_dir=str(config_dir), codex_home=NOWHERE, vibe_home=NOWHERE, huddle_home=str(huddle_home))
+    h = Huddle(s, sources=["claude"])
+    h.refresh()
+    return h

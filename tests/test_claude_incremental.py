@@ -1,0 +1,87 @@
+"""A live Claude session costs reads of its appended bytes: appending in any pieces
+gives the same events as reading the whole file, sub-agent files included."""
+
+from __future__ import annotations
+
+import shutil
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from helpers import claude_huddle
+from conftest import SAMPLES
+
+SCENARIO = SAMPLES / "claude" / "12-nested-and-custom-agents" / "config"
+
+
+def digest(s):
+    return [(e.kind, e.agent, e.id, e.text, e.target, e.ok, e.usage) for e in s.events]
+
+
+WHOLE = claude_huddle(SCENARIO).sessions()[0]
+
+
+N_FILES = len(list(SCENARIO.glob("projects/**/*.jsonl")))
+STEPS = st.lists(
+    st.tuples(st.integers(0, N_FILES - 1), st.floats(0, 1), st.booleans()),
+    max_size=40,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_appending_in_random_pieces_gives_the_same_session(tmp_path_factory, steps):
+    dst = tmp_path_factory.mktemp("live") / "config"
+    shutil.copytree(SCENARIO, dst)
+    files = sorted(dst.glob("projects/**/*.jsonl"))
+    contents = {f: f.read_bytes() for f in files}
+    for f in files:
+        f.write_bytes(b"")
+    h = claude_huddle(dst)
+    pos = {f: 0 for f in files}
+    for i, frac, refresh in steps:
+        f = files[i]
+        end = pos[f] + int((len(contents[f]) - pos[f]) * frac)
+        with open(f, "ab") as out:
+            out.write(contents[f][pos[f] : end])
+        pos[f] = end
+        if refresh:
+            h.refresh()
+    for f in files:
+        with open(f, "ab") as out:
+            out.write(contents[f][pos[f] :])
+    h.refresh()
+    (s,) = h.sessions()
+    assert s.usage.to_dict() == WHOLE.usage.to_dict()
+    assert sorted(digest(s), key=repr) == sorted(digest(WHOLE), key=repr)
+    assert {a.id: (a.parent, a.report) for a in s.agents.values()} == {
+        a.id: (a.parent, a.report) for a in WHOLE.agents.values()
+    }
+
+
+def test_an_unchanged_session_reads_nothing(tmp_path):
+    dst = tmp_path / "config"
+    shutil.copytree(SCENARIO, dst)
+    h = claude_huddle(dst)
+    assert h.refresh() == set()
+    (f,) = dst.glob("projects/*/*.jsonl")
+    with open(f, "ab") as out:
+        out.write(b'{"type":"custom-title","customTitle":"Renamed","sessionId":"x"}\n')
+    assert h.refresh() == {h.sessions()[0].key}
+    assert h.sessions()[0].title == "Renamed"
+
+
+def test_a_rewritten_file_rebuilds_the_session(tmp_path):
+    dst = tmp_path / "config"
+    shutil.copytree(SCENARIO, dst)
+    h = claude_huddle(dst)
+    before = h.sessions()[0]
+    n = len(before.events)
+    (f,) = dst.glob("projects/*/*.jsonl")
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2].rsplit(b"\n", 1)[0] + b"\n")  # truncated
+    h.refresh()
+    s = h.sessions()[0]
+    assert s.epoch == 1 and 0 < len(s.events) < n
+    f.write_bytes(data)
+    h.refresh()
+    assert sorted(digest(h.sessions()[0]), key=repr) == sorted(digest(WHOLE), key=repr)

@@ -1,0 +1,245 @@
+"""The Claude Code source on the real sample sessions (Claude Code 2.1.332)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from huddle import events as ev
+from helpers import claude_huddle
+from conftest import SAMPLES, fingerprint
+
+CLAUDE = SAMPLES / "claude"
+
+
+def scenario(name: str):
+    return claude_huddle(CLAUDE / name / "config")
+
+
+def only(h):
+    (s,) = h.sessions()
+    return s
+
+
+def kinds(s, kind, agent=None):
+    return [e for e in s.events if e.kind == kind and (agent is None or e.agent == agent)]
+
+
+def raw_usage(paths: list[Path], session_id: str) -> dict:
+    """Usage counted straight from the records: once per message.id, skipping records a
+    fork copied from another session."""
+    seen, tot = set(), dict(input=0, output=0, cache_read=0, cache_write=0)
+    for p in paths:
+        for line in p.read_text().splitlines():
+            d = json.loads(line)
+            if d.get("type") != "assistant":
+                continue
+            m = d["message"]
+            if m["id"] in seen or d.get("requestSessionId", session_id) != session_id:
+                seen.add(m["id"])
+                continue
+            seen.add(m["id"])
+            u = m["usage"]
+            tot["input"] += u["input_tokens"]
+            tot["output"] += u["output_tokens"]
+            tot["cache_read"] += u.get("cache_read_input_tokens") or 0
+            tot["cache_write"] += u.get("cache_creation_input_tokens") or 0
+    return tot
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CLAUDE.iterdir() if p.is_dir()))
+def test_usage_counted_once_per_message(name):
+    h = scenario(name)
+    for s in h.sessions():
+        main = Path(h.handle(s.key).path)
+        subs = sorted((main.parent / s.id / "subagents").glob("agent-*.jsonl"))
+        assert s.usage.to_dict() == raw_usage([main, *subs], s.id)
+        # the session total is the sum of its agents' own usage
+        total = {k: sum(a.usage.to_dict()[k] for a in s.agents.values()) for k in s.usage.to_dict()}
+        assert total == s.usage.to_dict()
+        assert s.skipped_lines == 0 and s.error is None
+
+
+def test_usage_matches_claude_codes_own_cost_state():
+    # Without compaction or aborts, Claude Code's cumulative cost-state equals the records.
+    s = only(scenario("12-nested-and-custom-agents"))
+    assert s.usage.to_dict() == {"input": 55, "output": 479, "cache_read": 33067, "cache_write": 35139}
+
+
+def test_nested_and_custom_agents_tree():
+    s = only(scenario("12-nested-and-custom-agents"))
+    agents = {a.id: a for a in s.agents.values()}
+    lead = s.lead
+    assert lead.id == s.id and lead.parent is None
+    gp, explore, reviewer = agents["a29986b1cdfde2380"], agents["a8e5e4e8f7fc26ae4"], agents["a4af011ebc7ceaf5e"]
+    assert (gp.parent, gp.kind, gp.description) == (s.id, "general-purpose", "Investigate with helper")
+    assert (explore.parent, explore.kind) == (gp.id, "Explore")  # depth 2, from meta.json parentAgentId
+    assert (reviewer.parent, reviewer.kind) == (s.id, "reviewer")  # a custom agent type
+    assert explore.tool_use_id == "toolu_01VPITFfOE9yvlrBUXd2rckC"
+    # orders: the lead's two Agent calls and the general-purpose agent's own
+    orders = kinds(s, ev.ORDER)
+    assert {(o.agent, o.target) for o in orders} == {(s.id, gp.id), (s.id, reviewer.id), (gp.id, explore.id)}
+    assert explore.order.startswith("[[scn:sub_nest_inner]]") or explore.order
+    # reports are what each lead received, with the hand-back frame stripped
+    assert reviewer.report == "One issue: greet() does not handle an empty name (see the TODO on line 5)."
+    assert gp.report.startswith("Project: a tiny greeter demo. Helper said:")
+    assert "Subagent hand-back" not in gp.report and "agentId:" not in gp.report
+    assert explore.report and "README" in explore.report
+    assert [a.id for a in s.tree_order()] == [s.id, gp.id, explore.id, reviewer.id]
+    # each sub-agent's usage shown apart and included in the total
+    assert all(a.usage.total > 0 for a in s.agents.values())
+
+
+def test_parallel_foreground_subagents_reports():
+    h = scenario("02-subagents")
+    for s in h.sessions():
+        subs = [a for a in s.agents.values() if a.parent]
+        assert len(subs) == 2
+        assert {a.kind for a in subs} == {"general-purpose", "Explore"}
+        for a in subs:
+            assert a.report and not a.report.startswith("<tools-used") and "[Subagent hand-back]" not in a.report
+            assert a.order
+
+
+def test_background_agent_report_from_task_notification():
+    s = only(scenario("03-background-agent"))
+    (sub,) = [a for a in s.agents.values() if a.parent]
+    assert sub.background
+    launched = [e for e in kinds(s, ev.TOOL_RESULT) if e.detail == "background"]
+    assert [e.id for e in launched] == [sub.tool_use_id]
+    (report,) = kinds(s, ev.REPORT)
+    assert report.target == sub.id and report.name == "task-notification"
+    assert sub.report == "Python line counts: 15 src/app.py 7 src/util.py 7 tests/test_app.py 29 total"
+    # the notification is harness text, never a prompt
+    assert [e.text for e in kinds(s, ev.PROMPT)] == [
+        "[[scn:bg_agent]] Count the lines of Python in the background and show me the git log."
+    ]
+
+
+def test_fork_copies_are_shown_but_not_counted():
+    h = scenario("04-resume-continue-fork")
+    orig = h.session("4ca800ee-fc00-4bfc-aeab-426576b25ac2")
+    fork = h.session("dc76988d-8232-412a-a35d-7f14774c557b")
+    assert len(kinds(orig, ev.PROMPT)) == 3  # resume and continue append to the same file
+    copied_usage = [e for e in fork.events if e.kind == ev.USAGE]
+    assert len(copied_usage) == 1  # only the fork's own response
+    assert fork.usage.to_dict() == {"input": 5, "output": 24, "cache_read": 14501, "cache_write": 54}
+    assert any(e.copied for e in fork.events if e.kind == ev.SAY)
+    # together they equal Claude Code's cumulative cost-state of the fork (which carries the parent's)
+    both = orig.usage.cache_read + fork.usage.cache_read
+    assert both == 85061
+
+
+def test_titles():
+    assert only(scenario("06-named-session")).title == "Greeting app check"
+    assert only(scenario("10-interactive-tmux")).title == "Interactive demo session"
+    # no custom title: the first real prompt
+    assert only(scenario("07-errors")).title == "[[scn:errors]] Try a few things that fail."
+
+
+def test_interrupts_compaction_and_harness_text():
+    s = only(scenario("10-interactive-tmux"))
+    assert len(kinds(s, ev.INTERRUPT)) == 2
+    assert len(kinds(s, ev.COMPACTION)) == 1
+    prompts = [e.text for e in kinds(s, ev.PROMPT)]
+    for p in prompts:
+        assert not p.startswith(("<", "This session is being continued")), p
+    assert prompts[0] == "[[scn:resume1]] Run the app."
+    ctx = {e.name for e in kinds(s, ev.CONTEXT)}
+    assert {"compact_summary", "command", "meta"} <= ctx
+    assert s.cwd == "/home/dev/work/10-interactive-tmux/proj"
+
+
+def test_compaction_in_print_mode():
+    s = only(scenario("05-compact"))
+    (c,) = kinds(s, ev.COMPACTION)
+    assert "manual" in c.detail
+    assert all("/compact" not in e.text for e in kinds(s, ev.PROMPT))
+
+
+def test_errors_and_tool_failures():
+    s = only(scenario("07-errors"))
+    results = kinds(s, ev.TOOL_RESULT)
+    assert [r.ok for r in results].count(False) == 2  # missing file, exit code 3
+    assert len(kinds(s, ev.ERROR)) >= 1  # the 529 overload, retried
+    calls = {c.id: c for c in kinds(s, ev.TOOL_CALL)}
+    assert all(r.id in calls for r in results)
+
+
+def test_events_point_back_to_their_bytes():
+    s = only(scenario("01-basic-tools"))
+    for e in s.events:
+        with open(e.file, "rb") as f:
+            f.seek(e.offset)
+            line = f.read(e.length)
+        rec = json.loads(line)
+        assert isinstance(rec, dict)
+        if e.kind == ev.TOOL_RESULT:
+            assert rec["type"] == "user"
+            assert e.size > 0
+
+
+def test_tool_calls_are_summarised():
+    s = only(scenario("01-basic-tools"))
+    calls = kinds(s, ev.TOOL_CALL)
+    bash = next(c for c in calls if c.name == "Bash")
+    assert "ls -la" in bash.detail
+    write = next(c for c in calls if c.name == "Write")
+    assert write.detail.endswith("NOTES.md")
+
+
+def test_source_never_writes_in_the_agent_folder():
+    before = fingerprint(CLAUDE)
+    for d in CLAUDE.iterdir():
+        if d.is_dir():
+            h = claude_huddle(d / "config")
+            from huddle.board import board_json
+
+            board_json(h)
+    assert fingerprint(CLAUDE) == before
+
+
+def test_bad_lines_cost_one_line(tmp_path):
+    src = CLAUDE / "01-basic-tools" / "config"
+    dst = tmp_path / "config"
+    import shutil
+
+    shutil.copytree(src, dst)
+    (f,) = dst.glob("projects/*/*.jsonl")
+    lines = f.read_bytes().splitlines(keepends=True)
+    good = claude_huddle(src)
+    lines.insert(5, b"{this is not json\n")
+    lines.insert(9, b'{"type": "assistant", "message": {"content": 42}}\n')
+    f.write_bytes(b"".join(lines))
+    h = claude_huddle(dst)
+    s = only(h)
+    assert s.skipped_lines == 2
+    assert any("not JSON" in p for p in s.problems) and all(str(f) in p for p in s.problems)
+    assert [e.kind for e in s.events] == [e.kind for e in only(good).events]
+    assert s.usage.to_dict() == only(good).usage.to_dict()
+
+
+def test_unreadable_session_is_listed_with_an_error_others_untouched(tmp_path):
+    import shutil
+
+    dst = tmp_path / "config"
+    shutil.copytree(CLAUDE / "02-subagents" / "config", dst)
+    (a, b) = sorted(dst.glob("projects/*/*.jsonl"))
+    # a sub-agent "file" that cannot be read (a directory where a file should be)
+    (a.parent / a.stem / "subagents" / "agent-a0000000000000000.jsonl").mkdir()
+    h = claude_huddle(dst)
+    bad, good = h.session(a.stem), h.session(b.stem)
+    assert bad.error and "agent-a0000000000000000.jsonl" in bad.error
+    assert good.error is None and good.usage.total > 0
+    from huddle.board import board_json
+
+    rows = {r["id"]: r for r in board_json(h)["sessions"]}
+    assert "error" in rows[a.stem] and "error" not in rows[b.stem]
+
+
+def test_missing_folder_gives_an_empty_board_and_one_line():
+    h = claude_huddle("/nonexistent-claude-dir")
+    assert h.sessions() == []
+    assert len(h.notes) == 1 and "/nonexistent-claude-dir" in h.notes[0]
