@@ -130,8 +130,26 @@ _SKIP_TYPES = frozenset(
 AGENT_TOOLS = frozenset({"Agent", "Task"})
 QUESTION_TOOLS = frozenset({"AskUserQuestion"})
 HANDBACK_TOOL = "SubagentHandback"
-# Attachments that are bookkeeping, not context a person would want to see.
-_QUIET_ATTACHMENTS = frozenset({"prompt_snapshot", "total_tokens_reminder", "deferred_tools_record"})
+# Attachments that are per-request bookkeeping (the environment, date, tool and skill
+# listings re-sent every turn), not context a person would want to see. They are a
+# third of a transcript's bytes: recognised from their first bytes, never decoded.
+_QUIET_ATTACHMENTS = frozenset(
+    {
+        "prompt_snapshot",
+        "total_tokens_reminder",
+        "deferred_tools_record",
+        "deferred_tools_delta",
+        "environment",
+        "model",
+        "session_context",
+        "date",
+        "remote_session_change",
+        "agent_listing_delta",
+        "skill_listing",
+        "auto_mode",
+    }
+)
+_ATTACHMENT_KEY = b'"attachment":{"type":"'
 
 _INTERRUPT = re.compile(r"^\[Request interrupted by user[^\]]*\]")
 _TAG = lambda name: re.compile(rf"<{name}>(.*?)</{name}>", re.S)  # noqa: E731
@@ -233,6 +251,12 @@ class FileParser:
     def feed(self, off: int, line: bytes) -> None:
         if line.startswith(_SKIP_PREFIXES):
             return
+        i = line.find(_ATTACHMENT_KEY, 0, 300)
+        if i >= 0:
+            start = i + len(_ATTACHMENT_KEY)
+            end = line.find(b'"', start, start + 64)
+            if end > 0 and line[start:end].decode("ascii", "replace") in _QUIET_ATTACHMENTS:
+                return
         try:
             r = _decode_record(line)
         except msgspec.DecodeError as exc:
