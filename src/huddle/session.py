@@ -94,6 +94,7 @@ class Agent:
         self.background = False
         self.finished: bool | None = None  # the agent's own files say it is done
         self.quiet = False  # kept in the tree, hidden from lists (Codex guardian reviews)
+        self.order_seq: int | None = None  # where its lead ordered it in the timeline
         self.activity = Activity()
         self.event_count = 0
 
@@ -233,7 +234,9 @@ class Session:
         seen: set[str] = set()
 
         def walk(pid):
-            for a in sorted(children.get(pid, []), key=lambda x: (x.started_at or 0, x.id)):
+            kids = children.get(pid, [])
+            kids.sort(key=lambda x: (x.order_seq is None, x.order_seq or 0, x.started_at or 0, x.id))
+            for a in kids:
                 if a.id in seen:
                     continue
                 seen.add(a.id)

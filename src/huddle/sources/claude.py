@@ -170,6 +170,7 @@ class ClaudeHandle(Handle):
             order = self.order_events.get(call)
             if order is not None:
                 order.target = sub_id
+                sub.order_seq = order.seq
                 sub.order = sub.order or order.text
                 if sub.parent == s.id and order.agent != s.id and order.agent in s.agents:
                     sub.parent = order.agent
