@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import weakref
+
 from .session import Session, parse_time
 from .states import URGENCY, Debouncer, State, classify, state_dict
 
@@ -17,17 +19,48 @@ def parse_at(value: str) -> float | None:
         return parse_time(value)
 
 
-def session_cost(s: Session) -> dict:
+def _pricing(h):
+    """The pricing table for one board (loaded once, not per session)."""
     try:
-        from .pricing import session_cost as cost
+        from . import pricing
     except ImportError:
+        return None
+    try:
+        return pricing.current(h.settings.huddle_home)
+    except Exception as exc:  # a bad user pricing file: say so, keep the board
+        note = f"pricing: {exc}"
+        if note not in h.notes:
+            h.notes.append(note)
+        return None
+
+
+def session_cost(s: Session, table=None) -> dict:
+    if table is None:
         return {"usd": None, "unpriced": sorted(m for m in s.model_usage if m)}
-    return cost(s)
+    from .pricing import session_cost as cost
+
+    return cost(s, table)
 
 
-def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | None = None) -> dict:
+_rows: "weakref.WeakKeyDictionary[Session, tuple[int, object, dict]]" = weakref.WeakKeyDictionary()
+
+
+def _summary(s: Session, table) -> dict:
+    """The parts of a row that change only when the session does: built once per version."""
+    hit = _rows.get(s)
+    if hit is None or hit[0] != s.version or hit[1] is not table:
+        d = s.summary()
+        d["tokens"] = s.usage.total
+        d["cost"] = session_cost(s, table)
+        hit = _rows[s] = (s.version, table, d)
+    d = dict(hit[2])  # the row and its agents get states added: copy those, share the rest
+    d["agents"] = [dict(a) for a in d["agents"]]
+    return d
+
+
+def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | None = None, table=None) -> dict:
     """One board row: the session summary, its state and each agent's."""
-    d = s.summary()
+    d = _summary(s, table)
     handle = h.handle(s.key)
     live: dict = {}
     if handle is not None:
@@ -49,15 +82,14 @@ def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | 
         ast = per.get(a["id"])
         if ast is not None:
             a.update(state_dict(ast))
-    d["tokens"] = s.usage.total
-    d["cost"] = session_cost(s)
     if live.get("pid") is not None:
         d["pid"] = live["pid"]
     return d
 
 
 def board_json(h, at: float | None = None, debounce: Debouncer | None = None) -> dict:
-    rows = [session_entry(h, s, at=at, debounce=debounce) for s in h.sessions()]
+    table = _pricing(h)
+    rows = [session_entry(h, s, at=at, debounce=debounce, table=table) for s in h.sessions()]
     rows.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
     rows.sort(key=lambda d: URGENCY.get(d.get("state"), 9))
     out: dict = {"sessions": rows}

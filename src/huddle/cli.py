@@ -43,7 +43,7 @@ def status(as_json: bool, at: str | None, watch: bool) -> None:
         when = parse_at(at)
         if when is None:
             raise click.BadParameter(f"not a time: {at!r} (use ISO 8601 or unix seconds)", param_hint="--at")
-    h = Huddle()
+    h = Huddle(cache=True)
     if watch:
         from .board_view import watch_table
 
@@ -51,6 +51,8 @@ def status(as_json: bool, at: str | None, watch: bool) -> None:
         return
     h.refresh()
     data = board_json(h, at=when)
+    if when is None:
+        h.write_board_cache(data)
     for note in h.notes:
         click.echo(f"huddle: {note}", err=True)
     if as_json:

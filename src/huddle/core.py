@@ -10,18 +10,25 @@ from __future__ import annotations
 import os
 import threading
 
+from .cache import HandleCache, write_board
 from .session import Session
 from .sources import Handle, Settings, all_sources, guarded
 
 
 class Huddle:
-    def __init__(self, settings: Settings | None = None, sources: list[str] | None = None):
+    def __init__(self, settings: Settings | None = None, sources: list[str] | None = None, cache: bool = False):
         self.settings = settings or Settings.from_env()
         self.sources = all_sources(self.settings, sources)
         self.handles: dict[str, Handle] = {}
         self.notes: list[str] = []  # one line per folder that could not be read
         self.lock = threading.RLock()  # the server refreshes from a thread
         self.generation = 0  # bumps when anything changed
+        self.cache: HandleCache | None = None
+        if cache and self.settings.huddle_home:
+            key = (self.settings.claude_dir, self.settings.codex_home, self.settings.vibe_home,
+                   tuple(s.name for s in self.sources))
+            self.cache = HandleCache(self.settings.huddle_home, key)
+            self.handles = self.cache.load(self.sources)
 
     # -- reading the disk ----------------------------------------------------------
 
@@ -47,10 +54,39 @@ class Huddle:
                 if self._refresh_one(h):
                     changed.add(key)
             self.handles = found
+            if self.cache is not None:
+                if changed or not os.path.exists(self.cache.path):
+                    self.cache.save(self.handles)
+                if self.cache.note:
+                    notes.append(self.cache.note)
             self.notes = notes
             if changed:
                 self.generation += 1
             return changed
+
+    def complete(self, key: str) -> Session | None:
+        """The session with its whole timeline: one loaded from the cache keeps only its
+        usage events, so it is read again from its files the first time a view needs it."""
+        with self.lock:
+            h = self.handle(key)
+            if h is None:
+                return None
+            if h.session.complete:
+                return h.session
+            src = next((s for s in self.sources if s.name == h.session.source), None)
+            fresh = guarded("rescan", src.scan, {}) if src is not None else None
+            if fresh and h.key in fresh:
+                nh = fresh[h.key]
+                self._refresh_one(nh)
+                self.handles[h.key] = nh
+                return nh.session
+            return h.session
+
+    def write_board_cache(self, board: dict) -> None:
+        """Leave the board where the standard-library status line can read it."""
+        if self.settings.huddle_home:
+            dirs = [d for src in self.sources for d in src.watch_dirs()]
+            write_board(self.settings.huddle_home, board, self.handles, dirs)
 
     def _refresh_one(self, h: Handle) -> bool:
         s = h.session

@@ -61,16 +61,21 @@ class Usage(msgspec.Struct, omit_defaults=True):
     output: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    cache_write_1h: int = 0  # the part of cache_write kept for an hour (Claude): priced higher
 
     def add(self, other: "Usage") -> None:
         self.input += other.input
         self.output += other.output
         self.cache_read += other.cache_read
         self.cache_write += other.cache_write
+        self.cache_write_1h += other.cache_write_1h
 
     @property
     def total(self) -> int:
         return self.input + self.output + self.cache_read + self.cache_write
+
+    def to_tuple(self) -> tuple[int, int, int, int]:
+        return (self.input, self.output, self.cache_read, self.cache_write)
 
     def to_dict(self) -> dict:
         return {
@@ -78,6 +83,7 @@ class Usage(msgspec.Struct, omit_defaults=True):
             "output": self.output,
             "cache_read": self.cache_read,
             "cache_write": self.cache_write,
+            **({"cache_write_1h": self.cache_write_1h} if self.cache_write_1h else {}),
         }
 
 

@@ -141,6 +141,8 @@ class Session:
         self.updated_at: float | None = None
         self.continues: str | None = None  # an earlier session this one carries on
         self.live: dict = {}  # the source's liveness signals (pid file, lock...)
+        self.next_seq = 0
+        self.complete = True  # False when loaded from the cache without its timeline
         self.version = 0  # bumps on every change, for caches and live pushes
         self.epoch = 0  # bumps when the timeline was rebuilt (a file was rewritten)
         self.time_estimated = False
@@ -156,7 +158,8 @@ class Session:
         return a
 
     def add(self, e: Event) -> None:
-        e.seq = len(self.events)
+        e.seq = self.next_seq
+        self.next_seq += 1
         self.events.append(e)
         self.counts[e.kind] = self.counts.get(e.kind, 0) + 1
         a = self.agents.get(e.agent) or self.agent(e.agent)
@@ -210,6 +213,28 @@ class Session:
         self.__init__(self.source, self.id)
         self.epoch = epoch
         self.version = version
+
+    def __getstate__(self) -> dict:
+        """What the cache keeps: everything derived, but of the timeline only the usage
+        events (small, and what `huddle usage` needs). Views that need the whole
+        timeline ask the core to read the session again (`complete` is False)."""
+        d = self.__dict__.copy()
+        d["events"] = [
+            (e.seq, e.t, e.agent, e.name, e.id, e.file, e.offset, e.copied, *e.usage.to_tuple())
+            for e in self.events
+            if e.kind == ev.USAGE and e.usage is not None
+        ]
+        d["complete"] = False
+        return d
+
+    def __setstate__(self, d: dict) -> None:
+        rows = d.pop("events")
+        self.__dict__.update(d)
+        self.events = [
+            Event(kind=ev.USAGE, seq=r[0], t=r[1], agent=r[2], name=r[3], id=r[4], file=r[5], offset=r[6],
+                  copied=r[7], usage=Usage(*r[8:12]))
+            for r in rows
+        ]
 
     # -- reading -------------------------------------------------------------------
 

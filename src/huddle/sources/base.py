@@ -54,6 +54,12 @@ class Handle:
         """Read what was appended; return whether anything changed."""
         raise NotImplementedError
 
+    def __getstate__(self) -> dict:
+        # The cache keeps handles between runs; the source is re-attached on load.
+        d = self.__dict__.copy()
+        d.pop("source", None)
+        return d
+
     def files(self) -> list[str]:
         """Every file this session is read from (for watching and read-back checks)."""
         return []
@@ -76,6 +82,11 @@ class Source:
 
     def exists(self) -> bool:
         return any(os.path.isdir(r) for r in self.roots())
+
+    def watch_dirs(self) -> list[str]:
+        """Folders whose mtime moves when a session appears (for the status line's
+        staleness check)."""
+        return self.roots()
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         """All sessions now on disk, reusing the handles in `known` where they are

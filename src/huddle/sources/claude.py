@@ -8,7 +8,7 @@ import json
 import os
 
 from .. import events as ev
-from ..reader import GONE, RESET, LineReader
+from ..reader import GONE, RESET, SAME, LineReader
 from .base import Handle, Source, register
 from .claude_records import FileParser, SessionState
 from .claude_registry import Registry
@@ -78,7 +78,9 @@ class ClaudeHandle(Handle):
         self._find_subs()
         for sf in self.subs.values():
             self._read_meta(sf)
-        self._drain(self.parser, self.reader)
+        if status != SAME:
+            self._drain(self.parser, self.reader)
+            self._read_custom_title()  # /rename also appends to the main file
         for sf in sorted(self.subs.values(), key=lambda x: x.path):
             st = sf.reader.check()
             if st == RESET:  # a sub-agent file rewritten: rebuild the whole session
@@ -87,9 +89,10 @@ class ClaudeHandle(Handle):
                 return self.refresh()
             if sf.parser is None:
                 sf.parser = FileParser(s, self.state, sf.path, sf.agent_id, is_sub=True)
-            self._drain(sf.parser, sf.reader)
-        self._read_custom_title()
-        self._link()
+            if st != SAME:
+                self._drain(sf.parser, sf.reader)
+        if s.version != before:
+            self._link()
         return s.version != before
 
     def _drain(self, parser: FileParser, reader: LineReader) -> None:
@@ -240,6 +243,13 @@ class ClaudeSource(Source):
 
     def exists(self) -> bool:
         return os.path.isdir(self.projects)
+
+    def watch_dirs(self) -> list[str]:
+        try:
+            subs = [e.path for e in os.scandir(self.projects) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            subs = []
+        return [self.projects, self.registry.folder, *subs]
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
