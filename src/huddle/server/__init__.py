@@ -1,0 +1,5 @@
+"""huddle's local web server: the JSON API, the live stream and the pages."""
+
+from .app import ServerThread, bind, create_app, make_server, url_for
+
+__all__ = ["ServerThread", "bind", "create_app", "make_server", "url_for"]

@@ -1,0 +1,222 @@
+"""The app factory: routes (thin clients of huddle.api), pages, the stream.
+
+`create_app(huddle, host, port, token)` gives a Starlette app behind the security
+middleware; `bind()` + `serve()` run it on uvicorn; `ServerThread` runs one in the
+background (tests, bench, the demo).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import threading
+
+import msgspec
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .. import __version__, api
+from ..board import parse_at
+from ..errors import BadRequest, HuddleError
+from .security import Security, allowed_hosts
+from .stream import Hub
+from .watcher import Watcher
+
+STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
+_encode = msgspec.json.Encoder().encode
+
+
+def json_response(data, status: int = 200) -> Response:
+    return Response(_encode(data), status_code=status, media_type="application/json",
+                    headers={"cache-control": "no-store"})
+
+
+class State:
+    """What the routes share: the core, its watcher, the stream hub."""
+
+    def __init__(self, h, demo=None, watch_options: dict | None = None):
+        self.h = h
+        self.demo = demo
+        self.hub = Hub()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.watcher = Watcher(h, self._publish, **(watch_options or {}))
+
+    def _publish(self, msgs) -> None:
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.hub.publish_many, msgs)
+
+
+def create_app(h, host: str = "127.0.0.1", port: int = 0, token: str | None = None, demo=None,
+               watch_options: dict | None = None) -> Starlette:
+    st = State(h, demo=demo, watch_options=watch_options)
+
+    def call(fn, *args, **kw):
+        with h.lock:
+            return json_response(fn(h, *args, **kw))
+
+    def board(request: Request):
+        at = request.query_params.get("at")
+        if at:
+            when = parse_at(at)
+            if when is None:
+                raise BadRequest(f"not a time: {at[:40]!r} (use ISO 8601 or unix seconds)")
+            return call(api.sessions, at=when)
+        return json_response(st.watcher.board())
+
+    def detail(request: Request):
+        return call(api.session_detail, request.path_params["id"])
+
+    def events(request: Request):
+        q = request.query_params
+        return call(api.events, request.path_params["id"], after=q.get("after"), limit=q.get("limit"))
+
+    def transcripts(request: Request):
+        return call(api.transcripts, request.path_params["id"])
+
+    def transcript(request: Request):
+        q = request.query_params
+        return call(api.transcript, request.path_params["id"], agent=q.get("agent"), limit=q.get("limit"),
+                    after=q.get("after"), before=q.get("before"))
+
+    def content(request: Request):
+        return call(api.content, request.path_params["id"], request.path_params["ref"])
+
+    def info(request: Request):
+        return json_response({"version": __version__, "demo": st.demo is not None,
+                              "watching": st.watcher.watching, "notes": list(h.notes)})
+
+    async def stream(request: Request):
+        return await st.hub.stream(request)
+
+    def page(name: str):
+        path = os.path.join(STATIC, name)
+
+        def endpoint(request: Request):
+            if "id" in request.path_params:
+                api.check_id(request.path_params["id"])
+            return FileResponse(path, headers={"cache-control": "no-store"})
+
+        return endpoint
+
+    async def on_error(request: Request, exc: Exception):
+        if isinstance(exc, HuddleError):
+            return json_response({"error": str(exc)}, exc.status)
+        if isinstance(exc, HTTPException):
+            return json_response({"error": exc.detail or "not found"}, exc.status_code)
+        return json_response({"error": "internal error"}, 500)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        st.loop = asyncio.get_running_loop()
+        if st.demo is not None:
+            st.demo.start()
+        await asyncio.to_thread(st.watcher.start)
+        try:
+            yield
+        finally:
+            st.hub.close()
+            await asyncio.to_thread(st.watcher.stop)
+            if st.demo is not None:
+                await asyncio.to_thread(st.demo.stop)
+
+    routes = [
+        Route("/", page("index.html")),
+        Route("/session/{id}", page("session.html")),
+        Route("/favicon.ico", page("favicon.svg")),
+        Route("/api/info", info),
+        Route("/api/sessions", board),
+        Route("/api/sessions/{id}", detail),
+        Route("/api/sessions/{id}/events", events),
+        Route("/api/sessions/{id}/transcripts", transcripts),
+        Route("/api/sessions/{id}/transcript", transcript),
+        Route("/api/sessions/{id}/content/{ref}", content),
+        Route("/api/stream", stream),
+        Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HuddleError: on_error, HTTPException: on_error, Exception: on_error},
+        middleware=[Middleware(Security, hosts=allowed_hosts(host, port), token=token, port=port)],
+    )
+    app.router.redirect_slashes = False  # an odd path is a 404, not a redirect to guess at
+    app.state.huddle = st
+    return app
+
+
+# -- running -----------------------------------------------------------------------------
+
+
+def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A listening socket; port 0 picks a free one (read it back from the socket)."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_for(host: str, port: int, token: str | None = None) -> str:
+    from .security import is_wildcard
+
+    shown = "127.0.0.1" if is_wildcard(host) else host.strip("[]")
+    shown = f"[{shown}]" if ":" in shown else shown
+    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
+
+
+def make_server(app) -> uvicorn.Server:
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1,
+                            access_log=False, timeout_keep_alive=30)
+    return uvicorn.Server(config)
+
+
+class ServerThread:
+    """A real uvicorn on its own thread: `with ServerThread(h) as srv: srv.url`."""
+
+    def __init__(self, h, host: str = "127.0.0.1", port: int = 0, token: str | None = None, demo=None,
+                 watch_options: dict | None = None):
+        self.sock = bind(host, port)
+        self.host = host
+        self.port = self.sock.getsockname()[1]
+        self.token = token
+        self.app = create_app(h, host=host, port=self.port, token=token, demo=demo, watch_options=watch_options)
+        self.server = make_server(self.app)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return url_for(self.host, self.port)
+
+    @property
+    def state(self) -> State:
+        return self.app.state.huddle
+
+    def start(self) -> "ServerThread":
+        self.thread.start()
+        while not self.server.started:
+            if not self.thread.is_alive():
+                raise RuntimeError("the server did not start")
+            self.thread.join(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

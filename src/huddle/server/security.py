@@ -1,0 +1,198 @@
+"""The rules every request passes before it reaches a route.
+
+This server can read every prompt a person ever typed, so it trusts nothing it
+did not hand out itself:
+- the Host must be the loopback name and port it serves (DNS rebinding);
+- a cross-origin request (a foreign Origin, Sec-Fetch-Site cross-site/same-site) is refused;
+- a request body over 256 KB is refused (no route takes one anyway);
+- off loopback, a token is required on every request: a header, or a cookie set
+  from a `?token=` link (then the token leaves the address bar), compared in
+  constant time;
+- every answer carries CSP, no-framing, nosniff and no-referrer headers.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import secrets
+from urllib.parse import parse_qsl, urlencode
+
+BODY_MAX = 256 * 1024
+DRAIN_MAX = 4 << 20  # past this a body is not even read to the end
+TOKEN_HEADER = b"x-huddle-token"
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'"
+)
+HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+    (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
+]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def is_wildcard(host: str) -> bool:
+    return host.strip("[]") in ("0.0.0.0", "::", "")
+
+
+def allowed_hosts(host: str, port: int) -> set[str] | None:
+    """The Host headers this server answers to; None = any (a wildcard bind, where
+    the token is what keeps strangers out)."""
+    if is_wildcard(host):
+        return None
+    names = {f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
+    bare = host.strip("[]")
+    names.add(f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}")
+    return names
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+class Security:
+    """Pure ASGI middleware (streaming responses such as SSE pass through untouched)."""
+
+    def __init__(self, app, *, hosts: set[str] | None, token: str | None, port: int, body_max: int = BODY_MAX):
+        self.app = app
+        self.hosts = hosts
+        self.token = token.encode() if token else None
+        self.cookie = f"huddle_token_{port}".encode()  # cookies ignore ports: keep servers apart
+        self.body_max = body_max
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "lifespan":
+            return await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            return  # no websockets here: refuse by closing
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                message = dict(message)
+                message["headers"] = list(message.get("headers", [])) + HEADERS
+            await send(message)
+
+        headers: dict[bytes, bytes] = {}
+        for k, v in scope.get("headers", []):
+            headers.setdefault(k.lower(), v)
+        why = self._refuse(scope, headers)
+        if why is not None:
+            status, text = why
+            return await _error(send_with_headers, status, text)
+
+        length = headers.get(b"content-length", b"0")
+        chunked = b"chunked" in headers.get(b"transfer-encoding", b"").lower()
+        if chunked or length != b"0" or scope["method"] not in ("GET", "HEAD"):
+            # Read (and drop) the body first: answering mid-upload makes clients see a reset.
+            size = await _drain(receive, DRAIN_MAX)
+            if size > self.body_max or not length.isdigit():
+                return await _error(send_with_headers, 413, f"request body over {self.body_max} bytes")
+            if scope["method"] not in ("GET", "HEAD"):
+                return await _error(send_with_headers, 405, "huddle's API only reads: use GET")
+            receive = _no_body
+
+        if self.token is not None:
+            ok = self._token_ok(scope, headers)
+            if ok == "link":
+                return await self._set_cookie(scope, send_with_headers)
+            if not ok:
+                return await _error(send_with_headers, 401, "a token is required: open the link huddle printed")
+        await self.app(scope, receive, send_with_headers)
+
+    def _refuse(self, scope, headers) -> tuple[int, str] | None:
+        host = headers.get(b"host", b"").decode("latin-1")
+        if self.hosts is not None and host not in self.hosts:
+            return 403, "unknown Host: huddle answers only to the loopback address it serves"
+        origin = headers.get(b"origin")
+        if origin is not None and origin.decode("latin-1") != f"http://{host}":
+            return 403, "cross-origin request refused"
+        site = headers.get(b"sec-fetch-site", b"").lower()
+        if site in (b"cross-site", b"same-site"):
+            return 403, "cross-site request refused"
+        return None
+
+    def _token_ok(self, scope, headers):
+        given = headers.get(TOKEN_HEADER)
+        auth = headers.get(b"authorization", b"")
+        if given is None and auth[:7].lower() == b"bearer ":
+            given = auth[7:].strip()
+        if given is None:
+            given = _cookie(headers.get(b"cookie", b""), self.cookie)
+        if given is not None and hmac.compare_digest(given, self.token):
+            return True
+        for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")):
+            if k == "token" and hmac.compare_digest(v.encode("latin-1", "replace"), self.token):
+                return "link"
+        return False
+
+    async def _set_cookie(self, scope, send):
+        """A valid `?token=` link: keep the token in a cookie and drop it from the URL."""
+        rest = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k != "token"]
+        location = scope.get("path", "/") + (("?" + urlencode(rest)) if rest else "")
+        cookie = self.cookie + b"=" + self.token + b"; HttpOnly; SameSite=Strict; Path=/"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 303,
+                "headers": [(b"location", location.encode("latin-1")), (b"set-cookie", cookie), (b"cache-control", b"no-store")],
+            }
+        )
+        await send({"type": "http.response.body", "body": b""})
+
+
+def _cookie(raw: bytes, name: bytes) -> bytes | None:
+    for part in raw.split(b";"):
+        k, _, v = part.strip().partition(b"=")
+        if k == name:
+            return v
+    return None
+
+
+async def _drain(receive, limit: int) -> int:
+    """Read and drop a request body; stop counting past `limit` bytes."""
+    size = 0
+    while size <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    return size
+
+
+async def _no_body():
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+async def _error(send, status: int, text: str) -> None:
+    body = json.dumps({"error": text}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
