@@ -30,11 +30,16 @@ class Block(msgspec.Struct):
     is_error: bool | None = None
 
 
+class CacheCreation(msgspec.Struct):
+    ephemeral_1h_input_tokens: int | None = 0
+
+
 class ClaudeUsage(msgspec.Struct):
     input_tokens: int | None = 0
     output_tokens: int | None = 0
     cache_read_input_tokens: int | None = 0
     cache_creation_input_tokens: int | None = 0
+    cache_creation: CacheCreation | None = None  # 5m / 1h split of the cache writes
 
 
 class Message(msgspec.Struct):
@@ -164,11 +169,14 @@ _TRAILER = re.compile(r"\n(agentId: [0-9a-z]+ \(|<usage>)")
 
 
 def usage_of(u: ClaudeUsage) -> Usage:
+    cache_write = u.cache_creation_input_tokens or 0
+    one_hour = (u.cache_creation.ephemeral_1h_input_tokens or 0) if u.cache_creation else 0
     return Usage(
         input=u.input_tokens or 0,
         output=u.output_tokens or 0,
         cache_read=u.cache_read_input_tokens or 0,
-        cache_write=u.cache_creation_input_tokens or 0,
+        cache_write=cache_write,
+        cache_write_1h=min(one_hour, cache_write),  # 1-hour writes cost 2x input, 5-minute 1.25x
     )
 
 
