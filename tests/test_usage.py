@@ -1,0 +1,265 @@
+"""`huddle usage` on the real Claude samples: totals against the records themselves,
+sub-agents included, fork copies counted once, grouping, --since, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from helpers import claude_huddle
+from huddle.cli import main
+from huddle.core import Huddle
+from huddle.pricing import load
+from huddle.session import parse_time
+from huddle.usage import GROUPS, parse_since, report
+
+CLAUDE = Path(__file__).parent / "fixtures" / "samples" / "claude"
+SCENARIOS = sorted(p.name for p in CLAUDE.iterdir() if (p / "config").is_dir())
+TOKENS = ("input", "output", "cache_read", "cache_write")
+
+
+def raw_responses(config: Path, files=None) -> dict[str, dict]:
+    """Usage straight from the transcripts: one entry per message.id (every content
+    block of a response repeats the same final usage), first seen wins."""
+    out: dict[str, dict] = {}
+    for f in files or sorted(config.glob("projects/**/*.jsonl")):
+        for line in f.read_bytes().splitlines():
+            d = json.loads(line)
+            m = d.get("message") if d.get("type") == "assistant" else None
+            if not m or not m.get("id") or not m.get("usage") or m["id"] in out:
+                continue
+            u = m["usage"]
+            out[m["id"]] = {
+                "input": u.get("input_tokens") or 0,
+                "output": u.get("output_tokens") or 0,
+                "cache_read": u.get("cache_read_input_tokens") or 0,
+                "cache_write": u.get("cache_creation_input_tokens") or 0,
+                "t": parse_time(d.get("timestamp")),
+                "model": m.get("model"),
+            }
+    return out
+
+
+def summed(responses) -> dict[str, int]:
+    return {k: sum(r[k] for r in responses) for k in TOKENS}
+
+
+def tokens(row: dict) -> dict[str, int]:
+    return {k: row[k] for k in TOKENS}
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_totals_equal_the_records_counted_once_per_response(name):
+    config = CLAUDE / name / "config"
+    raw = raw_responses(config)
+    data = report(claude_huddle(config))
+    assert tokens(data["totals"]) == summed(raw.values())
+    assert data["totals"]["responses"] == len(raw)
+    for by in GROUPS:  # every grouping adds up to the same totals
+        rows = report(claude_huddle(config), by=by)["rows"]
+        assert summed(rows) == tokens(data["totals"]), by
+
+
+def test_fork_copies_are_not_counted_again():
+    config = CLAUDE / "04-resume-continue-fork" / "config"
+    proj = next((config / "projects").iterdir())
+    original = proj / "4ca800ee-fc00-4bfc-aeab-426576b25ac2.jsonl"
+    fork = proj / "dc76988d-8232-412a-a35d-7f14774c557b.jsonl"
+    in_original = raw_responses(config, [original])
+    in_fork = raw_responses(config, [fork])
+    copied = in_original.keys() & in_fork.keys()
+    assert copied, "the fork file carries the original's responses"
+    rows = {r["session"]: r for r in report(claude_huddle(config), by="session")["rows"]}
+    # The fork is charged only for the responses its own process made.
+    own = [r for mid, r in in_fork.items() if mid not in copied]
+    assert own
+    assert tokens(rows["dc76988d-8232-412a-a35d-7f14774c557b"]) == summed(own)
+    assert tokens(rows["4ca800ee-fc00-4bfc-aeab-426576b25ac2"]) == summed(in_original.values())
+    naive = summed(list(in_original.values()) + list(in_fork.values()))
+    total = report(claude_huddle(config))["totals"]
+    assert total["cache_read"] < naive["cache_read"]  # counting the copies would inflate it
+    assert tokens(total) == summed(raw_responses(config).values())
+
+
+@pytest.mark.parametrize("name", ["02-subagents", "12-nested-and-custom-agents"])
+def test_sub_agents_are_included_by_type(name):
+    config = CLAUDE / name / "config"
+    sub_files = sorted(config.glob("projects/*/*/subagents/**/agent-*.jsonl"))
+    assert sub_files
+    in_subs = raw_responses(config, sub_files)
+    rows = report(claude_huddle(config), by="agent")["rows"]
+    subs = [r for r in rows if r["agent"] != "lead"]
+    assert subs and all(r["source"] == "claude" for r in subs)
+    assert summed(subs) == summed(in_subs.values())
+    types = {json.loads(p.read_text())["agentType"] for p in config.glob("projects/*/*/subagents/**/*.meta.json")}
+    assert {r["agent"] for r in subs} == types
+
+
+def test_nested_agent_types_are_rows_of_their_own():
+    rows = report(claude_huddle(CLAUDE / "12-nested-and-custom-agents" / "config"), by="agent")["rows"]
+    keys = [r["key"] for r in rows]
+    assert "claude:lead" in keys and "claude:reviewer" in keys  # the custom agent type
+    assert len(keys) == len(set(keys))
+
+
+def test_cost_of_sonnet_matches_ccusage_and_the_price_list():
+    # ccusage 20.0.24 `daily --json --offline` on this config: totalCost 0.13129934999999998.
+    config = CLAUDE / "01-basic-tools" / "config"
+    data = report(claude_huddle(config))
+    raw = summed(raw_responses(config).values())
+    by_hand = (raw["input"] * 3 + raw["output"] * 15 + raw["cache_read"] * 0.3 + raw["cache_write"] * 3.75) / 1e6
+    assert data["totals"]["cost_usd"] == pytest.approx(by_hand, abs=1e-6)
+    assert data["totals"]["cost_usd"] == pytest.approx(0.13129934999999998, abs=1e-6)
+    assert data["unpriced"] == []
+
+
+def test_opus_5_5_is_priced_from_the_published_rates():
+    # ccusage 20.0.24 --offline lists claude-opus-5-5 as unpriced (cost 0): its LiteLLM
+    # snapshot predates the model. Anthropic publishes $4 in / $20 out / $0.20 cache
+    # read / $5 5-minute cache write per million tokens; huddle's total is that price.
+    config = CLAUDE / "02-subagents" / "config"
+    raw = summed(raw_responses(config).values())
+    data = report(claude_huddle(config))
+    by_hand = (raw["input"] * 4 + raw["output"] * 20 + raw["cache_read"] * 0.2 + raw["cache_write"] * 5) / 1e6
+    assert data["totals"]["cost_usd"] == pytest.approx(by_hand, abs=1e-6)
+    assert data["totals"]["models"] == ["claude-opus-5-5"]
+
+
+def _rename_model(src: Path, dst: Path, old: str, new: str) -> None:
+    shutil.copytree(src, dst)
+    for f in dst.glob("projects/**/*.jsonl"):
+        f.write_text(f.read_text().replace(f'"model":"{old}"', f'"model":"{new}"'))
+
+
+def test_unknown_models_are_listed_unpriced_not_guessed(tmp_path):
+    config = tmp_path / "config"
+    _rename_model(CLAUDE / "01-basic-tools" / "config", config, "claude-sonnet-4-5", "claude-sonnet-4-5-turbo-x")
+    shutil.copytree(CLAUDE / "02-subagents" / "config" / "projects", config / "projects", dirs_exist_ok=True)
+    data = report(claude_huddle(config), by="model")
+    rows = {r["key"]: r for r in data["rows"]}
+    assert rows["claude-sonnet-4-5-turbo-x"]["cost_usd"] is None
+    assert rows["claude-opus-5-5"]["cost_usd"] > 0
+    assert data["totals"]["unpriced"] == ["claude-sonnet-4-5-turbo-x"]
+    assert data["unpriced"] == [{"model": "claude-sonnet-4-5-turbo-x", "tokens": rows["claude-sonnet-4-5-turbo-x"]["total_tokens"]}]
+    # the total cost is the priced part only
+    assert data["totals"]["cost_usd"] == pytest.approx(rows["claude-opus-5-5"]["cost_usd"], abs=1e-6)
+
+
+def test_since_keeps_usage_at_or_after_the_time():
+    config = CLAUDE / "04-resume-continue-fork" / "config"
+    raw = raw_responses(config)
+    times = sorted({r["t"] for r in raw.values()})
+    cut = times[len(times) // 2]
+    kept = [r for r in raw.values() if r["t"] >= cut]
+    assert 0 < len(kept) < len(raw)
+    data = report(claude_huddle(config), since=cut)
+    assert tokens(data["totals"]) == summed(kept)
+    assert data["since"] is not None
+    assert report(claude_huddle(config), since=parse_since("2026-12-01"))["rows"] == []
+    assert tokens(report(claude_huddle(config), since=parse_since("2026-11-30"))["totals"]) == summed(raw.values())
+
+
+def test_since_accepts_dates_and_iso_times():
+    assert parse_since("2026-11-30") == parse_time("2026-11-30T00:00:00Z")
+    assert parse_since("20261130") == parse_since("2026-11-30")
+    assert parse_since("2026-11-30T03:04:10Z") == parse_time("2026-11-30T03:04:10.000Z")
+    assert parse_since("2026-11-30T04:04:10+01:00") == parse_time("2026-11-30T03:04:10Z")
+    assert parse_since("yesterday") is None
+
+
+def test_day_rows_are_utc_dates():
+    rows = report(claude_huddle(CLAUDE / "10-interactive-tmux" / "config"), by="day")["rows"]
+    assert [r["key"] for r in rows] == ["2026-11-30"]
+
+
+def test_report_is_plain_json_data():
+    data = report(claude_huddle(CLAUDE / "02-subagents" / "config"), by="session")
+    assert json.loads(json.dumps(data)) == data
+    assert data["pricing"]["as_of"] == load().as_of
+
+
+# -- the command line ------------------------------------------------------------
+
+
+@pytest.fixture
+def claude_env(monkeypatch):
+    def use(name: str) -> Path:
+        config = CLAUDE / name / "config"
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+        return config
+
+    return use
+
+
+@pytest.mark.parametrize("by", GROUPS)
+def test_cli_json_is_exactly_the_library_report(claude_env, by):
+    claude_env("12-nested-and-custom-agents")
+    res = CliRunner().invoke(main, ["usage", "--json", "--by", by, "--since", "2026-11-30"])
+    assert res.exit_code == 0, res.output
+    h = Huddle()
+    h.refresh()
+    expected = report(h, by=by, since=parse_since("2026-11-30"))
+    assert json.loads(res.stdout) == json.loads(json.dumps(expected))
+
+
+def test_cli_table_shows_totals_prices_date_and_unpriced(claude_env, tmp_path, monkeypatch):
+    config = tmp_path / "config"
+    _rename_model(CLAUDE / "01-basic-tools" / "config", config, "claude-sonnet-4-5", "claude-nova-1")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    res = CliRunner().invoke(main, ["usage", "--by", "model"], env={"COLUMNS": "120"})
+    assert res.exit_code == 0, res.output
+    assert "claude-nova-1" in res.stdout
+    assert "unpriced, not in the cost: claude-nova-1" in res.stdout
+    assert f"prices as of {load().as_of}" in res.stdout
+    assert "total" in res.stdout
+
+
+def test_cli_session_titles_are_shown_as_text_not_markup(claude_env):
+    claude_env("01-basic-tools")
+    res = CliRunner().invoke(main, ["usage", "--by", "session"], env={"COLUMNS": "160"})
+    assert res.exit_code == 0, res.output
+    assert "[[scn:basic]]" in res.stdout  # rich would eat "[scn:basic]" as a style tag
+
+
+def test_cli_rejects_a_bad_since_in_one_line(claude_env):
+    claude_env("01-basic-tools")
+    res = CliRunner().invoke(main, ["usage", "--since", "last tuesday"])
+    assert res.exit_code == 2
+    assert "not a date" in res.stderr and "Traceback" not in res.output
+
+
+def test_cli_broken_user_pricing_file_names_file_and_line(claude_env, tmp_path, monkeypatch):
+    claude_env("01-basic-tools")
+    home = tmp_path / "hh"
+    home.mkdir()
+    monkeypatch.setenv("HUDDLE_HOME", str(home))
+    bad = home / "pricing.json"
+    bad.write_text('{\n  "models": {\n    "claude-sonnet-4-5": {"input": 3, "output": 15,}\n  }\n}\n')
+    res = CliRunner().invoke(main, ["usage"])
+    assert res.exit_code == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(f"huddle: {bad}:3: not valid JSON")
+    assert res.stdout == ""
+
+
+def test_cli_user_pricing_file_overrides_a_model(claude_env, tmp_path, monkeypatch):
+    config = claude_env("01-basic-tools")
+    home = tmp_path / "hh"
+    home.mkdir()
+    monkeypatch.setenv("HUDDLE_HOME", str(home))
+    (home / "pricing.json").write_text(json.dumps({
+        "as_of": "2026-12-01",
+        "models": {"claude-sonnet-4-5": {"input": 1, "output": 1, "cache_read": 1, "cache_write": 1}},
+    }))
+    res = CliRunner().invoke(main, ["usage", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["totals"]["cost_usd"] == pytest.approx(data["totals"]["total_tokens"] / 1e6, abs=1e-6)
+    assert data["pricing"]["user_file"] == str(home / "pricing.json")
+    assert data["pricing"]["user_as_of"] == "2026-12-01"
+    assert tokens(data["totals"]) == summed(raw_responses(config).values())
