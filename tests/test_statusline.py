@@ -1,0 +1,143 @@
+"""`huddle statusline`: standard library only, always a line, right about who needs you."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+
+LIVE = SAMPLES / "claude-live"
+INPUT = {
+    "session_id": "11111111-2222-3333-4444-555555555555",
+    "transcript_path": "/nowhere.jsonl",
+    "cwd": "/home/dev/proj",
+    "model": {"id": "claude-opus-5-5", "display_name": "Opus"},
+    "workspace": {"current_dir": "/home/dev/proj", "project_dir": "/home/dev/proj"},
+    "cost": {"total_cost_usd": 4.2},
+    "context_window": {"context_window_size": 200000, "used_percentage": 37.5},
+}
+
+
+def own_proc_start() -> str:
+    stat = Path("/proc/self/stat").read_text()
+    return stat[stat.rfind(")") + 2 :].split()[19]
+
+
+def live_copy(tmp_path: Path, name: str, pid: int, proc_start: str) -> Path:
+    """A snapshot's config dir whose registry file names a live process (the truth's
+    pid is long dead), so the status line sees it as running."""
+    dst = tmp_path / name
+    shutil.copytree(LIVE / name / "config", dst)
+    for f in (dst / "sessions").glob("*.json"):
+        d = json.loads(f.read_text())
+        d["pid"], d["procStart"] = pid, proc_start
+        f.unlink()
+        (dst / "sessions" / f"{pid}.json").write_text(json.dumps(d))
+    return dst
+
+
+def statusline(env: dict, stdin: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "huddle", "statusline", *args],
+        input=stdin, capture_output=True, text=True, env={**os.environ, **env}, timeout=60,
+    )
+
+
+@pytest.fixture
+def alive_pid():
+    """A real process to stand for a running Claude Code."""
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    stat = Path(f"/proc/{p.pid}/stat").read_text()
+    yield p.pid, stat[stat.rfind(")") + 2 :].split()[19]
+    p.kill()
+    p.wait()
+
+
+def test_imports_only_the_standard_library():
+    code = (
+        "import sys, io; before = set(sys.modules); sys.argv = ['huddle', 'statusline'];"
+        "sys.stdin = io.StringIO('{}');"
+        "from huddle import entry\n"
+        "try:\n    entry.main()\nexcept SystemExit:\n    pass\n"
+        "extra = sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names);"
+        "print(extra, file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    extra = eval(out.stderr.strip().splitlines()[-1])
+    assert extra == ["huddle", "huddle.entry", "huddle.statusline"]
+
+
+def test_missing_cache_waits_for_the_refresher_and_shows_who_needs_you(tmp_path, alive_pid):
+    cfg = live_copy(tmp_path, "05-needs-you-bash-permission", *alive_pid)
+    env = {"CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "20"}
+    r = statusline(env, json.dumps(INPUT))
+    assert r.returncode == 0
+    assert r.stdout.strip() == "$4.20 · ctx 38% │ ✋ 1 needs you ([[scn:live_perm_bash]] Cr)" or "✋ 1 needs you" in r.stdout
+    assert (tmp_path / "hh" / "cache" / "board.json").exists()
+
+
+def test_registry_overlay_is_live_even_on_a_stale_board(tmp_path, alive_pid):
+    cfg = live_copy(tmp_path, "04-your-turn-finished", *alive_pid)
+    env = {"CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "20"}
+    assert "need" not in statusline(env, json.dumps(INPUT)).stdout
+    # The process now shows a permission prompt: the pid file says so before any refresh.
+    (reg,) = (cfg / "sessions").glob("*.json")
+    d = json.loads(reg.read_text())
+    d["status"], d["waitingFor"] = "waiting", "permission prompt"
+    reg.write_text(json.dumps(d))
+    # A budget too short for the refresher: the answer comes from the registry overlay.
+    out = json.loads(statusline({**env, "HUDDLE_STATUSLINE_BUDGET": "0.05"}, json.dumps(INPUT), "--json").stdout)
+    assert [n["waiting_for"] for n in out["needs_you"]] == ["permission prompt"]
+
+
+@pytest.mark.parametrize("stdin", ["", "not json at all", "[1, 2]", json.dumps({"session_id": None, "cost": "free"})])
+def test_any_input_still_prints_the_board_line(tmp_path, stdin):
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "0.1"}
+    r = statusline(env, stdin)
+    assert r.returncode == 0 and r.stdout.strip() and "Traceback" not in r.stderr
+
+
+def test_missing_fields_are_tolerated(tmp_path):
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "0.1"}
+    r = statusline(env, json.dumps({"session_id": "x", "context_window": {"context_window_size": 1000, "total_input_tokens": 250}}))
+    assert "ctx 25%" in r.stdout
+
+
+def test_corrupt_cache_is_rebuilt(tmp_path, alive_pid):
+    cfg = live_copy(tmp_path, "09-needs-you-question", *alive_pid)
+    hh = tmp_path / "hh"
+    (hh / "cache").mkdir(parents=True)
+    (hh / "cache" / "board.json").write_bytes(b"\x00{not json")
+    (hh / "cache" / "handles.pickle").write_bytes(b"garbage")
+    env = {"CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(hh), "HUDDLE_STATUSLINE_BUDGET": "20"}
+    r = statusline(env, json.dumps(INPUT), "--json")
+    out = json.loads(r.stdout)
+    assert [n["waiting_for"] for n in out["needs_you"]] == ["question: AskUserQuestion: Which greeting style should the app use?"]
+    json.loads((hh / "cache" / "board.json").read_text())  # rewritten whole
+
+
+def test_thousands_of_sessions(tmp_path):
+    from huddle.statusline import summarise
+
+    rows = [{"id": f"s{i}", "source": "claude", "state": ("needs_you" if i % 1000 == 0 else "working" if i % 3 == 0 else "ended")}
+            for i in range(3000)]
+    hh = tmp_path / "hh" / "cache"
+    hh.mkdir(parents=True)
+    import time
+
+    (hh / "board.json").write_text(json.dumps({"format": 1, "written_at": time.time(), "sessions": rows, "dirs": []}))
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "5"}
+    out = json.loads(statusline(env, json.dumps(INPUT), "--json").stdout)
+    assert len(out["needs_you"]) == 3
+    assert out["working"] == sum(1 for i in range(3000) if i % 3 == 0 and i % 1000 != 0)
+    assert out["sessions"] == 3000 and out["stale"] is False
+    line = statusline(env, json.dumps(INPUT)).stdout.strip()
+    assert line.startswith("$4.20 · ctx 38% │ ✋ 3 need you · ⚙ ")
+    assert summarise({}, None, True)["stale"] is True
