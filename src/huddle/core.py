@@ -38,14 +38,23 @@ class Huddle:
             changed: set[str] = set()
             notes: list[str] = []
             found: dict[str, Handle] = {}
+            missing = []
             for src in self.sources:
                 if not src.exists():
-                    notes.append(f"{src.name}: no sessions folder at {', '.join(src.roots())}")
+                    missing.append(src)
                     continue
                 known = {k: h for k, h in self.handles.items() if k.startswith(src.name + ":")}
                 got = guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
                 if got:
                     found.update(got)
+            agent_sources = [s for s in self.sources if s.roots()]
+            if missing and len(missing) == len(agent_sources):
+                where = ", ".join(r for s in missing for r in s.roots())
+                notes.append(f"no agent session folders found (looked in {where})")
+            else:
+                for src in missing:
+                    if src.name in self.settings.explicit:
+                        notes.append(f"{src.name}: no sessions folder at {', '.join(src.roots())}")
             for key in self.handles.keys() - found.keys():
                 changed.add(key)
             for key, h in found.items():

@@ -26,13 +26,16 @@ class Settings:
     vibe_home: str = ""
     huddle_home: str = ""
     extra: dict = field(default_factory=dict)
+    explicit: tuple = ()  # the sources whose folder the user named (a missing one is worth a line)
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> "Settings":
         env = os.environ if env is None else env
         home = env.get("HOME") or os.path.expanduser("~")
         data = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
+        named = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "vibe": "VIBE_HOME"}
         return cls(
+            explicit=tuple(src for src, var in named.items() if env.get(var)),
             claude_dir=env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"),
             codex_home=env.get("CODEX_HOME") or os.path.join(home, ".codex"),
             vibe_home=env.get("VIBE_HOME") or os.path.join(home, ".vibe"),
