@@ -263,3 +263,41 @@ def test_cli_user_pricing_file_overrides_a_model(claude_env, tmp_path, monkeypat
     assert data["pricing"]["user_file"] == str(home / "pricing.json")
     assert data["pricing"]["user_as_of"] == "2026-12-01"
     assert tokens(data["totals"]) == summed(raw_responses(config).values())
+
+
+def _one_hour_config(tmp_path: Path) -> Path:
+    """A real transcript whose cache writes were all made with the 1-hour TTL."""
+    config = tmp_path / "config"
+    shutil.copytree(CLAUDE / "02-subagents" / "config", config)
+    for f in config.glob("projects/**/*.jsonl"):
+        lines = []
+        for line in f.read_text().splitlines():
+            d = json.loads(line)
+            u = (d.get("message") or {}).get("usage") if d.get("type") == "assistant" else None
+            if u:
+                n = u.get("cache_creation_input_tokens") or 0
+                u["cache_creation"] = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": n}
+                line = json.dumps(d, separators=(",", ":"))
+            lines.append(line)
+        f.write_text("\n".join(lines) + "\n")
+    return config
+
+
+def test_one_hour_cache_writes_cost_twice_input_and_survive_the_cache(tmp_path):
+    config = _one_hour_config(tmp_path)
+    raw = summed(raw_responses(config).values())
+    settings = dict(claude_dir=str(config), codex_home=str(tmp_path / "none"), vibe_home=str(tmp_path / "none"),
+                    huddle_home=str(tmp_path / "hh"))
+    from huddle.sources import Settings
+
+    cold = Huddle(Settings(**settings), cache=True)
+    cold.refresh()
+    warm = Huddle(Settings(**settings), cache=True)  # sessions come back from huddle's cache
+    warm.refresh()
+    assert all(not s.complete for s in warm.sessions())
+    by_hand = (raw["input"] * 4 + raw["output"] * 20 + raw["cache_read"] * 0.2 + raw["cache_write"] * 8) / 1e6
+    for h in (cold, warm):
+        data = report(h, by="session")
+        assert data["totals"]["cache_write_1h"] == raw["cache_write"]
+        assert data["totals"]["cost_usd"] == pytest.approx(by_hand, abs=1e-6)
+    assert report(cold, by="agent") == report(warm, by="agent")

@@ -28,7 +28,7 @@ def usage(ctx: click.Context, as_json: bool, by: str, since: str | None) -> None
         when = parse_since(since)
         if when is None:
             raise click.BadParameter(f"not a date: {since!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--since")
-    h = Huddle()
+    h = Huddle(cache=True)  # a new run reads only what changed since the last one
     table = current(h.settings.huddle_home)
     if table.problem:
         click.echo(f"huddle: {table.problem}", err=True)

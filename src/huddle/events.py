@@ -74,8 +74,8 @@ class Usage(msgspec.Struct, omit_defaults=True):
     def total(self) -> int:
         return self.input + self.output + self.cache_read + self.cache_write
 
-    def to_tuple(self) -> tuple[int, int, int, int]:
-        return (self.input, self.output, self.cache_read, self.cache_write)
+    def to_tuple(self) -> tuple[int, int, int, int, int]:
+        return (self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h)
 
     def to_dict(self) -> dict:
         return {
