@@ -1,0 +1,171 @@
+"""`huddle usage` on the real Codex samples (0.169, 0.144.3, 0.96): totals against the
+rollouts' own token records, sub-agent and guardian threads included, forks once.
+
+Where ccusage 20.0.24 (`daily --json --offline`) says otherwise, the test says why:
+it skips sub-agent threads and `codex exec fork` threads, so it reports less than
+the models were asked to process (checked against `codex exec --json` output)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from huddle.core import Huddle
+from huddle.pricing import Table, load
+from huddle.sources import Settings
+from huddle.usage import report
+
+CODEX = Path(__file__).parent / "fixtures" / "samples" / "codex"
+SCENARIOS = sorted(p.name for p in CODEX.iterdir() if (p / "codex_home").is_dir())
+TOKENS = ("input", "output", "cache_read", "cache_write")
+
+
+def codex_huddle(name: str, huddle_home: str = "/nonexistent-huddle-test") -> Huddle:
+    home = CODEX / name / "codex_home"
+    h = Huddle(Settings(claude_dir="/nonexistent", codex_home=str(home), vibe_home="/nonexistent",
+                        huddle_home=huddle_home), sources=["codex"])
+    h.refresh()
+    return h
+
+
+def as_usage(u: dict) -> dict[str, int]:
+    """Codex counts cached input inside input_tokens; huddle's input is net of it."""
+    cached = u.get("cached_input_tokens") or 0
+    written = u.get("cache_write_input_tokens") or 0
+    return {"input": (u.get("input_tokens") or 0) - cached - written, "output": u.get("output_tokens") or 0,
+            "cache_read": cached, "cache_write": written}
+
+
+def rollouts(name: str) -> list[list[dict]]:
+    files = sorted((CODEX / name / "codex_home" / "sessions").rglob("*.jsonl"))
+    return [[json.loads(line) for line in f.read_bytes().splitlines()] for f in files]
+
+
+def records_truth(name: str) -> tuple[dict[str, int], int]:
+    """0.160+: one token_usage_record per model response, by response id."""
+    seen: dict[str, dict] = {}
+    for lines in rollouts(name):
+        for d in lines:
+            if d.get("type") == "token_usage_record":
+                p = d["payload"]
+                seen.setdefault(p["response_id"], as_usage(p["usage"]))
+    return {k: sum(u[k] for u in seen.values()) for k in TOKENS}, len(seen)
+
+
+def counts_truth(name: str) -> tuple[dict[str, int], int]:
+    """Older versions: each thread's token_count events from its own section (a child
+    forked with history first copies its parent's lines), once per new total."""
+    total = dict.fromkeys(TOKENS, 0)
+    n = 0
+    for lines in rollouts(name):
+        metas = [i for i, d in enumerate(lines) if d.get("type") == "session_meta"]
+        previous = None
+        for d in lines[metas[-1] if metas else 0:]:
+            p = d.get("payload") or {}
+            if d.get("type") != "event_msg" or p.get("type") != "token_count" or not p.get("info"):
+                continue
+            key = json.dumps(p["info"]["total_token_usage"], sort_keys=True)
+            last = as_usage(p["info"]["last_token_usage"])
+            if key == previous or not (last["input"] or last["output"] or last["cache_read"]):
+                continue
+            previous = key
+            n += 1
+            for k in TOKENS:
+                total[k] += last[k]
+    return total, n
+
+
+def truth(name: str) -> tuple[dict[str, int], int]:
+    t = records_truth(name)
+    return t if t[1] else counts_truth(name)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_totals_equal_the_rollout_records(name):
+    want, responses = truth(name)
+    assert responses > 0
+    got = report(codex_huddle(name))["totals"]
+    assert {k: got[k] for k in TOKENS} == want
+    assert got["responses"] == responses
+
+
+def test_new_format_records_and_token_counts_agree():
+    # 0.169 writes both; the two independent readings of the truth must agree
+    for name in SCENARIOS:
+        by_records = records_truth(name)
+        if by_records[1]:
+            assert by_records == counts_truth(name), name
+
+
+def test_exec_fork_thread_counts_its_own_responses_once():
+    # ccusage 20.0.24 reports input 10,544 / cache read 40,128 / output 377 here: the
+    # first thread only. The `codex exec fork` thread made two more responses; its
+    # cumulative totals start from the parent's, so only its new part is counted.
+    # `codex exec --json` agrees: exec-3 (the fork) ends at 71,908 input tokens, the
+    # parent at 50,672, so the fork asked for 21,236 more (10,560 of them cached).
+    got = report(codex_huddle("multiturn"))["totals"]
+    assert got["input"] + got["cache_read"] == 71_908
+    assert got["cache_read"] == 50_688 and got["output"] == 471
+    sessions = report(codex_huddle("multiturn"), by="session")["rows"]
+    assert len(sessions) == 2
+    fork = next(r for r in sessions if r["responses"] == 2)
+    assert fork["input"] + fork["cache_read"] == 71_908 - 50_672
+
+
+@pytest.mark.parametrize("name,lead_only", [
+    ("subagents_v1", {"input": 13_018, "cache_read": 28_352, "output": 241}),
+    ("subagents_v2", {"input": 13_995, "cache_read": 46_272, "output": 500}),
+    ("subagents_v1__v0.144.3", {"input": 12_381, "cache_read": 36_096, "output": 241}),
+    ("subagents_v2__v0.144.3", {"input": 12_562, "cache_read": 48_000, "output": 500}),
+    ("subagents_collab_old__v0.96.0", {"input": 5_985, "cache_read": 17_152, "output": 216}),
+])
+def test_sub_agent_threads_are_included(name, lead_only):
+    # `lead_only` is what ccusage 20.0.24 reports: it leaves out the sub-agent threads,
+    # whose usage Codex records only in their own rollouts.
+    data = report(codex_huddle(name), by="agent")
+    leads = [r for r in data["rows"] if r["agent"] == "lead"]
+    subs = [r for r in data["rows"] if r["agent"] != "lead"]
+    assert subs, "sub-agent rows"
+    assert {k: sum(r[k] for r in leads) for k in lead_only} == lead_only
+    assert {k: data["totals"][k] for k in TOKENS} == truth(name)[0]
+    assert data["totals"]["output"] > lead_only["output"]
+
+
+def test_guardian_model_without_a_published_price_is_unpriced_until_the_user_names_one(tmp_path):
+    # Codex 0.144.3's guardian runs as `codex-auto-review`, an alias OpenAI publishes no
+    # price for (it has pointed at different models over time). ccusage prices it as
+    # gpt-5.6-luna; huddle lists it unpriced, and a user alias prices it the same way.
+    data = report(codex_huddle("guardian_cfg__v0.144.3"), by="model")
+    rows = {r["key"]: r for r in data["rows"]}
+    assert rows["codex-auto-review"]["cost_usd"] is None
+    assert data["totals"]["unpriced"] == ["codex-auto-review"]
+    assert data["totals"]["cost_usd"] == pytest.approx(0.080433, abs=1e-6)  # gpt-5.5 part, as ccusage
+    (tmp_path / "pricing.json").write_text(json.dumps({"aliases": {"codex-auto-review": "gpt-5.6-luna"}}))
+    table = load(str(tmp_path))
+    aliased = report(codex_huddle("guardian_cfg__v0.144.3"), by="model", table=table)
+    assert aliased["unpriced"] == []
+    assert aliased["totals"]["cost_usd"] == pytest.approx(0.080433 + 0.00183516, abs=1e-6)
+
+
+def test_gpt_6_1_sol_is_priced_where_ccusage_has_no_price():
+    # ccusage 20.0.24 --offline: gpt-6.1-sol unpriced (cost 0). OpenAI lists $2 input,
+    # $0.10 cached input, $10 output per million tokens.
+    got = report(codex_huddle("code_mode"))["totals"]
+    assert got["models"] == ["gpt-6.1-sol"]
+    assert got["cost_usd"] == pytest.approx((got["input"] * 2 + got["cache_read"] * 0.1 + got["output"] * 10) / 1e6, abs=1e-6)
+
+
+@pytest.mark.parametrize("name,ccusage_cost", [
+    ("qa", 0.052980000000000006), ("compaction", 1.2432310000000002), ("guardian", 0.12363400000000001),
+    ("shell__v0.96.0", 0.01200025), ("multiturn__v0.144.3", 0.086129), ("web_search__v0.144.3", 0.05352500000000001),
+])
+def test_cost_equals_ccusage_where_both_count_the_same_responses(name, ccusage_cost):
+    assert report(codex_huddle(name))["totals"]["cost_usd"] == pytest.approx(ccusage_cost, abs=1e-6)
+
+
+def test_an_empty_table_lists_every_model_unpriced():
+    data = report(codex_huddle("guardian"), table=Table({}, {}, "2026-11-30"))
+    assert data["totals"]["cost_usd"] is None
+    assert [u["model"] for u in data["unpriced"]] == ["gpt-5.5"]
