@@ -49,6 +49,7 @@ class CodexHandle(Handle):
         self.threads = {}
         self._pending = []
         self._linked: tuple = ()
+        self._unnamed: set[str] = set()
         self.title = ""
         for info, path in known:
             self._add(info, path)
@@ -84,7 +85,9 @@ class CodexHandle(Handle):
             a.kind = "guardian" if info.guardian else (info.role or "sub-agent")
             a.description = info.agent_path
             a.name = info.nickname or (info.agent_path.rsplit("/", 1)[-1] if info.agent_path else "")
-            a.name = a.name or ("guardian review" if info.guardian else info.id)
+            if not a.name:  # 0.96 children carry no name; a spawn result may give one
+                a.name = "guardian review" if info.guardian else f"sub-agent {info.id[-4:]}"
+                self._unnamed.add(info.id)
             if info.agent_path:
                 self.links.child_by_path.setdefault(info.agent_path, info.id)
         s.version += 1
@@ -150,7 +153,7 @@ class CodexHandle(Handle):
                 a.order = a.order or order.text
         for child, nick in L.nickname.items():
             a = s.agents.get(child)
-            if a is not None and a.name == child:
+            if a is not None and child in self._unnamed:
                 a.name = nick
         for e in list(L.unresolved):
             child = L.child_by_path.get(e.detail, "")
@@ -168,8 +171,10 @@ class CodexHandle(Handle):
                 continue
             if a.id in L.finished:
                 a.finished = True
-            if a.report is None and a.finished and L.answers.get(a.id):
-                a.report = L.answers[a.id]  # the child's own last answer, when the lead's copy is not on disk
+            if (a.report is None and a.finished or a.kind == "guardian") and L.answers.get(a.id):
+                # The child's own last answer when the lead's copy is not on disk; for a
+                # guardian, its latest verdict (what explains a refused command).
+                a.report = L.answers[a.id]
         s.version += 1
 
     def live(self, at: float | None = None) -> dict:

@@ -107,6 +107,10 @@ class SystemCache:
         self._view: SystemView | None = None
         self._at = 0.0
 
+    def forget(self) -> None:
+        """Read locks and processes afresh at the next look."""
+        self._view = None
+
     def view(self, at: float | None) -> SystemView:
         if self.recorded is not None:
             return self.recorded
@@ -183,6 +187,10 @@ def live_signals(handle, at: float | None) -> dict:
     locks: dict[str, str | None] = {}
     alive: bool | None = None
     pid = None
+    running: dict[str, list[str]] = {}  # agent -> its sub-agents not yet done (what a wait waits on)
+    for a in s.agents.values():
+        if a.parent and not a.finished and a.report is None and not a.quiet:
+            running.setdefault(a.parent, []).append(a.description or a.name)
     for tid, tf in handle.threads.items():
         status, holder = view.lock(os.path.join(locks_dir, f"{tid}.lock"))
         locks[tid] = status
@@ -192,7 +200,7 @@ def live_signals(handle, at: float | None) -> dict:
         act = acts.get(tid)
         if act is None:
             continue
-        st = thread_state(tf, act, status, holder, view, now, at)
+        st = thread_state(tf, act, status, holder, view, now, at, ", ".join(running.get(tid, ())))
         if st is not None:
             agents[tid] = st
     if handle.root not in handle.threads:  # the lead's rollout is missing: its children say
@@ -204,7 +212,8 @@ def live_signals(handle, at: float | None) -> dict:
     return out
 
 
-def thread_state(tf, act, status: str | None, holder: int | None, view: SystemView, now: float, at: float | None) -> dict | None:
+def thread_state(tf, act, status: str | None, holder: int | None, view: SystemView, now: float, at: float | None,
+                 children: str = "") -> dict | None:
     p = tf.parser
     if status in ("absent", "stale"):
         return _st("ended", act.last_t)
@@ -213,7 +222,7 @@ def thread_state(tf, act, status: str | None, holder: int | None, view: SystemVi
         turn_open = act.turn_open or (p.turn_open and (at is None or (p.turn_t or 0) <= at))
     best = None
     for c in act.open_calls.values():
-        st = call_state(c, p.calls.get(c.id) if p is not None else None, holder, view, now, status)
+        st = call_state(c, p.calls.get(c.id) if p is not None else None, holder, view, now, status, children)
         if st is not None and (best is None or RANK[st["state"]] < RANK[best["state"]]):
             best = st
     if best is not None:
@@ -231,7 +240,7 @@ def thread_state(tf, act, status: str | None, holder: int | None, view: SystemVi
 
 
 def call_state(c: ev.Event, call: tuple[str, dict] | None, holder: int | None, view: SystemView,
-               now: float, status: str | None) -> dict | None:
+               now: float, status: str | None, children: str = "") -> dict | None:
     name, args = call if call is not None else (c.name, {})
     if name in QUESTION_TOOLS:
         return _st("needs_you", c.t, c.detail or "a question")
@@ -240,7 +249,7 @@ def call_state(c: ev.Event, call: tuple[str, dict] | None, holder: int | None, v
     if c.kind == ev.ORDER:
         return _st("working", c.t)  # spawning; the child's own state shows what it does
     if name in WAIT_TOOLS:
-        return _st("waiting", c.t, c.detail or "sub-agents")
+        return _st("waiting", c.t, children or c.detail or "sub-agents")
     if name == "apply_patch":
         if c.t is not None and now - c.t > PATCH_WAIT:
             return _st("needs_you", c.t, f"approve file change: {c.detail}" if c.detail else "approve a file change")

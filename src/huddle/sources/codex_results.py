@@ -65,7 +65,7 @@ class ResultsMixin:
             elif running and name != "write_stdin":
                 detail, summary = "background", f"running as session {running}"
                 self.exec_sessions[running] = cid
-            elif text.rstrip().endswith("aborted by user"):
+            elif text.rstrip().rsplit("\n", 1)[-1].startswith("aborted by user"):  # "...after 0.7s" on 0.144
                 ok, summary, aborted = False, "aborted by user", True
             elif not running:
                 ok = not looks_failed(text)
@@ -112,10 +112,11 @@ class ResultsMixin:
     def mcp_result(self, cid: str, ok: bool, why: str, off: int, n: int, item: rec.Item | None = None) -> None:
         if not cid or cid in self.done:
             return
+        tool = f"mcp__{item.server}__{item.tool}" if item is not None else "mcp"
         if cid not in self.calls and item is not None:
-            self.emit(ev.TOOL_CALL, off, n, id=cid, name=f"mcp__{item.server}__{item.tool}")
+            self.emit(ev.TOOL_CALL, off, n, id=cid, name=tool)
         self._settle(cid)
-        self.emit(ev.TOOL_RESULT, off, n, id=cid, name="mcp", ok=ok, text=one_line(why, 200))
+        self.emit(ev.TOOL_RESULT, off, n, id=cid, name=tool, ok=ok, text=one_line(why, 200))
 
     # -- reports -----------------------------------------------------------------------
 
