@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import time
 import weakref
 
 from .session import Session, parse_time
@@ -58,6 +59,22 @@ def _summary(s: Session, table) -> dict:
     return d
 
 
+_states: "weakref.WeakKeyDictionary[Session, tuple[tuple, State, dict]]" = weakref.WeakKeyDictionary()
+RECHECK = 5.0  # seconds: time alone can move a state (idle after a threshold)
+
+
+def _classify(h, s: Session, live: dict, at: float | None) -> tuple[State, dict]:
+    """Classify again only when the session, its live signals or the clock moved."""
+    key = (s.version, repr(sorted(live.items())), at, int(time.time() // RECHECK) if at is None else 0)
+    hit = _states.get(s)
+    if hit is not None and hit[0] == key:
+        return hit[1], hit[2]
+    st, per = classify(s, live, at=at, idle_after=getattr(h, "idle_after", 30 * 60.0))
+    per_dicts = {aid: state_dict(x) for aid, x in per.items()}
+    _states[s] = (key, st, per_dicts)
+    return st, per_dicts
+
+
 def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | None = None, table=None) -> dict:
     """One board row: the session summary, its state and each agent's."""
     d = _summary(s, table)
@@ -70,7 +87,7 @@ def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | 
             live = {}
             d.setdefault("error", f"{s.source} liveness: {type(exc).__name__}: {exc}")
     try:
-        st, per = classify(s, live, at=at, idle_after=getattr(h, "idle_after", 30 * 60.0))
+        st, per = _classify(h, s, live, at)
     except Exception as exc:
         st, per = State("your_turn"), {}
         d.setdefault("error", f"state: {type(exc).__name__}: {exc}")
@@ -81,7 +98,7 @@ def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | 
     for a in d["agents"]:
         ast = per.get(a["id"])
         if ast is not None:
-            a.update(state_dict(ast))
+            a.update(ast)
     if live.get("pid") is not None:
         d["pid"] = live["pid"]
     return d

@@ -97,15 +97,16 @@ class Huddle:
             dirs = [d for src in self.sources for d in src.watch_dirs()]
             write_board(self.settings.huddle_home, board, self.handles, dirs)
 
-    def _refresh_one(self, h: Handle) -> bool:
+    @staticmethod
+    def _refresh_one(h: Handle) -> bool:
         s = h.session
-
-        def fail(msg: str) -> None:
-            s.error = msg
-
         before = s.error
-        did = guarded(f"{s.source} session {s.id}", h.refresh, on_error=fail)
-        if did and s.error and s.error == before:
+        try:
+            did = h.refresh()
+        except Exception as exc:  # this session's failure is its own: listed with an error
+            s.error = f"{s.source} session {s.id}: {type(exc).__name__}: {exc}"
+            return s.error != before
+        if did and before and s.error == before:
             s.error = None  # it reads again
         return bool(did) or s.error != before
 

@@ -75,6 +75,8 @@ class ClaudeHandle(Handle):
             s.reset()
             self._fresh()
             self.reader.check()
+        elif status == SAME and not self.subs and not getattr(self, "has_dir", True):
+            return False  # the common case on a board of old sessions: one stat, done
         self._find_subs()
         for sf in self.subs.values():
             self._read_meta(sf)
@@ -108,6 +110,8 @@ class ClaudeHandle(Handle):
                 parser.out.clear()
 
     def _find_subs(self) -> None:
+        if not getattr(self, "has_dir", True):
+            return
         base = os.path.join(self.dir, "subagents")
         try:
             mtime = os.stat(base).st_mtime_ns
@@ -267,13 +271,20 @@ class ClaudeSource(Source):
                 except OSError:
                     continue
                 with entries:
+                    files, dirs = [], set()
                     for f in entries:
-                        if not f.name.endswith(".jsonl") or not f.is_file(follow_symlinks=False):
-                            continue
-                        sid = f.name[: -len(".jsonl")]
-                        key = f"claude:{sid}"
-                        h = known.get(key)
-                        if not isinstance(h, ClaudeHandle) or h.path != f.path:
-                            h = ClaudeHandle(self, f.path, sid)
-                        found[key] = h
+                        if f.is_dir(follow_symlinks=False):
+                            dirs.add(f.name)
+                        elif f.name.endswith(".jsonl") and f.is_file(follow_symlinks=False):
+                            files.append(f)
+                for f in files:
+                    sid = f.name[: -len(".jsonl")]
+                    key = f"claude:{sid}"
+                    h = known.get(key)
+                    if not isinstance(h, ClaudeHandle) or h.path != f.path:
+                        h = ClaudeHandle(self, f.path, sid)
+                    # Most sessions have no <session>/ folder (no sub-agents): the listing
+                    # already says so, which spares a stat per session per refresh.
+                    h.has_dir = sid in dirs
+                    found[key] = h
         return found

@@ -66,15 +66,20 @@ class Registry:
         self.entries: dict[str, dict] = {}  # file name -> parsed content
         self._mtimes: dict[str, int] = {}
         self.by_session: dict[str, dict] = {}
+        self.present = False
 
     def exists(self) -> bool:
-        return os.path.isdir(self.folder)
+        """Whether this Claude Code keeps a registry at all (2.1.139 and later), as of
+        the last refresh."""
+        return self.present
 
     def refresh(self) -> None:
         try:
             names = [n for n in os.listdir(self.folder) if n.endswith(".json")]
+            self.present = True
         except OSError:
             names = []
+            self.present = False
         seen = set(names)
         for n in list(self.entries):
             if n not in seen:
