@@ -90,20 +90,39 @@ def print_table(data: dict, console: Console | None = None) -> None:
 
 
 def watch_table(h, interval: float = 0.5) -> None:
-    """Keep the board live in the terminal until Ctrl-C."""
+    """Keep the board live in the terminal until Ctrl-C (or SIGTERM). When the output
+    is not a terminal, print the table again each time it changes."""
+    import signal
+
     from rich.live import Live
 
     from .board import board_json
     from .states import Debouncer
 
+    def stop(*_):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
     debounce = Debouncer()
     console = Console()
     h.refresh()
-    with Live(table(board_json(h, debounce=debounce)), console=console, auto_refresh=False, screen=False) as live:
-        try:
+    data = board_json(h, debounce=debounce)
+    try:
+        if not console.is_terminal:
+            last = None
+            while True:
+                shown = [(s.get("id"), s.get("state"), s.get("title"), s.get("tokens")) for s in data["sessions"]]
+                if shown != last:
+                    print_table(data, console)
+                    console.file.flush()
+                    last = shown
+                time.sleep(interval)
+                h.refresh()
+                data = board_json(h, debounce=debounce)
+        with Live(table(data), console=console, auto_refresh=False, screen=False) as live:
             while True:
                 time.sleep(interval)
                 h.refresh()
                 live.update(table(board_json(h, debounce=debounce)), refresh=True)
-        except KeyboardInterrupt:
-            pass
+    except KeyboardInterrupt:
+        pass
