@@ -161,6 +161,8 @@ class CodexHandle(Handle):
                 e.target, e.id = child, L.call_of(child)
                 if child in s.agents:
                     s.agents[child].report = e.text
+                L.reported.add((child, e.text))
+                L.finished.add(child)
                 L.unresolved.remove(e)
         for child, text in L.first_orders.items():
             a = s.agents.get(child)
