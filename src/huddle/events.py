@@ -52,7 +52,9 @@ KINDS = (
 TEXT_KEEP = 4000
 
 
-class Usage(msgspec.Struct, omit_defaults=True):
+# gc=False: events and usage hold only strings and numbers (no cycles), and a big
+# session has hundreds of thousands of them; untracked, they cost the collector nothing.
+class Usage(msgspec.Struct, omit_defaults=True, gc=False):
     """Tokens of one model response (or a sum of them). Same meaning for every agent:
     `input` excludes cached input, `cache_read` / `cache_write` are apart,
     `output` includes reasoning."""
@@ -87,7 +89,7 @@ class Usage(msgspec.Struct, omit_defaults=True):
         }
 
 
-class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Event(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     kind: str
     agent: str  # id of the agent within its session (the lead's id for the lead)
     t: float | None = None  # unix seconds; None when the record carries no time

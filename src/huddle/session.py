@@ -158,47 +158,69 @@ class Session:
         return a
 
     def add(self, e: Event) -> None:
-        e.seq = self.next_seq
-        self.next_seq += 1
-        self.events.append(e)
-        self.counts[e.kind] = self.counts.get(e.kind, 0) + 1
-        a = self.agents.get(e.agent) or self.agent(e.agent)
-        a.event_count += 1
-        t = e.t
-        if t is not None:
-            if self.started_at is None or t < self.started_at:
-                self.started_at = t
-            if self.updated_at is None or t > self.updated_at:
-                self.updated_at = t
-            if a.started_at is None or t < a.started_at:
-                a.started_at = t
-            if a.updated_at is None or t > a.updated_at:
-                a.updated_at = t
-        k = e.kind
-        if k == ev.USAGE and e.usage is not None and not e.copied:
-            a.usage.add(e.usage)
-            self.usage.add(e.usage)
-            m = self.model_usage.get(e.name)
-            if m is None:
-                m = self.model_usage[e.name] = Usage()
-            m.add(e.usage)
-            if e.name:
-                a.model = e.name
-        elif k == ev.PROMPT:
-            if not self.first_prompt:
-                self.first_prompt = e.text
-            self.last_prompt = e.text
-        elif k == ev.TITLE:
-            if e.detail == "ai":
-                self.ai_title = e.text
-            else:
-                self.custom_title = e.text
-        elif k == ev.REPORT and e.target:
-            sub = self.agents.get(e.target)
-            if sub is not None:
-                sub.report = e.text
-        a.activity.apply(e)
+        self.add_all((e,))
+
+    def add_all(self, events) -> None:
+        """Append events to the timeline and derive what they say. The hot path of
+        every read: lookups are hoisted, most events touch only counters."""
+        if not events:
+            return
+        seq = self.next_seq
+        append = self.events.append
+        counts = self.counts
+        agents = self.agents
+        a = None
+        t_min, t_max = self.started_at, self.updated_at
+        for e in events:
+            e.seq = seq
+            seq += 1
+            append(e)
+            k = e.kind
+            counts[k] = counts.get(k, 0) + 1
+            if a is None or a.id != e.agent:
+                a = agents.get(e.agent) or self.agent(e.agent)
+            a.event_count += 1
+            t = e.t
+            if t is not None:
+                if t_min is None or t < t_min:
+                    t_min = t
+                if t_max is None or t > t_max:
+                    t_max = t
+                if a.started_at is None or t < a.started_at:
+                    a.started_at = t
+                if a.updated_at is None or t > a.updated_at:
+                    a.updated_at = t
+            if k == ev.USAGE:
+                if e.usage is not None and not e.copied:
+                    self._count_usage(a, e)
+            elif k == ev.PROMPT:
+                if not self.first_prompt:
+                    self.first_prompt = e.text
+                self.last_prompt = e.text
+            elif k == ev.TITLE:
+                if e.detail == "ai":
+                    self.ai_title = e.text
+                else:
+                    self.custom_title = e.text
+            elif k == ev.REPORT and e.target:
+                sub = agents.get(e.target)
+                if sub is not None:
+                    sub.report = e.text
+            a.activity.apply(e)
+        self.next_seq = seq
+        self.started_at, self.updated_at = t_min, t_max
         self.version += 1
+
+    def _count_usage(self, a: Agent, e: Event) -> None:
+        u = e.usage
+        a.usage.add(u)
+        self.usage.add(u)
+        m = self.model_usage.get(e.name)
+        if m is None:
+            m = self.model_usage[e.name] = Usage()
+        m.add(u)
+        if e.name:
+            a.model = e.name
 
     def problem(self, path: str, offset: int, what: str) -> None:
         """A bad line: counted, described in one line, never fatal."""

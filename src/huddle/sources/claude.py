@@ -98,16 +98,24 @@ class ClaudeHandle(Handle):
         return s.version != before
 
     def _drain(self, parser: FileParser, reader: LineReader) -> None:
+        feed, out = parser.feed, parser.out
         for off, line in reader.lines():
-            parser.feed(off, line)
-            if parser.out:
-                for e in parser.out:
-                    self.session.add(e)
-                    if e.kind == ev.ORDER and e.agent != e.target:
-                        self.order_events[e.id] = e
-                    elif e.kind == ev.REPORT and e.id:
-                        self.report_events.setdefault(e.id, []).append(e)
-                parser.out.clear()
+            feed(off, line)
+            if len(out) >= 512:
+                self._flush(parser)
+        self._flush(parser)
+
+    def _flush(self, parser: FileParser) -> None:
+        out = parser.out
+        if not out:
+            return
+        self.session.add_all(out)
+        for e in out:
+            if e.kind == ev.ORDER and e.agent != e.target:
+                self.order_events[e.id] = e
+            elif e.kind == ev.REPORT and e.id:
+                self.report_events.setdefault(e.id, []).append(e)
+        out.clear()
 
     def _find_subs(self) -> None:
         if not getattr(self, "has_dir", True):

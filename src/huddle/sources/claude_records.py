@@ -252,7 +252,7 @@ class FileParser:
     # -- helpers -------------------------------------------------------------------
 
     def emit(self, kind: str, off: int, ln: int, **kw) -> Event:
-        e = Event(kind=kind, agent=self.agent, t=kw.pop("t", self.last_t), file=self.path, offset=off, length=ln, **kw)
+        e = Event(kind=kind, agent=self.agent, t=self.last_t, file=self.path, offset=off, length=ln, **kw)
         self.out.append(e)
         return e
 
