@@ -131,10 +131,15 @@ def sessions(h, at: float | None = None) -> dict:
 def _board_entry(h, s, at: float | None = None) -> dict:
     from . import board
 
-    entry = getattr(board, "session_entry", None)
-    if entry is not None:
-        return entry(h, s, at=at)
-    return s.summary()
+    return board.session_entry(h, s, at=at, table=pricing_table(h))
+
+
+def pricing_table(h):
+    """The board's pricing table (the board module loads it once per board)."""
+    from . import board
+
+    load = getattr(board, "pricing_table", None) or getattr(board, "_pricing", None)
+    return load(h) if load is not None else None
 
 
 def _jsonable(value, depth: int = 0):

@@ -154,6 +154,7 @@ class Watcher:
         h = self.h
         out: list[tuple[str, dict, str | None]] = []
         changed_rows, removed = [], []
+        table = api.pricing_table(h) if keys else None
         for key in sorted(keys):
             handle = h.handles.get(key)
             if handle is None:
@@ -162,7 +163,7 @@ class Watcher:
                 self.pushed.pop(key, None)
                 continue
             s = handle.session
-            row = session_entry(h, s, debounce=self.debounce)
+            row = session_entry(h, s, debounce=self.debounce, table=table)
             if self.rows.get(key) != row:
                 self.rows[key] = row
                 changed_rows.append(row)

@@ -1,0 +1,172 @@
+// The board: every session, needs-you first, live.
+import { api, el, pill, stream, URGENCY, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, parseISO, now, typing, oneLine } from "./common.js";
+
+const rows = new Map(); // "source:id" -> row JSON
+const trs = new Map(); // "source:id" -> <tr>
+let order = [];
+let selected = 0;
+let notifyOn = localStorage.getItem("huddle.notify") === "1";
+let loaded = false;
+
+const $ = (id) => document.getElementById(id);
+const keyOf = (r) => `${r.source}:${r.id}`;
+
+function sortRows() {
+  const f = $("filter").value.trim().toLowerCase();
+  order = [...rows.values()]
+    .filter((r) => !f || `${r.title} ${r.project} ${r.source} ${r.id}`.toLowerCase().includes(f))
+    .sort((a, b) => (URGENCY[a.state] ?? 9) - (URGENCY[b.state] ?? 9) || String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
+}
+
+function kindOf(r) {
+  const n = (r.agents || []).filter((a) => !a.quiet).length;
+  const src = SOURCE_LABEL[r.source] || r.source;
+  return n > 1 ? `${src} · ${n} agents` : src;
+}
+
+function subline(r) {
+  if (r.error) return el("span", { class: "t-err", text: oneLine(r.error, 140) });
+  if (r.state === "needs_you" && r.waiting_for) return el("span", { class: "t-sub why", text: oneLine(r.waiting_for, 160) });
+  if (r.state === "waiting" && r.waiting_for) return el("span", { class: "t-sub wait", text: `waiting on ${oneLine(r.waiting_for, 140)}` });
+  if (r.doing) return el("span", { class: "t-sub", text: oneLine(r.doing, 160) });
+  if (r.background && r.background.length) return el("span", { class: "t-sub", text: `in the background: ${r.background.join(", ")}` });
+  return null;
+}
+
+function sinceText(r) {
+  const t = parseISO(r.state_since) ?? parseISO(r.updated_at);
+  return t ? fmtDuration(now() - t) : "—";
+}
+
+function renderRow(r, flash) {
+  const key = keyOf(r);
+  const tr = el("tr", { class: `r-${r.state || "idle"}`, dataset: { key, id: r.id } },
+    el("td", { class: "c-state" }, pill(r.state)),
+    el("td", { class: "c-title" },
+      el("a", { class: "t-title", href: `/session/${encodeURIComponent(r.id)}`, text: r.title || r.id, title: r.title || r.id }),
+      subline(r)),
+    el("td", { class: "c-kind", text: kindOf(r) }),
+    el("td", { class: "c-project", text: r.project || "—", title: r.cwd || "" }),
+    el("td", { class: "c-since", text: sinceText(r) }),
+    el("td", { class: "c-tokens", text: fmtTokens(r.tokens ?? 0) }),
+    el("td", { class: "c-cost", text: fmtCost(r.cost) }));
+  if (flash) tr.classList.add("flash");
+  tr.addEventListener("click", (ev) => { if (!ev.target.closest("a")) location.href = `/session/${encodeURIComponent(r.id)}`; });
+  const old = trs.get(key);
+  if (old) old.replaceWith(tr);
+  trs.set(key, tr);
+  return tr;
+}
+
+function paint() {
+  sortRows();
+  const body = $("rows");
+  const keep = new Set(order.map(keyOf));
+  for (const [k, tr] of trs) if (!keep.has(k)) { tr.remove(); trs.delete(k); }
+  order.forEach((r, i) => {
+    let tr = trs.get(keyOf(r)) || renderRow(r, false);
+    if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] || null);
+  });
+  selected = Math.min(selected, Math.max(0, order.length - 1));
+  markSelected();
+  $("empty").hidden = rows.size > 0 || !loaded;
+  summary();
+}
+
+function markSelected() {
+  const body = $("rows");
+  [...body.children].forEach((tr, i) => tr.classList.toggle("sel", i === selected));
+}
+
+function summary() {
+  const counts = {};
+  for (const r of rows.values()) counts[r.state] = (counts[r.state] || 0) + 1;
+  const box = $("summary");
+  box.replaceChildren();
+  for (const s of ["needs_you", "waiting", "working", "your_turn"]) {
+    if (counts[s]) box.append(el("span", {}, el("b", { text: counts[s] }), ` ${s.replace("_", " ")}`));
+  }
+  if (!box.children.length && rows.size) box.append(el("span", { text: `${rows.size} sessions, nothing needs you` }));
+  const n = counts.needs_you || 0;
+  document.title = n ? `(${n}) huddle · ${n === 1 ? "1 session needs you" : `${n} sessions need you`}` : "huddle";
+}
+
+function notify(r) {
+  if (!notifyOn || !("Notification" in window) || Notification.permission !== "granted") return;
+  const body = r.waiting_for ? oneLine(r.waiting_for, 180) : "It is waiting for you.";
+  const n = new Notification(`${oneLine(r.title || r.id, 60)} needs you`, { body, tag: keyOf(r) });
+  n.onclick = () => { window.focus(); location.href = `/session/${encodeURIComponent(r.id)}`; };
+}
+
+function apply(data) {
+  for (const r of data.sessions || []) {
+    const key = keyOf(r);
+    const before = rows.get(key);
+    rows.set(key, r);
+    if (loaded && r.state === "needs_you" && (!before || before.state !== "needs_you")) notify(r);
+    renderRow(r, loaded);
+  }
+  for (const key of data.removed || []) { rows.delete(key); }
+  paint();
+}
+
+async function load() {
+  const data = await api.board();
+  rows.clear();
+  for (const tr of trs.values()) tr.remove();
+  trs.clear();
+  loaded = false;
+  apply(data);
+  loaded = true;
+  paint();
+  const notes = $("notes");
+  notes.hidden = !(data.notes && data.notes.length);
+  notes.textContent = (data.notes || []).join(" · ");
+}
+
+function setupNotify() {
+  const b = $("notify");
+  const show = () => { b.classList.toggle("on", notifyOn); b.textContent = notifyOn ? "Notifying" : "Notify me"; };
+  if (!("Notification" in window)) { b.hidden = true; return; }
+  show();
+  b.addEventListener("click", async () => {
+    if (!notifyOn && Notification.permission !== "granted") {
+      const p = await Notification.requestPermission();
+      if (p !== "granted") return;
+    }
+    notifyOn = !notifyOn;
+    localStorage.setItem("huddle.notify", notifyOn ? "1" : "0");
+    show();
+  });
+}
+
+function keys(ev) {
+  if (ev.key === "/" && !typing(ev.target)) { ev.preventDefault(); $("filter").focus(); return; }
+  if (ev.key === "Escape" && ev.target === $("filter")) { $("filter").value = ""; $("filter").blur(); paint(); return; }
+  if (typing(ev.target)) return;
+  if (ev.key === "j" || ev.key === "ArrowDown") { selected = Math.min(order.length - 1, selected + 1); markSelected(); ev.preventDefault(); }
+  else if (ev.key === "k" || ev.key === "ArrowUp") { selected = Math.max(0, selected - 1); markSelected(); ev.preventDefault(); }
+  else if (ev.key === "Enter" && order[selected]) location.href = `/session/${encodeURIComponent(order[selected].id)}`;
+}
+
+function tick() {
+  for (const r of order) {
+    const tr = trs.get(keyOf(r));
+    const cell = tr && tr.querySelector(".c-since");
+    const t = sinceText(r);
+    if (cell && cell.textContent !== t) cell.textContent = t;
+  }
+}
+
+async function main() {
+  setupNotify();
+  $("filter").addEventListener("input", paint);
+  document.addEventListener("keydown", keys);
+  api.info().then((i) => { $("demo-badge").hidden = !i.demo; }).catch(() => {});
+  // Open the stream first: whatever changes while the board loads still arrives.
+  stream(null, { board: (d) => { if (loaded) apply(d); }, reset: () => load() });
+  await load();
+  setInterval(tick, 1000);
+}
+
+main().catch((e) => { document.body.append(el("p", { class: "error-box", text: `huddle: ${e.message}` })); });

@@ -1,0 +1,228 @@
+// Conversation: one agent's chat flow. Latest first (at the bottom), scroll up for
+// history (the view keeps its place), new messages appended live, a button to
+// jump to them when scrolled up. Heavy pieces are fetched only when opened.
+import { api, el, fmtClock, fmtTokens, oneLine, avatar } from "./common.js";
+import { label } from "./model.js";
+
+const PAGE = 50;
+const CLAMP = 1200; // characters shown before "Show more"
+
+export function mountConversation(box, S) {
+  const list = el("ul", { class: "agents-list", "aria-label": "Agents" });
+  const chat = el("div", { class: "chat", tabindex: "0", "aria-live": "polite" });
+  const newBtn = el("button", { class: "btn primary new-msgs", type: "button", hidden: true, text: "New messages ↓" });
+  box.replaceChildren(el("div", { class: "convo" }, el("div", {}, list), el("div", { class: "chat-wrap" }, chat, newBtn)));
+
+  let agent = null; // selected agent id
+  let first = null, last = null, hasMore = false, loading = false, epoch = null;
+  const calls = new Map(); // call id -> its <details>, to attach results that come later
+  let names = new Map();
+
+  const nearBottom = () => chat.scrollHeight - chat.scrollTop - chat.clientHeight < 60;
+  const toBottom = () => { chat.scrollTop = chat.scrollHeight; newBtn.hidden = true; };
+  newBtn.addEventListener("click", toBottom);
+
+  async function agents() {
+    const t = await api.transcripts(S.id);
+    names = new Map(t.agents.map((a) => [a.id, a]));
+    if (!agent || !names.has(agent)) agent = t.lead;
+    list.replaceChildren(...t.agents.filter((a) => !a.quiet).map((a, i) => el("li", {},
+      el("button", { type: "button", class: a.id === agent ? "on" : "", dataset: { agent: a.id }, onclick: () => select(a.id) },
+        avatar(label(a), i), el("span", { class: "nm", text: label(a), title: a.name }), el("span", { class: "n", text: a.messages })))));
+  }
+
+  async function select(id) {
+    agent = id;
+    for (const b of list.querySelectorAll("button")) b.classList.toggle("on", b.dataset.agent === id);
+    calls.clear();
+    chat.replaceChildren();
+    first = last = null; hasMore = false;
+    const page = await api.transcript(S.id, { agent: id, limit: PAGE });
+    epoch = page.epoch;
+    take(page, "end");
+    toBottom();
+  }
+
+  function take(page, where) {
+    const nodes = page.messages.map(render).filter(Boolean);
+    if (where === "start") {
+      const h = chat.scrollHeight, top = chat.scrollTop;
+      const marker = chat.querySelector(".history");
+      (marker ? marker.after.bind(marker) : chat.prepend.bind(chat))(...nodes);
+      chat.scrollTop = top + (chat.scrollHeight - h); // keep the reader's place
+      if (page.first_line !== null) first = page.first_line;
+      hasMore = page.has_more;
+    } else {
+      chat.append(...nodes);
+      if (first === null && page.first_line !== null) { first = page.first_line; hasMore = page.has_more; }
+    }
+    if (page.last_line !== null && (last === null || page.last_line > last)) last = page.last_line;
+    historyMarker();
+  }
+
+  function historyMarker() {
+    let m = chat.querySelector(".history");
+    if (!m) { m = el("div", { class: "history" }); chat.prepend(m); }
+    m.textContent = hasMore ? "Scroll up for earlier messages" : first === null ? "No messages yet." : "Start of the conversation";
+  }
+
+  async function older() {
+    if (loading || !hasMore || first === null) return;
+    loading = true;
+    try { take(await api.transcript(S.id, { agent, limit: PAGE, before: first }), "start"); } finally { loading = false; }
+  }
+
+  let pending = false;
+  async function newer() {
+    if (loading) { pending = true; return; }
+    loading = true;
+    try {
+      const stick = nearBottom();
+      const page = await api.transcript(S.id, last === null ? { agent, limit: PAGE } : { agent, limit: 500, after: last });
+      if (page.epoch !== epoch) { loading = false; await select(agent); return; }
+      const before = chat.children.length;
+      take(page, "end");
+      if (chat.children.length > before) { if (stick) toBottom(); else newBtn.hidden = false; }
+    } finally {
+      loading = false;
+      if (pending) { pending = false; newer(); }
+    }
+  }
+
+  chat.addEventListener("scroll", () => {
+    if (chat.scrollTop < 150) older();
+    if (nearBottom()) newBtn.hidden = true;
+  });
+
+  // -- one message -----------------------------------------------------------------
+  function who(m) {
+    if (m.kind === "prompt") return "You";
+    const a = names.get(m.agent);
+    return a ? label(a) : m.agent;
+  }
+
+  function textBlock(m, cls) {
+    const body = el("div", { class: cls || "body" });
+    const full = m.text || "";
+    const cut = full.length > CLAMP;
+    body.append(cut ? full.slice(0, CLAMP) + "…" : full);
+    if (cut || m.truncated) {
+      const more = el("button", { class: "more", type: "button", text: "Show more" });
+      more.addEventListener("click", async () => {
+        let text = full;
+        if (m.truncated && m.ref) { try { text = (await api.content(S.id, m.ref)).text || full; } catch (e) { /* keep what we have */ } }
+        body.replaceChildren(text);
+      });
+      return el("div", {}, body, more);
+    }
+    return body;
+  }
+
+  function header(m) {
+    return el("div", { class: "who" }, el("span", { text: who(m) }), m.t ? el("span", { text: (m.estimated ? "~" : "") + fmtClock(m.t) }) : null,
+      m.copied ? el("span", { text: "copied from the earlier session" }) : null);
+  }
+
+  function resultStatus(r) {
+    if (!r) return el("span", { class: "st run", text: "running…" });
+    if (r.ok === false) return el("span", { class: "st bad", text: "failed" });
+    return el("span", { class: "st ok", text: r.detail === "background" ? "in background" : `done · ${fmtTokens(r.size || 0)}B` });
+  }
+
+  async function fillTool(pane, m) {
+    pane.replaceChildren(el("p", { class: "faint", text: "Loading…" }));
+    const parts = [];
+    try {
+      if (m.ref) {
+        const c = await api.content(S.id, m.ref);
+        parts.push(el("h4", { text: "Input" }), el("pre", { class: "out", text: c.input !== undefined ? JSON.stringify(c.input, null, 2) : m.detail || "" }));
+      }
+      const r = m.result;
+      if (r && r.ref) {
+        const c = await api.content(S.id, r.ref);
+        parts.push(el("h4", { text: r.ok === false ? "Error" : "Result" }), el("pre", { class: "out", text: c.text || "(empty)" }));
+        for (const img of c.images || []) parts.push(el("img", { src: `data:${img.media_type};base64,${img.data}`, alt: "image from the tool result" }));
+      } else if (!r) parts.push(el("p", { class: "faint", text: "No result yet." }));
+    } catch (e) { parts.push(el("p", { class: "faint", text: `Could not load: ${e.message}` })); }
+    pane.replaceChildren(...parts);
+  }
+
+  function toolNode(m) {
+    const pane = el("div", { class: "pane" });
+    const st = resultStatus(m.result);
+    const summaryText = m.kind === "order" ? `asked ${label(names.get(m.target) || { parent: 1, name: m.name })}: ${m.detail || oneLine(m.text, 80)}` : m.doing || m.name;
+    const d = el("details", { class: "tool" }, el("summary", {}, el("span", { class: "what", text: summaryText, title: m.detail || "" }), st), pane);
+    d._m = m;
+    d.addEventListener("toggle", () => { if (d.open) fillTool(pane, d._m); });
+    if (m.id) calls.set(m.id, d);
+    return d;
+  }
+
+  function render(m) {
+    switch (m.kind) {
+      case "prompt":
+        return el("div", { class: "msg human", dataset: { line: m.line } }, header(m), textBlock(m));
+      case "say":
+        return el("div", { class: `msg agent${m.copied ? " copied" : ""}`, dataset: { line: m.line } }, header(m), textBlock(m));
+      case "think":
+        return el("div", { class: "msg agent wide", dataset: { line: m.line } },
+          el("details", { class: "think" }, el("summary", { text: `Thinking · ${oneLine(m.text, 90)}` }), el("div", { class: "pane", text: m.text })));
+      case "tool_call":
+        return el("div", { class: "msg agent wide", dataset: { line: m.line } }, toolNode(m));
+      case "tool_result": {
+        const d = calls.get(m.id);
+        // Shown on its call (the server attaches it to calls it sends); never on its own.
+        if (d) { d._m = { ...d._m, result: m }; d.querySelector(".st").replaceWith(resultStatus(m)); }
+        return null;
+      }
+      case "order":
+        if (m.agent === agent) return el("div", { class: "msg delegation wide", dataset: { line: m.line } }, header(m), toolNode(m));
+        return el("div", { class: "msg delegation", dataset: { line: m.line } }, header(m), el("div", { class: "who", text: `Order from ${who(m)}` }), textBlock(m));
+      case "report":
+        return el("div", { class: "msg delegation", dataset: { line: m.line } }, header(m),
+          el("div", { class: "who", text: `Report from ${label(names.get(m.target) || { parent: 1, name: "a sub-agent" })}` }), textBlock(m));
+      case "context": {
+        const pane = el("div", { class: "pane", text: m.text || "" });
+        const d = el("details", { class: "ctx" }, el("summary", { text: `context · ${m.name || "harness"}` }), pane);
+        if (m.ref) d.addEventListener("toggle", async () => {
+          if (!d.open || d._loaded) return;
+          d._loaded = true;
+          try { const c = await api.content(S.id, m.ref); pane.textContent = c.text || m.text || ""; } catch (e) { /* keep the short text */ }
+        });
+        return el("div", { class: "msg context", dataset: { line: m.line } }, d);
+      }
+      case "waiting":
+        return el("div", { class: "msg system k-waiting", dataset: { line: m.line } }, el("div", { class: "body", text: `Waiting for you: ${m.detail || m.name}` }));
+      case "resolved":
+        return el("div", { class: "msg system", dataset: { line: m.line } }, el("div", { class: "body", text: "Answered" }));
+      case "error":
+        return el("div", { class: "msg system k-error", dataset: { line: m.line } }, el("div", { class: "body", text: m.text || "error" }));
+      case "interrupt":
+        return el("div", { class: "msg system k-interrupt", dataset: { line: m.line } }, el("div", { class: "body", text: "Interrupted" }));
+      case "compaction":
+        return el("div", { class: "msg system k-compaction", dataset: { line: m.line } }, el("div", { class: "body", text: `Conversation compacted ${m.detail ? `(${m.detail})` : ""}` }));
+      default:
+        return el("div", { class: "msg system", dataset: { line: m.line } }, el("div", { class: "body", text: m.text || m.kind }));
+    }
+  }
+
+  // New events for this agent (or an order to it) -> fetch the new messages.
+  S.listeners.add((fresh, reset) => {
+    if (!agent) return;
+    if (reset) { agents().then(() => select(agent)); return; }
+    if (fresh.some((e) => e.agent === agent || e.target === agent)) newer();
+    if (fresh.some((e) => e.kind === "order")) agents();
+  });
+
+  let started = false;
+  return {
+    update() {},
+    async show() {
+      if (started) return;
+      started = true;
+      await agents();
+      await select(agent);
+    },
+    stop() {},
+  };
+}

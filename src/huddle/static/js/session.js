@@ -1,0 +1,120 @@
+// One session: loads its detail and timeline, follows the stream, hosts the tabs.
+import { api, el, pill, stream, fmtTokens, fmtCost, fmtDuration, parseISO, SOURCE_LABEL, typing } from "./common.js";
+import { timeline } from "./model.js";
+import { mountCall } from "./call.js";
+import { mountTree } from "./tree.js";
+import { mountConversation } from "./conversation.js";
+import { mountReplay } from "./replay.js";
+
+const $ = (id) => document.getElementById(id);
+const id = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
+
+// Shared state of the page: the tabs read it, session.js keeps it current.
+const S = { id, detail: null, events: [], timeline: [], epoch: null, lastSeq: -1, listeners: new Set() };
+const TABS = { call: mountCall, tree: mountTree, conversation: mountConversation, replay: mountReplay };
+const mounted = {};
+let current = null;
+
+function header() {
+  const d = S.detail;
+  $("s-title").textContent = d.title || d.id;
+  $("s-title").title = d.title || d.id;
+  $("s-state").replaceWith(Object.assign(pill(d.state), { id: "s-state" }));
+  document.title = `${d.state === "needs_you" ? "(!) " : ""}${d.title || d.id} · huddle`;
+  const meta = $("s-meta");
+  const since = parseISO(d.state_since);
+  meta.replaceChildren(
+    el("span", { text: SOURCE_LABEL[d.source] || d.source }),
+    d.project ? el("span", { text: d.project, title: d.cwd || "" }) : null,
+    since ? el("span", { text: `${fmtDuration(Date.now() / 1000 - since)} in state` }) : null,
+    el("span", { text: `${fmtTokens(d.tokens ?? 0)} tokens` }),
+    el("span", { text: fmtCost(d.cost) }));
+  const w = $("s-waiting");
+  w.hidden = !(d.state === "needs_you" && d.waiting_for);
+  w.textContent = d.waiting_for ? `Needs you: ${d.waiting_for}` : "";
+}
+
+async function loadDetail() {
+  S.detail = await api.session(id);
+  header();
+}
+
+async function loadEvents() {
+  const all = [];
+  let after = -1;
+  for (;;) {
+    const r = await api.events(id, after, 5000);
+    all.push(...r.events);
+    S.epoch = r.epoch;
+    after = r.next_after;
+    if (!r.has_more) break;
+  }
+  S.events = all;
+  S.lastSeq = all.length ? all[all.length - 1].seq : -1;
+  S.timeline = timeline(S.events);
+}
+
+async function loadAll() {
+  await Promise.all([loadDetail(), loadEvents()]);
+  changed([], true);
+}
+
+function changed(fresh, reset) {
+  for (const fn of S.listeners) fn(fresh, reset);
+  for (const [name, m] of Object.entries(mounted)) if (name === current) m.update();
+}
+
+let catchingUp = false;
+async function onEvents(d) {
+  if (d.session !== id) return;
+  if (d.epoch !== S.epoch) { await loadAll(); return; }
+  const fresh = d.events.filter((e) => e.seq > S.lastSeq);
+  if (!fresh.length) return;
+  if (fresh[0].seq !== S.lastSeq + 1) {
+    if (catchingUp) return;
+    catchingUp = true; // a gap: fetch what is missing from the API
+    try { await loadEvents(); changed([], true); } finally { catchingUp = false; }
+    return;
+  }
+  S.events.push(...fresh);
+  S.lastSeq = fresh[fresh.length - 1].seq;
+  S.timeline = timeline(S.events);
+  changed(fresh, false);
+  scheduleDetail();
+}
+
+let detailTimer = null;
+function scheduleDetail() {
+  if (detailTimer) return;
+  detailTimer = setTimeout(async () => { detailTimer = null; try { await loadDetail(); changed([], false); } catch (e) { /* next change retries */ } }, 250);
+}
+
+function show(name) {
+  if (!TABS[name]) name = "call";
+  current = name;
+  for (const a of document.querySelectorAll(".tabs a")) a.classList.toggle("on", a.dataset.tab === name);
+  for (const t of Object.keys(TABS)) $(`tab-${t}`).hidden = t !== name;
+  if (!mounted[name]) mounted[name] = TABS[name]($(`tab-${name}`), S);
+  if (S.detail) mounted[name].show();
+}
+
+function keys(ev) {
+  if (typing(ev.target) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const tabs = { 1: "call", 2: "tree", 3: "conversation", 4: "replay" };
+  if (tabs[ev.key]) { location.hash = tabs[ev.key]; ev.preventDefault(); }
+  else if (ev.key === "Escape") location.href = "/";
+}
+
+async function main() {
+  window.addEventListener("hashchange", () => show(location.hash.slice(1)));
+  document.addEventListener("keydown", keys);
+  stream(id, {
+    events: onEvents,
+    board: (d) => { if ((d.sessions || []).some((r) => r.id === id)) scheduleDetail(); },
+    reset: (d) => { if (!d.session || d.session === id) loadAll(); },
+  });
+  await loadAll();
+  show(location.hash.slice(1));
+}
+
+main().catch((e) => { const b = $("s-error"); b.hidden = false; b.textContent = `huddle: ${e.message}`; $("s-title").textContent = "Session not found"; });
