@@ -13,9 +13,10 @@ from click.testing import CliRunner
 from helpers import claude_huddle
 from huddle.cli import main
 from huddle.core import Huddle
+from huddle.events import USAGE, Event, Usage
 from huddle.pricing import load
-from huddle.session import parse_time
-from huddle.usage import GROUPS, parse_since, report
+from huddle.session import Session, parse_time
+from huddle.usage import GROUPS, counted_usage, parse_since, report
 
 CLAUDE = Path(__file__).parent / "fixtures" / "samples" / "claude"
 SCENARIOS = sorted(p.name for p in CLAUDE.iterdir() if (p / "config").is_dir())
@@ -301,3 +302,28 @@ def test_one_hour_cache_writes_cost_twice_input_and_survive_the_cache(tmp_path):
         assert data["totals"]["cache_write_1h"] == raw["cache_write"]
         assert data["totals"]["cost_usd"] == pytest.approx(by_hand, abs=1e-6)
     assert report(cold, by="agent") == report(warm, by="agent")
+
+
+def _usage_session(source: str, sid: str, t0: float, ids: list[str]) -> Session:
+    s = Session(source, sid)
+    s.agent(sid, parent=None)
+    for i, rid in enumerate(ids):
+        s.add(Event(kind=USAGE, agent=sid, t=t0 + i, id=rid, name="gpt-5.5", usage=Usage(input=10, output=1)))
+    return s
+
+
+def test_a_response_in_two_sessions_counts_once_in_the_older_one():
+    older = _usage_session("codex", "a", 100.0, ["resp_1", "resp_2"])
+    newer = _usage_session("codex", "b", 200.0, ["resp_2", "resp_3"])
+    other_source = _usage_session("vibe", "c", 300.0, ["resp_2"])
+    stats: dict = {}
+    got = [(s.id, e.id) for s, e in counted_usage([newer, other_source, older], stats=stats)]
+    assert got == [("a", "resp_1"), ("a", "resp_2"), ("b", "resp_3"), ("c", "resp_2")]
+    assert stats["duplicates"] == 1
+
+
+def test_inside_one_session_every_usage_event_counts():
+    # e.g. a source that emits each growth of a session's running total under one id
+    s = _usage_session("vibe", "v", 100.0, ["stats-v", "stats-v", "stats-v"])
+    assert len(list(counted_usage([s]))) == 3
+    assert sum(e.usage.input for _, e in counted_usage([s])) == s.model_usage["gpt-5.5"].input

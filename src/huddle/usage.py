@@ -1,10 +1,11 @@
 """Token totals and cost across every session of every agent (`huddle usage`).
 
 Built only from the sessions' `usage` events (one per model response, sub-agents
-included). Counted once: a response is identified by its source and response id,
-so a fork's copied history or a record seen in two sessions counts a single time,
-in the session that started first. `copied` events (fork history a source already
-recognised) are never counted.
+included). Counted once: within a session the source already counted each response
+once (what `session.model_usage` sums); across sessions a response is identified by
+its source and response id, so a fork's copied history or a record seen in two
+sessions counts a single time, in the session that started first. `copied` events
+(fork history a source already recognised) are never counted.
 
 `report()` returns plain data: `huddle usage --json` prints exactly it, and the web
 app can serve the same.
@@ -36,8 +37,10 @@ def parse_since(text: str) -> float | None:
 def counted_usage(sessions: list[Session], since: float | None = None,
                   stats: dict | None = None) -> Iterator[tuple[Session, Event]]:
     """Every usage event to count, once. Sessions are walked oldest first so that a
-    response seen twice is credited to the session that made it before the copy."""
-    seen: set[tuple[str, str]] = set()
+    response seen in two sessions is credited to the one that made it before the copy.
+    Inside one session every usage event counts: the source already de-duplicated
+    them, and some sources reuse an id for successive increments of one total."""
+    owner: dict[tuple[str, str], str] = {}  # (source, response id) -> the session counting it
     dupes = 0
     order = sorted(sessions, key=lambda s: (s.started_at is None, s.started_at or 0.0, s.key))
     for s in order:
@@ -47,12 +50,9 @@ def counted_usage(sessions: list[Session], since: float | None = None,
         for e in s.events:
             if e.kind != ev.USAGE or e.usage is None or e.copied:
                 continue
-            if e.id:
-                k = (src, e.id)
-                if k in seen:
-                    dupes += 1
-                    continue
-                seen.add(k)
+            if e.id and owner.setdefault((src, e.id), s.key) != s.key:
+                dupes += 1
+                continue
             if since is not None and (e.t is None or e.t < since):
                 continue
             yield s, e
