@@ -253,10 +253,11 @@ class VibeSource(Source):
         return [self.root]
 
     def exists(self) -> bool:
-        return os.path.isdir(self.root)
+        # a broken config.toml is worth a note even when there is nothing to read
+        return os.path.isdir(self.root) or bool(self.config_note)
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
-        if self.config_note and not self.exists():
+        if self.config_note and not os.path.isdir(self.root):
             raise ValueError(self.config_note)
         self.locks.refresh()
         found: dict[str, Handle] = {}

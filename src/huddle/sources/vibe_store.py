@@ -118,10 +118,8 @@ class StoreReader:
         if cur.generation != self.generation:
             if self.journal is not None:
                 self._drain(self.journal, sink)
-            first = not self.generation
             loaded = self._load()
-            if first:
-                self._earlier_usage(loaded, sink)
+            self._earlier_usage(loaded, sink)
             for path, off, what in loaded.problems:
                 sink.problem(path, off, what)
             sink.snapshot(loaded)
@@ -134,12 +132,12 @@ class StoreReader:
 
     # -- journal -------------------------------------------------------------------
 
-    def _drain(self, reader: LineReader, sink: Sink, usage_only: bool = False) -> None:
+    def _drain(self, reader: LineReader, sink: Sink, usage_only: bool = False, upto: int = -1) -> None:
         if reader.check() == GONE:
             return
         for off, line in reader.lines():
             rec = _record(reader.path, off, line, sink)
-            if rec is not None:
+            if rec is not None and (upto < 0 or rec.sequence <= upto):
                 sink.record(reader.path, off, len(line), rec, usage_only)
 
     # -- generations ---------------------------------------------------------------
@@ -224,15 +222,16 @@ class StoreReader:
     def _earlier_usage(self, loaded: Loaded, sink: Sink) -> None:
         """Per-call usage lives only in the journal, and the segments before the current
         one go with their generations. The previous generation (kept until the next is
-        published) gives its cumulative totals and its segment's calls; whatever is gone
-        is covered by the totals. Best effort: a vanished file just means less detail."""
+        published) gives its cumulative totals and its segment's calls, unless that is the
+        generation this reader followed; whatever is gone is covered by the totals.
+        Best effort: a vanished file just means less detail."""
         gens = os.path.join(self.folder, "generations")
         try:
             older = sorted(n for n in os.listdir(gens) if _GENERATION.match(n) and n < loaded.generation)
         except OSError:
             return
-        if not older:
-            return
+        if not older or older[-1] <= self.generation:
+            return  # read live already (its segment was drained before this load)
         gdir = os.path.join(gens, older[-1])
         try:
             manifest = vr.decode_manifest(_read(os.path.join(gdir, "manifest.json")))
@@ -246,7 +245,8 @@ class StoreReader:
         info = doc.snapshot.session if doc.snapshot is not None else None
         t = info.createdAt / 1000 if info is not None and info.createdAt else None
         sink.base(manifest.snapshot_sequence, info.tokenUsage if info is not None else None, t)
-        self._drain(LineReader(segment), sink, usage_only=True)
+        if segment != loaded.segment:  # an empty generation shares its segment with the next
+            self._drain(LineReader(segment), sink, usage_only=True, upto=loaded.sequence)
 
 
 def _record(path: str, off: int, line: bytes, sink: Sink) -> vr.Record | None:
