@@ -20,7 +20,8 @@ from .reader import read_span
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 AGENT_ID = SESSION_ID
-REF = re.compile(r"^(\d{1,4})-(\d{1,15})-(\d{1,10})$")
+# file index - offset - length [- which event of that record, when it holds several]
+REF = re.compile(r"^(\d{1,4})-(\d{1,15})-(\d{1,10})(?:-(\d{1,3}))?$")
 
 TRANSCRIPT_LIMIT = 50
 TRANSCRIPT_MAX = 500
@@ -104,7 +105,20 @@ def files_index(handle) -> dict[str, int]:
     return {f: i for i, f in enumerate(files)}
 
 
-def event_json(e: ev.Event, files: dict[str, int]) -> dict:
+def _same_span(a: ev.Event, b: ev.Event) -> bool:
+    return a.offset == b.offset and a.length == b.length and a.file == b.file
+
+
+def _nth_of_record(e: ev.Event, evs: list | None) -> int:
+    """Which event of its record `e` is: they sit next to each other, count those before it."""
+    n, i = 0, e.seq - 1
+    while evs is not None and 0 <= i < len(evs) and e.seq - i <= 64 and _same_span(evs[i], e):
+        n, i = n + 1, i - 1
+    return n
+
+
+def event_json(e: ev.Event, files: dict[str, int], evs: list | None = None) -> dict:
+    """An event for a page: its content is named by a ref, never by a path."""
     d = msgspec.to_builtins(e)
     d.pop("file", None)
     d.pop("offset", None)
@@ -113,6 +127,9 @@ def event_json(e: ev.Event, files: dict[str, int]) -> dict:
         fi = files.get(e.file)
         if fi is not None:
             d["ref"] = f"{fi}-{e.offset}-{e.length}"
+            n = _nth_of_record(e, evs)
+            if n:
+                d["ref"] += f"-{n}"
     if e.kind == ev.TOOL_CALL:
         d["doing"] = doing(e.name, e.detail)
     return d
@@ -179,9 +196,9 @@ def session_detail(h, sid: str, at: float | None = None) -> dict:
             if key in b:
                 d[key] = b[key]
         act = a.activity
-        d["open_calls"] = [event_json(e, files) for e in act.open_calls.values()]
-        d["waits"] = [event_json(e, files) for e in act.waits.values()]
-        d["background_work"] = [event_json(e, files) for e in act.background.values()]
+        d["open_calls"] = [event_json(e, files, s.events) for e in act.open_calls.values()]
+        d["waits"] = [event_json(e, files, s.events) for e in act.waits.values()]
+        d["background_work"] = [event_json(e, files, s.events) for e in act.background.values()]
         d["turn_open"] = act.turn_open
         d["finished"] = a.finished
         tree.append(d)
@@ -217,7 +234,7 @@ def events(h, sid: str, after=None, limit=None) -> dict:
     start = max(0, after + 1)
     end = min(len(evs), start + limit)
     files = files_index(handle)
-    out = [event_json(e, files) for e in evs[start:end]]
+    out = [event_json(e, files, evs) for e in evs[start:end]]
     return {
         "session": s.id,
         "epoch": s.epoch,
@@ -337,13 +354,13 @@ def transcript(h, sid: str, agent=None, limit=None, after=None, before=None) -> 
     msgs = []
     for line in range(start, end):
         e = s.events[seqs[line]]
-        d = event_json(e, files)
+        d = event_json(e, files, s.events)
         d["line"] = line
         d["lane"] = _lane(e.kind)
         if e.kind in (ev.TOOL_CALL, ev.ORDER) and e.id and e.agent != e.target:
             r = lanes.results.get((e.agent, e.id))
             if r is not None:
-                d["result"] = event_json(s.events[r], files)
+                d["result"] = event_json(s.events[r], files, s.events)
         msgs.append(d)
     return {
         "session": s.id,
@@ -378,7 +395,8 @@ def content(h, sid: str, ref: str) -> dict:
     m = REF.match(ref) if isinstance(ref, str) else None
     if m is None:
         raise BadRequest(f"bad content ref: {str(ref)[:60]!r}")
-    fi, off, ln = (int(x) for x in m.groups())
+    fi, off, ln = (int(x) for x in m.groups()[:3])
+    which = int(m.group(4) or 0)
     try:
         files = handle.files()
     except Exception:
@@ -387,7 +405,8 @@ def content(h, sid: str, ref: str) -> dict:
         raise NotFound(f"no file {fi} in session {s.id}")
     path = files[fi]
     here = [e for e in s.events if e.offset == off and e.length == ln and e.file == path]
-    if not here:
+    here_nth = [e for e in here if _nth_of_record(e, s.events) == which]
+    if not here_nth:
         raise NotFound(f"no event at {ref} in session {s.id}")
     if not _inside(path, h.agent_roots()):
         raise Forbidden(f"{ref}: the file lies outside the agent folders")
@@ -396,9 +415,9 @@ def content(h, sid: str, ref: str) -> dict:
         raw = read_span(real, off, ln)
     except OSError as exc:
         raise NotFound(f"{ref}: cannot read {os.path.basename(path)} ({exc.strerror or exc})") from None
-    main = next((e for e in here if e.kind != ev.USAGE), here[0])
+    main = here_nth[0]
     from .api_content import piece
 
     out = piece(raw, main)
-    out.update(session=s.id, ref=ref, kinds=[e.kind for e in here], event=event_json(main, {path: fi}))
+    out.update(session=s.id, ref=ref, kinds=[e.kind for e in here], event=event_json(main, {path: fi}, s.events))
     return out
