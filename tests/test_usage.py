@@ -327,3 +327,76 @@ def test_inside_one_session_every_usage_event_counts():
     s = _usage_session("vibe", "v", 100.0, ["stats-v", "stats-v", "stats-v"])
     assert len(list(counted_usage([s]))) == 3
     assert sum(e.usage.input for _, e in counted_usage([s])) == s.model_usage["gpt-5.5"].input
+
+
+# -- the index `huddle usage` keeps between runs ----------------------------------
+
+
+def _aged_copy(src: Path, dst: Path, age: float = 3600.0) -> Path:
+    """A copy of a sample config whose files and folders last moved an hour ago."""
+    shutil.copytree(src, dst)
+    import os
+    import time
+
+    then = time.time() - age
+    for p in sorted(dst.rglob("*"), key=lambda p: -len(p.parts)) + [dst]:
+        os.utime(p, (then, then))
+    return dst
+
+
+def _usage_json(args=()) -> dict:
+    res = CliRunner().invoke(main, ["usage", "--json", *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def _edit_index(home: Path, factor: int) -> None:
+    from huddle.usage import index_path
+
+    path = Path(index_path(str(home)))
+    data = json.loads(path.read_text())
+    for s in data["sessions"]:
+        for r in s["rows"]:
+            r[3] *= factor  # input tokens
+    path.write_text(json.dumps(data))
+
+
+def test_a_second_run_reads_the_index_and_a_moved_file_is_read_again(tmp_path, monkeypatch):
+    config = _aged_copy(CLAUDE / "02-subagents" / "config", tmp_path / "config")
+    home = tmp_path / "hh"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("HUDDLE_HOME", str(home))
+    first = _usage_json()
+    _edit_index(home, 1000)  # what the index says is what a run that reads nothing reports
+    assert _usage_json()["totals"]["input"] == first["totals"]["input"] * 1000
+    sub = next(config.glob("projects/*/*/subagents/agent-*.jsonl"))
+    with open(sub, "a") as f:  # a session file moved: its session is read again
+        f.write("\n")
+    again = _usage_json()
+    assert again == first
+    library = json.loads(json.dumps(report(claude_huddle(config))))
+    assert {k: v for k, v in again.items() if k != "notes"} == {k: v for k, v in library.items() if k != "notes"}
+
+
+def test_files_that_moved_around_the_read_are_not_trusted_next_time(tmp_path, monkeypatch):
+    config = tmp_path / "config"
+    shutil.copytree(CLAUDE / "02-subagents" / "config", config, copy_function=shutil.copy)  # written just now
+    home = tmp_path / "hh"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("HUDDLE_HOME", str(home))
+    first = _usage_json()
+    _edit_index(home, 1000)
+    assert _usage_json() == first  # read again, not taken from the index
+
+
+def test_a_corrupt_index_is_ignored(tmp_path, monkeypatch):
+    config = _aged_copy(CLAUDE / "12-nested-and-custom-agents" / "config", tmp_path / "config")
+    home = tmp_path / "hh"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("HUDDLE_HOME", str(home))
+    first = _usage_json(["--by", "agent"])
+    from huddle.usage import index_path
+
+    for junk in (b"\\x00garbage", b"[]", b'{"key": 1}', b'{"key": null, "sessions": 5}'):
+        Path(index_path(str(home))).write_bytes(junk)
+        assert _usage_json(["--by", "agent"]) == first

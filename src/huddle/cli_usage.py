@@ -19,24 +19,24 @@ from .usage import GROUPS
 def usage(ctx: click.Context, as_json: bool, by: str, since: str | None) -> None:
     """Token totals (input, output, cache read, cache write) and cost, for every
     agent, sub-agents included, each model response counted once."""
-    from .core import Huddle
     from .pricing import current
-    from .usage import parse_since, report
+    from .sources.base import Settings
+    from .usage import aggregate, counted_from_index, parse_since
 
     when = None
     if since is not None:
         when = parse_since(since)
         if when is None:
             raise click.BadParameter(f"not a date: {since!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--since")
-    h = Huddle(cache=True)  # a new run reads only what changed since the last one
-    table = current(h.settings.huddle_home)
+    settings = Settings.from_env()
+    table = current(settings.huddle_home)
     if table.problem:
         click.echo(f"huddle: {table.problem}", err=True)
         ctx.exit(1)
-    h.refresh()
-    for note in h.notes:
+    counted, notes = counted_from_index(settings)  # reads only what moved since the last run
+    for note in notes:
         click.echo(f"huddle: {note}", err=True)
-    data = report(h, by=by, since=when, table=table)
+    data = aggregate(counted, by=by, since=when, table=table, notes=notes)
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:

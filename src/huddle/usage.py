@@ -8,14 +8,21 @@ sessions counts a single time, in the session that started first. `copied` event
 (fork history a source already recognised) are never counted.
 
 `report()` returns plain data: `huddle usage --json` prints exactly it, and the web
-app can serve the same.
+app can serve the same. The command line keeps the counted rows in a small index in
+huddle's cache folder (`counted_from_index`), so a run when nothing moved reads no
+transcript at all.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from datetime import datetime, timezone
 from typing import Iterator
 
+import msgspec
+
+from . import __version__
 from . import events as ev
 from .events import Event, Usage
 from .pricing import Table, current, model_name
@@ -30,8 +37,7 @@ def parse_since(text: str) -> float | None:
     text = text.strip()
     if len(text) == 8 and text.isdigit():  # YYYYMMDD, as ccusage accepts
         text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
-    t = parse_time(text.replace(" ", "T", 1) if len(text) > 10 else text)
-    return t
+    return parse_time(text.replace(" ", "T", 1) if len(text) > 10 else text)
 
 
 def counted_usage(sessions: list[Session], since: float | None = None,
@@ -60,8 +66,34 @@ def counted_usage(sessions: list[Session], since: float | None = None,
         stats["duplicates"] = dupes
 
 
+def agent_label(s: Session, agent_id: str) -> str:
+    """For `--by agent`: the lead, or the sub-agent's type."""
+    a = s.agents.get(agent_id)
+    if agent_id == s.lead_id or a is None:
+        return "lead"
+    return a.kind or "sub-agent"
+
+
+def collect(sessions: list[Session]) -> dict:
+    """The counted usage as plain rows, per session: what a report is made from (and
+    what the index keeps). Row: [t, agent label, model, input, output, cache read,
+    cache write, of which 1-hour]."""
+    stats: dict = {}
+    out: list[dict] = []
+    current_key = None
+    rows: list = []
+    for s, e in counted_usage(sessions, stats=stats):
+        if s.key != current_key:
+            current_key = s.key
+            rows = []
+            out.append({"key": s.key, "source": s.source, "id": s.id, "title": s.title,
+                        "project": project_name(s.cwd), "started_at": iso(s.started_at), "rows": rows})
+        rows.append([e.t, agent_label(s, e.agent), model_name(e.name), *e.usage.to_tuple()])
+    return {"sessions": out, "duplicates": stats.get("duplicates", 0)}
+
+
 class Line:
-    """One row being summed."""
+    """One row of the report being summed."""
 
     __slots__ = ("usage", "cost", "priced", "unpriced", "responses", "sessions", "models", "first", "info")
 
@@ -76,19 +108,18 @@ class Line:
         self.first: float | None = None
         self.info = info or {}
 
-    def add(self, s: Session, e: Event, model: str, cost: float | None) -> None:
-        u = e.usage
+    def add(self, session_key: str, t: float | None, model: str, u: Usage, cost: float | None) -> None:
         self.usage.add(u)
         self.responses += 1
-        self.sessions.add(s.key)
+        self.sessions.add(session_key)
         self.models.add(model)
         if cost is None:
             self.unpriced[model] = self.unpriced.get(model, 0) + u.total
         else:
             self.cost += cost
             self.priced = True
-        if e.t is not None and (self.first is None or e.t < self.first):
-            self.first = e.t
+        if t is not None and (self.first is None or t < self.first):
+            self.first = t
 
     def to_dict(self) -> dict:
         d = self.usage.to_dict()
@@ -101,71 +132,76 @@ class Line:
         return d
 
 
-def _key(by: str, s: Session, e: Event, model: str) -> tuple[str, dict | None]:
-    if by == "day":
-        if e.t is None:
-            return UNKNOWN_DAY, None
-        return datetime.fromtimestamp(e.t, timezone.utc).date().isoformat(), None
-    if by == "session":
-        return s.key, {"source": s.source, "session": s.id, "title": s.title,
-                       "project": project_name(s.cwd), "started_at": iso(s.started_at)}
-    if by == "project":
-        return project_name(s.cwd) or "(no project)", None
-    if by == "model":
-        return model, None
-    # agent: the lead, or the sub-agent's type, per source, across sessions
-    a = s.agents.get(e.agent)
-    if e.agent == s.lead_id or a is None:
-        kind = "lead"
-    else:
-        kind = a.kind or "sub-agent"
-    return f"{s.source}:{kind}", {"source": s.source, "agent": kind}
+def _day(t: float | None) -> str:
+    return UNKNOWN_DAY if t is None else datetime.fromtimestamp(t, timezone.utc).date().isoformat()
+
+
+def aggregate(counted: dict, by: str = "day", since: float | None = None, table: Table | None = None,
+              notes: list[str] | None = None) -> dict:
+    """A report from collected rows (see `collect`)."""
+    if by not in GROUPS:
+        raise ValueError(f"by must be one of {', '.join(GROUPS)}")
+    t = table or current()
+    lines: dict[str, Line] = {}
+    total = Line()
+    by_source: dict[str, int] = {}
+    prices: dict[str, object] = {}
+    for s in counted["sessions"]:
+        key_s = s["key"]
+        src = s["source"]
+        info = None
+        if by == "session":
+            info = {k: s[k] for k in ("source", "id", "title", "project", "started_at")}
+            info["session"] = info.pop("id")
+        elif by == "project":
+            key = s["project"] or "(no project)"
+        for r in s["rows"]:
+            when = r[0]
+            if since is not None and (when is None or when < since):
+                continue
+            model = r[2]
+            u = Usage(*r[3:8])
+            p = prices[model] if model in prices else prices.setdefault(model, t.price(model))
+            cost = p.request_cost(u) if p is not None else None
+            if by == "day":
+                key = _day(when)
+            elif by == "session":
+                key = key_s
+            elif by == "model":
+                key = model
+            elif by == "agent":
+                key = f"{src}:{r[1]}"
+                info = {"source": src, "agent": r[1]}
+            line = lines.get(key)
+            if line is None:
+                line = lines[key] = Line(info)
+            line.add(key_s, when, model, u, cost)
+            total.add(key_s, when, model, u, cost)
+            by_source[src] = by_source.get(src, 0) + 1
+    rows = [{"key": key, **line.info, **line.to_dict()} for key, line in _ordered(by, lines)]
+    unpriced = [{"model": m, "tokens": n} for m, n in sorted(total.unpriced.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return {
+        "by": by,
+        "since": iso(since),
+        "rows": rows,
+        "totals": total.to_dict(),
+        "unpriced": unpriced,
+        "pricing": t.describe(),
+        "counted": {
+            "responses": total.responses,
+            "duplicates_skipped": counted.get("duplicates", 0),
+            "by_source": dict(sorted(by_source.items())),
+        },
+        "notes": list(notes or []),
+    }
 
 
 def report(huddle, by: str = "day", since: float | None = None, table: Table | None = None) -> dict:
     """Token totals and cost grouped `by` day (UTC), session, project, model or agent,
     from usage at or after `since` (unix seconds). Reads what `huddle` holds: call
     `huddle.refresh()` first."""
-    if by not in GROUPS:
-        raise ValueError(f"by must be one of {', '.join(GROUPS)}")
     t = table or current(huddle.settings.huddle_home)
-    lines: dict[str, Line] = {}
-    total = Line()
-    by_source: dict[str, int] = {}
-    stats: dict = {}
-    for s, e in counted_usage(huddle.sessions(), since, stats):
-        model = model_name(e.name)
-        p = t.price(model)
-        cost = p.request_cost(e.usage) if p is not None else None
-        key, info = _key(by, s, e, model)
-        line = lines.get(key)
-        if line is None:
-            line = lines[key] = Line(info)
-        line.add(s, e, model, cost)
-        total.add(s, e, model, cost)
-        by_source[s.source] = by_source.get(s.source, 0) + 1
-    rows = []
-    for key, line in _ordered(by, lines):
-        d = {"key": key, **line.info, **line.to_dict()}
-        rows.append(d)
-    totals = total.to_dict()
-    unpriced = [
-        {"model": m, "tokens": n} for m, n in sorted(total.unpriced.items(), key=lambda kv: (-kv[1], kv[0]))
-    ]
-    return {
-        "by": by,
-        "since": iso(since),
-        "rows": rows,
-        "totals": totals,
-        "unpriced": unpriced,
-        "pricing": t.describe(),
-        "counted": {
-            "responses": total.responses,
-            "duplicates_skipped": stats.get("duplicates", 0),
-            "by_source": dict(sorted(by_source.items())),
-        },
-        "notes": list(getattr(huddle, "notes", []) or []),
-    }
+    return aggregate(collect(huddle.sessions()), by, since, t, getattr(huddle, "notes", None))
 
 
 def _ordered(by: str, lines: dict[str, Line]) -> list[tuple[str, Line]]:
@@ -176,3 +212,83 @@ def _ordered(by: str, lines: dict[str, Line]) -> list[tuple[str, Line]]:
         return sorted(items, key=lambda kv: (kv[1].first is None, kv[1].first or 0.0, kv[0]))
     # biggest spend first, then most tokens
     return sorted(items, key=lambda kv: (-kv[1].cost, -kv[1].usage.total, kv[0]))
+
+
+# -- the index: counted rows kept between runs of `huddle usage` -------------------------
+
+INDEX_FORMAT = 1
+SETTLE = 2.0  # seconds: a file or folder that moved this close to a read is checked again
+
+
+def index_path(huddle_home: str) -> str:
+    return os.path.join(huddle_home, "cache", "usage-index.json")
+
+
+def _index_key(settings) -> list:
+    return [INDEX_FORMAT, __version__, settings.claude_dir, settings.codex_home, settings.vibe_home]
+
+
+def _moved(data: dict) -> bool:
+    for path, mtime in data["dirs"]:
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return True
+        except OSError:
+            if mtime is not None:
+                return True
+    for path, size, mtime in data["files"]:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        if st.st_size != size or st.st_mtime_ns != mtime:
+            return True
+    return False
+
+
+def _stamp(path: str, before_ns: int, with_size: bool) -> list:
+    """A file's or folder's stamp; one that moved around the read never matches, so the
+    next run reads it again rather than trust what may have been half seen."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, -1, -1] if with_size else [path, None]
+    if st.st_mtime_ns >= before_ns:
+        return [path, -1, -1] if with_size else [path, -1]
+    return [path, st.st_size, st.st_mtime_ns] if with_size else [path, st.st_mtime_ns]
+
+
+def counted_from_index(settings) -> tuple[dict, list[str]]:
+    """The counted rows for `huddle usage`: from the index when no session file and no
+    session folder moved since it was written; else read (incrementally, through
+    huddle's cache) and the index written again. Returns (counted, notes)."""
+    path = index_path(settings.huddle_home)
+    try:
+        with open(path, "rb") as f:
+            data = msgspec.json.decode(f.read())
+        if isinstance(data, dict) and data.get("key") == _index_key(settings) and not _moved(data):
+            return data, data.get("notes") or []
+    except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError):
+        pass  # no index, or not one we can use: read the sessions
+    from .core import Huddle
+
+    h = Huddle(settings, cache=True)
+    before_ns = time.time_ns() - int(SETTLE * 1e9)
+    h.refresh()
+    counted = collect(h.sessions())
+    data = {
+        "key": _index_key(settings),
+        "dirs": [_stamp(d, before_ns, False) for src in h.sources for d in src.watch_dirs()],
+        "files": [_stamp(p, before_ns, True) for hd in h.handles.values() for p in hd.files()],
+        "notes": list(h.notes),
+        **counted,
+    }
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(msgspec.json.encode(data))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # no index this time: the next run reads again
+    return counted, list(h.notes)
