@@ -37,7 +37,7 @@ def child(mode: str, root: Path) -> None:
 
     from huddle.core import Huddle
     from huddle.sources import Settings
-    from huddle.sources.claude_records import _decode_record
+    from huddle.sources.claude_records import decode_record
 
     t0 = time.perf_counter()
     n = 0
@@ -62,7 +62,7 @@ def child(mode: str, root: Path) -> None:
         for f in files:
             with open(f, "rb") as fh:
                 for line in fh:
-                    _decode_record(line)
+                    decode_record(line)
                     n += 1
     dt = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -10,7 +10,7 @@ import os
 from .. import events as ev
 from ..reader import GONE, RESET, SAME, LineReader
 from .base import Handle, Source, register
-from .claude_records import FileParser, SessionState
+from .claude_parser import FileParser, SessionState
 from .claude_registry import Registry
 
 
