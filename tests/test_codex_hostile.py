@@ -228,3 +228,20 @@ def test_orphan_children_stay_together_under_their_missing_root(tmp_path):
     (s,) = home.sessions().values()
     assert s.id.startswith("01a22a65-d6d6") and s.lead_id == s.id
     assert [a.quiet for a in s.tree_order()] == [False, True]
+
+
+def test_an_odd_timestamp_keeps_its_line(tmp_path):
+    root = tmp_path / "codex_home"
+    shutil.copytree(CODEX / "qa" / "codex_home" / "sessions", root / "sessions")
+    (path,) = (root / "sessions").rglob("*.jsonl")
+    lines = path.read_bytes().splitlines(keepends=True)
+    say = next(i for i, line in enumerate(lines) if b'"role":"assistant"' in line)
+    d = json.loads(lines[say])
+    d["timestamp"] = "sometime on Monday"
+    lines[say] = json.dumps(d).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+    home = Home(root)
+    home.refresh()
+    (s,) = home.sessions().values()
+    (e,) = [e for e in s.events if e.kind == ev.SAY]
+    assert e.text == "2 + 2 = 4." and e.t is not None and s.skipped_lines == 0

@@ -125,13 +125,15 @@ class CodexHandle(Handle):
 
     def _drain(self, tf: ThreadFile) -> None:
         p = tf.parser
-        add = self.session.add
+        add_all = self.session.add_all
+        feed = p.feed
         for off, line in tf.reader.lines():
-            p.feed(off, line)
-            if p.out:
-                for e in p.out:
-                    add(e)
+            feed(off, line)
+            if len(p.out) > 256:  # in batches: the session's bookkeeping is per call
+                add_all(p.out)
                 p.out.clear()
+        add_all(p.out)
+        p.out.clear()
 
     def _link(self) -> None:
         """Tie spawn calls, reports and answers to the children they concern, whichever

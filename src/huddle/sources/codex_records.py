@@ -13,18 +13,12 @@ release adds record, item and field types.
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 
 import msgspec
 from msgspec import Raw
 
-from ..events import one_line
-
-
-class Envelope(msgspec.Struct):
-    type: str = ""
-    timestamp: str | None = None
-    ordinal: int | None = None
-    payload: Raw = Raw()
+from ..session import parse_time
 
 
 # -- session_meta ----------------------------------------------------------------------
@@ -76,7 +70,6 @@ class MetaLine(msgspec.Struct):
 
 
 _decode_meta_line = msgspec.json.Decoder(MetaLine).decode
-_decode_meta = msgspec.json.Decoder(Meta).decode
 _decode_source = msgspec.json.Decoder(str | MetaSource | None).decode
 
 
@@ -148,34 +141,13 @@ def read_meta(path: str, limit: int = 1 << 20) -> tuple[ThreadInfo | None, str]:
     return ThreadInfo(line.payload), ""
 
 
-# -- response_item -----------------------------------------------------------------------
+# -- every other line --------------------------------------------------------------------
 
 
 class Part(msgspec.Struct):
     type: str = ""
     text: str | None = None
     encrypted_content: str | None = None
-
-
-class ResponseItem(msgspec.Struct):
-    type: str = ""
-    role: str | None = None
-    id: str | None = None
-    content: list[Part] | str | None = None
-    summary: list[Part] | None = None
-    name: str | None = None
-    namespace: str | None = None
-    arguments: Raw = Raw()  # a JSON string for function_call, an object for tool_search_call
-    input: Raw = Raw()  # custom_tool_call: possibly a whole patch
-    call_id: str | None = None
-    output: Raw = Raw()  # a string or a list of parts; possibly megabytes
-    status: str | None = None
-    action: Raw = Raw()
-    author: str | None = None
-    recipient: str | None = None
-
-
-# -- event_msg -----------------------------------------------------------------------------
 
 
 class Tokens(msgspec.Struct):
@@ -219,7 +191,6 @@ class Item(msgspec.Struct):
     receiver_thread_ids: list[str] | None = None
     receiver_agents: list[Receiver] | None = None
     agents_states: Raw = Raw()
-    prompt: str | None = None
     kind: str | None = None
     agent_thread_id: str | None = None
     agent_path: str | None = None
@@ -230,9 +201,30 @@ class Attribution(msgspec.Struct):
     turn_trigger: str | None = None
 
 
-class EventMsg(msgspec.Struct):
+class Payload(msgspec.Struct):
+    """The payload of any line but the first: response_item, event_msg, turn_context,
+    token_usage_record, compacted. One struct for all of them, so a line costs one
+    decode; the fields that share a name across kinds share a type (checked on every
+    sample version), and what no kind needs is never declared, so never built."""
+
     type: str = ""
-    message: str | None = None
+    # response_item
+    role: str | None = None
+    id: str | None = None
+    content: list[Part] | str | None = None
+    summary: list[Part] | str | None = None  # reasoning parts; a string in turn_context
+    name: str | None = None
+    namespace: str | None = None
+    arguments: Raw = Raw()  # a JSON string for function_call, an object for tool_search_call
+    input: Raw = Raw()  # custom_tool_call: possibly a whole patch
+    call_id: str | None = None
+    output: Raw = Raw()  # a string or a list of parts; possibly megabytes
+    status: str | None = None
+    action: Raw = Raw()
+    author: str | None = None
+    recipient: str | None = None
+    # event_msg
+    message: str | None = None  # also compacted
     images: Raw = Raw()
     turn_id: str | None = None
     turn_attribution: Attribution | None = None
@@ -240,7 +232,6 @@ class EventMsg(msgspec.Struct):
     reason: str | None = None
     info: TokenInfo | None = None
     item: Item | None = None
-    call_id: str | None = None
     exit_code: int | None = None
     success: bool | None = None
     changes: dict[str, Change] | None = None
@@ -250,48 +241,51 @@ class EventMsg(msgspec.Struct):
     agent_path: str | None = None
     kind: str | None = None
     thread_name: str | None = None
-
-
-class TokenRecord(msgspec.Struct):
+    # token_usage_record
     response_id: str | None = None
-    turn_id: str | None = None
     usage: Tokens | None = None
-
-
-class TurnContext(msgspec.Struct):
+    # turn_context
     model: str | None = None
-    cwd: str | None = None
     approval_policy: Raw = Raw()
 
 
-class Compacted(msgspec.Struct):
-    message: str | None = None
+class Line(msgspec.Struct):
+    type: str = ""
+    timestamp: datetime | None = None  # parsed in C; a line with an odd one takes LooseLine
+    ordinal: int | None = None
+    payload: Payload | None = None
 
 
+class LooseLine(msgspec.Struct):
+    type: str = ""
+    timestamp: str | None = None
+    ordinal: int | None = None
+    payload: Payload | None = None
+
+
+class Envelope(msgspec.Struct):
+    type: str = ""
+
+
+decode_line = msgspec.json.Decoder(Line).decode
+decode_loose_line = msgspec.json.Decoder(LooseLine).decode
 decode_envelope = msgspec.json.Decoder(Envelope).decode
-decode_item = msgspec.json.Decoder(ResponseItem).decode
-decode_event = msgspec.json.Decoder(EventMsg).decode
-decode_tokens = msgspec.json.Decoder(TokenRecord).decode
-decode_context = msgspec.json.Decoder(TurnContext).decode
-decode_compacted = msgspec.json.Decoder(Compacted).decode
-decode_meta = _decode_meta
 decode_any = msgspec.json.Decoder().decode
 _decode_str = msgspec.json.Decoder(str).decode
 
-# Records huddle never needs, recognised in the first bytes of the line: big context
-# snapshots, per-resume settings, inter-agent delivery flags.
-_SKIP = re.compile(rb'"type":"(?:world_state|inter_agent_communication_metadata|thread_settings_applied'
-                   rb'|agent_reasoning|web_search_end|additional_tools)"')
-SKIP_PREFIX = 160
+# Records never needed, recognised in the first bytes before any decoding: context
+# snapshots (kilobytes each) and inter-agent delivery flags.
+SKIP_LINE = re.compile(rb'"type":"(?:world_state|inter_agent_communication_metadata|thread_settings_applied)"')
+SKIP_EVENTS = frozenset({"thread_settings_applied", "agent_reasoning", "agent_message", "web_search_end"})
 
 
-def head(raw: Raw, n: int = 40) -> bytes:
-    """The first bytes of a raw value (to recognise it without decoding it)."""
-    return bytes(memoryview(raw)[:n])
-
-
-def skippable(line: bytes) -> bool:
-    return _SKIP.search(line, 0, SKIP_PREFIX) is not None
+def unix(ts) -> float | None:
+    """Unix seconds of a line's timestamp (a datetime, or the text of an odd one)."""
+    if isinstance(ts, datetime):
+        if ts.tzinfo is None:
+            ts = ts.replace(tzinfo=timezone.utc)
+        return ts.timestamp()
+    return parse_time(ts) if isinstance(ts, str) else None
 
 
 # -- small readers of raw values -------------------------------------------------------------
@@ -354,76 +348,3 @@ def output_text(raw: Raw, limit: int = 0) -> str:
     if isinstance(val, list):
         return "\n".join(p["text"] for p in val if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
-
-
-_EXITED = re.compile(r"Process exited with code (-?\d+)")
-_RUNNING = re.compile(r"Process running with session ID (\d+)")
-_EXIT_CODE = re.compile(r"^Exit code: (-?\d+)", re.M)
-_JSON_EXIT = re.compile(r'"exit_code"\s*:\s*(-?\d+)')
-
-
-def exit_code_of(text: str) -> int | None:
-    """The exit code in a shell tool's output head (`Process exited with code N`, the
-    freeform tools' `Exit code: N`, or 0.96's JSON metadata)."""
-    m = _EXITED.search(text) or _EXIT_CODE.search(text) or _JSON_EXIT.search(text)
-    return int(m.group(1)) if m else None
-
-
-def running_session(text: str) -> str:
-    m = _RUNNING.search(text)
-    return m.group(1) if m else ""
-
-
-_PATCH_FILE = re.compile(r"^\*\*\* (Add|Update|Delete) File: (.+)$", re.M)
-_LETTER = {"Add": "A", "Update": "M", "Delete": "D", "add": "A", "update": "M", "delete": "D"}
-
-
-def patch_files(patch: str) -> list[str]:
-    """`A path`, `M path`, `D path` for each file an apply_patch body touches."""
-    return [f"{_LETTER[m.group(1)]} {m.group(2).strip()}" for m in _PATCH_FILE.finditer(patch)]
-
-
-def changes_list(changes: dict[str, Change] | None, cwd: str = "") -> list[str]:
-    out = []
-    for path, c in (changes or {}).items():
-        shown = path[len(cwd) + 1 :] if cwd and path.startswith(cwd + "/") else path
-        letter = _LETTER.get(c.type, "?")
-        if c.move_path:
-            shown = f"{shown} -> {c.move_path}"
-        out.append(f"{letter} {shown}")
-    return out
-
-
-def command_text(cmd) -> str:
-    """A command given as argv (`["bash", "-lc", "ls"]`) or a string, as one line."""
-    if isinstance(cmd, str):
-        return cmd
-    if isinstance(cmd, list):
-        parts = [str(c) for c in cmd]
-        if len(parts) >= 3 and parts[-2] in ("-lc", "-c") and parts[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh"):
-            return parts[-1]
-        return " ".join(parts)
-    return ""
-
-
-def call_summary(name: str, args: dict) -> str:
-    """A short, telling summary of a tool call's arguments."""
-    for key in ("cmd", "command"):
-        v = args.get(key)
-        if v:
-            return one_line(command_text(v), 160)
-    if name == "write_stdin":
-        chars = args.get("chars") or ""
-        sid = args.get("session_id")
-        return f"session {sid}: {one_line(chars, 60)}" if chars else f"poll session {sid}"
-    qs = args.get("questions")
-    if isinstance(qs, list) and qs and isinstance(qs[0], dict):
-        return one_line(str(qs[0].get("question") or qs[0].get("header") or ""), 160)
-    if name in ("wait_agent", "wait"):
-        who = args.get("targets") or args.get("ids") or []
-        return ", ".join(str(w) for w in who) if isinstance(who, list) else str(who)
-    for key in ("task_name", "message", "target", "targets", "ids", "id", "query", "path", "url", "text"):
-        v = args.get(key)
-        if v:
-            return one_line(v if isinstance(v, str) else msgspec.json.encode(v).decode(), 160)
-    return one_line(msgspec.json.encode(args).decode(), 160) if args else ""

@@ -9,9 +9,12 @@ result; the other is then ignored. Outputs are read through their first bytes on
 
 from __future__ import annotations
 
+import msgspec
+
 from .. import events as ev
-from ..events import cap, one_line
+from ..events import Event, cap, one_line
 from . import codex_records as rec
+from . import codex_text as txt
 
 SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
 OUTPUT_HEAD = 600  # bytes of a tool output looked at: the exit code line is in its first lines
@@ -23,6 +26,34 @@ def looks_failed(text: str) -> bool:
     return any(w in first for w in _FAILED)
 
 
+class Links:
+    """What spans the threads of one session while they are read: who spawned whom,
+    what each sub-agent reported. Links come from the records, never file names."""
+
+    def __init__(self) -> None:
+        self.orders: dict[str, Event] = {}  # spawn call id -> its ORDER
+        self.child_of_call: dict[str, str] = {}  # spawn call id -> child thread id
+        self.nickname: dict[str, str] = {}  # child thread id -> nickname the spawn result gave
+        self.child_by_path: dict[str, str] = {}  # agent path (/root/x) -> child thread id
+        self.reported: set[tuple[str, str]] = set()  # (child or path, text) already reported
+        self.unresolved: list[Event] = []  # REPORTs whose child is known only by path (detail)
+        self.finished: set[str] = set()  # children Codex says completed
+        self.answers: dict[str, str] = {}  # thread -> its last final answer (task_complete)
+        self.first_orders: dict[str, str] = {}  # child -> the task it was given first
+
+    def call_of(self, child: str) -> str:
+        for call, c in self.child_of_call.items():
+            if c == child:
+                return call
+        return ""
+
+    def link(self, call: str, child: str, path: str = "") -> None:
+        if call and child:
+            self.child_of_call.setdefault(call, child)
+        if path and child:
+            self.child_by_path.setdefault(path, child)
+
+
 class ResultsMixin:
     """Needs from its host: emit, calls, done, links, exec_sessions, agent, info."""
 
@@ -31,7 +62,7 @@ class ResultsMixin:
         self.done.add(cid)
         return self.calls.pop(cid, None)
 
-    def _output(self, it: rec.ResponseItem, off: int, n: int) -> None:
+    def _output(self, it: rec.Payload, off: int, n: int) -> None:
         cid = it.call_id or ""
         if cid in self.done:
             return
@@ -58,8 +89,8 @@ class ResultsMixin:
                 if val.get("timed_out"):
                     summary = "timed out"
         elif name in SHELL_TOOLS or name == "write_stdin":
-            code = rec.exit_code_of(text)
-            running = rec.running_session(text) if code is None else ""
+            code = txt.exit_code_of(text)
+            running = txt.running_session(text) if code is None else ""
             if code is not None:
                 ok, summary = code == 0, f"exit {code}"
             elif running and name != "write_stdin":
@@ -75,11 +106,11 @@ class ResultsMixin:
                 if first:  # the long command it polled has finished
                     self.emit(ev.TOOL_RESULT, off, n, id=first, name="exec_command", ok=ok, detail="notified", text=summary)
         elif name == "apply_patch":
-            code = rec.exit_code_of(text)
+            code = txt.exit_code_of(text)
             ok = code == 0 if code is not None else not looks_failed(text)
             summary = "\n".join(args.get("files") or ()) if ok else one_line(text, 200)
         else:
-            code = rec.exit_code_of(text) if name == "exec" else None  # code mode reports the inner exit code
+            code = txt.exit_code_of(text) if name == "exec" else None  # code mode reports the inner exit code
             ok = code == 0 if code is not None else not looks_failed(text)
             summary = "" if ok else one_line(text, 200)
         self.emit(ev.TOOL_RESULT, off, n, id=cid, name=name, ok=ok, size=size, detail=detail, text=summary)
@@ -96,7 +127,7 @@ class ResultsMixin:
         if cid not in self.calls and item is not None:
             # A command run from inside another tool (code mode's JS `tools.exec_command`):
             # no call of its own in the history, so it gets one here.
-            self.emit(ev.TOOL_CALL, off, n, id=cid, name="exec_command", detail=one_line(rec.command_text(item.command), 160))
+            self.emit(ev.TOOL_CALL, off, n, id=cid, name="exec_command", detail=one_line(txt.command_text(item.command), 160))
         self._settle(cid)
         ok = code == 0 if code is not None else False
         summary = f"exit {code}" if code is not None else (status or "")
@@ -106,7 +137,7 @@ class ResultsMixin:
         if not cid or cid in self.done:
             return
         self._settle(cid)
-        files = rec.changes_list(changes, self.info.cwd)
+        files = txt.changes_list(changes, self.info.cwd)
         self.emit(ev.TOOL_RESULT, off, n, id=cid, name="apply_patch", ok=ok, text="\n".join(files), size=len(files))
 
     def mcp_result(self, cid: str, ok: bool, why: str, off: int, n: int, item: rec.Item | None = None) -> None:
@@ -160,3 +191,14 @@ def _json_text(text: str):
         return rec.decode_any(text)
     except Exception:
         return None
+
+
+def mcp_ok(raw: msgspec.Raw) -> bool:
+    """An MCP result: `{"content", "isError"}` (0.160+) or `{"Ok": {...}}` / `{"Err": ...}`."""
+    val = rec.raw_json(raw)
+    if not isinstance(val, dict):
+        return True
+    if "Err" in val:
+        return False
+    inner = val.get("Ok", val)
+    return not (isinstance(inner, dict) and inner.get("isError"))

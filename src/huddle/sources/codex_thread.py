@@ -17,42 +17,21 @@ import msgspec
 
 from .. import events as ev
 from ..events import Event, cap, one_line
-from ..session import Session, parse_time
+from ..session import Session
 from . import codex_records as rec
-from .codex_results import ResultsMixin
+from . import codex_text as txt
+from .codex_results import Links, ResultsMixin, mcp_ok
+from .codex_text import harness_tag, mail_parts
 from .codex_usage import Ledger
 
+KNOWN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "token_usage_record", "turn_context", "compacted"})
 SPAWN_TOOLS = frozenset({"spawn_agent"})
 WAIT_TOOLS = frozenset({"wait_agent", "wait"})
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
 
 
-class Links:
-    """What spans the threads of one session while they are read: who spawned whom,
-    what each sub-agent reported. Links come from the records, never file names."""
-
-    def __init__(self) -> None:
-        self.orders: dict[str, Event] = {}  # spawn call id -> its ORDER
-        self.child_of_call: dict[str, str] = {}  # spawn call id -> child thread id
-        self.nickname: dict[str, str] = {}  # child thread id -> nickname the spawn result gave
-        self.child_by_path: dict[str, str] = {}  # agent path (/root/x) -> child thread id
-        self.reported: set[tuple[str, str]] = set()  # (child or path, text) already reported
-        self.unresolved: list[Event] = []  # REPORTs whose child is known only by path (detail)
-        self.finished: set[str] = set()  # children Codex says completed
-        self.answers: dict[str, str] = {}  # thread -> its last final answer (task_complete)
-        self.first_orders: dict[str, str] = {}  # child -> the task it was given first
-
-    def call_of(self, child: str) -> str:
-        for call, c in self.child_of_call.items():
-            if c == child:
-                return call
-        return ""
-
-    def link(self, call: str, child: str, path: str = "") -> None:
-        if call and child:
-            self.child_of_call.setdefault(call, child)
-        if path and child:
-            self.child_by_path.setdefault(path, child)
+_skippable = rec.SKIP_LINE.search
+_decode_line = rec.decode_line
 
 
 class ThreadParser(ResultsMixin):
@@ -65,7 +44,8 @@ class ThreadParser(ResultsMixin):
         self.is_lead = is_lead
         self.out: list[Event] = []
         self.last_t: float | None = None
-        self._ts = ""
+        self._ts = None  # the current line's timestamp (a datetime; text when odd)
+        self._ts_for = None  # the timestamp last_t was worked out from
         self.model = ""
         self.approval = ""
         self.lines = 0
@@ -90,89 +70,101 @@ class ThreadParser(ResultsMixin):
     # -- helpers -----------------------------------------------------------------------
 
     def emit(self, kind: str, off: int, n: int, **kw) -> Event:
-        e = Event(kind=kind, agent=self.agent, t=self.last_t, file=self.path, offset=off, length=n, **kw)
+        e = Event(kind=kind, agent=self.agent, t=self.now, file=self.path, offset=off, length=n, **kw)
         self.out.append(e)
         return e
 
-    def _time(self, ts: str | None) -> None:
-        if ts and ts != self._ts:
-            t = parse_time(ts)
+    @property
+    def now(self) -> float | None:
+        """The current line's time, worked out once per line that needs it."""
+        if self._ts_for is not self._ts:
+            self._ts_for = self._ts
+            t = rec.unix(self._ts)
             if t is not None:
-                self._ts = ts
                 self.last_t = t
+        return self.last_t
 
     # -- lines -------------------------------------------------------------------------
 
     def feed(self, off: int, line: bytes) -> None:
-        if rec.skippable(line):
+        if _skippable(line, 0, 160) is not None:
             return
         try:
-            env = rec.decode_envelope(line)
-        except msgspec.MsgspecError as exc:
+            ln = _decode_line(line)
+        except msgspec.ValidationError as exc:  # (a subclass of DecodeError: first)
+            try:
+                ln = rec.decode_loose_line(line)  # an odd timestamp: keep the line, parse it slowly
+            except msgspec.ValidationError:
+                self._odd(line, off, exc)
+                return
+        except msgspec.DecodeError as exc:
             self.session.problem(self.path, off, f"not JSON ({exc})")
             return
+        p = ln.payload
+        if p is None:
+            return
+        t = ln.type
+        if t == "event_msg" and p.type in rec.SKIP_EVENTS:
+            return
         self.lines += 1
-        self._time(env.timestamp)
+        if ln.timestamp:
+            self._ts = ln.timestamp
         n = len(line)
-        t = env.type
-        try:
-            if t == "session_meta":
-                self._meta(env, off, n)
-            elif self._copied(env):
-                self._copied_line(env, off, n)
-            elif t == "response_item":
-                self._item(rec.decode_item(env.payload), off, n)
-            elif t == "event_msg":
-                self._event(rec.decode_event(env.payload), off, n)
-            elif t == "token_usage_record":
-                r = rec.decode_tokens(env.payload)
-                u = self.ledger.record(r.usage)
-                if u is not None:
-                    self.emit(ev.USAGE, off, n, id=r.response_id or "", name=self.model, usage=u)
-            elif t == "turn_context":
-                c = rec.decode_context(env.payload)
-                self.model = c.model or self.model
-                self.approval = rec.raw_str(c.approval_policy) or self.approval
-            elif t == "compacted":
-                c = rec.decode_compacted(env.payload)
-                self._compaction(off, n, one_line(c.message or "", 300))
-        except msgspec.ValidationError as exc:
-            self.session.problem(self.path, off, f"unexpected {t} shape ({exc})")
-        except msgspec.DecodeError as exc:
-            self.session.problem(self.path, off, f"bad {t} payload ({exc})")
+        if t == "session_meta":
+            self._meta(p)
+        elif (self.copying or self.info.history_start is not None) and self._copied(t, ln.ordinal, p):
+            self._copied_line(off, n)
+        elif t == "response_item":
+            self._item(p, off, n)
+        elif t == "event_msg":
+            self._event(p, off, n)
+        elif t == "token_usage_record":
+            u = self.ledger.record(p.usage)
+            if u is not None:
+                self.emit(ev.USAGE, off, n, id=p.response_id or "", name=self.model, usage=u)
+        elif t == "turn_context":
+            self.model = p.model or self.model
+            self.approval = rec.raw_str(p.approval_policy) or self.approval
+        elif t == "compacted":
+            self._compaction(off, n, one_line(p.message or "", 300))
 
-    def _meta(self, env: rec.Envelope, off: int, n: int) -> None:
+    def _odd(self, line: bytes, off: int, exc: Exception) -> None:
+        """A line whose fields have unexpected types: a problem if it is a kind huddle
+        reads, nothing at all if it is a kind it does not know."""
+        try:
+            t = rec.decode_envelope(line).type
+        except msgspec.MsgspecError:
+            t = ""
+        if t in KNOWN_TYPES or not t:
+            self.session.problem(self.path, off, f"unexpected {t or 'record'} shape ({exc})")
+
+    def _meta(self, p: rec.Payload) -> None:
         if not self.seen_meta:
             self.seen_meta = True  # our own: the source read it already
             return
-        try:
-            other = rec.decode_meta(env.payload)
-        except msgspec.MsgspecError:
-            return
-        if other.id and other.id != self.agent:
+        if p.id and p.id != self.agent:
             self.copying = True  # a forked child: the parent's history follows
 
-    def _copied(self, env: rec.Envelope) -> bool:
+    def _copied(self, t: str, ordinal: int | None, p: rec.Payload) -> bool:
         start = self.info.history_start
-        if start is not None and env.ordinal is not None:
-            return env.ordinal < start
+        if start is not None and ordinal is not None:
+            return ordinal < start
         if not self.copying:
             return False
         # No ordinals (0.144): the copy ends at the child's own first turn, which starts
         # while the copied parent turn is still open, or names a parent turn.
-        kind = rec.head(env.payload) if env.type == "event_msg" else b""
-        if b'"task_started"' in kind:
-            e = rec.decode_event(env.payload)
-            own = (e.turn_attribution is not None and e.turn_attribution.parent_turn_id) or self.copy_turn_open
+        kind = p.type if t == "event_msg" else ""
+        if kind == "task_started":
+            own = (p.turn_attribution is not None and p.turn_attribution.parent_turn_id) or self.copy_turn_open
             if own:
                 self.copying = False
                 return False
             self.copy_turn_open = True
-        elif b'"task_complete"' in kind or b'"turn_aborted"' in kind:
+        elif kind in ("task_complete", "turn_aborted"):
             self.copy_turn_open = False
         return True
 
-    def _copied_line(self, env: rec.Envelope, off: int, n: int) -> None:
+    def _copied_line(self, off: int, n: int) -> None:
         """History copied from the parent: already counted there. One note, nothing else."""
         self.copied_lines += 1
         if self.copied_lines == 1:
@@ -182,7 +174,7 @@ class ThreadParser(ResultsMixin):
 
     # -- response items (what the model saw and did) ---------------------------------
 
-    def _item(self, it: rec.ResponseItem, off: int, n: int) -> None:
+    def _item(self, it: rec.Payload, off: int, n: int) -> None:
         ty = it.type
         if ty == "message":
             self._message(it, off, n)
@@ -198,7 +190,7 @@ class ThreadParser(ResultsMixin):
             name = it.name or ""
             body = rec.raw_str(it.input)
             if name == "apply_patch":
-                files = rec.patch_files(body)
+                files = txt.patch_files(body)
                 self.calls[it.call_id or ""] = (name, {"files": files})
                 detail = one_line(", ".join(files), 160)
             else:
@@ -210,7 +202,7 @@ class ThreadParser(ResultsMixin):
         elif ty == "local_shell_call":
             self.resp_call = True
             action = rec.raw_json(it.action)
-            cmd = rec.command_text(action.get("command")) if isinstance(action, dict) else ""
+            cmd = txt.command_text(action.get("command")) if isinstance(action, dict) else ""
             cid = it.call_id or it.id or ""
             self.calls[cid] = ("local_shell", {"cmd": cmd})
             self.emit(ev.TOOL_CALL, off, n, id=cid, name="local_shell", detail=one_line(cmd, 160))
@@ -231,7 +223,7 @@ class ThreadParser(ResultsMixin):
         elif ty == "agent_message":
             self._agent_mail(it, off, n)
 
-    def _message(self, it: rec.ResponseItem, off: int, n: int) -> None:
+    def _message(self, it: rec.Payload, off: int, n: int) -> None:
         role = it.role or ""
         if role == "assistant":
             text = rec.parts_text(it.content)
@@ -258,7 +250,7 @@ class ThreadParser(ResultsMixin):
     def _context(self, name: str, text: str, off: int, n: int) -> None:
         self.emit(ev.CONTEXT, off, n, name=name, text=text[:CONTEXT_KEEP], truncated=len(text) > CONTEXT_KEEP)
 
-    def _function_call(self, it: rec.ResponseItem, off: int, n: int) -> None:
+    def _function_call(self, it: rec.Payload, off: int, n: int) -> None:
         self.resp_call = True
         name = it.name or ""
         ns = it.namespace or ""
@@ -276,9 +268,9 @@ class ThreadParser(ResultsMixin):
         kept = {k: args[k] for k in ("cmd", "command", "sandbox_permissions", "justification", "session_id",
                                       "targets", "ids", "questions") if k in args}
         self.calls[cid] = (name, kept)
-        self.emit(ev.TOOL_CALL, off, n, id=cid, name=tool, detail=rec.call_summary(name, args))
+        self.emit(ev.TOOL_CALL, off, n, id=cid, name=tool, detail=txt.call_summary(name, args))
 
-    def _agent_mail(self, it: rec.ResponseItem, off: int, n: int) -> None:
+    def _agent_mail(self, it: rec.Payload, off: int, n: int) -> None:
         """Inter-agent mail (0.144+): a task for a child, a child's final answer."""
         parts = it.content if isinstance(it.content, list) else []
         text = "".join((p.text or p.encrypted_content or "") for p in parts)
@@ -292,7 +284,7 @@ class ThreadParser(ResultsMixin):
 
     # -- UI / legacy events -------------------------------------------------------------
 
-    def _event(self, e: rec.EventMsg, off: int, n: int) -> None:
+    def _event(self, e: rec.Payload, off: int, n: int) -> None:
         ty = e.type
         if ty == "item_completed":
             if e.item is not None:
@@ -314,7 +306,7 @@ class ThreadParser(ResultsMixin):
         elif ty == "task_started":
             self.markers = True
             self.turn_open = True
-            self.turn_t = self.last_t
+            self.turn_t = self.now
         elif ty in ("task_complete", "turn_aborted"):
             self.markers = True
             self.turn_open = False
@@ -411,39 +403,3 @@ class ThreadParser(ResultsMixin):
             self.links.first_orders.setdefault(self.agent, s)
             return  # the lead's ORDER carries this text already
         self.emit(ev.ORDER, off, n, text=s, truncated=cut, target=self.agent)
-
-
-def harness_tag(text: str) -> str:
-    """The name of the harness wrapper a user-role message is (environment context,
-    AGENTS.md, notes), or "" when it is a person's words."""
-    s = text.lstrip()
-    if s.startswith("# AGENTS.md instructions"):
-        return "agents_md"
-    if s.startswith("<") and len(s) > 2:
-        end = 1
-        while end < len(s) and end < 64 and (s[end].isalnum() or s[end] in "_-"):
-            end += 1
-        if end > 1 and end < len(s) and s[end] in "> ":
-            return s[1:end]
-    return ""
-
-
-def mail_parts(text: str) -> tuple[str, str]:
-    """`Message Type: X ... Payload:\\n<body>` -> (X, body)."""
-    kind = ""
-    if text.startswith("Message Type: "):
-        kind = text[len("Message Type: ") : text.find("\n")] if "\n" in text else text[len("Message Type: ") :]
-    i = text.find("Payload:\n")
-    body = text[i + len("Payload:\n") :] if i >= 0 else text
-    return kind.strip(), body.strip()
-
-
-def mcp_ok(raw: msgspec.Raw) -> bool:
-    """An MCP result: `{"content", "isError"}` (0.160+) or `{"Ok": {...}}` / `{"Err": ...}`."""
-    val = rec.raw_json(raw)
-    if not isinstance(val, dict):
-        return True
-    if "Err" in val:
-        return False
-    inner = val.get("Ok", val)
-    return not (isinstance(inner, dict) and inner.get("isError"))

@@ -16,13 +16,14 @@ from __future__ import annotations
 from ..events import Usage
 from .codex_records import Tokens
 
-FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens", "reasoning_output_tokens")
+ZERO = (0, 0, 0, 0, 0)  # input (incl. cached), cached, cache-written, output (incl. reasoning), reasoning
 
 
-def raw(t: Tokens | None) -> tuple[int, ...]:
+def raw(t: Tokens | None) -> tuple[int, int, int, int, int]:
     if t is None:
-        return (0,) * len(FIELDS)
-    return tuple(int(getattr(t, f) or 0) for f in FIELDS)
+        return ZERO
+    return (t.input_tokens or 0, t.cached_input_tokens or 0, t.cache_write_input_tokens or 0,
+            t.output_tokens or 0, t.reasoning_output_tokens or 0)
 
 
 def to_usage(v: tuple[int, ...]) -> Usage:
@@ -33,14 +34,16 @@ def to_usage(v: tuple[int, ...]) -> Usage:
 
 
 def _sub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(x - y for x, y in zip(a, b))
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4])
 
 
 def _add(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(x + y for x, y in zip(a, b))
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4])
 
 
-ZERO = (0,) * len(FIELDS)
+def _pos(a: tuple[int, ...]) -> tuple[int, ...]:
+    return (a[0] if a[0] > 0 else 0, a[1] if a[1] > 0 else 0, a[2] if a[2] > 0 else 0,
+            a[3] if a[3] > 0 else 0, a[4] if a[4] > 0 else 0)
 
 
 class Ledger:
@@ -74,19 +77,22 @@ class Ledger:
             # What the thread started with: the first total minus the responses behind it
             # (the records seen so far, or else the last response it reports).
             behind = self.pending if self.pending != ZERO else raw(last)
-            self.inherited = tuple(max(0, x) for x in _sub(t, behind))
+            self.inherited = _pos(_sub(t, behind))
             self.total = self.inherited
+        if t == self.total:
+            return None  # re-emitted unchanged
         delta = _sub(t, self.total)
-        if any(x < 0 for x in delta):
+        if min(delta) < 0:
             # Totals went down (a rewritten or restarted count): start again from here.
             self.total, self.pending = t, ZERO
             return None
         self.total = t
-        self.moved = delta != ZERO
+        self.moved = True
         # Records not yet in the totals stay pending (a total may be re-emitted unchanged
         # after a new record); totals beyond the records are what is left to count.
-        rest = tuple(max(0, d - p) for d, p in zip(delta, self.pending))
-        self.pending = tuple(max(0, p - d) for d, p in zip(delta, self.pending))
+        pending = self.pending
+        rest = _pos(_sub(delta, pending))
+        self.pending = _pos(_sub(pending, delta))
         if rest == ZERO:
             return None
         self.counted = _add(self.counted, rest)
