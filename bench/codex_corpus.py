@@ -17,8 +17,12 @@ import copy
 import json
 import os
 import random
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from claude_corpus import big_text, words  # noqa: E402  the same filler text for every corpus
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "samples" / "codex"
 
@@ -51,18 +55,6 @@ def _templates(scenarios: tuple[str, ...]) -> dict[str, dict]:
 
 NEW = _templates(("shell", "subagents_v2", "apply_patch", "compaction"))
 OLD = _templates(("shell__v0.144.3", "subagents_v2__v0.144.3", "apply_patch__v0.144.3"))
-WORDS = "the a to of and in is it for on that this with file test build run check fix update read write agent tool".split()
-
-
-def words(rnd: random.Random, n: int) -> str:
-    return " ".join(rnd.choice(WORDS) for _ in range(n))
-
-
-def big_text(rnd: random.Random, size: int) -> str:
-    line = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789 ") for _ in range(79)) + "\n"
-    return (line * (size // 80 + 1))[:size]
-
-
 def output_size(rnd: random.Random) -> int:
     return min(int(rnd.paretovariate(1.1) * 300), 4_000_000)  # most small, some megabytes
 
