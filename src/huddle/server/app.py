@@ -49,6 +49,13 @@ class State:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.watcher = Watcher(h, self._publish, **(watch_options or {}))
 
+    def close_streams(self) -> None:
+        """End every open stream now: a server shutting down waits for its open
+        responses, and a stream never ends by itself."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self.hub.close)
+
     def _publish(self, msgs) -> None:
         loop = self.loop
         if loop is not None and not loop.is_closed():
@@ -92,7 +99,8 @@ def create_app(h, host: str = "127.0.0.1", port: int = 0, token: str | None = No
 
     def info(request: Request):
         return json_response({"version": __version__, "demo": st.demo is not None,
-                              "watching": st.watcher.watching, "notes": list(h.notes)})
+                              "watching": st.watcher.watching, "notes": list(h.notes),
+                              "error": st.watcher.last_error})
 
     async def stream(request: Request):
         return await st.hub.stream(request)
@@ -175,10 +183,16 @@ def url_for(host: str, port: int, token: str | None = None) -> str:
     return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
 
 
+class _Server(uvicorn.Server):
+    def handle_exit(self, sig, frame) -> None:
+        self.config.app.state.huddle.close_streams()
+        super().handle_exit(sig, frame)
+
+
 def make_server(app) -> uvicorn.Server:
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1,
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2,
                             access_log=False, timeout_keep_alive=30)
-    return uvicorn.Server(config)
+    return _Server(config)
 
 
 class ServerThread:
@@ -211,6 +225,7 @@ class ServerThread:
         return self
 
     def stop(self) -> None:
+        self.state.close_streams()
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.sock.close()

@@ -46,6 +46,7 @@ class Watcher:
         self.stopping = threading.Event()
         self.watching = False
         self.ticks = 0
+        self.last_error: str | None = None  # shown by /api/info
         self._watched: tuple[str, ...] = ()
         self._watch_stop: threading.Event | None = None
         self._threads: list[threading.Thread] = []
@@ -97,7 +98,7 @@ class Watcher:
             try:
                 self.tick()
             except Exception as exc:  # the loop must outlive any one bad round
-                self.h.notes.append(f"refresh: {type(exc).__name__}: {exc}")
+                self.last_error = f"refresh: {type(exc).__name__}: {exc}"
 
     def tick(self) -> None:
         with self.h.lock:

@@ -86,6 +86,8 @@ export function mountCall(box, S) {
     const at = Date.now() / 1000;
     if (!model) model = modelAt(S.detail, S.timeline, null);
     const server = new Map((S.detail.tree || []).map((a) => [a.id, a]));
+    const lead = server.get(S.detail.lead);
+    if (lead && ["idle", "ended"].includes(S.detail.state)) server.set(lead.id, { ...lead, state: S.detail.state });
     const byId = renderStage(stageBox, S.detail, model, at, server);
     renderFeed(feed, S.timeline, model, byId);
     const live = ["working", "needs_you", "waiting"].includes(S.detail.state);
