@@ -147,3 +147,22 @@ def test_liveness_from_the_real_lock_and_process_table(live_home):
     lock.unlink()
     live, st = fresh_state(src, handles, thread)
     assert live["alive"] is False and st["state"] == "ended"
+
+
+def test_a_warm_cache_gives_the_same_states(tmp_path):
+    """huddle's cache keeps a session's usage events only: a second `huddle status --at`
+    must still see the open calls."""
+    from huddle.board import board_json
+    from huddle.core import Huddle
+
+    snap = "05x-waiting-on-subagent-exec"
+    at = parse_time(json.loads((LIVE / snap / "truth.json").read_text())[0]["taken_at"])
+    settings = Settings(claude_dir="/nonexistent", codex_home=str(LIVE / snap / "codex_home"), vibe_home="/nonexistent",
+                        huddle_home=str(tmp_path / "huddle"))
+    rows = []
+    for _ in range(2):
+        h = Huddle(settings, sources=["codex"], cache=True)
+        h.refresh()
+        (row,) = board_json(h, at=at)["sessions"]
+        rows.append((row["state"], [a["state"] for a in row["agents"]]))
+    assert rows[0] == rows[1] == ("waiting", ["waiting", "working"])

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 
+import msgspec
+
 from ..reader import GONE, RESET, LineReader
 from .base import Handle, Source, register
 from .codex_live import SystemCache, live_signals
@@ -193,8 +195,6 @@ class SessionIndex:
         self.names: dict[str, str] = {}
 
     def refresh(self) -> None:
-        import msgspec
-
         st = self.reader.check()
         if st == GONE:
             return

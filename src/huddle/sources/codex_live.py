@@ -180,7 +180,10 @@ def live_signals(handle, at: float | None) -> dict:
 
     s = handle.session
     view = handle.source.system.view(at)
-    acts = activity_at(s, at) if at is not None else {a.id: a.activity for a in s.agents.values()}
+    # A past time replays the timeline; a session loaded from huddle's cache keeps only its
+    # usage events, so there the activity as last read is the better answer.
+    replay = at is not None and getattr(s, "complete", True)
+    acts = activity_at(s, at) if replay else {a.id: a.activity for a in s.agents.values()}
     now = at if at is not None else time.time()
     locks_dir = os.path.join(handle.source.home, "thread-writer-locks")
     agents: dict[str, dict] = {}
