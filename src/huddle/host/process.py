@@ -1,0 +1,146 @@
+"""The hosted agent: a child process whose stdin, stdout and stderr the host owns.
+
+Lines are handed out whole (chunks split anywhere are reassembled here); the exit
+is noticed through a pidfd, so the host needs no threads and no SIGCHLD handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import subprocess
+from typing import Callable
+
+MAX_LINE = 64 << 20  # a longer run without a newline is handed out in pieces
+
+
+class StartError(Exception):
+    """The command could not be started; the message says why."""
+
+
+class _Lines(asyncio.Protocol):
+    def __init__(self, kind: str, on_line: Callable[[str, bytes], None], closed: asyncio.Future):
+        self.kind = kind
+        self.on_line = on_line
+        self.closed = closed
+        self.rest = b""
+
+    def data_received(self, data: bytes) -> None:
+        if b"\n" not in data:
+            self.rest += data
+            if len(self.rest) >= MAX_LINE:
+                piece, self.rest = self.rest, b""
+                self.on_line(self.kind, piece)
+            return
+        parts = (self.rest + data).split(b"\n")
+        self.rest = parts.pop()
+        for line in parts:
+            self.on_line(self.kind, line[:-1] if line.endswith(b"\r") else line)
+
+    def eof_received(self) -> bool:
+        self._flush()
+        return False
+
+    def connection_lost(self, exc) -> None:
+        self._flush()
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def _flush(self) -> None:
+        if self.rest:
+            piece, self.rest = self.rest, b""
+            self.on_line(self.kind, piece)
+
+
+class _Stdin(asyncio.BaseProtocol):
+    def __init__(self) -> None:
+        self.open = True
+
+    def connection_lost(self, exc) -> None:
+        self.open = False
+
+
+class AgentProcess:
+    def __init__(self, argv: list[str], cwd: str | None, on_line: Callable[[str, bytes], None]):
+        self.argv = argv
+        self.cwd = cwd
+        self.on_line = on_line
+        self.proc: subprocess.Popen | None = None
+        self.exited: asyncio.Future | None = None  # -> the return code
+        self._pipes: list[asyncio.Future] = []
+        self._stdin = None
+        self._stdin_proto: _Stdin | None = None
+        self._pidfd = -1
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=self.cwd,
+                start_new_session=True,  # terminal signals reach the host, which stops it cleanly
+            )
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename and exc.filename != self.argv[0] else ""
+            raise StartError(f"cannot start {shlex.join(self.argv)}: {exc.strerror or exc}{where}") from None
+        except (ValueError, subprocess.SubprocessError) as exc:
+            raise StartError(f"cannot start {shlex.join(self.argv)}: {exc}") from None
+        self.exited = loop.create_future()
+        self._stdin, self._stdin_proto = await loop.connect_write_pipe(_Stdin, self.proc.stdin)
+        for kind, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
+            closed = loop.create_future()
+            self._pipes.append(closed)
+            await loop.connect_read_pipe(lambda k=kind, c=closed: _Lines(k, self.on_line, c), pipe)
+        self._watch_exit(loop)
+
+    def _watch_exit(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            self._pidfd = os.pidfd_open(self.proc.pid)
+        except (AttributeError, OSError):
+            loop.create_task(self._poll_exit())
+            return
+        loop.add_reader(self._pidfd, self._on_pidfd, loop)
+
+    def _on_pidfd(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self._pidfd = -1
+        self._set_exit(self.proc.wait())
+
+    async def _poll_exit(self) -> None:
+        while self.proc.poll() is None:
+            await asyncio.sleep(0.05)
+        self._set_exit(self.proc.returncode)
+
+    def _set_exit(self, code: int) -> None:
+        if not self.exited.done():
+            self.exited.set_result(code)
+
+    @property
+    def running(self) -> bool:
+        return self.exited is not None and not self.exited.done()
+
+    @property
+    def stdin_open(self) -> bool:
+        return self._stdin is not None and self._stdin_proto.open and not self._stdin.is_closing()
+
+    def write(self, data: bytes) -> None:
+        self._stdin.write(data)
+
+    def close_stdin(self) -> None:
+        if self._stdin is not None and not self._stdin.is_closing():
+            self._stdin.close()
+
+    async def drain_pipes(self, timeout: float) -> None:
+        """Wait for stdout and stderr to end: a grandchild may hold them open, so
+        not for longer than `timeout`."""
+        if self._pipes:
+            await asyncio.wait(self._pipes, timeout=timeout)

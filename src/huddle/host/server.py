@@ -1,0 +1,276 @@
+"""`huddle host`: one process (one asyncio loop, no threads) that runs an agent,
+logs everything that passes to `D/events.jsonl` and serves `D/host.sock` (the
+calls are in `serving`). It keeps the last entries in memory for live readers,
+stops the agent's whole process tree cleanly, and never runs it unlogged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+
+from . import proctree
+from .log import EventLog, LogError, as_json
+from .paths import SOCK_NAME, log_path
+from .process import AgentProcess, StartError
+from .serving import BEHIND_LIMIT, Conn, Serving
+
+RING_ENTRIES = 4096  # entries kept in memory for live readers (older ones: from the file)
+RING_BYTES = 16 << 20
+SYNC_EVERY = 0.2  # seconds between fdatasyncs of streamed output
+
+
+class Host(Serving):
+    def __init__(self, dir: str, argv: list[str], socket: str | None = None, cwd: str | None = None,
+                 grace: float = 3.0, name: str = ""):
+        self.dir = os.path.abspath(dir)
+        self.argv = argv
+        self.socket = os.path.abspath(socket) if socket else os.path.join(self.dir, SOCK_NAME)
+        self.cwd = cwd
+        self.grace = grace
+        self.name = name
+        self.log = EventLog(log_path(self.dir))
+        self.ring: dict[int, bytes] = {}
+        self.ring_first = 1
+        self.ring_bytes = 0
+        self.wake = asyncio.Event()
+        self.conns: set[Conn] = set()
+        self.agent = AgentProcess(argv, cwd, self._on_line)
+        self.tree = proctree.Tree()
+        self.exited_seq: int | None = None
+        self.exit_info: dict | None = None
+        self.done = asyncio.Event()  # `exited` is in the log
+        self.broken: str | None = None  # why the log cannot be written
+        self.stop_task: asyncio.Task | None = None
+        self.fast = False
+        self.tasks: set[asyncio.Task] = set()
+        self._sync_pending = False
+        self._sock_ino = None
+
+    # -- the log -------------------------------------------------------------------
+
+    def record(self, kind: str, fields: dict | None = None, raw: bytes | None = None, sync: bool = False) -> int | None:
+        if self.broken:
+            return None
+        try:
+            seq, data = self.log.append(kind, fields, raw)
+            if sync:
+                self.log.sync()
+            elif not self._sync_pending:
+                self._sync_pending = True
+                asyncio.get_running_loop().call_later(SYNC_EVERY, self._sync)
+        except LogError as exc:
+            self._fail(str(exc))
+            return None
+        self.ring[seq] = data
+        self.ring_bytes += len(data)
+        while len(self.ring) > RING_ENTRIES or (self.ring_bytes > RING_BYTES and len(self.ring) > 1):
+            self.ring_bytes -= len(self.ring.pop(self.ring_first))
+            self.ring_first += 1
+        for c in self.conns:
+            if c.waiting and c.live and not c.cut and seq - c.next + 1 > BEHIND_LIMIT:
+                c.cut = True
+                c.attach.cancel()
+        self.wake.set()
+        self.wake = asyncio.Event()
+        return seq
+
+    def _sync(self) -> None:
+        self._sync_pending = False
+        if self.broken:
+            return
+        try:
+            self.log.sync()
+        except LogError as exc:
+            self._fail(str(exc))
+
+    def _fail(self, msg: str) -> None:
+        """The log cannot be written: say so and stop the agent rather than run it unlogged."""
+        if self.broken:
+            return
+        self.broken = msg
+        print(f"huddle host: {msg}; stopping the agent rather than run it unlogged", file=sys.stderr, flush=True)
+        if self.agent.proc is not None:
+            self._spawn(self.stop(fast=True, by="log"))
+
+    def _on_line(self, kind: str, line: bytes) -> None:
+        if self.done.is_set():
+            return  # a leftover process still writing after `exited`: this run's log is closed
+        if kind == "stdout":
+            raw = as_json(line)
+            if raw is not None:
+                self.record("stdout", raw=raw)
+                return
+        self.record(kind, {"text": line.decode("utf-8", "replace")})
+
+    # -- life ----------------------------------------------------------------------
+
+    async def run(self) -> int:
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+        except OSError as exc:
+            return _say(f"cannot create {self.dir}: {exc.strerror}", 2)
+        try:
+            self.log.open()
+        except LogError as exc:
+            return _say(str(exc), 2)
+        self.ring_first = self.log.last_seq + 1
+        try:
+            return await self._run()
+        finally:
+            self.log.close()
+
+    async def _run(self) -> int:
+        if self.log.dropped:
+            self.record("note", {"text": f"dropped {self.log.dropped} bytes of a line cut short"})
+        me = os.getpid()
+        if self.record("host", {"host_pid": me, "host_start": proctree.start_time(me), "socket": self.socket,
+                                "dir": self.dir}, sync=True) is None:
+            return 2  # nothing is started when the log cannot be written
+        try:
+            server = await self._listen()
+        except OSError as exc:
+            return _say(f"cannot listen on {self.socket}: {exc.strerror or exc}", 2)
+        try:
+            return await self._host()
+        finally:
+            server.close()
+            self._unlisten()
+
+    async def _host(self) -> int:
+        proctree.become_subreaper()
+        try:
+            await self.agent.start()
+        except StartError as exc:
+            print(f"huddle host: {exc}", file=sys.stderr, flush=True)
+            self._write_exited({"status": 127, "signal": None, "reason": str(exc), "stopped": False})
+            await self._linger()
+            return 127
+        pid = self.agent.pid
+        fields = {"pid": pid, "start": proctree.start_time(pid), "argv": self.argv,
+                  "cwd": os.path.abspath(self.cwd or os.getcwd())}
+        if self.name:
+            fields["name"] = self.name
+        self.record("started", fields, sync=True)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, lambda: self._spawn(self.stop(fast=self.stop_task is not None, by="signal")))
+        watch = self._spawn(self._watch_tree())
+        code = await self.agent.exited
+        if self.stop_task is not None:
+            await self.stop_task
+        else:
+            await self.agent.drain_pipes(self.grace)
+            left = self.tree.living()
+            if left:
+                self.record("note", {"text": f"{len(left)} process(es) the agent started still run", "pids": left})
+            self._write_exited(_exit_fields(code, stopped=False))
+        watch.cancel()
+        await self._linger()
+        if self.broken:
+            return 1
+        return self.exit_info["status"]
+
+    def _write_exited(self, info: dict) -> None:
+        self.exit_info = info
+        self.exited_seq = self.record("exited", info, sync=True)
+        if self.exited_seq is None:
+            self.exited_seq = self.log.last_seq  # unlogged: readers end at what there is
+        self.done.set()
+        self.wake.set()
+
+    async def _linger(self) -> None:
+        """Let attached readers and pending replies finish (bounded), then go."""
+        for _ in range(200):
+            busy = [c for c in self.conns if c.attach is not None and not c.attach.done()]
+            pending = [t for t in self.tasks if not t.done()]
+            if not busy and not pending:
+                break
+            await asyncio.sleep(0.02)
+        for c in list(self.conns):
+            try:
+                await asyncio.wait_for(c.writer.drain(), timeout=1.0)
+            except (asyncio.TimeoutError, ConnectionError):
+                pass
+            c.writer.close()
+
+    def _spawn(self, coro) -> asyncio.Task:
+        t = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+        return t
+
+    async def _watch_tree(self) -> None:
+        while True:
+            self.tree.snapshot()
+            self.tree.reap(keep=self.agent.pid)
+            await asyncio.sleep(0.5)
+
+    # -- stopping ------------------------------------------------------------------
+
+    async def stop(self, fast: bool = False, by: str = "socket") -> None:
+        """Close stdin, wait; SIGTERM the tree, wait; SIGKILL what is left. A second
+        call while stopping skips the waits."""
+        if self.done.is_set() or self.agent.exited is None:
+            return
+        if self.stop_task is None and not self.agent.running:
+            await self.done.wait()  # it exited by itself; its `exited` is on the way
+            return
+        if self.stop_task is None:
+            self.fast = fast
+            self.stop_task = asyncio.get_running_loop().create_task(self._stop(by))
+        elif fast:
+            self.fast = True
+        await asyncio.shield(self.stop_task)
+
+    async def _stop(self, by: str) -> None:
+        a = self.agent
+        self.record("stopping", {"step": "closing stdin", "by": by}, sync=True)
+        a.close_stdin()
+        await self._until(lambda: not a.running, self.grace)
+        if a.running or self.tree.living():
+            pids = self.tree.signal_all(signal.SIGTERM, also_group=a.pid if a.running else None)
+            self.record("stopping", {"step": "SIGTERM", "pids": pids}, sync=True)
+            await self._until(lambda: not a.running and not self.tree.living(), self.grace)
+        if a.running or self.tree.living():
+            pids = self.tree.signal_all(signal.SIGKILL, also_group=a.pid if a.running else None)
+            self.record("stopping", {"step": "SIGKILL", "pids": pids}, sync=True)
+            for _ in range(500):  # a process stuck in the kernel cannot be waited for forever
+                if not (a.running or self.tree.living()):
+                    break
+                await asyncio.sleep(0.02)
+                self.tree.signal_all(signal.SIGKILL)
+        code = await a.exited
+        self.tree.reap(keep=a.pid)
+        await a.drain_pipes(min(self.grace, 1.0))
+        self._write_exited(_exit_fields(code, stopped=True))
+
+    async def _until(self, cond, seconds: float) -> None:
+        """Wait until `cond()` or `seconds` pass; a hurried stop cuts the wait short."""
+        waited = 0.0
+        while not cond() and waited < seconds and not self.fast:
+            await asyncio.sleep(0.02)
+            waited += 0.02
+
+def _exit_fields(code: int, stopped: bool) -> dict:
+    if code < 0:
+        name = proctree.SIGNAL_NAMES.get(-code, f"signal {-code}")
+        return {"status": 128 - code, "signal": name, "reason": f"killed by {name}", "stopped": stopped}
+    return {"status": code, "signal": None, "reason": f"exit status {code}", "stopped": stopped}
+
+
+def _say(msg: str, code: int) -> int:
+    print(f"huddle host: {msg}", file=sys.stderr, flush=True)
+    return code
+
+
+def serve(dir: str, argv: list[str], socket: str | None = None, cwd: str | None = None,
+          grace: float = 3.0, name: str = "") -> int:
+    """Run a host until its agent exits; return the agent's exit status."""
+
+    async def main() -> int:
+        return await Host(dir, argv, socket=socket, cwd=cwd, grace=grace, name=name).run()
+
+    return asyncio.run(main())
