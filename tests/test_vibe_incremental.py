@@ -213,3 +213,29 @@ def test_an_idle_refresh_reads_nothing(tmp_path):
     before = (s.version, len(s.events), [r.loads for r, _ in handle.stores.values()])
     assert h.refresh() == set()
     assert (s.version, len(s.events), [r.loads for r, _ in handle.stores.values()]) == before
+
+
+def test_a_cached_handle_reads_on_from_where_it_stopped(tmp_path):
+    # huddle's cache keeps each handle between runs; a new run reads only what changed.
+    from huddle.core import Huddle
+    from huddle.sources import Settings
+
+    home = copy_case(tmp_path, "3.0.3-unified-ask-waiting")
+    settings = Settings(claude_dir="/nonexistent", codex_home="/nonexistent", vibe_home=str(home),
+                        huddle_home=str(tmp_path / "huddle-home"))
+    first = Huddle(settings, sources=["vibe"], cache=True)
+    first.refresh()
+    (s1,) = first.sessions()
+    assert kinds(s1, ev.WAITING)
+    advance(home, "3.0.3-unified-ask")
+    second = Huddle(settings, sources=["vibe"], cache=True)
+    (key,) = second.handles
+    reader = second.handles[key].stores[s1.id][0]
+    assert reader.loads == 1 and reader.journal.cursor.offset > 0  # picked up where the first run stopped
+    second.refresh()
+    (s2,) = second.sessions()
+    assert s2.error is None and reader.loads == 2
+    fresh = only(vibe_huddle(VIBE / "3.0.3-unified-ask"))
+    assert s2.usage.to_dict() == fresh.usage.to_dict()
+    full = second.complete(key)  # a view asks for the whole timeline: read again
+    assert signature(full) == signature(fresh)

@@ -84,16 +84,14 @@ class UnifiedHandle(Handle):
             for aid in todo:
                 polled.add(aid)
                 self._poll(aid)
-        for e in self.family.link():
-            s.add(e)
+        s.add_all(self.family.link())
         return s.version != before
 
     def _poll(self, aid: str) -> None:
         reader, parser = self.stores[aid]
         if not reader.gone:
             reader.poll(parser)
-        for e in parser.flush():
-            self.session.add(e)
+        self.session.add_all(parser.flush())
 
     def live(self, at: float | None = None) -> dict:
         s = self.session
@@ -127,7 +125,7 @@ class LegacyHandle(Handle):
         self.agents_mtime = -1
 
     def files(self) -> list[str]:
-        return [self.lead.path] + [a.path for a in self.subs.values()]
+        return [p for a in (self.lead, *self.subs.values()) for p in (a.path, a.meta_path) if os.path.exists(p)]
 
     def refresh(self) -> bool:
         s = self.session
@@ -149,8 +147,7 @@ class LegacyHandle(Handle):
 
     def _drain(self, agent: LegacyAgent) -> None:
         agent.refresh()
-        for e in agent.out:
-            self.session.add(e)
+        self.session.add_all(agent.out)
         agent.out.clear()
 
     def _find_subs(self) -> None:
@@ -220,13 +217,22 @@ class StartingHandle(Handle):
         self.session.agent(sid, parent=None, name="main").kind = "main"
         self.shown = False
 
+    def files(self) -> list[str]:
+        path = os.path.join(self.source.locks.folder, self.session.id + ".lock.json")
+        return [path] if os.path.exists(path) else []
+
     def refresh(self) -> bool:
         lock = self.source.locks.locks.get(self.session.id)
         if self.shown or lock is None:
             return False
         self.shown = True
         path = os.path.join(self.source.locks.folder, self.session.id + ".lock.json")
-        self.session.add(Event(kind=ev.CONTEXT, agent=self.session.id, t=lock.acquired_at, file=path, name="lock",
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = 0
+        self.session.add(Event(kind=ev.CONTEXT, agent=self.session.id, t=lock.acquired_at, file=path, offset=0,
+                               length=size, name="lock",
                                text="session open; nothing written yet (its first turn is under way)"))
         return True
 
@@ -251,6 +257,10 @@ class VibeSource(Source):
 
     def roots(self) -> list[str]:
         return [self.root]
+
+    def watch_dirs(self) -> list[str]:
+        # a legacy session appears in the root, a unified store in unified/, a lock in active/
+        return [self.root, os.path.join(self.root, "unified"), self.locks.folder]
 
     def exists(self) -> bool:
         # a broken config.toml is worth a note even when there is nothing to read

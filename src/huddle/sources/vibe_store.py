@@ -52,6 +52,7 @@ class Loaded:
         self.runtime = vr.RuntimeDoc()
         self.meta: vr.StoreMeta | None = None
         self.segment = ""
+        self.chunks: list[str] = []  # the history's chunks, in order (only new ones are in `entries`)
         self.problems: list[tuple[str, int, str]] = []
 
 
@@ -95,9 +96,16 @@ class StoreReader:
         self.loads = 0  # generations loaded (for tests and the bench)
         self.gone = False
         self._current_key: tuple = ()  # CURRENT's identity when last read: unchanged means no new generation
+        # Chunks are content-addressed and sealed: one already read holds the same
+        # entries in the same state, so a new generation costs only its new chunks.
+        self.chunks_read: set[str] = set()
+        self.read_from: set[str] = set()  # chunk and segment files events may point into
 
     def files(self) -> list[str]:
-        return [self.journal.path] if self.journal is not None else []
+        """What this store was read from and still has: CURRENT (replaced with each
+        generation), the live segment, and the chunks and older segments events name."""
+        live = [self.current_path] + ([self.journal.path] if self.journal is not None else [])
+        return live + sorted(p for p in self.read_from - set(live) if os.path.exists(p))
 
     def poll(self, sink: Sink) -> None:
         """Read what changed: a new generation (old segment's rest, snapshot, new segment)
@@ -135,6 +143,7 @@ class StoreReader:
     def _drain(self, reader: LineReader, sink: Sink, usage_only: bool = False, upto: int = -1) -> None:
         if reader.check() == GONE:
             return
+        self.read_from.add(reader.path)
         for off, line in reader.lines():
             rec = _record(reader.path, off, line, sink)
             if rec is not None and (upto < 0 or rec.sequence <= upto):
@@ -172,6 +181,7 @@ class StoreReader:
                     f"{self.current_path} names generation {cur.generation}, but {miss.args[0]} is missing"
                 ) from None
             if self._current().generation == cur.generation:
+                self.chunks_read.update(loaded.chunks)
                 return loaded
         raise StoreError(f"{self.current_path}: the generation kept changing while it was read")
 
@@ -185,6 +195,7 @@ class StoreReader:
             raise StoreError(f"{mpath}: names no projection state")
         ppath = _inside(gdir, ps.path or "projection-state.json", "projection state")
         doc = _decode(vr.decode_projection, _read(ppath), ppath)
+        self.read_from.add(ppath)
         snap = doc.snapshot or vr.Snapshot()
         loaded.snapshot = snap
         inline = snap.history.entries if snap.history is not None else []
@@ -192,8 +203,12 @@ class StoreReader:
         for digest in ps.chunks or ():
             if not _CHUNK.match(digest):
                 raise StoreError(f"{mpath}: odd chunk name {digest!r}")
+            loaded.chunks.append(digest)
+            if digest in self.chunks_read:
+                continue
             cpath = os.path.join(self.folder, "chunks", digest + ".json")
             data = _read(cpath)
+            self.read_from.add(cpath)
             self._entries(loaded, cpath, data, _decode(vr.decode_chunk, data, cpath))
         rs = manifest.runtime_state
         if rs is not None:
@@ -211,7 +226,8 @@ class StoreReader:
         pos = 0
         for raw in raws:
             b = bytes(raw)
-            off = data.find(b, pos) if data else -1
+            # chunks are compact arrays: the entry starts right after the previous one
+            off = data.find(b, pos, pos + len(b) + 8) if data else -1
             if off >= 0:
                 pos = off + len(b)
             try:

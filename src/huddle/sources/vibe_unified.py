@@ -7,39 +7,28 @@ each entry id remembers what it already gave: an effect seen running gives its
 once. So replaying a snapshot, or the same journal line twice, or a new generation
 over what was already read, adds nothing twice.
 
-Usage: one `usage` event per model call from the journal's `completion_succeeded`
-results. Segments of older generations are deleted with them; what they held is
-covered by the projection's cumulative `tokenUsage` at the oldest snapshot still
-on disk (one catch-up event that says so). Vibe's `input_tokens` include the cached
-ones (`total_tokens` = input + output): `input` is reported net of `cache_read`.
+Usage is counted by vibe_usage, callbacks and the agent's current state by
+vibe_attention, sub-agent orders and reports by vibe_family.
 """
 
 from __future__ import annotations
 
 from .. import events as ev
-from ..events import Event, Usage, cap, one_line
+from ..events import Event, cap, one_line
 from ..session import Session
 from . import vibe_records as vr
 from . import vibe_tools as vt
+from .vibe_attention import TURN_OVER, Attention
+from .vibe_attention import ms as _ms
+from .vibe_attention import status_of as _status
 from .vibe_family import Family
 from .vibe_store import Loaded
+from .vibe_usage import UsageLedger
 
 _SETTLED = frozenset({"completed", "failed", "skipped", "cancelled"})
-_TURN_OVER = frozenset({"completed", "failed", "interrupted"})
-_QUESTION_TOOL = "ui.ask_user_question"
 
 
-def _ms(v) -> float | None:
-    return v / 1000.0 if isinstance(v, (int, float)) and v > 0 else None
-
-
-def _status(v) -> str:
-    if isinstance(v, dict):
-        return str(v.get("type") or "")
-    return v or ""
-
-
-class StoreParser:
+class StoreParser(Attention):
     """One store (the lead's or a sub-agent's) for one agent of the session."""
 
     def __init__(self, session: Session, family: Family, agent: str, is_child: bool):
@@ -59,9 +48,7 @@ class StoreParser:
         self.last_say: dict[str, str] = {}  # turn id -> its last assistant text
         self.child_prompts = 0
         self.applied = 0  # highest journal sequence applied to the history
-        self.covered = -1  # highest sequence whose model usage is accounted for
-        self.usage_total = Usage()
-        self.usage_ids: set[str] = set()
+        self.ledger = UsageLedger()
         self.pending_usage: list[Event] = []  # timed by the next record that carries a time
         self.last_t: float | None = None
         self.model = ""
@@ -117,7 +104,7 @@ class StoreParser:
         if snap.latestTurn is not None:
             self._turn(snap.latestTurn)
         self._runtime_callbacks(loaded.runtime.callbacks or [])
-        if loaded.sequence > self.covered:
+        if loaded.sequence > self.ledger.covered:
             tu = snap.session.tokenUsage if snap.session is not None else None
             self._catch_up(tu, _ms(snap.session.createdAt) if snap.session is not None else None, loaded.sequence)
         self.applied = max(self.applied, loaded.sequence)
@@ -151,28 +138,6 @@ class StoreParser:
             self.family.learn(self.agent, rec.agent_name or name, rec.child_session_id, None, rec.agent_type or "")
             if rec.state is not None and rec.state.type == "tombstone":
                 self.family.stopped(self.agent, rec.agent_name or name)
-
-    def _runtime_callbacks(self, callbacks: list[vr.Callback]) -> None:
-        listed = set()
-        for cb in callbacks:
-            listed.add(cb.callback_id)
-            self._registered(cb, estimated=False)
-            resolved = cb.state == "resolved" or len(cb.result) > 4
-            if resolved and cb.callback_id in self.waits:
-                self._resolved(cb.callback_id, cb.result, self._settle_time(cb.routing), estimated=True)
-        for cid in [c for c in self.waits if c not in listed]:
-            self._resolved(cid, None, self.last_t, estimated=True)
-
-    def _settle_time(self, r: vr.Routing | None) -> float | None:
-        """When a callback answered in an earlier generation was resolved: the journal
-        said, but that segment is gone; the effect it held settled just after."""
-        if r is None:
-            return self.last_t
-        span = self.effect_times.get(r.relatedEntryId or "")
-        at = _ms(r.createdAt)
-        if span is None and at is not None:
-            span = next((sp for sp in self.effect_times.values() if sp[0] and sp[1] and sp[0] <= at <= sp[1]), None)
-        return span[1] if span is not None and span[1] is not None else (at or self.last_t)
 
     # -- the journal ---------------------------------------------------------------
 
@@ -230,45 +195,20 @@ class StoreParser:
         ar = vr.decode_action_result(rec.payload)
         if ar.result is None or ar.result.type != "completion_succeeded":
             return
-        u = vr.decode_completion(ar.result.result).usage
-        if rec.sequence > self.covered:
-            self.covered = rec.sequence
-        if u is None or ar.action_id in self.usage_ids:
-            return
-        self.usage_ids.add(ar.action_id)
-        cached = u.cached_input_tokens or 0
-        usage = Usage(
-            input=max(0, (u.input_tokens or 0) - cached),
-            output=u.output_tokens or 0,
-            cache_read=cached,
-            cache_write=u.cache_write_tokens or 0,
-        )
-        self.usage_total.add(usage)
-        self.pending_usage.append(self.emit(ev.USAGE, None, id=ar.action_id, usage=usage))
+        usage = self.ledger.call(ar.action_id, vr.decode_completion(ar.result.result).usage, rec.sequence)
+        if usage is not None:
+            self.pending_usage.append(self.emit(ev.USAGE, None, id=ar.action_id, usage=usage))
 
     def base(self, seq: int, usage: vr.TokenUsage | None, t: float | None) -> None:
         """The cumulative totals of an older snapshot: usage before its sequence."""
         self._catch_up(usage, t, seq)
 
     def _catch_up(self, tu: vr.TokenUsage | None, t: float | None, seq: int) -> None:
-        """Usage the journal no longer shows: the projection's totals minus what was counted."""
-        self.covered = max(self.covered, seq)
-        if tu is None:
-            return
-        cached = tu.cachedInputTokens or 0
-        want = Usage(input=max(0, (tu.inputTokens or 0) - cached), output=tu.outputTokens or 0, cache_read=cached)
-        have = self.usage_total
-        gap = Usage(
-            input=max(0, want.input - have.input),
-            output=max(0, want.output - have.output),
-            cache_read=max(0, want.cache_read - have.cache_read),
-        )
-        if gap.total == 0:
-            return
-        self.usage_total.add(gap)
-        self.emit(ev.USAGE, t, id=f"totals-{seq}", usage=gap,
-                  detail=f"model calls up to journal sequence {seq}, from the session's cumulative totals "
-                  "(their per-call records went with an older generation)")
+        gap = self.ledger.catch_up(tu, seq)
+        if gap is not None:
+            self.emit(ev.USAGE, t, id=f"totals-{seq}", usage=gap,
+                      detail=f"model calls up to journal sequence {seq}, from the session's cumulative totals "
+                      "(their per-call records went with an older generation)")
 
     # -- history entries -----------------------------------------------------------
 
@@ -396,7 +336,7 @@ class StoreParser:
             self._close_turn(prev.id, _ms(turn.startedAt))
         self.latest = turn
         status = _status(turn.status)
-        if status not in _TURN_OVER or turn.id in self.turns_done:
+        if status not in TURN_OVER or turn.id in self.turns_done:
             return
         t = _ms(turn.completedAt)
         self._time(t)
@@ -419,62 +359,6 @@ class StoreParser:
         if self.is_child:
             self.family.turn_done(self.agent, turn_id, self.last_say.get(turn_id, ""), t, self.where[0])
 
-    def _registered(self, cb: vr.Callback, estimated: bool) -> None:
-        cid = cb.callback_id
-        if not cid or cid in self.waits or cid in self.waits_done:
-            return
-        r = cb.routing or vr.Routing()
-        detail = vt.decode(r.detail, 200_000) or {}
-        if cb.kind == "user_input":
-            tool, about = _QUESTION_TOOL, vt.question_text(detail) or (r.title or "a question")
-        else:
-            eff = detail.get("effect") if isinstance(detail, dict) else None
-            eff = eff if isinstance(eff, dict) else {}
-            tool = str(eff.get("toolName") or r.title or cb.kind)
-            about = vt.input_summary(eff.get("input")) or (r.title or "approval")
-        t = _ms(r.createdAt)
-        self._time(t)
-        self.waits[cid] = self.emit(ev.WAITING, t, id=cid, name=tool, detail=about, estimated=estimated,
-                                    text=r.title or "")
-
-    def _resolved(self, cid: str, result, t: float | None, estimated: bool) -> None:
-        w = self.waits.pop(cid, None)
-        if w is None:
-            return
-        self.waits_done.add(cid)
-        res = vt.decode(result, 100_000) if result is not None else None
-        out = res.get("output") if isinstance(res, dict) else None
-        how = ""
-        if isinstance(out, dict):
-            dec = out.get("decision")
-            how = dec.get("type", "") if isinstance(dec, dict) else ""
-            answers = (out.get("result") or {}).get("answers") if isinstance(out.get("result"), dict) else None
-            if isinstance(answers, list) and answers and isinstance(answers[0], dict):
-                how = one_line(str(answers[0].get("answer") or ""), 120)
-        self.emit(ev.RESOLVED, t, id=cid, name=w.name, detail=w.detail, text=how, estimated=estimated)
-
-    # -- liveness ------------------------------------------------------------------
-
-    def live_state(self) -> dict | None:
-        """This agent's state as the store has it now (for `live()`)."""
-        if self.waits:
-            w = list(self.waits.values())[-1]
-            return {"state": "needs_you", "waiting_for": w.detail or w.name, "since": w.t}
-        if self.running:
-            waits = [(since, about) for tool, since, about in self.running.values() if tool in vt.WAIT_TOOLS]
-            since = min((s for _, s, _ in self.running.values() if s is not None), default=None)
-            if len(waits) == len(self.running):
-                return {"state": "waiting", "waiting_for": waits[0][1] or "sub-agents", "since": since}
-            return {"state": "working", "waiting_for": None, "since": since}
-        turn = self.latest
-        if turn is None:
-            return None
-        status = _status(turn.status)
-        if status == "in_progress":
-            return {"state": "working", "waiting_for": None, "since": _ms(turn.startedAt)}
-        if status in _TURN_OVER and not self.is_child:
-            return {"state": "your_turn", "waiting_for": None, "since": _ms(turn.completedAt)}
-        return None
 
 
 def _catalogue_model(raw: str | None) -> str:
