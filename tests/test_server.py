@@ -351,3 +351,27 @@ def test_serving_reads_only(corpus, server, client):
             if "ref" in m:
                 client.get(f"/api/sessions/{row['id']}/content/{m['ref']}")
     assert fingerprint(root / "claude") == before
+
+
+def test_plain_huddle_serves_the_demo_when_no_agent_folders_exist(tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "BROWSER": "true"}  # "open the browser" runs `true`
+    for args in ([], ["demo", "--no-open", "--speed", "5"]):
+        p = subprocess.Popen([sys.executable, "-m", "huddle", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+        try:
+            line = p.stdout.readline()
+            assert "the built-in demo" in line, line + p.stderr.read()
+            url = re.search(r"(http://\S+/)", line).group(1)
+            deadline = time.time() + 30
+            rows = []
+            while len(rows) < 2 and time.time() < deadline:
+                try:
+                    rows = httpx.get(url + "api/sessions").json()["sessions"]
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.2)
+            assert len(rows) == 2 and httpx.get(url + "api/info").json()["demo"] is True
+        finally:
+            p.terminate()
+            p.wait(timeout=10)
+        assert not list((tmp_path / "huddle-home" / "demo").glob("run-*")), "the demo cleans up after itself"

@@ -12,6 +12,7 @@ import contextlib
 import os
 import socket
 import threading
+import time
 
 import msgspec
 import uvicorn
@@ -77,7 +78,10 @@ def create_app(h, host: str = "127.0.0.1", port: int = 0, token: str | None = No
             if when is None:
                 raise BadRequest(f"not a time: {at[:40]!r} (use ISO 8601 or unix seconds)")
             return call(api.sessions, at=when)
-        return json_response(st.watcher.board())
+        t0 = time.perf_counter()
+        response = json_response(st.watcher.board())
+        response.headers["server-timing"] = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}"
+        return response
 
     def detail(request: Request):
         return call(api.session_detail, request.path_params["id"])

@@ -21,9 +21,9 @@ from .. import api
 from ..board import session_entry
 from ..states import URGENCY, Debouncer
 
-POLL_WATCHED = 10.0  # seconds between stat polls while watchfiles works
+POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
-FULL_EVERY = 30.0  # seconds between full re-evaluations of every row
+FULL_EVERY = 45.0  # seconds between full re-evaluations of every row (time, dead processes)
 EVENTS_PER_MESSAGE = 500
 
 Publish = Callable[[list[tuple[str, dict, str | None]]], None]
