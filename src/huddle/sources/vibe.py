@@ -102,6 +102,9 @@ class UnifiedHandle(Handle):
                 st = parser.live_state()
                 if st is not None and aid in s.agents:
                     agents[aid] = st
+            if not self.stores[s.id][0].generation and out["alive"] is not False:
+                lock = out.get("lock") or {}  # a store being created: its first turn is under way
+                agents[s.id] = {"state": "working", "waiting_for": None, "since": lock.get("acquired_at")}
             out["agents"] = agents
         reader = self.stores[s.id][0]
         out["generation"] = reader.generation
