@@ -43,7 +43,9 @@ def status(as_json: bool, at: str | None, watch: bool) -> None:
         when = parse_at(at)
         if when is None:
             raise click.BadParameter(f"not a time: {at!r} (use ISO 8601 or unix seconds)", param_hint="--at")
-    h = Huddle(cache=True)
+    # --at replays each timeline up to that time: it needs whole timelines, which the
+    # cache does not keep, so it reads the files.
+    h = Huddle(cache=when is None)
     if watch:
         from .board_view import watch_table
 
