@@ -52,7 +52,6 @@ class CodexHandle(Handle):
         self._pending = []
         self._linked: tuple = ()
         self._unnamed: set[str] = set()
-        self.title = ""
         for info, path in known:
             self._add(info, path)
 
