@@ -12,10 +12,8 @@ Two corpora, built once under bench/corpus/usage/ (git-ignored):
 - `samples`: every real Claude and Codex sample session copied many times with new
   session, message, request and response ids and times spread over four weeks (about
   1,000 Claude and 1,000 Codex sessions). Real records, so both tools read the same.
-- `generated`: the lead's Claude generator (bench/claude_corpus.py), big tool outputs
-  and a 150 MB session; its usage blocks carry the sample's `cache_creation` split
-  unchanged while `cache_creation_input_tokens` is randomised, and ccusage counts the
-  split, huddle the total. Here the split is made to agree, as Claude Code writes it.
+- `generated`: the Claude generator (bench/claude_corpus.py), big tool outputs and a
+  150 MB session.
 
 Both tools run with HOME pointing at an empty folder (so ccusage finds no other
 agents) and TZ=UTC (ccusage groups days in local time, huddle in UTC).
@@ -115,19 +113,6 @@ def build_generated_corpus(gb: float, sessions: int) -> Path | None:
         print("bench/claude_corpus.py not found: skipping the generated corpus")
         return None
     shutil.rmtree(root.parent, ignore_errors=True)
-    turn = claude_corpus.SessionWriter.turn
-
-    def consistent_turn(self, *a, **kw):
-        # Claude Code writes cache_creation as the 5m/1h split of cache_creation_input_tokens
-        recs = turn(self, *a, **kw)
-        for r in recs:
-            u = (r.get("message") or {}).get("usage") if r.get("type") == "assistant" else None
-            if u is not None:
-                u["cache_creation"] = {"ephemeral_5m_input_tokens": u.get("cache_creation_input_tokens", 0),
-                                       "ephemeral_1h_input_tokens": 0}
-        return recs
-
-    claude_corpus.SessionWriter.turn = consistent_turn
     t0 = time.perf_counter()
     n = claude_corpus.write_claude_corpus(str(root), sessions, int(gb * (1 << 30)), seed=1, big_bytes=150 << 20)
     (root.parent / "done").write_text("ok")

@@ -123,9 +123,11 @@ class SessionWriter:
                 {"id": tid, "name": "Bash", "input": {"command": "ls -la " + words(rnd, 3), "description": words(rnd, 4)}}
             )
             blocks.append(tool)
+            # Claude Code writes cache_creation as the 5m/1h split of cache_creation_input_tokens
+            split = {"ephemeral_5m_input_tokens": usage["cache_creation_input_tokens"], "ephemeral_1h_input_tokens": 0}
             for b in blocks:
                 b["message"]["id"] = mid
-                b["message"]["usage"] = {**b["message"].get("usage", {}), **usage}
+                b["message"]["usage"] = {**b["message"].get("usage", {}), **usage, "cache_creation": split}
                 b["message"]["stop_reason"] = "tool_use"
                 if agent_id:
                     b["agentId"] = agent_id
