@@ -163,9 +163,10 @@ async function main() {
   $("filter").addEventListener("input", paint);
   document.addEventListener("keydown", keys);
   api.info().then((i) => { $("demo-badge").hidden = !i.demo; }).catch(() => {});
-  // Open the stream first: whatever changes while the board loads still arrives.
-  stream(null, { board: (d) => { if (loaded) apply(d); }, reset: () => load() });
-  await load();
+  const ready = load();
+  // Registered on the server at `hello`: reload once then, so no change falls between.
+  stream(null, { hello: () => { ready.then(load).catch(() => {}); }, board: (d) => { if (loaded) apply(d); }, reset: () => load() });
+  await ready;
   setInterval(tick, 1000);
 }
 

@@ -105,15 +105,25 @@ function keys(ev) {
   else if (ev.key === "Escape") location.href = "/";
 }
 
+// The stream is registered on the server when its `hello` arrives: whatever was
+// written between the page's first load and that moment is fetched then.
+async function catchUp() {
+  const r = await api.events(id, S.lastSeq, 5000);
+  await onEvents({ session: id, epoch: r.epoch, events: r.events });
+  scheduleDetail();
+}
+
 async function main() {
   window.addEventListener("hashchange", () => show(location.hash.slice(1)));
   document.addEventListener("keydown", keys);
+  const ready = loadAll();
   stream(id, {
-    events: onEvents,
+    hello: () => { ready.then(catchUp).catch(() => {}); },
+    events: (d) => { ready.then(() => onEvents(d)); },
     board: (d) => { if ((d.sessions || []).some((r) => r.id === id)) scheduleDetail(); },
     reset: (d) => { if (!d.session || d.session === id) loadAll(); },
   });
-  await loadAll();
+  await ready;
   show(location.hash.slice(1));
 }
 
