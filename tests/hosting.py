@@ -41,15 +41,17 @@ def huddle(*args, env=None, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([*HUDDLE, *args], capture_output=True, env=env, timeout=120, **kw)
 
 
-def entries(d) -> list[dict]:
+def log_lines(d) -> list[bytes]:
+    """The log's whole lines (one being written as we read is left out)."""
     path = Path(d) / "events.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_bytes().splitlines()]
+    lines = path.read_bytes().splitlines(keepends=True)
+    return lines if not lines or lines[-1].endswith(b"\n") else lines[:-1]
 
 
-def log_lines(d) -> list[bytes]:
-    return (Path(d) / "events.jsonl").read_bytes().splitlines(keepends=True)
+def entries(d) -> list[dict]:
+    return [json.loads(line) for line in log_lines(d)]
 
 
 def kinds(d) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from hosting import ECHO, Raw, agent, entries, has_entry, huddle, kinds, log_lines, start_host, wait_until
 
 from huddle.host import proctree
-from huddle.host.client import attach, running
+from huddle.host.client import attach, call, running
 from huddle.host.log import EventLog, seq_of
 
 
@@ -109,7 +109,7 @@ def test_a_late_attach_is_gap_free(tmp_path):
     got = []
     with ThreadPoolExecutor(1) as pool:  # more than the in-memory ring: from the file first, then live
         fut = pool.submit(lambda: [line for line in attach(str(d), 1) if line is not None])
-        wait_until(lambda: running(str(d)) and len(log_lines(d)) > 6000, "the replay")
+        wait_until(lambda: call(str(d), {"op": "status"})["readers"] == 1, "the reader to attach")
         assert huddle("send", str(d), '"go"').returncode == 0
         got = fut.result()
     assert host.wait() == 0
@@ -175,6 +175,14 @@ def test_stop_kills_a_setsid_tree_that_ignores_sigterm(tmp_path):
     assert steps == ["closing stdin", "SIGTERM", "SIGKILL"]
     assert entries(d)[-1]["kind"] == "exited"
     assert not proctree.alive(grandchild) and not proctree.alive(agent_pid)
+
+
+def test_one_host_per_folder(tmp_path):
+    d = tmp_path / "run"
+    host = start_host(d, *ECHO)
+    r = huddle("host", "--dir", str(d), "--", "true")
+    assert r.returncode == 2 and r.stderr == f"huddle host: another host is writing {d / 'events.jsonl'}\n".encode()
+    assert huddle("stop", str(d)).returncode == 0 and host.wait() == 0
 
 
 def test_a_line_cut_short_by_a_crash_is_dropped(tmp_path):
@@ -268,7 +276,7 @@ def test_an_unwritable_folder_or_a_full_disk_starts_nothing(tmp_path):
     d.mkdir()
     os.symlink("/dev/full", d / "events.jsonl")
     r = huddle("host", "--dir", str(d), "--", "touch", str(marker))
-    assert r.returncode == 2 and b"No space left on device" in r.stderr
+    assert r.returncode == 2 and b"No space left on device; the agent was not started" in r.stderr
     assert not marker.exists()
 
 

@@ -103,3 +103,7 @@ def test_run_says_what_is_wrong(tmp_path):
     assert "why: Invalid API key · Please run /login" in summary_of(r.stdout)
     names = sorted(p.name for p in runs(tmp_path).iterdir())  # no folder for the refused name
     assert len(names) == 2 and names[1] == "gone" and names[0][:8].isdigit()
+    (runs(tmp_path) / "full").mkdir()
+    os.symlink("/dev/full", runs(tmp_path) / "full" / "events.jsonl")
+    r = run("--name", "full", "--", "true")
+    assert r.returncode == 2 and b"No space left on device; the agent was not started" in r.stderr

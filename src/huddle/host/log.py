@@ -182,7 +182,8 @@ def last_seq(path: str) -> int:
     except OSError:
         return 0
     try:
-        return _last_seq(fd, os.fstat(fd).st_size)
+        st = os.fstat(fd)
+        return _last_seq(fd, st.st_size) if stat.S_ISREG(st.st_mode) else 0
     finally:
         os.close(fd)
 
@@ -268,8 +269,10 @@ def read_entries(path: str, from_seq: int = 1, upto: int | None = None) -> Itera
     except OSError:
         return
     try:
-        size = os.fstat(fd).st_size
-        for _, line in _lines(fd, offset_of(fd, from_seq, size)):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return  # /dev/full, a fifo...: nothing was logged there
+        for _, line in _lines(fd, offset_of(fd, from_seq, st.st_size)):
             s = seq_of(line)
             if s is None or s < from_seq:
                 continue

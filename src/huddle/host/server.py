@@ -91,9 +91,11 @@ class Host(Serving):
         if self.broken:
             return
         self.broken = msg
+        if self.agent.proc is None:
+            print(f"huddle host: {msg}; the agent was not started", file=sys.stderr, flush=True)
+            return
         print(f"huddle host: {msg}; stopping the agent rather than run it unlogged", file=sys.stderr, flush=True)
-        if self.agent.proc is not None:
-            self._spawn(self.stop(fast=True, by="log"))
+        self._spawn(self.stop(fast=True, by="log"))
 
     def _on_line(self, kind: str, line: bytes) -> None:
         if self.done.is_set():
@@ -141,6 +143,10 @@ class Host(Serving):
 
     async def _host(self) -> int:
         proctree.become_subreaper()
+        signals = []  # a signal before the agent runs is answered once it does
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, lambda: self._on_signal() if self.agent.exited else signals.append(1))
         try:
             await self.agent.start()
         except StartError as exc:
@@ -154,9 +160,8 @@ class Host(Serving):
         if self.name:
             fields["name"] = self.name
         self.record("started", fields, sync=True)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(sig, lambda: self._spawn(self.stop(fast=self.stop_task is not None, by="signal")))
+        for _ in signals:
+            self._on_signal()
         watch = self._spawn(self._watch_tree())
         code = await self.agent.exited
         if self.stop_task is not None:
@@ -172,6 +177,10 @@ class Host(Serving):
         if self.broken:
             return 1
         return self.exit_info["status"]
+
+    def _on_signal(self) -> None:
+        """SIGINT, SIGTERM, SIGHUP: stop the agent cleanly; a second one hurries."""
+        self._spawn(self.stop(fast=self.stop_task is not None, by="signal"))
 
     def _write_exited(self, info: dict) -> None:
         self.exit_info = info

@@ -169,6 +169,7 @@ class Serving:
             "running": self.agent.running,
             "stopping": self.stop_task is not None,
             "last_seq": self.log.last_seq,
+            "readers": sum(1 for c in self.conns if c.attach is not None and not c.attach.done()),
             "exited": self.exit_info,
             "broken": self.broken,
         }
