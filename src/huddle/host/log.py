@@ -7,6 +7,9 @@
 on from the last entry when a host starts again in the same folder. A line cut
 short by a crash is dropped (truncated back to the last newline) when a new host
 opens the log. One writer at a time (an exclusive flock); readers never lock.
+Durability: every entry is written with one unbuffered write (readers see it at
+once); the host fdatasyncs its own entries (host, started, stdin, stopping,
+exited) straight away and streamed output at most every 0.2 s.
 """
 
 from __future__ import annotations

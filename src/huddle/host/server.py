@@ -125,17 +125,17 @@ class Host(Serving):
             self.log.close()
 
     async def _run(self) -> int:
-        if self.log.dropped:
-            self.record("note", {"text": f"dropped {self.log.dropped} bytes of a line cut short"})
-        me = os.getpid()
-        if self.record("host", {"host_pid": me, "host_start": proctree.start_time(me), "socket": self.socket,
-                                "dir": self.dir}, sync=True) is None:
-            return 2  # nothing is started when the log cannot be written
         try:
             server = await self._listen()
         except OSError as exc:
             return _say(f"cannot listen on {self.socket}: {exc.strerror or exc}", 2)
         try:
+            if self.log.dropped:
+                self.record("note", {"text": f"dropped {self.log.dropped} bytes of a line cut short"})
+            me = os.getpid()
+            if self.record("host", {"host_pid": me, "host_start": proctree.start_time(me), "socket": self.socket,
+                                    "dir": self.dir}, sync=True) is None:
+                return 2  # nothing is started when the log cannot be written
             return await self._host()
         finally:
             server.close()
@@ -238,11 +238,11 @@ class Host(Serving):
         a = self.agent
         self.record("stopping", {"step": "closing stdin", "by": by}, sync=True)
         a.close_stdin()
-        await self._until(lambda: not a.running, self.grace)
+        await self._until(lambda: not a.running, self.grace, hurried=0.0)
         if a.running or self.tree.living():
             pids = self.tree.signal_all(signal.SIGTERM, also_group=a.pid if a.running else None)
             self.record("stopping", {"step": "SIGTERM", "pids": pids}, sync=True)
-            await self._until(lambda: not a.running and not self.tree.living(), self.grace)
+            await self._until(lambda: not a.running and not self.tree.living(), self.grace, hurried=0.2)
         if a.running or self.tree.living():
             pids = self.tree.signal_all(signal.SIGKILL, also_group=a.pid if a.running else None)
             self.record("stopping", {"step": "SIGKILL", "pids": pids}, sync=True)
@@ -256,12 +256,14 @@ class Host(Serving):
         await a.drain_pipes(min(self.grace, 1.0))
         self._write_exited(_exit_fields(code, stopped=True))
 
-    async def _until(self, cond, seconds: float) -> None:
-        """Wait until `cond()` or `seconds` pass; a hurried stop cuts the wait short."""
+    async def _until(self, cond, seconds: float, hurried: float) -> None:
+        """Wait until `cond()` or `seconds` pass; a hurried stop (`now`, a second
+        Ctrl-C, a log that cannot be written) waits `hurried` at most."""
         waited = 0.0
-        while not cond() and waited < seconds and not self.fast:
+        while not cond() and waited < (min(seconds, hurried) if self.fast else seconds):
             await asyncio.sleep(0.02)
             waited += 0.02
+
 
 def _exit_fields(code: int, stopped: bool) -> dict:
     if code < 0:

@@ -41,6 +41,7 @@ class Conn:
         self.live = False  # its attach has caught up once (a replay is never let go)
         self.waiting = False  # its attach is blocked on a full connection
         self.cut = False
+        self.pending: set[asyncio.Task] = set()  # replies still to come (a stop's)
 
     def send_bytes(self, data: bytes) -> None:
         if not self.writer.is_closing():
@@ -94,11 +95,16 @@ class Serving:
                     conn.send({"ok": False, "error": f"request longer than {REQUEST_LIMIT} bytes"})
                     break
                 except ConnectionError:
-                    break
+                    return  # gone: what it asked for goes nowhere
                 if not line:
                     break
                 if line.strip():
                     self._request(conn, line)
+            # The client is done asking (`echo '{"op":"attach"}' | socat ...` closes its
+            # side at once): what it asked for still goes out.
+            waits = [t for t in (conn.attach, *conn.pending) if t is not None and not t.done()]
+            if waits:
+                await asyncio.wait(waits)
         finally:
             if conn.attach is not None and not conn.attach.done():
                 conn.attach.cancel()
@@ -128,7 +134,9 @@ class Serving:
         elif op == "write":
             conn.send({**reply, **self._write(req)})
         elif op == "stop":
-            self._spawn(self._stop_reply(conn, bool(req.get("now")), reply))
+            t = self._spawn(self._stop_reply(conn, bool(req.get("now")), reply))
+            conn.pending.add(t)
+            t.add_done_callback(conn.pending.discard)
         elif op == "status":
             conn.send({**reply, "ok": True, **self.status()})
         else:
