@@ -69,7 +69,8 @@ class Watcher:
         if self._watch_stop is not None:
             self._watch_stop.set()
         for t in self._threads:
-            t.join(timeout=3)
+            if t.name == "huddle-refresh":  # a watch thread notices its stop within rust_timeout
+                t.join(timeout=3)
 
     def board(self) -> dict:
         """The board from the kept rows: what board_json would give, most urgent first."""
@@ -134,8 +135,8 @@ class Watcher:
             import watchfiles
 
             self.watching = True
-            for _ in watchfiles.watch(*roots, watch_filter=None, debounce=150, step=20, stop_event=stop,
-                                      rust_timeout=1000, raise_interrupt=False):
+            for _ in watchfiles.watch(*roots, watch_filter=None, debounce=150, step=50, stop_event=stop,
+                                      rust_timeout=5000, raise_interrupt=False):
                 self.wake.set()
         except Exception:  # no inotify, too many watches...: the poll carries on alone
             pass
