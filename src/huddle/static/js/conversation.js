@@ -211,8 +211,9 @@ export function mountConversation(box, S) {
     if (!agent) return;
     if (reset) { agents().then(() => select(agent)); return; }
     if (fresh.some((e) => e.agent === agent || e.target === agent)) newer();
-    if (fresh.some((e) => e.kind === "order")) agents();
+    if (fresh.length && !countsTimer) countsTimer = setTimeout(() => { countsTimer = null; agents().catch(() => {}); }, 500);
   });
+  let countsTimer = null; // the message counts beside each agent follow, a little behind
 
   let started = false;
   return {
