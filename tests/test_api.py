@@ -191,9 +191,14 @@ def test_a_symlink_out_of_the_agent_folders_is_never_read_back(tmp_path):
     evil = sub.parent / "agent-aevil0000000000000.jsonl"
     os.symlink(secret, evil)
     h = web_corpus.core(s)
-    t = api.transcript(h, sid, agent="aevil0000000000000")
-    refs = [m["ref"] for m in t["messages"] if "ref" in m]
-    assert refs, "the core read the linked file, so its events carry refs"
+    # the source does not follow it: the linked file is no agent of the session
+    assert api.transcript(h, sid, agent="aevil0000000000000")["messages"] == []
+    # and a file swapped for a link after it was read is refused at read-back
+    agent = sub.stem[len("agent-"):]
+    refs = [m["ref"] for m in api.transcript(h, sid, agent=agent)["messages"] if "ref" in m]
+    assert refs
+    sub.unlink()
+    os.symlink(secret, sub)
     with pytest.raises(Forbidden):
         api.content(h, sid, refs[-1])
 

@@ -221,25 +221,61 @@ def test_bad_lines_cost_one_line(tmp_path):
     assert s.usage.to_dict() == only(good).usage.to_dict()
 
 
-def test_unreadable_session_is_listed_with_an_error_others_untouched(tmp_path):
+def test_unreadable_session_is_listed_with_an_error_others_untouched():
+    """A session file the user cannot read (mode 000). Root reads anything, so as root
+    the board is asked for by an unprivileged user, the way a person would run it."""
+    import os
     import shutil
+    import subprocess
+    import sys
+    import tempfile
 
-    dst = tmp_path / "config"
-    shutil.copytree(CLAUDE / "02-subagents" / "config", dst)
-    (a, b) = sorted(dst.glob("projects/*/*.jsonl"))
-    # a sub-agent "file" that cannot be read (a directory where a file should be)
-    (a.parent / a.stem / "subagents" / "agent-a0000000000000000.jsonl").mkdir()
-    h = claude_huddle(dst)
-    bad, good = h.session(a.stem), h.session(b.stem)
-    assert bad.error and "agent-a0000000000000000.jsonl" in bad.error
-    assert good.error is None and good.usage.total > 0
-    from huddle.board import board_json
-
-    rows = {r["id"]: r for r in board_json(h)["sessions"]}
-    assert "error" in rows[a.stem] and "error" not in rows[b.stem]
+    top = tempfile.mkdtemp(prefix="huddle-unreadable-")
+    try:
+        dst = os.path.join(top, "config")
+        shutil.copytree(CLAUDE / "02-subagents" / "config", dst)
+        for root, dirs, files in os.walk(top):
+            os.chmod(root, 0o755)
+            for f in files:
+                os.chmod(os.path.join(root, f), 0o644)
+        a, b = sorted(str(p) for p in Path(dst).glob("projects/*/*.jsonl"))
+        os.chmod(a, 0)
+        env = {**os.environ, "CLAUDE_CONFIG_DIR": dst, "HUDDLE_HOME": os.path.join(top, "hh"), "HOME": top}
+        # Load everything first, then become an ordinary user (the interpreter itself may
+        # live where only root can read), then read the board.
+        code = (
+            "import os, sys, json\n"
+            "from huddle.core import Huddle\nfrom huddle.board import board_json\n"
+            "h = Huddle(sources=['claude'])\n"
+            "import huddle.pricing; huddle.pricing.current(h.settings.huddle_home)\n"
+            "if os.geteuid() == 0:\n    os.setgid(65534); os.setuid(65534)\n"
+            "h.refresh(); print(json.dumps(board_json(h)))\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=top)
+        assert out.returncode == 0, out.stderr
+        rows = {r["id"]: r for r in json.loads(out.stdout)["sessions"]}
+        bad, good = rows[Path(a).stem], rows[Path(b).stem]
+        assert "Permission denied" in bad["error"] and Path(a).name in bad["error"]
+        assert "error" not in good and good["tokens"] > 0
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_missing_folder_gives_an_empty_board_and_one_line():
     h = claude_huddle("/nonexistent-claude-dir")
     assert h.sessions() == []
     assert len(h.notes) == 1 and "/nonexistent-claude-dir" in h.notes[0]
+
+
+def test_a_symlinked_sub_agent_file_pointing_out_is_not_read(tmp_path):
+    import shutil
+
+    dst = tmp_path / "config"
+    shutil.copytree(CLAUDE / "03-background-agent" / "config", dst)
+    (main,) = dst.glob("projects/*/*.jsonl")
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text('{"type":"user","message":{"role":"user","content":"secret"},"timestamp":"2026-11-30T03:04:20.000Z"}\n')
+    (main.parent / main.stem / "subagents" / "agent-a1111111111111111.jsonl").symlink_to(outside)
+    s = only(claude_huddle(dst))
+    assert "a1111111111111111" not in s.agents
+    assert all(e.file != str(outside) and "secret" not in e.text for e in s.events)

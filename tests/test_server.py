@@ -291,9 +291,14 @@ def test_a_symlink_pointing_out_is_not_followed(tmp_path):
     outside = tmp_path / "elsewhere.jsonl"
     outside.write_bytes(sub.read_bytes())
     os.symlink(outside, sub.parent / "agent-aevil0000000000000.jsonl")
+    agent = sub.stem[len("agent-"):]
     with ServerThread(web_corpus.core(settings), watch_options=FAST) as srv, httpx.Client(base_url=srv.url) as c:
         t = c.get(f"/api/sessions/{sid}/transcript", params={"agent": "aevil0000000000000"}).json()
+        assert t["messages"] == []  # the linked file is not read as an agent at all
+        t = c.get(f"/api/sessions/{sid}/transcript", params={"agent": agent}).json()
         ref = [m["ref"] for m in t["messages"] if "ref" in m][-1]
+        sub.unlink()
+        os.symlink(outside, sub)  # swapped for a link after it was read
         r = c.get(f"/api/sessions/{sid}/content/{ref}")
         assert r.status_code == 403 and "outside the agent folders" in r.json()["error"]
 

@@ -135,12 +135,14 @@ class ClaudeHandle(Handle):
         self.sub_dir_mtime = mtime
         for folder in [base] + _subfolders(wf):
             try:
-                names = os.listdir(folder)
+                entries = list(os.scandir(folder))
             except OSError:
                 continue
-            for name in names:
-                if name.startswith("agent-") and name.endswith(".jsonl"):
-                    path = os.path.join(folder, name)
+            for entry in entries:
+                name = entry.name
+                # Never follow a symlink out of the agent's folder: only plain files count.
+                if name.startswith("agent-") and name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+                    path = entry.path
                     if path not in self.subs:
                         agent_id = name[len("agent-") : -len(".jsonl")]
                         self.subs[path] = SubFile(path, agent_id)
@@ -236,7 +238,7 @@ class ClaudeHandle(Handle):
 
 def _subfolders(path: str) -> list[str]:
     try:
-        return [os.path.join(path, n) for n in sorted(os.listdir(path))]
+        return sorted(e.path for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
     except OSError:
         return []
 
