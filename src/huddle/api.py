@@ -15,6 +15,7 @@ import weakref
 import msgspec
 
 from . import events as ev
+from .doing import doing
 from .errors import BadRequest, Forbidden, NotFound
 from .reader import read_span
 
@@ -65,37 +66,6 @@ def _handle(h, sid):
 
 
 # -- events as JSON ---------------------------------------------------------------------
-
-_DOING = {
-    "running": ("Bash", "bash", "shell", "exec_command", "local_shell", "unified_exec", "run_command", "container.exec"),
-    "editing": ("Edit", "MultiEdit", "NotebookEdit", "search_replace", "apply_patch", "edit_file", "str_replace"),
-    "writing": ("Write", "write_file", "create_file"),
-    "reading": ("Read", "read_file", "view", "view_image", "cat"),
-    "searching for": ("Grep", "grep", "search", "rg"),
-    "looking for files": ("Glob", "glob", "list_dir", "ls"),
-    "searching the web for": ("WebSearch", "web_search", "web_search_call"),
-    "fetching": ("WebFetch", "web_fetch", "fetch"),
-    "asking you": ("AskUserQuestion", "ask_user_question", "request_user_input"),
-    "updating the todo list": ("TodoWrite", "TaskCreate", "TaskUpdate", "update_plan", "todo"),
-}
-_VERB = {name: verb for verb, names in _DOING.items() for name in names}
-_FILE_VERBS = frozenset({"editing", "writing", "reading"})
-
-
-def doing(name: str, detail: str) -> str:
-    """A tool call in plain words: "running npm test", "editing app.py"."""
-    verb = _VERB.get(name)
-    detail = detail or ""
-    if verb is None:
-        return f"using {name}" + (f": {detail}" if detail else "") if name else detail
-    if verb == "running" and ": " in detail:
-        detail = detail.split(": ", 1)[1]  # Claude's summary is "description: command"
-    elif verb in _FILE_VERBS and "/" in detail and " " not in detail:
-        detail = detail.rstrip("/").rsplit("/", 1)[-1]
-    if verb == "updating the todo list" or not detail:
-        return verb
-    return f"{verb} {detail}"
-
 
 def files_index(handle) -> dict[str, int]:
     try:
@@ -153,10 +123,9 @@ def _board_entry(h, s, at: float | None = None) -> dict:
 
 def pricing_table(h):
     """The board's pricing table (the board module loads it once per board)."""
-    from . import board
+    from .board import pricing_table as load
 
-    load = getattr(board, "pricing_table", None) or getattr(board, "_pricing", None)
-    return load(h) if load is not None else None
+    return load(h)
 
 
 def _jsonable(value, depth: int = 0):

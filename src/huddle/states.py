@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from . import events as ev
+from .doing import doing
 from .session import Activity, Agent, Session
 
 WORKING = "working"
@@ -55,6 +56,7 @@ def activity_at(session: Session, at: float) -> dict[str, Activity]:
 
 
 def _call_words(e: ev.Event) -> str:
+    """What a pending call is, for "waiting for": the tool and its input summary."""
     return f"{e.name}: {e.detail}" if e.detail else e.name
 
 
@@ -78,8 +80,8 @@ def agent_state(agent: Agent, act: Activity, is_lead: bool, session: Session) ->
     if not is_lead and (agent.report is not None or agent.finished) and not act.turn_open:
         return State(ENDED, act.last_t)
     if act.turn_open:
-        doing = _call_words(open_calls[-1]) if open_calls else "thinking"
-        return State(WORKING, open_calls[-1].t if open_calls else act.turn_t, doing=doing)
+        words = doing(open_calls[-1].name, open_calls[-1].detail) if open_calls else "thinking"
+        return State(WORKING, open_calls[-1].t if open_calls else act.turn_t, doing=words)
     return State(YOUR_TURN, act.last_t)
 
 
