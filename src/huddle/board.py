@@ -20,7 +20,7 @@ def parse_at(value: str) -> float | None:
         return parse_time(value)
 
 
-def _pricing(h):
+def pricing_table(h):
     """The pricing table for one board (loaded once, not per session)."""
     try:
         from . import pricing
@@ -104,11 +104,17 @@ def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | 
     return d
 
 
-def board_json(h, at: float | None = None, debounce: Debouncer | None = None) -> dict:
-    table = _pricing(h)
-    rows = [session_entry(h, s, at=at, debounce=debounce, table=table) for s in h.sessions()]
+def sort_rows(rows: list[dict]) -> list[dict]:
+    """Most urgent first (needs you, then waiting...), most recently updated first within."""
     rows.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
     rows.sort(key=lambda d: URGENCY.get(d.get("state"), 9))
+    return rows
+
+
+def board_json(h, at: float | None = None, debounce: Debouncer | None = None) -> dict:
+    table = pricing_table(h)
+    rows = [session_entry(h, s, at=at, debounce=debounce, table=table) for s in h.sessions()]
+    sort_rows(rows)
     out: dict = {"sessions": rows}
     if h.notes:
         out["notes"] = list(h.notes)

@@ -18,8 +18,8 @@ import time
 from typing import Callable
 
 from .. import api
-from ..board import session_entry
-from ..states import URGENCY, Debouncer
+from ..board import session_entry, sort_rows
+from ..states import Debouncer
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
@@ -77,9 +77,7 @@ class Watcher:
         with self.h.lock:
             rows = list(self.rows.values())
             notes = list(self.h.notes)
-        rows.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
-        rows.sort(key=lambda d: URGENCY.get(d.get("state"), 9))
-        out: dict = {"sessions": rows}
+        out: dict = {"sessions": sort_rows(rows)}
         if notes:
             out["notes"] = notes
         return out
