@@ -71,7 +71,7 @@ def test_imports_only_the_standard_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     extra = eval(out.stderr.strip().splitlines()[-1])
-    assert extra == ["huddle", "huddle.entry", "huddle.statusline"]
+    assert extra == ["huddle", "huddle.cache", "huddle.entry", "huddle.statusline"]
 
 
 def test_missing_cache_waits_for_the_refresher_and_shows_who_needs_you(tmp_path, alive_pid):

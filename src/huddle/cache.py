@@ -9,6 +9,8 @@ Two files under `$HUDDLE_HOME/cache/`:
   cache is ignored (one line says so) and rebuilt.
 - `board.json`: the last board with every file's size and mtime, for the status
   line, which must stay on the standard library and cannot load the pickle.
+
+This module is on the status line's path: standard library imports only.
 """
 
 from __future__ import annotations
@@ -89,6 +91,31 @@ class HandleCache:
             _atomic_write(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError as exc:
             self.note = f"{self.path}: cannot write the cache ({exc.strerror})"
+
+
+def dirs_moved(stamps) -> bool:
+    """Whether any folder's mtime moved since it was stamped ([path, mtime_ns or None])."""
+    for path, mtime in stamps:
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return True
+        except OSError:
+            if mtime is not None:
+                return True
+    return False
+
+
+def files_moved(stamps) -> bool:
+    """Whether any file changed size or mtime, or vanished, since it was stamped
+    ([path, size, mtime_ns])."""
+    for path, size, mtime in stamps:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        if st.st_size != size or st.st_mtime_ns != mtime:
+            return True
+    return False
 
 
 def file_stamps(paths) -> list:

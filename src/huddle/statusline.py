@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from .cache import dirs_moved, files_moved
+
 BUDGET = float(os.environ.get("HUDDLE_STATUSLINE_BUDGET", "0.25"))  # seconds, hard
 STALE_AFTER = 10.0  # refresh a board older than this even if nothing seemed to move
 
@@ -56,23 +58,13 @@ def load_board(path: str) -> dict | None:
 def is_stale(board: dict, deadline: float) -> bool:
     if time.time() - (board.get("written_at") or 0) > STALE_AFTER:
         return True
-    for d, mtime in board.get("dirs") or []:
-        try:
-            if os.stat(d).st_mtime_ns != mtime:
-                return True
-        except OSError:
-            if mtime is not None:
-                return True
+    if dirs_moved(board.get("dirs") or []):
+        return True
     for s in board["sessions"]:
         if time.monotonic() > deadline:
             return True  # out of time to look: assume stale, the refresher will tell
-        for path, size, mtime in s.get("files") or []:
-            try:
-                st = os.stat(path)
-            except OSError:
-                return True
-            if st.st_size != size or st.st_mtime_ns != mtime:
-                return True
+        if files_moved(s.get("files") or []):
+            return True
     return False
 
 

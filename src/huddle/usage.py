@@ -24,6 +24,7 @@ import msgspec
 
 from . import __version__
 from . import events as ev
+from .cache import dirs_moved, files_moved
 from .events import Event, Usage
 from .pricing import Table, current, model_name
 from .session import Session, iso, parse_time, project_name
@@ -229,21 +230,7 @@ def _index_key(settings) -> list:
 
 
 def _moved(data: dict) -> bool:
-    for path, mtime in data["dirs"]:
-        try:
-            if os.stat(path).st_mtime_ns != mtime:
-                return True
-        except OSError:
-            if mtime is not None:
-                return True
-    for path, size, mtime in data["files"]:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return True
-        if st.st_size != size or st.st_mtime_ns != mtime:
-            return True
-    return False
+    return dirs_moved(data["dirs"]) or files_moved(data["files"])
 
 
 def _stamp(path: str, before_ns: int, with_size: bool) -> list:
