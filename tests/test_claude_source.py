@@ -216,7 +216,8 @@ def test_bad_lines_cost_one_line(tmp_path):
     h = claude_huddle(dst)
     s = only(h)
     assert s.skipped_lines == 2
-    assert any("not JSON" in p for p in s.problems) and all(str(f) in p for p in s.problems)
+    assert [p.split(": ", 1)[1].split(" (")[0] for p in s.problems] == ["not JSON", "unexpected shape"]
+    assert all(p.startswith(f"{f}:") for p in s.problems)
     assert [e.kind for e in s.events] == [e.kind for e in only(good).events]
     assert s.usage.to_dict() == only(good).usage.to_dict()
 

@@ -76,11 +76,11 @@ class FileParser:
                 return
         try:
             r = decode_record(line)
+        except msgspec.ValidationError as exc:  # a subclass of DecodeError: first
+            self.session.problem(self.path, off, f"unexpected shape ({exc})")
+            return
         except msgspec.DecodeError as exc:
             self.session.problem(self.path, off, f"not JSON ({exc})")
-            return
-        except msgspec.ValidationError as exc:
-            self.session.problem(self.path, off, f"unexpected shape ({exc})")
             return
         t = r.type
         if t in SKIP_TYPES:
