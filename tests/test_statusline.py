@@ -80,7 +80,7 @@ def test_missing_cache_waits_for_the_refresher_and_shows_who_needs_you(tmp_path,
     r = statusline(env, json.dumps(INPUT))
     assert r.returncode == 0
     assert r.stdout.strip() == "$4.20 · ctx 38% │ ✋ 1 needs you ([[scn:live_perm_bash]] Cr)" or "✋ 1 needs you" in r.stdout
-    assert (tmp_path / "hh" / "cache" / "board.json").exists()
+    assert (tmp_path / "hh" / "cache" / "board.bin").exists()
 
 
 def test_registry_overlay_is_live_even_on_a_stale_board(tmp_path, alive_pid):
@@ -114,13 +114,15 @@ def test_corrupt_cache_is_rebuilt(tmp_path, alive_pid):
     cfg = live_copy(tmp_path, "09-needs-you-question", *alive_pid)
     hh = tmp_path / "hh"
     (hh / "cache").mkdir(parents=True)
-    (hh / "cache" / "board.json").write_bytes(b"\x00{not json")
+    (hh / "cache" / "board.bin").write_bytes(b"\x00{not a board")
     (hh / "cache" / "handles.pickle").write_bytes(b"garbage")
     env = {"CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(hh), "HUDDLE_STATUSLINE_BUDGET": "20"}
     r = statusline(env, json.dumps(INPUT), "--json")
     out = json.loads(r.stdout)
     assert [n["waiting_for"] for n in out["needs_you"]] == ["question: AskUserQuestion: Which greeting style should the app use?"]
-    json.loads((hh / "cache" / "board.json").read_text())  # rewritten whole
+    from huddle.cache import read_board
+
+    assert read_board(str(hh / "cache" / "board.bin"))["sessions"]  # rewritten whole
 
 
 def test_thousands_of_sessions(tmp_path):
@@ -132,7 +134,9 @@ def test_thousands_of_sessions(tmp_path):
     hh.mkdir(parents=True)
     import time
 
-    (hh / "board.json").write_text(json.dumps({"format": 1, "written_at": time.time(), "sessions": rows, "dirs": []}))
+    import marshal
+
+    (hh / "board.bin").write_bytes(marshal.dumps(("huddle-board/1", {"written_at": time.time(), "sessions": rows, "dirs": []})))
     env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "5"}
     out = json.loads(statusline(env, json.dumps(INPUT), "--json").stdout)
     assert len(out["needs_you"]) == 3
@@ -141,3 +145,24 @@ def test_thousands_of_sessions(tmp_path):
     line = statusline(env, json.dumps(INPUT)).stdout.strip()
     assert line.startswith("$4.20 · ctx 38% │ ✋ 3 need you · ⚙ ")
     assert summarise({}, None, True)["stale"] is True
+
+
+@pytest.mark.parametrize("text", ['{"a": [1, 2.5, -3e2, true, false, null, "\\u00e9\\n"], "b": {"c": NaN}}', " [ ] ", '"x"'])
+def test_the_import_free_json_reader_agrees_with_json(text):
+    import math
+
+    from huddle.statusline import parse_json
+
+    got, want = parse_json(text), json.loads(text)
+    if isinstance(want, dict):
+        assert math.isnan(got["b"]["c"]) and got["a"] == want["a"]
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("text", ["{", '{"a": 1} x', "nul", "{'a': 1}", ""])
+def test_the_import_free_json_reader_refuses_what_json_refuses(text):
+    from huddle.statusline import parse_json
+
+    with pytest.raises(ValueError):
+        parse_json(text)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 import weakref
 
+from . import pricing
 from .session import Session, parse_time
 from .states import URGENCY, Debouncer, State, classify, state_dict
 
@@ -23,10 +24,6 @@ def parse_at(value: str) -> float | None:
 def pricing_table(h):
     """The pricing table for one board (loaded once, not per session)."""
     try:
-        from . import pricing
-    except ImportError:
-        return None
-    try:
         return pricing.current(h.settings.huddle_home)
     except Exception as exc:  # a bad user pricing file: say so, keep the board
         note = f"pricing: {exc}"
@@ -38,70 +35,60 @@ def pricing_table(h):
 def session_cost(s: Session, table=None) -> dict:
     if table is None:
         return {"usd": None, "unpriced": sorted(m for m in s.model_usage if m)}
-    from .pricing import session_cost as cost
-
-    return cost(s, table)
+    return pricing.session_cost(s, table)
 
 
-_rows: "weakref.WeakKeyDictionary[Session, tuple[int, object, dict]]" = weakref.WeakKeyDictionary()
-
-
-def _summary(s: Session, table) -> dict:
-    """The parts of a row that change only when the session does: built once per version."""
-    hit = _rows.get(s)
-    if hit is None or hit[0] != s.version or hit[1] is not table:
-        d = s.summary()
-        d["tokens"] = s.usage.total
-        d["cost"] = session_cost(s, table)
-        hit = _rows[s] = (s.version, table, d)
-    d = dict(hit[2])  # the row and its agents get states added: copy those, share the rest
-    d["agents"] = [dict(a) for a in d["agents"]]
-    return d
-
-
-_states: "weakref.WeakKeyDictionary[Session, tuple[tuple, State, dict]]" = weakref.WeakKeyDictionary()
 RECHECK = 5.0  # seconds: time alone can move a state (idle after a threshold)
+# Session -> (what the row was built from, the row, the session's state). A row is built
+# again only when the session, its live signals, the pricing or the clock moved: with
+# nothing changed, a board of 1,000 sessions is a few milliseconds.
+_built: "weakref.WeakKeyDictionary[Session, tuple[tuple, dict, State]]" = weakref.WeakKeyDictionary()
 
 
-def _classify(h, s: Session, live: dict, at: float | None) -> tuple[State, dict]:
-    """Classify again only when the session, its live signals or the clock moved."""
-    key = (s.version, repr(sorted(live.items())), at, int(time.time() // RECHECK) if at is None else 0)
-    hit = _states.get(s)
-    if hit is not None and hit[0] == key:
-        return hit[1], hit[2]
-    st, per = classify(s, live, at=at, idle_after=getattr(h, "idle_after", 30 * 60.0))
-    per_dicts = {aid: state_dict(x) for aid, x in per.items()}
-    _states[s] = (key, st, per_dicts)
-    return st, per_dicts
-
-
-def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | None = None, table=None) -> dict:
-    """One board row: the session summary, its state and each agent's."""
-    d = _summary(s, table)
-    handle = h.handle(s.key)
-    live: dict = {}
-    if handle is not None:
-        try:
-            live = handle.live(at=at) or {}
-        except Exception as exc:  # a source's liveness check must not cost the row
-            live = {}
-            d.setdefault("error", f"{s.source} liveness: {type(exc).__name__}: {exc}")
+def _build(h, s: Session, live: dict, problem: str | None, at: float | None, table) -> tuple[dict, State]:
+    d = s.summary()
+    d["tokens"] = s.usage.total
+    d["cost"] = session_cost(s, table)
+    if problem:
+        d.setdefault("error", problem)
     try:
-        st, per = _classify(h, s, live, at)
-    except Exception as exc:
+        st, per = classify(s, live, at=at, idle_after=getattr(h, "idle_after", 30 * 60.0))
+    except Exception as exc:  # a bug in the rules costs this row its state, not the board
         st, per = State("your_turn"), {}
         d.setdefault("error", f"state: {type(exc).__name__}: {exc}")
-    if debounce is not None and at is None:
-        st = debounce(s.key, st)
     d.update(state_dict(st))
     d["background"] = st.background
     for a in d["agents"]:
         ast = per.get(a["id"])
         if ast is not None:
-            a.update(ast)
+            a.update(state_dict(ast))
     if live.get("pid") is not None:
         d["pid"] = live["pid"]
-    return d
+    return d, st
+
+
+def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | None = None, table=None) -> dict:
+    """One board row: the session summary, its state and each agent's."""
+    handle = h.handle(s.key)
+    live: dict = {}
+    problem = None
+    if handle is not None:
+        try:
+            live = handle.live(at=at) or {}
+        except Exception as exc:  # a source's liveness check must not cost the row
+            problem = f"{s.source} liveness: {type(exc).__name__}: {exc}"
+    key = (s.version, repr(sorted(live.items())), problem, at, id(table),
+           int(time.time() // RECHECK) if at is None else 0)
+    hit = _built.get(s)
+    if hit is None or hit[0] != key:
+        hit = _built[s] = (key, *_build(h, s, live, problem, at, table))
+    row, st = dict(hit[1]), hit[2]
+    if debounce is not None and at is None:
+        shown = debounce(s.key, st)
+        if shown is not st:
+            row.update(state_dict(shown))
+            row["background"] = shown.background
+    return row
 
 
 def sort_rows(rows: list[dict]) -> list[dict]:

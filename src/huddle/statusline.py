@@ -11,13 +11,11 @@ even before the refresh lands.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import time
 
-from .cache import dirs_moved, files_moved
+from .cache import board_path, dirs_moved, files_moved, read_board
 
 BUDGET = float(os.environ.get("HUDDLE_STATUSLINE_BUDGET", "0.25"))  # seconds, hard
 STALE_AFTER = 10.0  # refresh a board older than this even if nothing seemed to move
@@ -35,24 +33,46 @@ def _claude_dir() -> str:
     return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
 
 
+def parse_json(text: str):
+    """JSON with CPython's C scanner, without importing the json package (which pulls in
+    re and enum: a third of this command's start-up). Falls back to json elsewhere."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # not CPython
+        import json
+
+        return json.loads(text)
+
+    class Options:
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        parse_constant = float  # NaN, Infinity, -Infinity
+        memo: dict = {}
+
+    s = text.strip()
+    try:
+        val, end = make_scanner(Options())(s, 0)
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if end != len(s):
+        raise ValueError("extra data after the JSON value")
+    return val
+
+
 def read_input(raw: str) -> dict:
     """Claude Code's statusLine JSON; anything else is tolerated as no input."""
     try:
-        val = json.loads(raw) if raw.strip() else {}
-    except ValueError:
+        val = parse_json(raw) if raw.strip() else {}
+    except Exception:  # malformed input of any kind: print the board line anyway
         return {}
     return val if isinstance(val, dict) else {}
 
 
 def load_board(path: str) -> dict | None:
-    try:
-        with open(path, "rb") as f:
-            val = json.loads(f.read())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(val, dict) or not isinstance(val.get("sessions"), list):
-        return None
-    return val
+    return read_board(path)
 
 
 def is_stale(board: dict, deadline: float) -> bool:
@@ -84,6 +104,8 @@ def kick_refresh(home: str) -> None:
             os.close(fd)  # releases our probe; the refresher takes it for real
     except OSError:
         return
+    import subprocess  # only when a refresh is due: the common path never pays for it
+
     try:
         subprocess.Popen(
             [sys.executable, "-m", "huddle.refresh"],
@@ -126,8 +148,8 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None
             return
         try:
             with open(os.path.join(folder, n), "rb") as f:
-                val = json.loads(f.read())
-        except (OSError, ValueError):
+                val = parse_json(f.read().decode())
+        except (OSError, ValueError, UnicodeDecodeError):
             continue  # half-written: the cached state stands this round
         if not isinstance(val, dict):
             continue
@@ -212,8 +234,8 @@ def run(argv: list[str], stdin=None) -> str:
         raw = ""
     inp = read_input(raw)
     home = _home()
-    board_path = os.path.join(home, "cache", "board.json")
-    board = load_board(board_path)
+    path = board_path(home)
+    board = load_board(path)
     stale = board is None or is_stale(board, deadline)
     if stale:
         kick_refresh(home)
@@ -221,13 +243,17 @@ def run(argv: list[str], stdin=None) -> str:
         # First run (or a corrupt cache): wait for the refresher within the budget.
         while time.monotonic() < deadline - 0.02:
             time.sleep(0.02)
-            board = load_board(board_path)
+            board = load_board(path)
             if board is not None:
                 break
     rows = [dict(r) for r in (board or {}).get("sessions", [])]
     overlay_registry(rows, _claude_dir(), deadline)
     summary = summarise(inp, {"sessions": rows} if board is not None or rows else None, stale)
-    return json.dumps(summary, ensure_ascii=False) if as_json else render(summary)
+    if as_json:
+        import json  # only for the JSON form
+
+        return json.dumps(summary, ensure_ascii=False)
+    return render(summary)
 
 
 def main(argv: list[str] | None = None) -> int:
