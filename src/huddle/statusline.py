@@ -104,19 +104,20 @@ def kick_refresh(home: str) -> None:
             os.close(fd)  # releases our probe; the refresher takes it for real
     except OSError:
         return
-    import subprocess  # only when a refresh is due: the common path never pays for it
-
+    # posix_spawn, not subprocess: no import, no fork of this process, its own session.
+    devnull = os.open(os.devnull, os.O_RDWR)
     try:
-        subprocess.Popen(
+        os.posix_spawn(
+            sys.executable,
             [sys.executable, "-m", "huddle.refresh"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
+            os.environ,
+            file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)],
+            setsid=True,
         )
-    except OSError:
+    except (OSError, AttributeError, NotImplementedError):
         pass
+    finally:
+        os.close(devnull)
 
 
 def _alive(pid, proc_start) -> bool:
