@@ -280,3 +280,23 @@ def test_a_symlinked_sub_agent_file_pointing_out_is_not_read(tmp_path):
     s = only(claude_huddle(dst))
     assert "a1111111111111111" not in s.agents
     assert all(e.file != str(outside) and "secret" not in e.text for e in s.events)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in CLAUDE.iterdir() if p.is_dir()))
+def test_usage_only_reading_counts_and_names_the_same(name):
+    """`huddle usage` reads only model responses, prompts and titles: same tokens, same
+    agents, same titles as reading everything."""
+    from huddle.core import Huddle
+    from huddle.sources import Settings
+    from helpers import NOWHERE
+
+    full = scenario(name)
+    quick = Huddle(Settings(claude_dir=str(CLAUDE / name / "config"), codex_home=NOWHERE, vibe_home=NOWHERE,
+                            huddle_home=NOWHERE, usage_only=True), sources=["claude"])
+    quick.refresh()
+    for s in full.sessions():
+        q = quick.session(s.id)
+        assert q.usage.to_dict() == s.usage.to_dict() and q.title == s.title and q.cwd == s.cwd
+        assert {a.id: (a.kind, a.usage.to_dict()) for a in q.agents.values()} == {
+            a.id: (a.kind, a.usage.to_dict()) for a in s.agents.values()}
+        assert [(e.id, e.t) for e in q.events if e.kind == "usage"] == [(e.id, e.t) for e in s.events if e.kind == "usage"]

@@ -11,6 +11,7 @@ import os
 import threading
 
 from .cache import HandleCache, write_board
+from .coldread import read_in_parallel
 from .session import Session
 from .sources import Handle, Settings, all_sources, guarded
 
@@ -24,7 +25,7 @@ class Huddle:
         self.lock = threading.RLock()  # the server refreshes from a thread
         self.generation = 0  # bumps when anything changed
         self.cache: HandleCache | None = None
-        if cache and self.settings.huddle_home:
+        if cache and self.settings.huddle_home and not self.settings.usage_only:
             key = (self.settings.claude_dir, self.settings.codex_home, self.settings.vibe_home,
                    tuple(s.name for s in self.sources))
             self.cache = HandleCache(self.settings.huddle_home, key)
@@ -32,8 +33,10 @@ class Huddle:
 
     # -- reading the disk ----------------------------------------------------------
 
-    def refresh(self) -> set[str]:
-        """Find sessions and read what was appended. Returns the keys that changed."""
+    def refresh(self, parallel: bool = False) -> set[str]:
+        """Find sessions and read what was appended. Returns the keys that changed.
+        `parallel`: a one-shot command may read many new sessions in forked workers
+        (they come back without their whole timeline, as from the cache)."""
         with self.lock:
             changed: set[str] = set()
             notes: list[str] = []
@@ -57,10 +60,15 @@ class Huddle:
                         notes.append(f"{src.name}: no sessions folder at {', '.join(src.roots())}")
             for key in self.handles.keys() - found.keys():
                 changed.add(key)
+            done: set[str] = set()
+            if parallel:
+                new = {k: h for k, h in found.items() if self.handles.get(k) is not h}
+                done = read_in_parallel(new, self.sources)
+                found.update((k, new[k]) for k in done)
             for key, h in found.items():
                 if self.handles.get(key) is not h:
                     changed.add(key)
-                if self._refresh_one(h):
+                if key not in done and self._refresh_one(h):
                     changed.add(key)
             self.handles = found
             if self.cache is not None:

@@ -257,11 +257,14 @@ def counted_from_index(settings) -> tuple[dict, list[str]]:
             return data, data.get("notes") or []
     except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError):
         pass  # no index, or not one we can use: read the sessions
+    import dataclasses
+
     from .core import Huddle
 
-    h = Huddle(settings, cache=True)
+    # Only token counts are needed: the sources may pass over everything else unread.
+    h = Huddle(dataclasses.replace(settings, usage_only=True))
     before_ns = time.time_ns() - int(SETTLE * 1e9)
-    h.refresh()
+    h.refresh(parallel=True)
     counted = collect(h.sessions())
     data = {
         "key": _index_key(settings),

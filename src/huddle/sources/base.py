@@ -27,6 +27,7 @@ class Settings:
     huddle_home: str = ""
     extra: dict = field(default_factory=dict)
     explicit: tuple = ()  # the sources whose folder the user named (a missing one is worth a line)
+    usage_only: bool = False  # read only what token counts need (`huddle usage`): never cached
 
     @classmethod
     def from_env(cls, env: dict | None = None) -> "Settings":

@@ -53,7 +53,8 @@ class ClaudeHandle(Handle):
         self.reader = LineReader(self.path)
         lead = s.agent(s.id, parent=None, name="main", file=self.path)
         lead.kind = "main"
-        self.parser = FileParser(s, self.state, self.path, s.id, is_sub=False)
+        self.usage_only = self.source.settings.usage_only
+        self.parser = FileParser(s, self.state, self.path, s.id, is_sub=False, usage_only=self.usage_only)
         self.subs: dict[str, SubFile] = {}
         self.order_events: dict[str, ev.Event] = {}  # Agent call id -> its ORDER
         self.report_events: dict[str, list[ev.Event]] = {}  # Agent call id -> its REPORTs
@@ -90,7 +91,7 @@ class ClaudeHandle(Handle):
                 self._fresh()
                 return self.refresh()
             if sf.parser is None:
-                sf.parser = FileParser(s, self.state, sf.path, sf.agent_id, is_sub=True)
+                sf.parser = FileParser(s, self.state, sf.path, sf.agent_id, is_sub=True, usage_only=self.usage_only)
             if st != SAME:
                 self._drain(sf.parser, sf.reader)
         if s.version != before:

@@ -48,12 +48,15 @@ class FileParser:
     shared `SessionState`.
     """
 
-    def __init__(self, session: Session, shared: "SessionState", path: str, agent: str, is_sub: bool):
+    def __init__(self, session: Session, shared: "SessionState", path: str, agent: str, is_sub: bool,
+                 usage_only: bool = False):
         self.session = session
         self.shared = shared
         self.path = path
         self.agent = agent
         self.is_sub = is_sub
+        # Only model responses carry usage: other records are passed over unread.
+        self.usage_only = usage_only
         self.last_t: float | None = None
         self.seen_first_prompt = False
         self.out: list[Event] = []
@@ -67,6 +70,8 @@ class FileParser:
 
     def feed(self, off: int, line: bytes) -> None:
         if line.startswith(SKIP_PREFIXES):
+            return
+        if self.usage_only and not wanted_for_usage(line):
             return
         i = line.find(ATTACHMENT_KEY, 0, 300)
         if i >= 0:
@@ -134,6 +139,8 @@ class FileParser:
             self.shared.counted.add(mid)
             if not copied:
                 self.emit(ev.USAGE, off, n, id=mid, name=m.model or "", usage=usage_of(m.usage))
+        if self.usage_only:
+            return
         blocks = m.content if isinstance(m.content, list) else []
         if isinstance(m.content, str) and m.content:
             blocks = [Block(type="text", text=m.content)]
@@ -302,3 +309,16 @@ class SessionState:
         self.custom_title = ""
         self.ai_title = ""
         self.permission_mode = ""
+
+
+# What `huddle usage` needs: model responses (usage) and what names a session (typed
+# prompts, titles). User records say early on (within their first bytes) whether they
+# hold a typed prompt or tool results, the bulk of a transcript's bytes: those are
+# passed over without scanning them. Any other record is kept if it is a response.
+_TITLE_PREFIXES = (b'{"type":"custom-title"', b'{"type":"ai-title"', b'{"type":"summary"', b'{"type":"last-prompt"')
+
+
+def wanted_for_usage(line: bytes) -> bool:
+    if line.find(b'"type":"user"', 0, 512) >= 0:
+        return line.find(b'"role":"user","content":"', 0, 768) >= 0
+    return line.startswith(_TITLE_PREFIXES) or line.find(b'"type":"assistant"') >= 0
