@@ -51,7 +51,7 @@ def status(as_json: bool, at: str | None, watch: bool) -> None:
 
         watch_table(h)
         return
-    h.refresh()
+    h.refresh(parallel=when is None)
     data = board_json(h, at=when)
     if when is None:
         h.write_board_cache(data)

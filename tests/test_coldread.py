@@ -1,0 +1,38 @@
+"""Cold reads shared between forked workers give the same board as one process."""
+
+from __future__ import annotations
+
+from huddle import coldread
+from huddle.board import board_json
+from huddle.core import Huddle
+from huddle.sources import Settings
+from conftest import SAMPLES
+
+
+def settings(tmp_path):
+    return Settings(claude_dir=str(SAMPLES / "claude" / "02-subagents" / "config"),
+                    codex_home=str(SAMPLES / "codex" / "subagents_v2" / "codex_home"),
+                    vibe_home=str(SAMPLES / "vibe" / "3.0.3-unified-subagent"),
+                    huddle_home=str(tmp_path / "hh"))
+
+
+def rows(h):
+    return [{k: v for k, v in r.items() if k != "state_since"} for r in board_json(h)["sessions"]]
+
+
+def test_parallel_first_read_equals_a_plain_one(tmp_path, monkeypatch):
+    plain = Huddle(settings(tmp_path))
+    plain.refresh()
+    monkeypatch.setattr(coldread, "MIN_BYTES", 0)  # the samples are small: read them in workers anyway
+    forked = Huddle(settings(tmp_path))
+    new = {k: h for src in forked.sources if src.exists() for k, h in src.scan({}).items()}
+    done = coldread.read_in_parallel(dict(new), forked.sources)
+    assert done == set(new) and len(done) >= 4
+    forked2 = Huddle(settings(tmp_path))
+    forked2.refresh(parallel=True)
+    assert rows(forked2) == rows(plain)
+    # a session read by a worker comes back without its timeline; asking for it reads it again
+    key = next(iter(forked2.handles))
+    assert not forked2.handles[key].session.complete
+    whole = forked2.complete(key)
+    assert whole.complete and len(whole.events) == len(plain.session(key).events)
