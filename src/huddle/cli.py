@@ -65,6 +65,17 @@ def status(as_json: bool, at: str | None, watch: bool) -> None:
         print_table(data)
 
 
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for tmux, shell prompts).")
+def statusline(as_json: bool) -> None:
+    """One line for Claude Code's status bar: this session's cost and context use, who
+    needs you across all sessions. (The `huddle` command runs it before loading click,
+    on the standard library only; this entry is for --help and `python -m huddle.cli`.)"""
+    from .statusline import main as run
+
+    sys.exit(run(["--json"] if as_json else []))
+
+
 def _register_optional() -> None:
     """Commands that live in their own modules (web, host, usage...)."""
     import importlib
