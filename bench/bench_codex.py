@@ -11,13 +11,12 @@ mostly measures the neighbours.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import Measure, decode_lines, huddle_reading, read_all, run_child, warm  # noqa: E402
 DEFAULT = HERE / "corpus" / "codex"
 
 
@@ -25,47 +24,11 @@ def rollouts(root: Path) -> list[Path]:
     return sorted(root.glob("sessions/*/*/*/rollout-*.jsonl"))
 
 
-def run_child(mode: str, root: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", mode, str(root)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def child(mode: str, root: Path) -> None:
-    import resource
-
-    sys.path.insert(0, str(HERE.parent / "src"))
     files = [str(p) for p in rollouts(root)]
-    import msgspec
-
-    from huddle.core import Huddle
-    from huddle.sources import Settings
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    n = 0
-    if mode == "huddle":
-        h = Huddle(Settings(claude_dir="/nonexistent", codex_home=str(root), vibe_home="/nonexistent",
-                            huddle_home="/nonexistent"), sources=["codex"])
-        h.refresh()
-        n = sum(len(s.events) for s in h.sessions())
-        bad = [s.error for s in h.sessions() if s.error]
-        if bad:
-            raise SystemExit(f"errors: {bad[:3]}")
-    elif mode == "msgspec":
-        dec = msgspec.json.Decoder()
-        for f in files:
-            with open(f, "rb") as fh:
-                for line in fh:
-                    dec.decode(line)
-                    n += 1
-    elif mode == "json":
-        for f in files:
-            with open(f, "rb") as fh:
-                for line in fh:
-                    json.loads(line)
-                    n += 1
-    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"mode": mode, "seconds": dt, "cpu": cpu, "items": n, "rss_mb": rss}))
+    h = huddle_reading("codex", root) if mode == "huddle" else None
+    with Measure(mode) as m:
+        m.items = read_all(h) if mode == "huddle" else decode_lines(files, mode)
 
 
 def main() -> None:
@@ -82,14 +45,11 @@ def main() -> None:
     files = rollouts(root)
     size = sum(p.stat().st_size for p in files)
     print(f"corpus: {size / 1e6:.0f} MB, {len(files)} rollouts, largest {max(p.stat().st_size for p in files) / 1e6:.0f} MB")
-    for p in files:  # warm the page cache: measure parsing, not the disk
-        with open(p, "rb") as f:
-            while f.read(1 << 24):
-                pass
+    warm(files)
     results = {}
     runs = 3  # best of three: the machine is shared, the best run is the least disturbed
     for mode in ("huddle", "msgspec", "json"):
-        r = results[mode] = min((run_child(mode, root) for _ in range(runs)), key=lambda r: r["cpu"])
+        r = results[mode] = min((run_child(__file__, mode, root) for _ in range(runs)), key=lambda r: r["cpu"])
         what = "events" if mode == "huddle" else "lines"
         print(f"{mode:8s} {size / 1e6 / r['cpu']:6.0f} MB/s of CPU ({size / 1e6 / r['seconds']:4.0f} wall)  "
               f"{r['cpu']:5.2f} s  peak RSS {r['rss_mb']:4.0f} MB  ({r['items']} {what})")

@@ -18,12 +18,13 @@ import json
 import os
 import random
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import Measure, huddle_reading, read_all, run_child  # noqa: E402
 DEFAULT = HERE / "corpus" / "vibe"
 
 
@@ -31,48 +32,28 @@ def files(root: Path) -> list[Path]:
     return sorted(p for p in (root / "logs" / "session").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ""))
 
 
-def run_child(mode: str, root: Path) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", mode, str(root)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def huddle_for(root: Path):
-    sys.path.insert(0, str(HERE.parent / "src"))
-    from huddle.core import Huddle
-    from huddle.sources import Settings
-
-    return Huddle(Settings(claude_dir="/nonexistent", codex_home="/nonexistent", vibe_home=str(root),
-                           huddle_home="/nonexistent"), sources=["vibe"])
+    return huddle_reading("vibe", root)
 
 
 def child(mode: str, root: Path) -> None:
-    import resource
-
     import msgspec
 
-    t0 = time.perf_counter()
-    n = 0
-    if mode == "huddle":
-        h = huddle_for(root)
-        h.refresh()
-        n = sum(len(s.events) for s in h.sessions())
-        bad = [s.error for s in h.sessions() if s.error]
-        if bad:
-            raise SystemExit(f"errors: {bad[:3]}")
-    elif mode == "msgspec":
-        dec = msgspec.json.Decoder()
-        for f in files(root):
-            with open(f, "rb") as fh:
-                if f.suffix == ".jsonl":
-                    for line in fh:
-                        dec.decode(line)
-                        n += 1
-                else:
-                    dec.decode(fh.read())
-                    n += 1
-    dt = time.perf_counter() - t0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"mode": mode, "seconds": dt, "items": n, "rss_mb": rss}))
+    h = huddle_for(root) if mode == "huddle" else None
+    dec = msgspec.json.Decoder()
+    with Measure(mode) as m:
+        if mode == "huddle":
+            m.items = read_all(h)
+        else:  # every JSON file whole and every journal line: what a naive reader would decode
+            for f in files(root):
+                with open(f, "rb") as fh:
+                    if f.suffix == ".jsonl":
+                        for line in fh:
+                            dec.decode(line)
+                            m.items += 1
+                    else:
+                        dec.decode(fh.read())
+                        m.items += 1
 
 
 def live(root: Path) -> None:
@@ -144,7 +125,7 @@ def main() -> None:
                 pass
     results = {}
     for mode in ("huddle", "msgspec"):
-        r = results[mode] = run_child(mode, root)
+        r = results[mode] = run_child(__file__, mode, root)
         what = "events" if mode == "huddle" else "documents and lines"
         print(f"{mode:8s} {size / 1e6 / r['seconds']:8.0f} MB/s  {r['seconds']:6.2f} s  peak RSS {r['rss_mb']:6.0f} MB  "
               f"({r['items']} {what})")
