@@ -34,7 +34,7 @@ def build(root: Path, mult: int) -> int:
             proj.mkdir(parents=True, exist_ok=True)
             w = cc.SessionWriter(rnd, sid, f"/p{i % 5}", 1796000000.0)
             for _ in range(TURNS):
-                total += cc._write(proj / f"{sid}.jsonl", w.turn())
+                total += cc.append_jsonl(proj / f"{sid}.jsonl", w.turn())
         return total
     finally:
         cc.tool_output_size = base

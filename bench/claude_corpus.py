@@ -147,7 +147,8 @@ class SessionWriter:
         return out
 
 
-def _write(path: Path, records: list[dict]) -> int:
+def append_jsonl(path: Path, records: list[dict]) -> int:
+    """Append records as JSON lines; return the bytes written."""
     data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
     with open(path, "ab") as f:
         f.write(data)
@@ -164,13 +165,13 @@ def write_session(root: Path, rnd: random.Random, target: int, t0: float, subage
     main = proj / f"{sid}.jsonl"
     written = 0
     while written < target:
-        written += _write(main, w.turn())
+        written += append_jsonl(main, w.turn())
     for i in range(subagents):
         agent_id = "a" + uuid.UUID(int=rnd.getrandbits(128)).hex[:16]
         sub = proj / sid / "subagents"
         sub.mkdir(parents=True, exist_ok=True)
         sw = SessionWriter(rnd, sid, cwd, t0)
-        written += _write(sub / f"agent-{agent_id}.jsonl", sw.turn(agent_id=agent_id))
+        written += append_jsonl(sub / f"agent-{agent_id}.jsonl", sw.turn(agent_id=agent_id))
         meta = {"agentType": "general-purpose", "description": words(rnd, 3), "toolUseId": "toolu_x" + agent_id, "spawnDepth": 1}
         (sub / f"agent-{agent_id}.meta.json").write_text(json.dumps(meta))
     return written

@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from claude_corpus import big_text, words  # noqa: E402  the same filler text for every corpus
+from claude_corpus import append_jsonl, big_text, words  # noqa: E402  the same filler text for every corpus
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "samples" / "codex"
 
@@ -191,13 +191,6 @@ class ThreadWriter:
         return out
 
 
-def _write(path: Path, records: list[dict]) -> int:
-    data = "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in records).encode()
-    with open(path, "ab") as f:
-        f.write(data)
-    return len(data)
-
-
 def rollout_path(root: Path, tid: str, t: float) -> Path:
     d = datetime.fromtimestamp(t, timezone.utc)
     day = root / "sessions" / f"{d:%Y}" / f"{d:%m}" / f"{d:%d}"
@@ -212,15 +205,15 @@ def write_thread_family(root: Path, rnd: random.Random, target: int, t0: float, 
     kids = [(thread_id(rnd, t0 + 1 + i), f"/root/task_{i}") for i in range(n_children)]
     w = ThreadWriter(rnd, lead_id, lead_id, t0, old)
     path = rollout_path(root, lead_id, t0)
-    written = _write(path, [w.meta(None, None)])
+    written = append_jsonl(path, [w.meta(None, None)])
     first = True
     while written < target:
-        written += _write(path, w.turn(kids if first else []))
+        written += append_jsonl(path, w.turn(kids if first else []))
         first = False
     for kid, kpath in kids:
         cw = ThreadWriter(rnd, kid, lead_id, t0 + 1, old)
         kp = rollout_path(root, kid, t0 + 1)
-        written += _write(kp, [cw.meta(lead_id, kpath)] + cw.turn())
+        written += append_jsonl(kp, [cw.meta(lead_id, kpath)] + cw.turn())
     return written, 1 + len(kids)
 
 
