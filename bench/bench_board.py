@@ -71,7 +71,7 @@ def main() -> None:
 
     code = (
         "import time, statistics, json\n"
-        "from huddle.core import Huddle\nfrom huddle.board import board_json\n"
+        "from huddle.core import Huddle\nfrom huddle.views.board import board_json\n"
         "h = Huddle(cache=True); h.refresh(); board_json(h)\n"
         "ts = []\n"
         "for _ in range(30):\n"

@@ -17,6 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import Measure, decode_lines, huddle_reading, read_all, run_child, warm  # noqa: E402
+
 DEFAULT = HERE / "corpus" / "codex"
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import Measure, decode_lines, huddle_reading, read_all, run_child, warm  # noqa: E402
+
 DEFAULT = HERE / "corpus" / "claude"
 
 
@@ -23,7 +24,7 @@ def corpus_bytes(root: Path) -> int:
 
 def child(mode: str, root: Path) -> None:
     files = sorted(str(p) for p in root.glob("projects/**/*.jsonl"))
-    from huddle.sources.claude_records import decode_record  # imports are not parsing: outside the timing
+    from huddle.sources.claude.records import decode_record  # imports are not parsing: outside the timing
 
     h = huddle_reading("claude", root) if mode == "huddle" else None
     with Measure(mode) as m:

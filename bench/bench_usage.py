@@ -168,9 +168,9 @@ def huddle_figures(claude: Path | None, codex: Path | None) -> dict:
     ccusage reads (it skips sub-agent threads and `exec fork` threads)."""
     sys.path.insert(0, str(ROOT / "src"))
     from huddle.core import Huddle
-    from huddle.pricing import load
     from huddle.sources import Settings
-    from huddle.usage import counted_usage
+    from huddle.views.pricing import load
+    from huddle.views.usage import counted_usage
 
     h = Huddle(Settings(claude_dir=str(claude or "/nonexistent"), codex_home=str(codex or "/nonexistent"),
                         vibe_home="/nonexistent", huddle_home="/nonexistent"))

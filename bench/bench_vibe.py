@@ -25,6 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import Measure, huddle_reading, read_all, run_child  # noqa: E402
+
 DEFAULT = HERE / "corpus" / "vibe"
 
 

@@ -1,4 +1,4 @@
-"""huddle.api: the routes as library functions, on the real samples."""
+"""huddle.views.api: the routes as library functions, on the real samples."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import json
 import os
 
 import pytest
-import web_corpus
-from conftest import SAMPLES, fingerprint
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from huddle import api
-from huddle import events as ev
+import web_corpus
+from conftest import SAMPLES, fingerprint
 from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound
+from huddle.model import events as ev
+from huddle.views import api
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-import web_corpus
 from playwright.sync_api import expect
 
+import web_corpus
 from huddle.server import ServerThread
 
 pytestmark = pytest.mark.browser

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import random
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from helpers import claude_huddle
 from conftest import SAMPLES
+from helpers import claude_huddle
 
 SRC = next((SAMPLES / "claude" / "12-nested-and-custom-agents" / "config" / "projects").glob("*/*.jsonl"))
 LINES = SRC.read_bytes().splitlines()

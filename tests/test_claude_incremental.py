@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import shutil
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from helpers import claude_huddle
 from conftest import SAMPLES
+from helpers import claude_huddle
 
 SCENARIO = SAMPLES / "claude" / "12-nested-and-custom-agents" / "config"
 

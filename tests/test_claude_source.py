@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from huddle import events as ev
-from helpers import claude_huddle
 from conftest import SAMPLES, fingerprint
+from helpers import claude_huddle
+from huddle.model import events as ev
 
 CLAUDE = SAMPLES / "claude"
 
@@ -195,7 +195,7 @@ def test_source_never_writes_in_the_agent_folder():
     for d in CLAUDE.iterdir():
         if d.is_dir():
             h = claude_huddle(d / "config")
-            from huddle.board import board_json
+            from huddle.views.board import board_json
 
             board_json(h)
     assert fingerprint(CLAUDE) == before
@@ -246,9 +246,9 @@ def test_unreadable_session_is_listed_with_an_error_others_untouched():
         # live where only root can read), then read the board.
         code = (
             "import os, sys, json\n"
-            "from huddle.core import Huddle\nfrom huddle.board import board_json\n"
+            "from huddle.core import Huddle\nfrom huddle.views.board import board_json\n"
             "h = Huddle(sources=['claude'])\n"
-            "import huddle.pricing; huddle.pricing.current(h.settings.huddle_home)\n"
+            "import huddle.views.pricing; huddle.views.pricing.current(h.settings.huddle_home)\n"
             "if os.geteuid() == 0:\n    os.setgid(65534); os.setuid(65534)\n"
             "h.refresh(); print(json.dumps(board_json(h)))\n"
         )
@@ -286,9 +286,9 @@ def test_a_symlinked_sub_agent_file_pointing_out_is_not_read(tmp_path):
 def test_usage_only_reading_counts_and_names_the_same(name):
     """`huddle usage` reads only model responses, prompts and titles: same tokens, same
     agents, same titles as reading everything."""
+    from helpers import NOWHERE
     from huddle.core import Huddle
     from huddle.sources import Settings
-    from helpers import NOWHERE
 
     full = scenario(name)
     quick = Huddle(Settings(claude_dir=str(CLAUDE / name / "config"), codex_home=NOWHERE, vibe_home=NOWHERE,

@@ -13,10 +13,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from huddle import events as ev
+from conftest import SAMPLES
+from huddle.model import events as ev
 from huddle.sources import Settings
 from huddle.sources.codex import CodexSource
-from conftest import SAMPLES
 
 CODEX = SAMPLES / "codex"
 SHAPES = ["subagents_v2", "subagents_v2__v0.144.3", "subagents_collab_old__v0.96.0", "guardian", "multiturn",

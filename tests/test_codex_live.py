@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from huddle.session import parse_time
+from conftest import SAMPLES
+from huddle.model.session import parse_time
 from huddle.sources import Settings
 from huddle.sources.codex import CodexSource
-from huddle.sources.codex_live import load_capture
-from huddle.states import classify
-from conftest import SAMPLES
+from huddle.sources.codex.live import load_capture
+from huddle.views.states import classify
 
 LIVE = SAMPLES / "codex-live"
 SNAPSHOTS = sorted(p.name for p in LIVE.iterdir() if (p / "truth.json").exists())
@@ -152,8 +152,8 @@ def test_liveness_from_the_real_lock_and_process_table(live_home):
 def test_a_warm_cache_gives_the_same_states(tmp_path):
     """huddle's cache keeps a session's usage events only: a second `huddle status --at`
     must still see the open calls."""
-    from huddle.board import board_json
     from huddle.core import Huddle
+    from huddle.views.board import board_json
 
     snap = "05x-waiting-on-subagent-exec"
     at = parse_time(json.loads((LIVE / snap / "truth.json").read_text())[0]["taken_at"])

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from huddle import events as ev
+from conftest import SAMPLES, fingerprint
 from huddle.cli import main
 from huddle.core import Huddle
+from huddle.model import events as ev
 from huddle.sources import Settings
-from conftest import SAMPLES, fingerprint
 
 CODEX = SAMPLES / "codex"
 NOWHERE = "/nonexistent-huddle-test"

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from huddle import coldread
-from huddle.board import board_json
-from huddle.core import Huddle
-from huddle.sources import Settings
 from conftest import SAMPLES
+from huddle.core import Huddle, coldread
+from huddle.sources import Settings
+from huddle.views.board import board_json
 
 
 def settings(tmp_path):

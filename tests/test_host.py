@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hosting import ECHO, Raw, agent, entries, has_entry, huddle, kinds, log_lines, start_host, wait_until
-
 from huddle.host import proctree
 from huddle.host.client import attach, call, running
 from huddle.host.log import EventLog, seq_of

@@ -10,14 +10,14 @@ import shutil
 import signal
 from pathlib import Path
 
-from conftest import fingerprint
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from hosting import PY, REPLAY, entries, has_entry, huddle, start_host, wait_until
 
-from huddle.board import board_json
+from conftest import fingerprint
+from hosting import PY, REPLAY, entries, has_entry, huddle, start_host, wait_until
 from huddle.core import Huddle
 from huddle.sources import Settings
+from huddle.views.board import board_json
 
 STREAM = Path(__file__).parent / "fixtures" / "samples" / "claude-stream"
 SUBAGENTS = STREAM / "02-subagents" / "subagents.jsonl"

@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hosting import HUDDLE, REPLAY, PY, entries, wait_until
 
+from hosting import HUDDLE, PY, REPLAY, entries, wait_until
 from huddle.host.liveline import LiveLine, is_partial
 from huddle.host.log import raw_json
 

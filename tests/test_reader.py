@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from huddle.reader import GONE, GROWN, RESET, SAME, LineReader, read_span, read_tail
 from conftest import SAMPLES
+from huddle.io.reader import GONE, GROWN, RESET, SAME, LineReader, read_span, read_tail
 
 SAMPLE = next((SAMPLES / "claude" / "10-interactive-tmux" / "config" / "projects").glob("*/*.jsonl"))
 DATA = SAMPLE.read_bytes()
@@ -96,7 +97,7 @@ def test_gone(tmp_path):
 
 
 def test_long_lines_across_chunks(tmp_path, monkeypatch):
-    import huddle.reader as reader
+    import huddle.io.reader as reader
 
     monkeypatch.setattr(reader, "CHUNK", 7)
     p = tmp_path / "s.jsonl"

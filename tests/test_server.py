@@ -11,11 +11,11 @@ import time
 
 import httpx
 import pytest
+
 import web_corpus
 from conftest import fingerprint
-
-from huddle import api
 from huddle.server import ServerThread
+from huddle.views import api
 
 FAST = {"poll_watched": 0.5, "poll_unwatched": 0.2}
 

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from huddle import states
-from huddle.session import parse_time
-from helpers import claude_huddle
 from conftest import SAMPLES
+from helpers import claude_huddle
+from huddle.model.session import parse_time
+from huddle.views import states
 
 LIVE = SAMPLES / "claude-live"
 SNAPSHOTS = sorted(p.name for p in LIVE.iterdir() if p.is_dir())

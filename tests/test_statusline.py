@@ -71,7 +71,7 @@ def test_imports_only_the_standard_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     extra = eval(out.stderr.strip().splitlines()[-1])
-    assert extra == ["huddle", "huddle.cache", "huddle.entry", "huddle.statusline"]
+    assert extra == ["huddle", "huddle.entry", "huddle.io", "huddle.io.boardfile", "huddle.statusline"]
 
 
 def test_missing_cache_waits_for_the_refresher_and_shows_who_needs_you(tmp_path, alive_pid):
@@ -120,7 +120,7 @@ def test_corrupt_cache_is_rebuilt(tmp_path, alive_pid):
     r = statusline(env, json.dumps(INPUT), "--json")
     out = json.loads(r.stdout)
     assert [n["waiting_for"] for n in out["needs_you"]] == ["question: AskUserQuestion: Which greeting style should the app use?"]
-    from huddle.cache import read_board
+    from huddle.io.boardfile import read_board
 
     assert read_board(str(hh / "cache" / "board.bin"))["sessions"]  # rewritten whole
 
@@ -132,9 +132,8 @@ def test_thousands_of_sessions(tmp_path):
             for i in range(3000)]
     hh = tmp_path / "hh" / "cache"
     hh.mkdir(parents=True)
-    import time
-
     import marshal
+    import time
 
     (hh / "board.bin").write_bytes(marshal.dumps(("huddle-board/1", {"written_at": time.time(), "sessions": rows, "dirs": []})))
     env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "5"}

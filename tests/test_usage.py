@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from helpers import claude_huddle
 from huddle.cli import main
 from huddle.core import Huddle
-from huddle.events import USAGE, Event, Usage
-from huddle.pricing import load
-from huddle.session import Session, parse_time
-from huddle.usage import GROUPS, counted_usage, parse_since, report
+from huddle.model.events import USAGE, Event, Usage
+from huddle.model.session import Session, parse_time
+from huddle.views.pricing import load
+from huddle.views.usage import GROUPS, counted_usage, parse_since, report
 
 CLAUDE = Path(__file__).parent / "fixtures" / "samples" / "claude"
 SCENARIOS = sorted(p.name for p in CLAUDE.iterdir() if (p / "config").is_dir())
@@ -351,7 +351,7 @@ def _usage_json(args=()) -> dict:
 
 
 def _edit_index(home: Path, factor: int) -> None:
-    from huddle.usage import index_path
+    from huddle.views.usage import index_path
 
     path = Path(index_path(str(home)))
     data = json.loads(path.read_text())
@@ -395,7 +395,7 @@ def test_a_corrupt_index_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     monkeypatch.setenv("HUDDLE_HOME", str(home))
     first = _usage_json(["--by", "agent"])
-    from huddle.usage import index_path
+    from huddle.views.usage import index_path
 
     for junk in (b"\\x00garbage", b"[]", b'{"key": 1}', b'{"key": null, "sessions": 5}'):
         Path(index_path(str(home))).write_bytes(junk)

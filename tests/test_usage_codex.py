@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from huddle.core import Huddle
-from huddle.pricing import Table, load
 from huddle.sources import Settings
-from huddle.usage import report
+from huddle.views.pricing import Table, load
+from huddle.views.usage import report
 
 CODEX = Path(__file__).parent / "fixtures" / "samples" / "codex"
 SCENARIOS = sorted(p.name for p in CODEX.iterdir() if (p / "codex_home").is_dir())

@@ -12,7 +12,7 @@ import pytest
 
 from huddle.core import Huddle
 from huddle.sources import Settings
-from huddle.usage import report
+from huddle.views.usage import report
 
 VIBE = Path(__file__).parent / "fixtures" / "samples" / "vibe"
 SCENARIOS = sorted(p.name for p in VIBE.iterdir() if (p / "logs" / "session").is_dir())

@@ -14,9 +14,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from huddle import events as ev
-from huddle.board import board_json
-from huddle.sources.vibe_locks import Locks
+from huddle.model import events as ev
+from huddle.sources.vibe.locks import Locks
+from huddle.views.board import board_json
 from test_vibe_incremental import signature, store_of, write_atomic
 from test_vibe_source import VIBE, kinds, vibe_huddle
 

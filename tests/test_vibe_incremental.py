@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from huddle import events as ev
-from huddle.sources import vibe_store
+from huddle.model import events as ev
+from huddle.sources.vibe import store as vibe_store
 from test_vibe_source import VIBE, kinds, only, vibe_huddle
 
 

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import SAMPLES, fingerprint
-from huddle import events as ev
-from huddle.board import board_json
 from huddle.core import Huddle
+from huddle.model import events as ev
 from huddle.sources import Settings
+from huddle.views.board import board_json
 
 VIBE = SAMPLES / "vibe"
 NOWHERE = "/nonexistent-huddle-test"
@@ -117,7 +117,7 @@ def test_every_event_reads_back_from_its_file(name):
     # The whole record behind an event (a long output, a capped text) is read back on
     # demand from `file` at `offset`/`length`: a journal line, a history entry inside a
     # chunk, a legacy message. Those files are the handle's files.
-    from huddle.reader import read_span
+    from huddle.io.reader import read_span
 
     h = case(name)
     for s in h.sessions():
@@ -265,7 +265,7 @@ def only_handle(h):
 def test_legacy_times_are_estimated_between_start_and_end():
     s = only(case("2.26.1-legacy-multiturn"))
     meta = json.loads(next((VIBE / "2.26.1-legacy-multiturn" / "logs" / "session").glob("session_*/meta.json")).read_text())
-    from huddle.session import parse_time
+    from huddle.model.session import parse_time
 
     start, end = parse_time(meta["start_time"]), parse_time(meta["end_time"])
     times = [e.t for e in s.events]

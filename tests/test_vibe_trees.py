@@ -7,10 +7,9 @@ import json
 
 import pytest
 
-from huddle import events as ev
-from huddle.board import board_json
+from huddle.model import events as ev
+from huddle.views.board import board_json
 from test_vibe_source import VIBE, at_end, case, kinds, only
-
 
 # -- sub-agent trees ---------------------------------------------------------------------
 

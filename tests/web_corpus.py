@@ -11,7 +11,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from conftest import SAMPLES
-
 from huddle.core import Huddle
 from huddle.sources import Settings
 

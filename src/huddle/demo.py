@@ -127,7 +127,7 @@ class Demo:
                         huddle_home=os.path.join(self.dir, "home"))
 
     def huddle(self):
-        from .core import Huddle
+        from huddle.core import Huddle
 
         return Huddle(self.settings(), sources=["claude"])
 

@@ -15,7 +15,8 @@ import subprocess
 import sys
 import time
 
-from ..sources.base import Settings
+from huddle.sources.base import Settings
+
 from .client import attach, connect, running
 from .liveline import LiveLine, is_partial
 from .log import last_seq, raw_json

@@ -1,4 +1,4 @@
-"""The app factory: routes (thin clients of huddle.api), pages, the stream.
+"""The app factory: routes (thin clients of huddle.views.api), pages, the stream.
 
 `create_app(huddle, host, port, token)` gives a Starlette app behind the security
 middleware; `bind()` + `serve()` run it on uvicorn; `ServerThread` runs one in the
@@ -24,9 +24,11 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .. import __version__, api
-from ..board import parse_at
-from ..errors import BadRequest, HuddleError
+from huddle import __version__
+from huddle.errors import BadRequest, HuddleError
+from huddle.views import api
+from huddle.views.board import parse_at
+
 from .security import Security, allowed_hosts
 from .stream import Hub
 from .watcher import Watcher

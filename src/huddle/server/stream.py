@@ -19,7 +19,7 @@ from collections import deque
 from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
-from .. import api
+from huddle.views import api
 
 PING_EVERY = 15.0
 KEEP = 2000  # messages kept for resuming

@@ -17,9 +17,9 @@ import threading
 import time
 from typing import Callable
 
-from .. import api
-from ..board import session_entry, sort_rows
-from ..states import Debouncer
+from huddle.views import api
+from huddle.views.board import session_entry, sort_rows
+from huddle.views.states import Debouncer
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from ..session import Session
+from huddle.model.session import Session
 
 
 @dataclass

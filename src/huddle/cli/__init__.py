@@ -1,0 +1,98 @@
+"""The `huddle` command. A thin client: every subcommand asks the core library."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from huddle import __version__
+
+
+def _emit_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@click.group(invoke_without_command=True)
+@click.version_option(__version__, prog_name="huddle")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """See what all your AI coding agents are doing, live and afterwards.
+
+    With no command, huddle serves its web app and opens it in your browser
+    (on built-in demo data when no agent folders exist).
+    """
+    if ctx.invoked_subcommand is None:
+        from .web import serve
+
+        ctx.invoke(serve)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the board as JSON (what GET /api/sessions returns).")
+@click.option("--at", "at", default=None, help="Evaluate states as of a past time (ISO 8601 or unix seconds).")
+@click.option("--watch", is_flag=True, help="Keep the table live in the terminal.")
+def status(as_json: bool, at: str | None, watch: bool) -> None:
+    """Every session, who needs you first."""
+    from huddle.core import Huddle
+    from huddle.views.board import board_json, parse_at
+
+    when = None
+    if at is not None:
+        when = parse_at(at)
+        if when is None:
+            raise click.BadParameter(f"not a time: {at!r} (use ISO 8601 or unix seconds)", param_hint="--at")
+    # --at replays each timeline up to that time: it needs whole timelines, which the
+    # cache does not keep, so it reads the files.
+    h = Huddle(cache=when is None)
+    if watch:
+        from .table import watch_table
+
+        watch_table(h)
+        return
+    h.refresh(parallel=when is None)
+    data = board_json(h, at=when)
+    if when is None:
+        h.write_board_cache(data)
+    for note in h.notes:
+        click.echo(f"huddle: {note}", err=True)
+    if as_json:
+        _emit_json(data)
+    else:
+        from .table import print_table
+
+        print_table(data)
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (for tmux, shell prompts).")
+def statusline(as_json: bool) -> None:
+    """One line for Claude Code's status bar: this session's cost and context use, who
+    needs you across all sessions. (The `huddle` command runs it before loading click,
+    on the standard library only; this entry is for --help and `python -m huddle.cli`.)"""
+    from huddle.statusline import main as run
+
+    sys.exit(run(["--json"] if as_json else []))
+
+
+def _register_optional() -> None:
+    """Commands that live in their own modules (web, host, usage...)."""
+    import importlib
+
+    for mod in ("web", "host", "usage"):
+        try:
+            m = importlib.import_module(f"huddle.cli.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"huddle.cli.{mod}":
+                raise
+            continue
+        for cmd in getattr(m, "COMMANDS", ()):
+            main.add_command(cmd)
+
+
+_register_optional()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""`huddle host`, `attach`, `send`, `stop` and `run`: hosting an agent and talking
+to its host. Thin: the work is in huddle.host."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+_PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": False}
+
+
+def _fail(what: str, msg: str, code: int = 1):
+    click.echo(f"huddle {what}: {msg}", err=True)
+    sys.exit(code)
+
+
+def _call(what: str, d: str, msg: dict, sock: str | None) -> dict:
+    """One call to the host in D; any error ends the command with one line."""
+    from huddle.host.client import HostError, call
+
+    try:
+        reply = call(d, msg, sock)
+    except HostError as exc:
+        _fail(what, str(exc))
+    if not reply.get("ok"):
+        _fail(what, str(reply.get("error")))
+    return reply
+
+
+@click.command(context_settings=_PASS_THROUGH)
+@click.option("--dir", "dir_", required=True, help="Folder of the log (D/events.jsonl) and the socket (D/host.sock).")
+@click.option("--socket", "sock", default=None, help="Listen here instead of D/host.sock (D/host.sock links to it).")
+@click.option("--cwd", default=None, help="Run the command in this folder.")
+@click.option("--grace", type=float, default=3.0, show_default=True,
+              help="Seconds a stop waits after closing stdin, and again after SIGTERM.")
+@click.option("--name", default="", hidden=True)
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def host(dir_: str, sock: str | None, cwd: str | None, grace: float, name: str, command: tuple[str, ...]) -> None:
+    """Run COMMAND, log everything it says to D/events.jsonl, serve D/host.sock.
+
+    Exits with the command's exit status once it has exited and the `exited`
+    entry is written (127 if it could not start, 2 if the log cannot be opened).
+    """
+    from huddle.host.server import serve
+
+    sys.exit(serve(dir_, list(command), socket=sock, cwd=cwd, grace=grace, name=name))
+
+
+@click.command()
+@click.argument("dir_", metavar="D")
+@click.option("--from", "start", type=int, default=1, show_default=True, help="The first seq to show.")
+@click.option("--socket", "sock", default=None, help="The host's socket, if not D/host.sock.")
+def attach(dir_: str, start: int, sock: str | None) -> None:
+    """Print D's log entries from seq N, then live until the agent exits."""
+    from huddle.host.client import HostError, host_dir_exists
+    from huddle.host.client import attach as attach_entries
+
+    if not host_dir_exists(dir_):
+        _fail("attach", f"no hosted run in {dir_} (no events.jsonl, no host.sock)")
+    out = sys.stdout.buffer
+    try:
+        for line in attach_entries(dir_, start, sock, note=lambda m: click.echo(f"huddle attach: {m}", err=True)):
+            if line is not None:
+                out.write(line)
+                out.flush()
+    except HostError as exc:
+        _fail("attach", str(exc))
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # `| head`: no noise at exit
+
+
+@click.command()
+@click.argument("dir_", metavar="D")
+@click.argument("value", metavar="JSON")
+@click.option("--socket", "sock", default=None, help="The host's socket, if not D/host.sock.")
+def send(dir_: str, value: str, sock: str | None) -> None:
+    """Write one JSON value as a line to the agent's stdin (logged first)."""
+    _call("send", dir_, {"op": "write", "line": value}, sock)
+
+
+@click.command()
+@click.argument("dir_", metavar="D")
+@click.option("--now", is_flag=True, help="Skip the waits: SIGTERM, then SIGKILL at once.")
+@click.option("--socket", "sock", default=None, help="The host's socket, if not D/host.sock.")
+def stop(dir_: str, now: bool, sock: str | None) -> None:
+    """Stop the agent: close its stdin, wait, SIGTERM, wait, kill its whole tree."""
+    reply = _call("stop", dir_, {"op": "stop", "now": now}, sock)
+    info = reply.get("exited") or {}
+    click.echo(f"stopped: {info.get('reason', 'exited')}")
+
+
+@click.command(context_settings=_PASS_THROUGH)
+@click.option("--name", default=None, help="Name of the run (its folder under $HUDDLE_HOME/runs); default: a new id.")
+@click.option("--grace", type=float, default=3.0, show_default=True,
+              help="Seconds a stop waits after closing stdin, and again after SIGTERM.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def run(name: str | None, grace: float, command: tuple[str, ...]) -> None:
+    """Host COMMAND under huddle's data folder and show what it does in one line.
+
+    Ctrl-C stops it the clean way (a second Ctrl-C skips the waits).
+    """
+    from huddle.host.run import RunError, run_hosted
+
+    try:
+        code = run_hosted(list(command), name=name, grace=grace)
+    except RunError as exc:
+        _fail("run", str(exc), 2)
+    sys.exit(code)
+
+
+COMMANDS = [host, attach, send, stop, run]

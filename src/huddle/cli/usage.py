@@ -1,0 +1,97 @@
+"""`huddle usage`: tokens and cost of all sessions, as a table or as JSON."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from huddle.views.usage import GROUPS
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (what usage.report() returns).")
+@click.option("--by", "by", type=click.Choice(GROUPS), default="day", show_default=True,
+              help="Group by UTC day, session, project, model or agent type.")
+@click.option("--since", "since", default=None, metavar="DATE",
+              help="Only usage at or after DATE (YYYY-MM-DD, UTC) or an ISO 8601 time.")
+@click.pass_context
+def usage(ctx: click.Context, as_json: bool, by: str, since: str | None) -> None:
+    """Token totals (input, output, cache read, cache write) and cost, for every
+    agent, sub-agents included, each model response counted once."""
+    from huddle.sources.base import Settings
+    from huddle.views.pricing import current
+    from huddle.views.usage import aggregate, counted_from_index, parse_since
+
+    when = None
+    if since is not None:
+        when = parse_since(since)
+        if when is None:
+            raise click.BadParameter(f"not a date: {since!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--since")
+    settings = Settings.from_env()
+    table = current(settings.huddle_home)
+    if table.problem:
+        click.echo(f"huddle: {table.problem}", err=True)
+        ctx.exit(1)
+    counted, notes = counted_from_index(settings)  # reads only what moved since the last run
+    for note in notes:
+        click.echo(f"huddle: {note}", err=True)
+    data = aggregate(counted, by=by, since=when, table=table, notes=notes)
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    else:
+        print_report(data)
+
+
+def _usd(v: float | None, unpriced: list[str]) -> str:
+    if v is None:
+        return "?"
+    return f"${v:,.2f}" + ("+?" if unpriced else "")
+
+
+def print_report(data: dict, console=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or Console()
+    rows = data["rows"]
+    if not rows:
+        console.print(Text("No token usage found.", style="dim"))
+        return
+    by = data["by"]
+
+    def cells(d: dict) -> list[str]:
+        return [f"{d['input']:,}", f"{d['output']:,}", f"{d['cache_read']:,}", f"{d['cache_write']:,}",
+                f"{d['total_tokens']:,}", _usd(d["cost_usd"], d["unpriced"])]
+
+    body = [cells(d) for d in rows]
+    foot = cells(data["totals"])
+    names = ("input", "output", "cache read", "cache write", "total", "cost")
+    widths = [max(len(n), len(foot[i]), *(len(c[i]) for c in body)) for i, n in enumerate(names)]
+    # numbers keep their width; the label gets what is left of the terminal
+    room = console.width - sum(widths) - 2 * len(widths)
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    t.add_column(by, overflow="ellipsis", no_wrap=True, max_width=max(12, min(60, room)))
+    for name, width in zip(names, widths):
+        t.add_column(name, justify="right", no_wrap=True, min_width=width)
+    for d, c in zip(rows, body):
+        label = d["key"]
+        if by == "session":
+            label = f"{d['source']} · {d.get('title') or d['session']}"
+        t.add_row(Text(label), *c)
+    t.add_section()
+    t.add_row(Text("total"), *foot, style="bold")
+    console.print(t)
+    p = data["pricing"]
+    where = "built-in" + (f" + {p['user_file']}" if p.get("user_file") else "")
+    console.print(Text(f"prices as of {p['as_of']} ({where}), USD list prices", style="dim"))
+    if data["unpriced"]:
+        names = ", ".join(f"{u['model']} ({u['tokens']:,} tokens)" for u in data["unpriced"])
+        console.print(Text(f"unpriced, not in the cost: {names}", style="yellow"))
+    if data["counted"]["duplicates_skipped"]:
+        n = data["counted"]["duplicates_skipped"]
+        console.print(Text(f"{n} response(s) seen in more than one session, counted once", style="dim"))
+
+
+COMMANDS = [usage]

@@ -1,0 +1,187 @@
+"""`huddle serve`, `huddle demo`, and the CLI twins of the web API's routes.
+
+Each `--json` twin prints exactly what its route returns (both call huddle.views.api).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import webbrowser
+
+import click
+
+from huddle.errors import HuddleError
+
+DEFAULT_PORT = 7430
+
+
+def _emit(data) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _core():
+    from huddle.core import Huddle
+
+    h = Huddle()
+    h.refresh()
+    return h
+
+
+def _ask(fn, *args, **kw):
+    """Run one API function on a fresh core; a bad request is one clear line."""
+    h = _core()
+    try:
+        return fn(h, *args, **kw)
+    except HuddleError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _run(h, host: str, port: int, open_browser: bool, demo=None) -> None:
+    from huddle.server import bind, create_app, make_server, url_for
+    from huddle.server.security import is_loopback, new_token
+
+    token = None if is_loopback(host) else new_token()
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        if port != DEFAULT_PORT:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        sock = bind(host, 0)  # the usual port is taken: any free one will do
+    port = sock.getsockname()[1]
+    server = make_server(create_app(h, host=host, port=port, token=token, demo=demo))
+    url = url_for(host, port, token)
+    what = "the built-in demo" if demo is not None else "your sessions"
+    click.echo(f"huddle: serving {what} at {url}")
+    if token:
+        click.echo("huddle: not on loopback, so every request needs the token in that link (or header X-Huddle-Token)")
+    click.echo("huddle: press Ctrl+C to stop")
+    if open_browser:
+        threading.Timer(0.6, webbrowser.open, [url]).start()
+    server.run(sockets=[sock])
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (off loopback a token is required).")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
+@click.option("--open/--no-open", "open_browser", default=True, show_default=True, help="Open the web app in a browser.")
+@click.option("--demo", "force_demo", is_flag=True, help="Serve the built-in demo instead of your sessions.")
+def serve(host: str, port: int, open_browser: bool, force_demo: bool) -> None:
+    """Serve the web app (the demo when no agent folders exist)."""
+    from huddle.core import Huddle
+
+    h = Huddle()
+    if force_demo or not h.has_agent_folders():
+        from huddle.demo import Demo
+
+        if not force_demo:
+            click.echo("huddle: no agent folders found (~/.claude, ~/.codex, ~/.vibe): showing the demo", err=True)
+        d = Demo()
+        _run(d.huddle(), host, port, open_browser, demo=d)
+        return
+    _run(h, host, port, open_browser)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
+@click.option("--open/--no-open", "open_browser", default=True, show_default=True)
+@click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(0.1, 100), help="Play the story faster.")
+def demo(host: str, port: int, open_browser: bool, speed: float) -> None:
+    """Play a fictional session (a lead and four sub-agents) live in the web app."""
+    from huddle.demo import Demo
+
+    d = Demo(speed=speed)
+    _run(d.huddle(), host, port, open_browser, demo=d)
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID returns.")
+def show(session_id: str, as_json: bool) -> None:
+    """One session: its agent tree, states and usage."""
+    from huddle.views import api
+
+    data = _ask(api.session_detail, session_id)
+    if as_json:
+        _emit(data)
+        return
+    click.echo(f"{data.get('title') or data['id']}  [{data.get('state', '?')}]  {data.get('project', '')}")
+    for a in data["tree"]:
+        u = a["usage"]
+        tokens = sum(u.values())
+        click.echo(f"{'  ' * (a['depth'] + 1)}{a['name']}  {a.get('state', '')}  {tokens:,} tokens")
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--after", default=None, help="Only events after this seq.")
+@click.option("--limit", default=None, help="At most this many events.")
+@click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID/events returns.")
+def events(session_id: str, after: str | None, limit: str | None, as_json: bool) -> None:
+    """A session's timeline."""
+    from huddle.views import api
+
+    data = _ask(api.events, session_id, after=after, limit=limit)
+    if as_json:
+        _emit(data)
+        return
+    for e in data["events"]:
+        words = e.get("doing") or e.get("text") or e.get("detail") or e.get("name") or ""
+        click.echo(f"{e['seq']:>6}  {e['kind']:<11} {e['agent'][:10]:<10}  {' '.join(words.split())[:100]}")
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID/transcripts returns.")
+def transcripts(session_id: str, as_json: bool) -> None:
+    """The main agent and each sub-agent, with message counts."""
+    from huddle.views import api
+
+    data = _ask(api.transcripts, session_id)
+    if as_json:
+        _emit(data)
+        return
+    for a in data["agents"]:
+        click.echo(f"{a['id']:<40} {a['messages']:>6}  {a['name']}")
+
+
+@click.command()
+@click.argument("session_id")
+@click.option("--agent", default=None, help="Agent id (default: the main agent).")
+@click.option("--limit", default=None, help="Messages per page (default 50).")
+@click.option("--after", default=None, help="Messages after this line.")
+@click.option("--before", default=None, help="Messages before this line.")
+@click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID/transcript returns.")
+def transcript(session_id, agent, limit, after, before, as_json: bool) -> None:
+    """One agent's conversation, paged like the web app's."""
+    from huddle.views import api
+
+    data = _ask(api.transcript, session_id, agent=agent, limit=limit, after=after, before=before)
+    if as_json:
+        _emit(data)
+        return
+    for m in data["messages"]:
+        words = m.get("doing") or m.get("text") or m.get("detail") or ""
+        click.echo(f"{m['line']:>5} {m['lane']:<10} {m['kind']:<11} {' '.join(words.split())[:110]}")
+
+
+@click.command()
+@click.argument("session_id")
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID/content/REF returns.")
+def content(session_id: str, ref: str, as_json: bool) -> None:
+    """One heavy piece (a full tool input or output) read back from the file."""
+    from huddle.views import api
+
+    data = _ask(api.content, session_id, ref)
+    if as_json:
+        _emit(data)
+        return
+    if "input" in data:
+        click.echo(json.dumps(data["input"], indent=2, ensure_ascii=False))
+    if data.get("text"):
+        click.echo(data["text"])
+
+
+COMMANDS = [serve, demo, show, events, transcripts, transcript, content]

@@ -1,0 +1,5 @@
+"""The core object (`Huddle`), its handle cache and cold reads."""
+
+from .huddle import Huddle
+
+__all__ = ["Huddle"]

@@ -1,0 +1,147 @@
+"""The core object. The CLI, the web server and any TUI are thin clients of it.
+
+`Huddle` finds every session of every source, keeps one incremental handle per
+session, and answers the questions the views ask (the board, one session, its
+timeline). A failing adapter or session is contained: it shows as an `error`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from huddle.io.boardfile import write_board
+from huddle.model.session import Session
+from huddle.sources import Handle, Settings, all_sources, guarded
+
+from .cache import HandleCache
+from .coldread import read_in_parallel
+
+
+class Huddle:
+    def __init__(self, settings: Settings | None = None, sources: list[str] | None = None, cache: bool = False):
+        self.settings = settings or Settings.from_env()
+        self.sources = all_sources(self.settings, sources)
+        self.handles: dict[str, Handle] = {}
+        self.notes: list[str] = []  # one line per folder that could not be read
+        self.lock = threading.RLock()  # the server refreshes from a thread
+        self.generation = 0  # bumps when anything changed
+        self.cache: HandleCache | None = None
+        if cache and self.settings.huddle_home and not self.settings.usage_only:
+            key = (self.settings.claude_dir, self.settings.codex_home, self.settings.vibe_home,
+                   tuple(s.name for s in self.sources))
+            self.cache = HandleCache(self.settings.huddle_home, key)
+            self.handles = self.cache.load(self.sources)
+
+    # -- reading the disk ----------------------------------------------------------
+
+    def refresh(self, parallel: bool = False) -> set[str]:
+        """Find sessions and read what was appended. Returns the keys that changed.
+        `parallel`: a one-shot command may read many new sessions in forked workers
+        (they come back without their whole timeline, as from the cache)."""
+        with self.lock:
+            changed: set[str] = set()
+            notes: list[str] = []
+            found: dict[str, Handle] = {}
+            missing = []
+            for src in self.sources:
+                if not src.exists():
+                    missing.append(src)
+                    continue
+                known = {k: h for k, h in self.handles.items() if k.startswith(src.name + ":")}
+                got = guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
+                if got:
+                    found.update(got)
+            agent_sources = [s for s in self.sources if s.roots()]
+            if missing and len(missing) == len(agent_sources):
+                where = ", ".join(r for s in missing for r in s.roots())
+                notes.append(f"no agent session folders found (looked in {where})")
+            else:
+                for src in missing:
+                    if src.name in self.settings.explicit:
+                        notes.append(f"{src.name}: no sessions folder at {', '.join(src.roots())}")
+            for key in self.handles.keys() - found.keys():
+                changed.add(key)
+            done: set[str] = set()
+            if parallel:
+                new = {k: h for k, h in found.items() if self.handles.get(k) is not h}
+                done = read_in_parallel(new, self.sources)
+                found.update((k, new[k]) for k in done)
+            for key, h in found.items():
+                if self.handles.get(key) is not h:
+                    changed.add(key)
+                if key not in done and self._refresh_one(h):
+                    changed.add(key)
+            self.handles = found
+            if self.cache is not None:
+                if changed or not os.path.exists(self.cache.path):
+                    self.cache.save(self.handles)
+                if self.cache.note:
+                    notes.append(self.cache.note)
+            self.notes = notes
+            if changed:
+                self.generation += 1
+            return changed
+
+    def complete(self, key: str) -> Session | None:
+        """The session with its whole timeline: one loaded from the cache keeps only its
+        usage events, so it is read again from its files the first time a view needs it."""
+        with self.lock:
+            h = self.handle(key)
+            if h is None:
+                return None
+            if h.session.complete:
+                return h.session
+            src = next((s for s in self.sources if s.name == h.session.source), None)
+            fresh = guarded("rescan", src.scan, {}) if src is not None else None
+            if fresh and h.key in fresh:
+                nh = fresh[h.key]
+                self._refresh_one(nh)
+                self.handles[h.key] = nh
+                return nh.session
+            return h.session
+
+    def write_board_cache(self, board: dict) -> None:
+        """Leave the board where the standard-library status line can read it."""
+        if self.settings.huddle_home:
+            dirs = [d for src in self.sources for d in src.watch_dirs()]
+            write_board(self.settings.huddle_home, board, self.handles, dirs)
+
+    @staticmethod
+    def _refresh_one(h: Handle) -> bool:
+        s = h.session
+        before = s.error
+        try:
+            did = h.refresh()
+        except Exception as exc:  # this session's failure is its own: listed with an error
+            s.error = f"{s.source} session {s.id}: {type(exc).__name__}: {exc}"
+            return s.error != before
+        if did and before and s.error == before:
+            s.error = None  # it reads again
+        return bool(did) or s.error != before
+
+    # -- asking --------------------------------------------------------------------
+
+    def sessions(self) -> list[Session]:
+        with self.lock:
+            return [h.session for h in self.handles.values()]
+
+    def handle(self, id: str) -> Handle | None:
+        with self.lock:
+            h = self.handles.get(id)
+            if h is not None:
+                return h
+            for h in self.handles.values():
+                if h.session.id == id:
+                    return h
+            return None
+
+    def session(self, id: str) -> Session | None:
+        h = self.handle(id)
+        return h.session if h is not None else None
+
+    def has_agent_folders(self) -> bool:
+        return any(src.exists() for src in self.sources)
+
+    def agent_roots(self) -> list[str]:
+        return [os.path.realpath(r) for src in self.sources for r in src.roots()]

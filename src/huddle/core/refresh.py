@@ -1,0 +1,40 @@
+"""`python -m huddle.core.refresh`: bring huddle's board cache up to date, once.
+
+Started in the background by the status line when its board is stale. It holds
+`cache/refresh.lock` while it runs, so however many status lines ask at once, one
+refresher does the work.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+
+
+def main() -> int:
+    from huddle.sources import Settings
+
+    settings = Settings.from_env()
+    lock = os.path.join(settings.huddle_home, "cache", "refresh.lock")
+    os.makedirs(os.path.dirname(lock), mode=0o700, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0  # another refresher is at it
+    try:
+        from huddle.views.board import board_json
+
+        from .huddle import Huddle
+
+        h = Huddle(settings, cache=True)
+        h.refresh()
+        h.write_board_cache(board_json(h))
+    finally:
+        os.close(fd)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

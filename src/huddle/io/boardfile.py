@@ -1,0 +1,109 @@
+"""The board file the status line reads: `$HUDDLE_HOME/cache/board.bin`.
+
+The last board with every file's size and mtime, for the status line, which must
+stay on the standard library and cannot load the handle cache. It is in marshal
+form: built into the interpreter, so reading it costs no import and a fraction of
+parsing JSON on a path that runs on every message of every session.
+
+This module is on the status line's path: standard library imports only.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import time
+
+BOARD_FORMAT = "huddle-board/1"
+
+
+def board_path(huddle_home: str) -> str:
+    return os.path.join(huddle_home, "cache", "board.bin")
+
+
+def read_board(path: str) -> dict | None:
+    """The board the status line reads; None if missing, foreign or corrupt."""
+    try:
+        with open(path, "rb") as f:
+            fmt, data = marshal.loads(f.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    if fmt != BOARD_FORMAT or not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
+        return None
+    return data
+
+
+def atomic_write(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def dirs_moved(stamps) -> bool:
+    """Whether any folder's mtime moved since it was stamped ([path, mtime_ns or None])."""
+    for path, mtime in stamps:
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return True
+        except OSError:
+            if mtime is not None:
+                return True
+    return False
+
+
+def files_moved(stamps) -> bool:
+    """Whether any file changed size or mtime, or vanished, since it was stamped
+    ([path, size, mtime_ns])."""
+    for path, size, mtime in stamps:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        if st.st_size != size or st.st_mtime_ns != mtime:
+            return True
+    return False
+
+
+def file_stamps(paths) -> list:
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        out.append([p, st.st_size, st.st_mtime_ns])
+    return out
+
+
+def write_board(huddle_home: str, board: dict, handles: dict, watch_dirs: list[str]) -> None:
+    """The board for the status line, with what it needs to tell that it is stale."""
+    rows = []
+    for s in board.get("sessions", []):
+        h = handles.get(f"{s['source']}:{s['id']}")
+        rows.append(
+            {
+                "id": s["id"],
+                "source": s["source"],
+                "title": s.get("title", ""),
+                "project": s.get("project", ""),
+                "state": s.get("state"),
+                "state_since": s.get("state_since"),
+                "waiting_for": s.get("waiting_for"),
+                "tokens": s.get("tokens", 0),
+                "cost_usd": (s.get("cost") or {}).get("usd"),
+                "files": file_stamps(h.files()) if h is not None else [],
+            }
+        )
+    dirs = []
+    for d in watch_dirs:
+        try:
+            dirs.append([d, os.stat(d).st_mtime_ns])
+        except OSError:
+            dirs.append([d, None])
+    data = {"format": 1, "written_at": time.time(), "sessions": rows, "dirs": dirs}
+    try:
+        atomic_write(board_path(huddle_home), marshal.dumps((BOARD_FORMAT, data)))
+    except OSError:
+        pass

@@ -1,0 +1,305 @@
+"""Claude Code transcript lines -> events.
+
+Typed decoding of only the fields huddle needs: msgspec skips the rest (request
+blobs, tool outputs, file snapshots) without building Python objects for them.
+One permissive struct per level, `type: str`, never a tagged union: Claude Code
+adds block and record types every release.
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+from msgspec import Raw
+
+from huddle.model import events as ev
+from huddle.model.events import Event, Usage, cap, one_line
+from huddle.model.session import Session, parse_time
+
+
+class Block(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+    thinking: str | None = None
+    id: str | None = None
+    name: str | None = None
+    input: Raw = Raw(b"null")
+    tool_use_id: str | None = None
+    content: Raw = Raw(b"null")
+    is_error: bool | None = None
+
+
+class CacheCreation(msgspec.Struct):
+    ephemeral_1h_input_tokens: int | None = 0
+
+
+class ClaudeUsage(msgspec.Struct):
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    cache_read_input_tokens: int | None = 0
+    cache_creation_input_tokens: int | None = 0
+    cache_creation: CacheCreation | None = None  # 5m / 1h split of the cache writes
+
+
+class Message(msgspec.Struct):
+    id: str | None = None
+    role: str | None = None
+    model: str | None = None
+    content: str | list[Block] | None = None
+    stop_reason: str | None = None
+    usage: ClaudeUsage | None = None
+
+
+class Attachment(msgspec.Struct):
+    type: str = ""
+
+
+class Origin(msgspec.Struct):
+    kind: str | None = None
+
+
+class Record(msgspec.Struct):
+    type: str = ""
+    subtype: str | None = None
+    timestamp: str | None = None
+    sessionId: str | None = None
+    agentId: str | None = None
+    cwd: str | None = None
+    parentUuid: str | None = None
+    isMeta: bool | None = None
+    isCompactSummary: bool | None = None
+    isAbortedMidStream: bool | None = None
+    message: Message | None = None
+    toolUseResult: Raw = Raw(b"null")
+    origin: Origin | None = None
+    requestSessionId: str | None = None
+    customTitle: str | None = None
+    aiTitle: str | None = None
+    title: str | None = None
+    lastPrompt: str | None = None
+    attachment: Attachment | None = None
+    content: Raw = Raw(b"null")
+    compactMetadata: Raw = Raw(b"null")
+    error: Raw = Raw(b"null")
+    pendingBackgroundAgentCount: int | None = None
+    permissionMode: str | None = None
+
+
+class AgentResult(msgspec.Struct):
+    """The structured `toolUseResult` of an Agent call."""
+
+    status: str | None = None
+    agentId: str | None = None
+    agentType: str | None = None
+    isAsync: bool | None = None
+    content: list[Block] | None = None
+    handbackReport: str | None = None
+
+
+class BashResult(msgspec.Struct):
+    backgroundTaskId: str | None = None
+
+
+decode_record = msgspec.json.Decoder(Record).decode
+_decode_agent_result = msgspec.json.Decoder(AgentResult).decode
+decode_bash_result = msgspec.json.Decoder(BashResult).decode
+_decode_blocks = msgspec.json.Decoder(str | list[Block] | None).decode
+_decode_any = msgspec.json.Decoder().decode
+
+# Metadata records huddle never needs; recognised from their first bytes, not decoded.
+SKIP_PREFIXES = (
+    b'{"type":"api-request',
+    b'{"type":"file-history',
+    b'{"type":"queue-operation',
+    b'{"type":"atis-latch',
+    b'{"type":"tools-used',
+)
+SKIP_TYPES = frozenset(
+    {
+        "api-request",
+        "api-request-blob",
+        "api-request-shape",
+        "file-history-snapshot",
+        "file-history-delta",
+        "queue-operation",
+        "atis-latch",
+        "tools-used",
+        "mode",
+        "progress",
+        "agent-name",
+        "agent-color",
+        "agent-setting",
+    }
+)
+AGENT_TOOLS = frozenset({"Agent", "Task"})
+QUESTION_TOOLS = frozenset({"AskUserQuestion"})
+HANDBACK_TOOL = "SubagentHandback"
+# Attachments that are per-request bookkeeping (the environment, date, tool and skill
+# listings re-sent every turn), not context a person would want to see. They are a
+# third of a transcript's bytes: recognised from their first bytes, never decoded.
+QUIET_ATTACHMENTS = frozenset(
+    {
+        "prompt_snapshot",
+        "total_tokens_reminder",
+        "deferred_tools_record",
+        "deferred_tools_delta",
+        "environment",
+        "model",
+        "session_context",
+        "date",
+        "remote_session_change",
+        "agent_listing_delta",
+        "skill_listing",
+        "auto_mode",
+    }
+)
+ATTACHMENT_KEY = b'"attachment":{"type":"'
+
+INTERRUPT = re.compile(r"^\[Request interrupted by user[^\]]*\]")
+_TAG = lambda name: re.compile(rf"<{name}>(.*?)</{name}>", re.S)  # noqa: E731
+TASK_ID_TAG = _TAG("task-id")
+TOOL_USE_ID_TAG = _TAG("tool-use-id")
+STATUS_TAG = _TAG("status")
+RESULT_TAG = _TAG("result")
+SUMMARY_TAG = _TAG("summary")
+COMMAND_NAME = _TAG("command-name")
+_HANDBACK_MARK = "The report follows:\n"
+_TRAILER = re.compile(r"\n(agentId: [0-9a-z]+ \(|<usage>)")
+
+
+def usage_of(u: ClaudeUsage) -> Usage:
+    cache_write = u.cache_creation_input_tokens or 0
+    one_hour = (u.cache_creation.ephemeral_1h_input_tokens or 0) if u.cache_creation else 0
+    return Usage(
+        input=u.input_tokens or 0,
+        output=u.output_tokens or 0,
+        cache_read=u.cache_read_input_tokens or 0,
+        cache_write=cache_write,
+        cache_write_1h=min(one_hour, cache_write),  # 1-hour writes cost 2x input, 5-minute 1.25x
+    )
+
+
+def text_of(raw: Raw) -> str:
+    """The text of a tool_result `content` (a string or a list of blocks)."""
+    try:
+        val = _decode_blocks(raw)
+    except msgspec.MsgspecError:
+        return ""
+    if val is None:
+        return ""
+    if isinstance(val, str):
+        return val
+    return "\n".join(b.text for b in val if b.type == "text" and b.text)
+
+
+def strip_handback(text: str) -> str:
+    """The report inside an Agent tool_result: drop the harness frame around it."""
+    i = text.find(_HANDBACK_MARK)
+    if i >= 0:
+        text = text[i + len(_HANDBACK_MARK) :]
+        m = _TRAILER.search(text)
+        if m:
+            text = text[: m.start()]
+        lines = text.split("\n")
+        text = "\n".join(line[2:] if line.startswith("  ") else line for line in lines)
+    return text.strip()
+
+
+def input_summary(name: str, raw: Raw) -> str:
+    """A short, telling summary of a tool's input (a command, a file, a pattern...)."""
+    if len(raw) > 200_000:  # a huge Write: do not build it just to summarise it
+        return f"{name} ({len(raw)} bytes of input)"
+    try:
+        val = _decode_any(raw)
+    except msgspec.MsgspecError:
+        return ""
+    if not isinstance(val, dict):
+        return one_line(str(val), 160) if val is not None else ""
+    for key in ("description", "command", "file_path", "path", "pattern", "url", "query", "prompt", "subject", "skill"):
+        v = val.get(key)
+        if isinstance(v, str) and v:
+            if key == "description" and isinstance(val.get("command"), str):
+                return one_line(f"{v}: {val['command']}", 160)
+            return one_line(v, 160)
+    if isinstance(val.get("questions"), list) and val["questions"]:
+        q = val["questions"][0]
+        if isinstance(q, dict) and isinstance(q.get("question"), str):
+            return one_line(q["question"], 160)
+    if isinstance(val.get("todos"), list):
+        return f"{len(val['todos'])} todos"
+    return one_line(msgspec.json.encode(val).decode(), 160)
+
+
+def first_match(rx: re.Pattern, text: str) -> str:
+    m = rx.search(text)
+    return m.group(1).strip() if m else ""
+
+
+def agent_input(raw: Raw) -> dict:
+    try:
+        val = _decode_any(raw)
+    except msgspec.MsgspecError:
+        return {}
+    return {k: v for k, v in val.items() if isinstance(v, str)} if isinstance(val, dict) else {}
+
+
+def agent_result(raw: Raw) -> AgentResult | None:
+    if len(raw) < 2 or memoryview(raw)[:1] != b"{":
+        return None
+    try:
+        return _decode_agent_result(raw)
+    except msgspec.MsgspecError:
+        return None
+
+
+def report_of(res: AgentResult | None, content: Raw) -> str:
+    if res is not None:
+        if res.handbackReport:
+            return res.handbackReport
+        if res.content:
+            texts = [b.text for b in res.content if b.type == "text" and b.text]
+            texts = [t for t in texts if not t.lstrip().startswith("<tools-used-before-summary>")]
+            if texts:
+                return texts[-1].strip()
+    return strip_handback(text_of(content))
+
+
+def compact_detail(raw: Raw) -> str:
+    try:
+        val = _decode_any(raw)
+    except msgspec.MsgspecError:
+        return ""
+    if not isinstance(val, dict):
+        return ""
+    parts = [str(val.get("trigger") or "")]
+    if val.get("preTokens"):
+        parts.append(f"{val['preTokens']} -> {val.get('postTokens', '?')} tokens")
+    return ", ".join(p for p in parts if p)
+
+
+def error_text(raw: Raw) -> str:
+    try:
+        val = _decode_any(raw)
+    except msgspec.MsgspecError:
+        return "API error"
+    if isinstance(val, dict):
+        return str(val.get("formatted") or val.get("message") or "API error")[:300]
+    return "API error"
+
+
+def str_of(raw: Raw) -> str:
+    try:
+        val = _decode_any(raw)
+    except msgspec.MsgspecError:
+        return ""
+    return val if isinstance(val, str) else ""
+
+
+def summary_text(line: bytes) -> str:
+    try:
+        val = _decode_any(line)
+    except msgspec.MsgspecError:
+        return ""
+    s = val.get("summary") if isinstance(val, dict) else None
+    return s if isinstance(s, str) else ""

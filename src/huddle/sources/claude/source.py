@@ -1,0 +1,302 @@
+"""Claude Code sessions: `$CLAUDE_CONFIG_DIR/projects/<munged cwd>/<session>.jsonl`,
+merged with the session's sub-agent files and linked through their `.meta.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from huddle.io.reader import GONE, RESET, SAME, LineReader
+from huddle.model import events as ev
+from huddle.sources.base import Handle, Source, register
+
+from .parser import FileParser, SessionState
+from .registry import Registry
+
+
+def _read_json(path: str) -> dict | None:
+    """Small JSON files that may be rewritten in place: read, retry once if cut."""
+    for _ in range(2):
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            val = json.loads(data)
+            return val if isinstance(val, dict) else None
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+class SubFile:
+    """One sub-agent transcript with its meta.json."""
+
+    def __init__(self, path: str, agent_id: str):
+        self.path = path
+        self.agent_id = agent_id
+        self.reader = LineReader(path)
+        self.meta_path = path[: -len(".jsonl")] + ".meta.json"
+        self.meta_mtime = -1
+        self.parser: FileParser | None = None
+
+
+class ClaudeHandle(Handle):
+    def __init__(self, source: "ClaudeSource", path: str, session_id: str):
+        super().__init__("claude", session_id)
+        self.source = source
+        self.path = path
+        self.dir = path[: -len(".jsonl")]
+        self._fresh()
+
+    def _fresh(self) -> None:
+        s = self.session
+        self.state = SessionState()
+        self.reader = LineReader(self.path)
+        lead = s.agent(s.id, parent=None, name="main", file=self.path)
+        lead.kind = "main"
+        self.usage_only = self.source.settings.usage_only
+        self.parser = FileParser(s, self.state, self.path, s.id, is_sub=False, usage_only=self.usage_only)
+        self.subs: dict[str, SubFile] = {}
+        self.order_events: dict[str, ev.Event] = {}  # Agent call id -> its ORDER
+        self.report_events: dict[str, list[ev.Event]] = {}  # Agent call id -> its REPORTs
+        self.sub_dir_mtime = -1
+        self.title_mtime = -1
+
+    def files(self) -> list[str]:
+        return [self.path] + [sf.path for sf in self.subs.values()]
+
+    # -- reading -------------------------------------------------------------------
+
+    def refresh(self) -> bool:
+        s = self.session
+        before = s.version
+        status = self.reader.check()
+        if status == GONE:
+            return False
+        if status == RESET:
+            s.reset()
+            self._fresh()
+            self.reader.check()
+        elif status == SAME and not self.subs and not getattr(self, "has_dir", True):
+            return False  # the common case on a board of old sessions: one stat, done
+        self._find_subs()
+        for sf in self.subs.values():
+            self._read_meta(sf)
+        if status != SAME:
+            self._drain(self.parser, self.reader)
+            self._read_custom_title()  # /rename also appends to the main file
+        for sf in sorted(self.subs.values(), key=lambda x: x.path):
+            st = sf.reader.check()
+            if st == RESET:  # a sub-agent file rewritten: rebuild the whole session
+                s.reset()
+                self._fresh()
+                return self.refresh()
+            if sf.parser is None:
+                sf.parser = FileParser(s, self.state, sf.path, sf.agent_id, is_sub=True, usage_only=self.usage_only)
+            if st != SAME:
+                self._drain(sf.parser, sf.reader)
+        if s.version != before:
+            self._link()
+        return s.version != before
+
+    def _drain(self, parser: FileParser, reader: LineReader) -> None:
+        feed, out = parser.feed, parser.out
+        for off, line in reader.lines():
+            feed(off, line)
+            if len(out) >= 512:
+                self._flush(parser)
+        self._flush(parser)
+
+    def _flush(self, parser: FileParser) -> None:
+        out = parser.out
+        if not out:
+            return
+        self.session.add_all(out)
+        for e in out:
+            if e.kind == ev.ORDER and e.agent != e.target:
+                self.order_events[e.id] = e
+            elif e.kind == ev.REPORT and e.id:
+                self.report_events.setdefault(e.id, []).append(e)
+        out.clear()
+
+    def _find_subs(self) -> None:
+        if not getattr(self, "has_dir", True):
+            return
+        base = os.path.join(self.dir, "subagents")
+        try:
+            mtime = os.stat(base).st_mtime_ns
+        except OSError:
+            return
+        wf = os.path.join(base, "workflows")
+        try:
+            mtime += os.stat(wf).st_mtime_ns
+        except OSError:
+            pass
+        if mtime == self.sub_dir_mtime:
+            return
+        self.sub_dir_mtime = mtime
+        for folder in [base] + _subfolders(wf):
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            for entry in entries:
+                name = entry.name
+                # Never follow a symlink out of the agent's folder: only plain files count.
+                if name.startswith("agent-") and name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+                    path = entry.path
+                    if path not in self.subs:
+                        agent_id = name[len("agent-") : -len(".jsonl")]
+                        self.subs[path] = SubFile(path, agent_id)
+                        a = self.session.agent(agent_id, parent=self.session.id, file=path)
+                        a.name = agent_id
+
+    def _read_meta(self, sf: SubFile) -> None:
+        try:
+            mtime = os.stat(sf.meta_path).st_mtime_ns
+        except OSError:
+            return
+        if mtime == sf.meta_mtime:
+            return
+        meta = _read_json(sf.meta_path)
+        if meta is None:
+            return  # half-written: next round
+        sf.meta_mtime = mtime
+        a = self.session.agent(sf.agent_id)
+        a.kind = str(meta.get("agentType") or a.kind or "")
+        a.description = str(meta.get("description") or a.description or "")
+        a.name = f"{a.kind}: {a.description}" if a.description else (a.kind or sf.agent_id)
+        parent = meta.get("parentAgentId")
+        a.parent = str(parent) if parent else self.session.id
+        a.background = meta.get("requestShape") == "background"
+        a.finished = bool(meta.get("finished")) if "finished" in meta else False
+        if meta.get("model") and not a.model:
+            a.model = str(meta["model"])
+        call = meta.get("toolUseId")
+        if call:
+            a.tool_use_id = str(call)
+            self.state.agent_by_call[a.tool_use_id] = sf.agent_id
+        self.session.version += 1
+
+    def _link(self) -> None:
+        """Tie each Agent call to the sub-agent it started, whichever was read first.
+        Costs one step per sub-agent, not per event."""
+        s = self.session
+        for call, sub_id in self.state.agent_by_call.items():
+            sub = s.agents.get(sub_id)
+            if sub is None:
+                continue
+            order = self.order_events.get(call)
+            if order is not None:
+                order.target = sub_id
+                sub.order_seq = order.seq
+                sub.order = sub.order or order.text
+                if sub.parent == s.id and order.agent != s.id and order.agent in s.agents:
+                    sub.parent = order.agent
+            for report in self.report_events.get(call, ()):
+                report.target = sub_id
+                sub.report = report.text
+        for sub_id, text in self.state.sub_orders.items():
+            sub = s.agents.get(sub_id)
+            if sub is not None and not sub.order:
+                sub.order = text
+
+    def _read_custom_title(self) -> None:
+        path = os.path.join(self.dir, "custom-title.json")
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except OSError:
+            return
+        if mtime == self.title_mtime:
+            return
+        meta = _read_json(path)
+        if meta and meta.get("customTitle"):
+            self.title_mtime = mtime
+            self.session.custom_title = str(meta["customTitle"])
+
+    def live(self, at: float | None = None) -> dict:
+        """Claude Code's own word on the process: sessions/<pid>.json (status, waitingFor),
+        checked against the pid and its start time so a file left by a killed process
+        reads as ended."""
+        reg = self.source.registry
+        info = reg.for_session(self.session.id, at=at)
+        out: dict = {"permission_mode": self.state.permission_mode}
+        if info is not None:
+            out["registry"] = info
+            out["pid"] = info["pid"]
+            out["alive"] = info["alive"]
+            if info["alive"] is not False:
+                out["status"] = info["status"] or "idle"
+                out["waiting_for"] = info["waiting_for"]
+                out["since"] = info["since"]
+        elif reg.exists():
+            out["alive"] = False  # this Claude Code keeps a registry: no file, no process
+        running = [sf.agent_id for sf in self.subs.values() if self.session.agents[sf.agent_id].background
+                   and self.session.agents[sf.agent_id].finished is False]
+        if running:
+            out["background_agents"] = running
+        return out
+
+
+def _subfolders(path: str) -> list[str]:
+    try:
+        return sorted(e.path for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+@register
+class ClaudeSource(Source):
+    name = "claude"
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        self.projects = os.path.join(settings.claude_dir, "projects")
+        self.registry = Registry(os.path.join(settings.claude_dir, "sessions"))
+
+    def roots(self) -> list[str]:
+        return [self.settings.claude_dir]
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.projects)
+
+    def watch_dirs(self) -> list[str]:
+        try:
+            subs = [e.path for e in os.scandir(self.projects) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            subs = []
+        return [self.projects, self.registry.folder, *subs]
+
+    def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
+        found: dict[str, Handle] = {}
+        self.registry.refresh()
+        try:
+            projects = os.scandir(self.projects)
+        except OSError:
+            return found
+        with projects:
+            for p in projects:
+                if not p.is_dir(follow_symlinks=False):
+                    continue
+                try:
+                    entries = os.scandir(p.path)
+                except OSError:
+                    continue
+                with entries:
+                    files, dirs = [], set()
+                    for f in entries:
+                        if f.is_dir(follow_symlinks=False):
+                            dirs.add(f.name)
+                        elif f.name.endswith(".jsonl") and f.is_file(follow_symlinks=False):
+                            files.append(f)
+                for f in files:
+                    sid = f.name[: -len(".jsonl")]
+                    key = f"claude:{sid}"
+                    h = known.get(key)
+                    if not isinstance(h, ClaudeHandle) or h.path != f.path:
+                        h = ClaudeHandle(self, f.path, sid)
+                    # Most sessions have no <session>/ folder (no sub-agents): the listing
+                    # already says so, which spares a stat per session per refresh.
+                    h.has_dir = sid in dirs
+                    found[key] = h
+        return found

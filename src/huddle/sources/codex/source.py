@@ -1,0 +1,359 @@
+"""Codex CLI threads: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl`.
+
+Every thread has its own rollout: the user's thread, each sub-agent (multi-agent v1
+and v2, 0.96 collab), each guardian review, each fork. A lead and all its
+descendants are one session with one tree, linked by what each rollout's first line
+(`session_meta`) says about its parent, never by file names or times. The session id
+and the lead's agent id are the root thread's id; every agent id is a thread id.
+Guardian reviews stay in the tree as quiet agents and are never sessions of their own.
+
+Finding threads is cheap: directory listings (reused while a folder's mtime stands)
+and, once per new file, its first line. Reading a live thread reads appended bytes.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+from huddle.io.reader import GONE, RESET, LineReader
+from huddle.sources.base import Handle, Source, register
+
+from .live import SystemCache, live_signals
+from .records import ThreadInfo, read_meta
+from .thread import Links, ThreadParser
+
+
+class ThreadFile:
+    def __init__(self, info: ThreadInfo, path: str, lead: str):
+        self.info = info
+        self.path = path
+        self.lead = lead  # the session's root thread
+        self.reader = LineReader(path)
+        self.parser: ThreadParser | None = None
+
+
+class CodexHandle(Handle):
+    def __init__(self, source: "CodexSource", root: str, threads: list[tuple[ThreadInfo, str]]):
+        super().__init__("codex", root)
+        self.source = source
+        self.root = root
+        self.threads: dict[str, ThreadFile] = {}
+        self._pending = threads
+        self._fresh()
+
+    def _fresh(self) -> None:
+        s = self.session
+        self.links = Links()
+        lead = s.agent(self.root, parent=None, name="main")
+        lead.kind = "main"
+        known = [(tf.info, tf.path) for tf in self.threads.values()] + self._pending
+        self.threads = {}
+        self._pending = []
+        self._linked: tuple = ()
+        self._unnamed: set[str] = set()
+        for info, path in known:
+            self._add(info, path)
+
+    def set_threads(self, threads: list[tuple[ThreadInfo, str]]) -> None:
+        """The threads of this session now on disk (the source found a new child)."""
+        for info, path in threads:
+            tf = self.threads.get(info.id)
+            if tf is None:
+                self._add(info, path)
+            elif tf.path != path:  # the same thread in another file: start over
+                self._pending = [(i, p) for i, p in threads]
+                self.threads = {}
+                self.session.reset()
+                self._fresh()
+                return
+
+    def _add(self, info: ThreadInfo, path: str) -> None:
+        s = self.session
+        tf = self.threads[info.id] = ThreadFile(info, path, self.root)
+        is_lead = info.id == self.root
+        tf.parser = ThreadParser(s, self.links, info, path, is_lead)
+        if is_lead:
+            a = s.agent(info.id)
+            a.file = path
+            s.cwd = info.cwd or s.cwd
+            if info.forked_from and not info.parent:
+                s.continues = info.forked_from  # `codex exec fork`: carries on another thread
+        else:
+            a = s.agent(info.id, parent=info.parent or self.root, file=path)
+            a.parent = info.parent or self.root
+            a.quiet = info.guardian
+            a.kind = "guardian" if info.guardian else (info.role or "sub-agent")
+            a.description = info.agent_path
+            a.name = info.nickname or (info.agent_path.rsplit("/", 1)[-1] if info.agent_path else "")
+            if not a.name:  # 0.96 children carry no name; a spawn result may give one
+                a.name = "guardian review" if info.guardian else f"sub-agent {info.id[-4:]}"
+                self._unnamed.add(info.id)
+            if info.agent_path:
+                self.links.child_by_path.setdefault(info.agent_path, info.id)
+        s.version += 1
+
+    def files(self) -> list[str]:
+        return [tf.path for tf in self.threads.values()]
+
+    # -- reading -------------------------------------------------------------------------
+
+    def refresh(self, _again: bool = True) -> bool:
+        s = self.session
+        before = s.version
+        for tf in sorted(self.threads.values(), key=self._read_order):
+            status = tf.reader.check()
+            if status == GONE:
+                continue
+            if status == RESET:
+                if not _again:
+                    raise RuntimeError(f"{tf.path}: rewritten while being read")
+                # A rollout rewritten in place: what was derived from it is wrong now.
+                self._pending = []
+                s.reset()
+                self._fresh()
+                return self.refresh(_again=False) or True
+            self._drain(tf)
+        self._link()
+        name = self.source.names.get(self.root, "")
+        if name and name != s.custom_title:
+            s.custom_title = name
+            s.version += 1
+        return s.version != before
+
+    def _read_order(self, tf: ThreadFile):
+        return (tf.info.id != self.root, tf.info.started, tf.info.id)
+
+    def _drain(self, tf: ThreadFile) -> None:
+        p = tf.parser
+        add_all = self.session.add_all
+        feed = p.feed
+        for off, line in tf.reader.lines():
+            feed(off, line)
+            if len(p.out) > 256:  # in batches: the session's bookkeeping is per call
+                add_all(p.out)
+                p.out.clear()
+        add_all(p.out)
+        p.out.clear()
+
+    def _link(self) -> None:
+        """Tie spawn calls, reports and answers to the children they concern, whichever
+        was read first. Costs a few steps per child, not per event."""
+        s, L = self.session, self.links
+        state = (len(L.child_of_call), len(L.unresolved), len(L.finished), len(L.first_orders), len(L.answers),
+                 len(L.nickname), len(L.child_by_path))
+        if state == self._linked:
+            return
+        self._linked = state
+        for call, child in L.child_of_call.items():
+            a = s.agents.get(child)
+            if a is None:
+                continue
+            a.tool_use_id = a.tool_use_id or call
+            order = L.orders.get(call)
+            if order is not None:
+                order.target = child
+                a.order = a.order or order.text
+        for child, nick in L.nickname.items():
+            a = s.agents.get(child)
+            if a is not None and child in self._unnamed:
+                a.name = nick
+        for e in list(L.unresolved):
+            child = L.child_by_path.get(e.detail, "")
+            if child:
+                e.target, e.id = child, L.call_of(child)
+                if child in s.agents:
+                    s.agents[child].report = e.text
+                L.reported.add((child, e.text))
+                L.finished.add(child)
+                L.unresolved.remove(e)
+        for child, text in L.first_orders.items():
+            a = s.agents.get(child)
+            if a is not None and not a.order:
+                a.order = text
+        for a in s.agents.values():
+            if a.id == self.root:
+                continue
+            if a.id in L.finished:
+                a.finished = True
+            if (a.report is None and a.finished or a.kind == "guardian") and L.answers.get(a.id):
+                # The child's own last answer when the lead's copy is not on disk; for a
+                # guardian, its latest verdict (what explains a refused command).
+                a.report = L.answers[a.id]
+        s.version += 1
+
+    def live(self, at: float | None = None) -> dict:
+        return live_signals(self, at)
+
+
+class SessionIndex:
+    """`$CODEX_HOME/session_index.jsonl`: thread names, append-only, last one wins."""
+
+    def __init__(self, path: str):
+        self.reader = LineReader(path)
+        self.names: dict[str, str] = {}
+
+    def refresh(self) -> None:
+        st = self.reader.check()
+        if st == GONE:
+            return
+        if st == RESET:
+            self.names = {}
+        for _off, line in self.reader.lines():
+            try:
+                val = msgspec.json.decode(line)
+            except msgspec.MsgspecError:
+                continue
+            if isinstance(val, dict) and isinstance(val.get("id"), str) and isinstance(val.get("thread_name"), str):
+                self.names[val["id"]] = val["thread_name"]
+
+
+class BrokenHandle(Handle):
+    """A rollout whose first line is not a readable session_meta: listed with an error."""
+
+    def __init__(self, path: str, why: str):
+        super().__init__("codex", _id_from_name(path))
+        self.path = path
+        self.session.error = f"{path}: {why}"
+
+    def refresh(self) -> bool:
+        return False
+
+    def files(self) -> list[str]:
+        return [self.path]
+
+
+def _id_from_name(path: str) -> str:
+    # Only to name an error row for a file whose own records cannot be read.
+    name = os.path.basename(path)[: -len(".jsonl")]
+    return name[-36:] if len(name) >= 36 else name
+
+
+@register
+class CodexSource(Source):
+    name = "codex"
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        self.home = settings.codex_home
+        self.sessions_dir = os.path.join(self.home, "sessions")
+        self.index = SessionIndex(os.path.join(self.home, "session_index.jsonl"))
+        self.system = SystemCache()  # locks and processes, for liveness (recorded ones in tests)
+        self._dirs: dict[str, tuple[int, list[str], list[str]]] = {}  # dir -> (mtime, subdirs, rollouts)
+        self._threads: dict[str, ThreadInfo] = {}  # rollout path -> its meta
+        self._bad: dict[str, tuple[int, str]] = {}  # rollout path -> (size, why)
+
+    @property
+    def names(self) -> dict[str, str]:
+        return self.index.names
+
+    def roots(self) -> list[str]:
+        return [self.home]
+
+    def exists(self) -> bool:
+        return os.path.isdir(self.sessions_dir)
+
+    def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
+        self.index.refresh()
+        paths = self._rollouts()
+        for path in paths:
+            if path in self._threads:
+                continue
+            self._read_meta(path)
+        gone = self._threads.keys() - set(paths)
+        for path in gone:
+            del self._threads[path]
+        by_id: dict[str, tuple[ThreadInfo, str]] = {}
+        for path in sorted(self._threads):
+            info = self._threads[path]
+            by_id.setdefault(info.id, (info, path))
+        groups: dict[str, list[tuple[ThreadInfo, str]]] = {}
+        for tid, (info, path) in by_id.items():
+            groups.setdefault(root_of(tid, by_id), []).append((info, path))
+        found: dict[str, Handle] = {}
+        for root, threads in groups.items():
+            key = f"codex:{root}"
+            h = known.get(key)
+            if isinstance(h, CodexHandle):
+                h.set_threads(threads)
+            else:
+                h = CodexHandle(self, root, threads)
+            found[key] = h
+        for path, (_size, why) in self._bad.items():
+            if path in paths:
+                h = BrokenHandle(path, why)
+                found.setdefault(h.key, h)
+        return found
+
+    def _read_meta(self, path: str) -> None:
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            return
+        bad = self._bad.get(path)
+        if bad is not None and bad[0] == size:
+            return
+        info, why = read_meta(path)
+        if info is not None:
+            self._threads[path] = info
+            self._bad.pop(path, None)
+        elif why:
+            self._bad[path] = (size, why)
+
+    def _rollouts(self) -> list[str]:
+        """Every rollout file under sessions/YYYY/MM/DD, listing only folders that changed."""
+        out: list[str] = []
+        stack = [(self.sessions_dir, 0)]
+        while stack:
+            folder, depth = stack.pop()
+            subdirs, files = self._listing(folder)
+            if depth < 3:
+                stack.extend((os.path.join(folder, d), depth + 1) for d in subdirs)
+            else:
+                out.extend(os.path.join(folder, f) for f in files)
+        return out
+
+    def _listing(self, folder: str) -> tuple[list[str], list[str]]:
+        try:
+            mtime = os.stat(folder).st_mtime_ns
+        except OSError:
+            self._dirs.pop(folder, None)
+            return [], []
+        cached = self._dirs.get(folder)
+        if cached is not None and cached[0] == mtime:
+            return cached[1], cached[2]
+        subdirs, files = [], []
+        try:
+            with os.scandir(folder) as it:
+                for entry in it:
+                    if entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
+                        files.append(entry.name)
+                    elif entry.is_dir(follow_symlinks=False):
+                        subdirs.append(entry.name)
+        except OSError:
+            return [], []
+        self._dirs[folder] = (mtime, subdirs, files)
+        return subdirs, files
+
+
+def root_of(tid: str, by_id: dict[str, tuple[ThreadInfo, str]]) -> str:
+    """The root thread of a thread: up the parent links its own records give. A parent
+    whose rollout is missing still names the session (its children stay together)."""
+    seen: set[str] = set()
+    cur = tid
+    while True:
+        seen.add(cur)
+        known = by_id.get(cur)
+        if known is None:
+            return cur
+        info = known[0]
+        parent = info.parent
+        if not parent:
+            return cur
+        if parent not in by_id and info.root_hint and info.root_hint in by_id and info.root_hint != cur:
+            parent = info.root_hint  # the parent's file is gone; the root's is here
+        if parent in seen:
+            return cur
+        cur = parent
+

@@ -1,0 +1,406 @@
+"""One Codex rollout (one thread) -> events for one agent.
+
+Both event generations are read: 0.160+ writes UI items (`item_completed` with
+CommandExecution, FileChange, ...), 0.144 and older write legacy events
+(`user_message`, `patch_apply_end`, ...); every version writes the model-visible
+`response_item`s. Each fact is taken from one record only: prompts from the UI
+events, text/reasoning/calls from the response items, a call's result from the
+first record that settles it (a UI item with its exit code, else the output text).
+
+What spans the threads of one session (who spawned whom, what was reported) lives
+in `Links`; tool results live in results.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from huddle.model import events as ev
+from huddle.model.events import Event, cap, one_line
+from huddle.model.session import Session
+
+from . import records as rec
+from . import text as txt
+from .results import Links, ResultsMixin, mcp_ok
+from .text import harness_tag, mail_parts
+from .usage import Ledger
+
+KNOWN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "token_usage_record", "turn_context", "compacted"})
+SPAWN_TOOLS = frozenset({"spawn_agent"})
+WAIT_TOOLS = frozenset({"wait_agent", "wait"})
+CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
+
+
+_skippable = rec.SKIP_LINE.search
+_decode_line = rec.decode_line
+
+
+class ThreadParser(ResultsMixin):
+    def __init__(self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool):
+        self.session = session
+        self.links = links
+        self.info = info
+        self.agent = info.id
+        self.path = path
+        self.is_lead = is_lead
+        self.out: list[Event] = []
+        self.last_t: float | None = None
+        self._ts = None  # the current line's timestamp (a datetime; text when odd)
+        self._ts_for = None  # the timestamp last_t was worked out from
+        self.model = ""
+        self.approval = ""
+        self.lines = 0
+        self.seen_meta = False
+        self.copying = False  # inside a copy of the parent's history (forked sub-agent)
+        self.copy_turn_open = False
+        self.copied_lines = 0
+        self.markers = False  # task_started / task_complete seen: turns need no inferring
+        self.turn_open = False
+        self.turn_t: float | None = None
+        self.resp_call = False  # the model response being written made a tool call
+        self.resp_say = False  # ... or said something
+        self.legacy_turn_open = False
+        self.first_order_done = False
+        self.folded_from_item: str | None = None
+        self.compacted_at = -100
+        self.calls: dict[str, tuple[str, dict]] = {}  # open call id -> (tool, arguments kept for states)
+        self.done: set[str] = set()  # call ids whose result was already emitted
+        self.exec_sessions: dict[str, str] = {}  # unified exec session id -> its exec_command call
+        self.ledger = Ledger()
+
+    # -- helpers -----------------------------------------------------------------------
+
+    def emit(self, kind: str, off: int, n: int, **kw) -> Event:
+        e = Event(kind=kind, agent=self.agent, t=self.now, file=self.path, offset=off, length=n, **kw)
+        self.out.append(e)
+        return e
+
+    @property
+    def now(self) -> float | None:
+        """The current line's time, worked out once per line that needs it."""
+        if self._ts_for is not self._ts:
+            self._ts_for = self._ts
+            t = rec.unix(self._ts)
+            if t is not None:
+                self.last_t = t
+        return self.last_t
+
+    # -- lines -------------------------------------------------------------------------
+
+    def feed(self, off: int, line: bytes) -> None:
+        if _skippable(line, 0, 160) is not None:
+            return
+        try:
+            ln = _decode_line(line)
+        except msgspec.ValidationError as exc:  # (a subclass of DecodeError: first)
+            try:
+                ln = rec.decode_loose_line(line)  # an odd timestamp: keep the line, parse it slowly
+            except msgspec.ValidationError:
+                self._odd(line, off, exc)
+                return
+        except msgspec.DecodeError as exc:
+            self.session.problem(self.path, off, f"not JSON ({exc})")
+            return
+        p = ln.payload
+        if p is None:
+            return
+        t = ln.type
+        if t == "event_msg" and p.type in rec.SKIP_EVENTS:
+            return
+        self.lines += 1
+        if ln.timestamp:
+            self._ts = ln.timestamp
+        n = len(line)
+        if t == "session_meta":
+            self._meta(p)
+        elif (self.copying or self.info.history_start is not None) and self._copied(t, ln.ordinal, p):
+            self._copied_line(off, n)
+        elif t == "response_item":
+            self._item(p, off, n)
+        elif t == "event_msg":
+            self._event(p, off, n)
+        elif t == "token_usage_record":
+            u = self.ledger.record(p.usage)
+            if u is not None:
+                self.emit(ev.USAGE, off, n, id=p.response_id or "", name=self.model, usage=u)
+        elif t == "turn_context":
+            self.model = p.model or self.model
+            self.approval = rec.raw_str(p.approval_policy) or self.approval
+        elif t == "compacted":
+            self._compaction(off, n, one_line(p.message or "", 300))
+
+    def _odd(self, line: bytes, off: int, exc: Exception) -> None:
+        """A line whose fields have unexpected types: a problem if it is a kind huddle
+        reads, nothing at all if it is a kind it does not know."""
+        try:
+            t = rec.decode_envelope(line).type
+        except msgspec.MsgspecError:
+            t = ""
+        if t in KNOWN_TYPES or not t:
+            self.session.problem(self.path, off, f"unexpected {t or 'record'} shape ({exc})")
+
+    def _meta(self, p: rec.Payload) -> None:
+        if not self.seen_meta:
+            self.seen_meta = True  # our own: the source read it already
+            return
+        if p.id and p.id != self.agent:
+            self.copying = True  # a forked child: the parent's history follows
+
+    def _copied(self, t: str, ordinal: int | None, p: rec.Payload) -> bool:
+        start = self.info.history_start
+        if start is not None and ordinal is not None:
+            return ordinal < start
+        if not self.copying:
+            return False
+        # No ordinals (0.144): the copy ends at the child's own first turn, which starts
+        # while the copied parent turn is still open, or names a parent turn.
+        kind = p.type if t == "event_msg" else ""
+        if kind == "task_started":
+            own = (p.turn_attribution is not None and p.turn_attribution.parent_turn_id) or self.copy_turn_open
+            if own:
+                self.copying = False
+                return False
+            self.copy_turn_open = True
+        elif kind in ("task_complete", "turn_aborted"):
+            self.copy_turn_open = False
+        return True
+
+    def _copied_line(self, off: int, n: int) -> None:
+        """History copied from the parent: already counted there. One note, nothing else."""
+        self.copied_lines += 1
+        if self.copied_lines == 1:
+            parent = self.info.forked_from or self.info.parent
+            self.emit(ev.CONTEXT, off, n, name="inherited", copied=True,
+                      text=f"Started with a copy of {parent}'s conversation")
+
+    # -- response items (what the model saw and did) ---------------------------------
+
+    def _item(self, it: rec.Payload, off: int, n: int) -> None:
+        ty = it.type
+        if ty == "message":
+            self._message(it, off, n)
+        elif ty == "reasoning":
+            text = "\n\n".join(p.text for p in it.summary or () if p.text)
+            if text:
+                s, cut = cap(text)
+                self.emit(ev.THINK, off, n, text=s, truncated=cut, id=it.id or "")
+        elif ty == "function_call":
+            self._function_call(it, off, n)
+        elif ty == "custom_tool_call":
+            self.resp_call = True
+            name = it.name or ""
+            body = rec.raw_str(it.input)
+            if name == "apply_patch":
+                files = txt.patch_files(body)
+                self.calls[it.call_id or ""] = (name, {"files": files})
+                detail = one_line(", ".join(files), 160)
+            else:
+                self.calls[it.call_id or ""] = (name, {})
+                detail = one_line(body, 160)
+            self.emit(ev.TOOL_CALL, off, n, id=it.call_id or "", name=name, detail=detail)
+        elif ty in ("function_call_output", "custom_tool_call_output"):
+            self._output(it, off, n)
+        elif ty == "local_shell_call":
+            self.resp_call = True
+            action = rec.raw_json(it.action)
+            cmd = txt.command_text(action.get("command")) if isinstance(action, dict) else ""
+            cid = it.call_id or it.id or ""
+            self.calls[cid] = ("local_shell", {"cmd": cmd})
+            self.emit(ev.TOOL_CALL, off, n, id=cid, name="local_shell", detail=one_line(cmd, 160))
+        elif ty == "web_search_call":
+            action = rec.raw_json(it.action)
+            query = action.get("query") if isinstance(action, dict) else ""
+            cid = it.id or ""
+            self.emit(ev.TOOL_CALL, off, n, id=cid, name="web_search", detail=one_line(str(query or ""), 160))
+            if it.status in ("completed", "failed"):
+                self.emit(ev.TOOL_RESULT, off, n, id=cid, name="web_search", ok=it.status == "completed")
+        elif ty == "tool_search_call":
+            self.resp_call = True
+            args = rec.raw_json(it.arguments)
+            query = args.get("query", "") if isinstance(args, dict) else ""
+            self.emit(ev.TOOL_CALL, off, n, id=it.call_id or "", name="tool_search", detail=one_line(str(query), 160))
+        elif ty == "tool_search_output":
+            self.emit(ev.TOOL_RESULT, off, n, id=it.call_id or "", name="tool_search", ok=True)
+        elif ty == "agent_message":
+            self._agent_mail(it, off, n)
+
+    def _message(self, it: rec.Payload, off: int, n: int) -> None:
+        role = it.role or ""
+        if role == "assistant":
+            text = rec.parts_text(it.content)
+            if text:
+                self.resp_say = True
+                s, cut = cap(text)
+                self.emit(ev.SAY, off, n, text=s, truncated=cut, id=it.id or "")
+            return
+        text = rec.parts_text(it.content)
+        if role == "user":
+            tag = harness_tag(text)
+            if tag:
+                self._context(tag, text, off, n)
+            elif not self.is_lead and not self.first_order_done:
+                # A sub-agent's first task can arrive only as a model-visible message
+                # (0.169 guardian reviews); the UI event, when it follows, is the same.
+                self.first_order_done = True
+                self.folded_from_item = text
+                self.links.first_orders.setdefault(self.agent, text)
+            return  # a real prompt: its user_message / UserMessage event tells it
+        if text:
+            self._context(role or "message", text, off, n)
+
+    def _context(self, name: str, text: str, off: int, n: int) -> None:
+        self.emit(ev.CONTEXT, off, n, name=name, text=text[:CONTEXT_KEEP], truncated=len(text) > CONTEXT_KEEP)
+
+    def _function_call(self, it: rec.Payload, off: int, n: int) -> None:
+        self.resp_call = True
+        name = it.name or ""
+        ns = it.namespace or ""
+        cid = it.call_id or it.id or ""
+        args = rec.arguments(it.arguments)
+        if name in SPAWN_TOOLS:
+            message = str(args.get("message") or args.get("prompt") or "")
+            text, cut = cap(message)
+            e = self.emit(ev.ORDER, off, n, id=cid, name=str(args.get("agent_type") or args.get("role") or "sub-agent"),
+                          detail=one_line(str(args.get("task_name") or message), 120), text=text, truncated=cut)
+            self.links.orders[cid] = e
+            self.calls[cid] = (name, {"task_name": args.get("task_name")})
+            return
+        tool = f"{ns}__{name}" if ns.startswith("mcp__") else name
+        kept = {k: args[k] for k in ("cmd", "command", "sandbox_permissions", "justification", "session_id",
+                                      "targets", "ids", "questions") if k in args}
+        self.calls[cid] = (name, kept)
+        self.emit(ev.TOOL_CALL, off, n, id=cid, name=tool, detail=txt.call_summary(name, args))
+
+    def _agent_mail(self, it: rec.Payload, off: int, n: int) -> None:
+        """Inter-agent mail (0.144+): a task for a child, a child's final answer."""
+        parts = it.content if isinstance(it.content, list) else []
+        text = "".join((p.text or p.encrypted_content or "") for p in parts)
+        kind, payload = mail_parts(text)
+        if kind == "FINAL_ANSWER":
+            self.report_path(it.author or "", payload, off, n, via="final_answer")
+        elif kind == "NEW_TASK" and not self.is_lead and it.recipient == self.info.agent_path:
+            self.order(payload, off, n)
+        else:
+            self._context("agent_message", text, off, n)
+
+    # -- UI / legacy events -------------------------------------------------------------
+
+    def _event(self, e: rec.Payload, off: int, n: int) -> None:
+        ty = e.type
+        if ty == "item_completed":
+            if e.item is not None:
+                self._ui_item(e.item, off, n)
+        elif ty == "token_count":
+            info = e.info
+            if info is None:
+                return
+            u = self.ledger.totals(info.total_token_usage, info.last_token_usage)
+            if u is not None:
+                self.emit(ev.USAGE, off, n, name=self.model, usage=u)
+            if self.ledger.moved:
+                self._response_done(off, n)
+        elif ty == "user_message":
+            text = e.message or ""
+            if not text and len(e.images) > 2:
+                text = "[image]"
+            self.order(text, off, n)
+        elif ty == "task_started":
+            self.markers = True
+            self.turn_open = True
+            self.turn_t = self.now
+        elif ty in ("task_complete", "turn_aborted"):
+            self.markers = True
+            self.turn_open = False
+            if ty == "task_complete":
+                if e.last_agent_message:
+                    self.links.answers[self.agent] = e.last_agent_message
+                self.emit(ev.TURN_END, off, n, id=e.turn_id or "")
+            else:
+                self.emit(ev.TURN_END, off, n, id=e.turn_id or "", detail="aborted", text=e.reason or "")
+        elif ty == "patch_apply_end":
+            self.file_change(e.call_id or "", e.success is not False, e.changes, off, n)
+        elif ty == "mcp_tool_call_end":
+            self.mcp_result(e.call_id or "", mcp_ok(e.result), "", off, n)
+        elif ty == "exec_command_end":
+            self.command_result(e.call_id or "", e.exit_code, None, off, n)
+        elif ty == "sub_agent_activity":
+            self._sub_activity(e.kind, e.event_id or "", e.agent_thread_id or "", e.agent_path or "")
+        elif ty == "context_compacted":
+            self._compaction(off, n, "")
+        elif ty in ("error", "stream_error"):
+            self.emit(ev.ERROR, off, n, name=ty, text=one_line(e.message or ty, 300))
+        elif ty == "thread_name_updated" and e.thread_name and self.is_lead:
+            self.emit(ev.TITLE, off, n, text=e.thread_name)
+
+    def _ui_item(self, it: rec.Item, off: int, n: int) -> None:
+        ty = it.type
+        if ty == "UserMessage":
+            self.order(rec.parts_text(it.content, ("text",)), off, n)
+        elif ty == "CommandExecution":
+            self.command_result(it.id or "", it.exit_code, it, off, n)
+        elif ty == "FileChange":
+            self.file_change(it.id or "", it.status == "completed", it.changes, off, n)
+        elif ty == "McpToolCall":
+            err = rec.raw_json(it.error)
+            why = str(err.get("message") or "") if isinstance(err, dict) else ""
+            self.mcp_result(it.id or "", it.status == "completed" and mcp_ok(it.result), why, off, n, it)
+        elif ty == "CollabAgentToolCall":
+            if it.tool == "spawn_agent":
+                for i, child in enumerate(it.receiver_thread_ids or ()):
+                    if i == 0:
+                        self.links.link(it.id or "", child)
+                for r in it.receiver_agents or ():
+                    if r.thread_id and r.agent_nickname:
+                        self.links.nickname.setdefault(r.thread_id, r.agent_nickname)
+            elif it.tool in ("wait", "wait_agent"):
+                self.report_states(rec.raw_json(it.agents_states), off, n, via="wait")
+        elif ty == "SubAgentActivity":
+            self._sub_activity(it.kind, it.id or "", it.agent_thread_id or "", it.agent_path or "")
+        elif ty == "ContextCompaction":
+            self._compaction(off, n, "")
+
+    def _sub_activity(self, kind: str | None, call: str, child: str, path: str) -> None:
+        if kind == "started":
+            self.links.link(call, child, path)
+        elif kind == "completed" and child:
+            self.links.finished.add(child)
+            if path:
+                self.links.child_by_path.setdefault(path, child)
+
+    def _compaction(self, off: int, n: int, text: str) -> None:
+        # One compaction shows as `compacted` plus an item or event a few lines apart.
+        if self.lines - self.compacted_at <= 8:
+            return
+        self.compacted_at = self.lines
+        self.emit(ev.COMPACTION, off, n, text="Conversation compacted", detail=text)
+
+    def _response_done(self, off: int, n: int) -> None:
+        """A model response was accounted for (its totals moved). 0.96 writes no turn
+        markers: a response that said something and called no tool ends the turn."""
+        if not self.markers and self.legacy_turn_open and self.resp_say and not self.resp_call:
+            self.legacy_turn_open = False
+            self.emit(ev.TURN_END, off, n, detail="inferred")
+        self.resp_call = self.resp_say = False
+
+    # -- prompts and orders -------------------------------------------------------------
+
+    def order(self, text: str, off: int, n: int) -> None:
+        """A task for this agent: the human's prompt for the lead, an order for a child."""
+        if not self.markers:
+            if self.legacy_turn_open:
+                self.emit(ev.TURN_END, off, n, detail="inferred")
+            self.legacy_turn_open = True
+        s, cut = cap(text)
+        if self.is_lead:
+            self.emit(ev.PROMPT, off, n, text=s, truncated=cut)
+            return
+        if self.folded_from_item is not None:
+            same = text == self.folded_from_item
+            self.folded_from_item = None
+            if same:
+                return
+        if not self.first_order_done:
+            self.first_order_done = True
+            self.links.first_orders.setdefault(self.agent, s)
+            return  # the lead's ORDER carries this text already
+        self.emit(ev.ORDER, off, n, text=s, truncated=cut, target=self.agent)

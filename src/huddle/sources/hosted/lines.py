@@ -1,0 +1,150 @@
+"""What a hosted run's log is made of, decoded with msgspec: the log entries, the
+lines of Claude Code's `--output-format stream-json` (reusing the transcript's
+message structs), and small readers of their loose parts."""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+from msgspec import Raw
+
+from huddle.sources.claude.records import ClaudeUsage, Message
+
+
+class Entry(msgspec.Struct):
+    seq: int = 0
+    t: float | None = None
+    kind: str = ""
+    json: Raw = Raw(b"null")
+    text: str | None = None
+    pid: int | None = None
+    start: int | None = None
+    host_pid: int | None = None
+    host_start: int | None = None
+    argv: list[str] | None = None
+    cwd: str | None = None
+    name: str | None = None
+    status: int | None = None
+    reason: str | None = None
+    stopped: bool | None = None
+    step: str | None = None
+
+
+class TaskUsage(msgspec.Struct):
+    total_tokens: int | None = 0
+
+
+class Delta(msgspec.Struct):
+    type: str = ""
+    text: str | None = None
+    thinking: str | None = None
+
+
+class ContentBlock(msgspec.Struct):
+    type: str = ""
+
+
+class StreamEvent(msgspec.Struct):
+    type: str = ""
+    message: Message | None = None
+    content_block: ContentBlock | None = None
+    delta: Delta | None = None
+    usage: ClaudeUsage | None = None
+
+
+class Line(msgspec.Struct):
+    """One stream-json line: every field huddle reads, of every line type."""
+
+    type: str = ""
+    subtype: str | None = None
+    session_id: str | None = None
+    parent_tool_use_id: str | None = None
+    agent_id: str | None = None
+    message: Message | None = None
+    event: StreamEvent | None = None
+    api_message_id: str | None = None
+    cwd: str | None = None
+    model: str | None = None
+    title: str | None = None
+    task_id: str | None = None
+    tool_use_id: str | None = None
+    parent_task_id: str | None = None
+    description: str | None = None
+    subagent_type: str | None = None
+    is_backgrounded: bool | None = None
+    prompt: str | None = None
+    summary: str | None = None
+    status: str | None = None
+    usage: Raw = Raw(b"null")
+    result: str | None = None
+    is_error: bool | None = None
+    terminal_reason: str | None = None
+    errors: list[str] | None = None
+    error: Raw = Raw(b"null")
+    error_status: int | None = None
+    attempt: int | None = None
+    tool_name: str | None = None
+    content: Raw = Raw(b"null")
+    compact_metadata: Raw = Raw(b"null")
+    isReplay: bool | None = None
+    isSynthetic: bool | None = None
+
+
+decode_line = msgspec.json.Decoder(Line).decode
+task_usage = msgspec.json.Decoder(TaskUsage | None).decode
+claude_usage = msgspec.json.Decoder(ClaudeUsage | None).decode
+decode_any = msgspec.json.Decoder().decode
+
+# Options of `claude` that take a value: what is left after them is the prompt.
+_VALUE_OPTS = frozenset(
+    "--output-format --input-format --model --fallback-model --session-id -r --resume --permission-mode "
+    "--allowedTools --allowed-tools --disallowedTools --disallowed-tools --tools --append-system-prompt "
+    "--system-prompt --max-turns --agents --agent --settings --mcp-config --add-dir -n --name "
+    "--setting-sources --max-budget-usd --betas --json-schema --plugin-dir --permission-prompt-tool".split()
+)
+
+
+def argv_prompt(argv: list[str]) -> str:
+    """The prompt of a `claude -p PROMPT ...` command line, if it has one."""
+    if not argv or os.path.basename(argv[0]) != "claude" or not ({"-p", "--print"} & set(argv)):
+        return ""
+    skip = False
+    for a in argv[1:]:
+        if skip:
+            skip = False
+        elif a.startswith("-"):
+            skip = a in _VALUE_OPTS
+        else:
+            return a
+    return ""
+
+
+def given(raw: Raw) -> bool:
+    return bytes(raw) != b"null"
+
+
+def user_text(val) -> str | None:
+    """The text of a stream-json user message written to stdin, if it is one."""
+    if not isinstance(val, dict) or val.get("type") != "user":
+        return None
+    m = val.get("message")
+    c = m.get("content") if isinstance(m, dict) else None
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "\n".join(b["text"] for b in c if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return None
+
+
+def compact_detail(raw: Raw) -> str:
+    try:
+        val = decode_any(raw)
+    except msgspec.MsgspecError:
+        return ""
+    if not isinstance(val, dict):
+        return ""
+    parts = [str(val.get("trigger") or "")]
+    if val.get("pre_tokens"):
+        parts.append(f"{val['pre_tokens']} -> {val.get('post_tokens', '?')} tokens")
+    return ", ".join(p for p in parts if p)

@@ -1,0 +1,120 @@
+"""Runs hosted by `huddle run` / `huddle host`: `$HUDDLE_HOME/runs/<name>/events.jsonl`.
+
+A hosted run is a session like any other: its id is the run's folder name; its
+state comes from the host being alive (pid and start time, so a reused pid is not
+taken for it) and from the stream; its live partial text (what the agent is
+writing this second) and the agent's own session id (the stream's `session_id`,
+so the views can link the run to the agent's transcript) are in `session.live`.
+"""
+
+from __future__ import annotations
+
+import os
+
+from huddle.host.paths import LOG_NAME, runs_dir
+from huddle.host.proctree import alive
+from huddle.io.reader import GONE, RESET, LineReader
+from huddle.sources.base import Handle, Source, register
+
+from .stream import Mapper
+
+
+class HostedHandle(Handle):
+    def __init__(self, path: str, run: str):
+        super().__init__("hosted", run)
+        self.path = path
+        self._fresh()
+
+    def _fresh(self) -> None:
+        s = self.session
+        lead = s.agent(s.id, parent=None, name="main", file=self.path)
+        lead.kind = "main"
+        self.reader = LineReader(self.path)
+        self.mapper = Mapper(s, self.path)
+
+    def files(self) -> list[str]:
+        return [self.path]
+
+    def refresh(self) -> bool:
+        s = self.session
+        before = s.version
+        status = self.reader.check()
+        if status == GONE:
+            return False
+        if status == RESET:
+            s.reset()
+            self._fresh()
+            self.reader.check()
+        for off, line in self.reader.lines():
+            self.mapper.feed(off, line)
+        live = self.live()
+        if live != s.live:
+            s.live = live
+            s.version += 1
+        return s.version != before
+
+    def live(self, at: float | None = None) -> dict:
+        m = self.mapper
+        run, host, exited = m.run, m.host, m.exited
+        out: dict = {"dir": os.path.dirname(self.path), "pid": run.get("pid")}
+        if m.agent_sessions:
+            # the agent's own session id: the same session in its own source (claude)
+            out["agent_session"] = {"source": "claude", "id": m.agent_sessions[-1]}
+            if len(m.agent_sessions) > 1:
+                out["agent_sessions"] = list(m.agent_sessions)
+        if exited is not None:
+            out["exited"] = {k: exited[k] for k in ("status", "reason", "stopped")}
+        if at is not None:
+            began, ended = run.get("t"), (exited or {}).get("t")
+            if began is None or at < began:
+                out["alive"] = None
+            else:
+                out["alive"] = ended is None or at < ended
+                if ended is not None and at >= ended:
+                    out["ended_at"] = ended
+            return out
+        host_up = bool(host.get("host_pid")) and alive(host["host_pid"], host.get("host_start"))
+        out["host"] = {"pid": host.get("host_pid"), "alive": host_up}
+        if exited is not None:
+            out["alive"] = False
+            out["ended_at"] = exited.get("t")
+        elif run:
+            out["alive"] = host_up and alive(run["pid"], run.get("start"))
+            if not out["alive"]:
+                out["ended_at"] = m.s.updated_at
+                out["lost"] = True  # the host died without writing `exited`
+        if m.partial and m.partial.get("text") and out.get("alive"):
+            out["partial"] = dict(m.partial)
+        return out
+
+
+@register
+class HostedSource(Source):
+    name = "hosted"
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        self.runs = runs_dir(settings.huddle_home) if settings.huddle_home else ""
+
+    def roots(self) -> list[str]:
+        return [self.runs] if self.runs else []
+
+    def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
+        found: dict[str, Handle] = {}
+        try:
+            entries = os.scandir(self.runs)
+        except OSError:
+            return found
+        with entries:
+            for d in entries:
+                if not d.is_dir(follow_symlinks=False):
+                    continue
+                path = os.path.join(d.path, LOG_NAME)
+                if not os.path.isfile(path):
+                    continue
+                key = f"hosted:{d.name}"
+                h = known.get(key)
+                if not isinstance(h, HostedHandle) or h.path != path:
+                    h = HostedHandle(path, d.name)
+                found[key] = h
+        return found

@@ -1,0 +1,5 @@
+"""Mistral Vibe: unified stores and legacy session folders, locks."""
+
+from .source import VibeSource
+
+__all__ = ["VibeSource"]

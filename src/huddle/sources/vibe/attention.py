@@ -1,0 +1,120 @@
+"""What a unified store says its agent is waiting on, and for whom.
+
+Callbacks are the store asking its human: `callback_registered` (an approval of a
+tool, or questions) and, once answered, `callback_resolved`. An open one is a
+`waiting` event until then. A snapshot lists the callbacks of the runtime state
+(answered ones keep their result), which covers segments already deleted. From the
+same state, `live_state()` says what the agent is doing right now.
+"""
+
+from __future__ import annotations
+
+from huddle.model import events as ev
+from huddle.model.events import Event, one_line
+
+from . import records as vr
+from . import tools as vt
+
+TURN_OVER = frozenset({"completed", "failed", "interrupted"})
+QUESTION_TOOL = "ui.ask_user_question"
+
+
+def ms(v) -> float | None:
+    return v / 1000.0 if isinstance(v, (int, float)) and v > 0 else None
+
+
+def status_of(v) -> str:
+    if isinstance(v, dict):
+        return str(v.get("type") or "")
+    return v or ""
+
+
+class Attention:
+    """Mixed into StoreParser, whose state it reads (waits, running effects, turns)."""
+
+    waits: dict[str, Event]
+    waits_done: set[str]
+    running: dict[str, tuple[str, float | None, str]]
+    effect_times: dict[str, tuple[float | None, float | None]]
+    latest: vr.Turn | None
+    last_t: float | None
+    is_child: bool
+
+    def _runtime_callbacks(self, callbacks: list[vr.Callback]) -> None:
+        listed = set()
+        for cb in callbacks:
+            listed.add(cb.callback_id)
+            self._registered(cb, estimated=False)
+            resolved = cb.state == "resolved" or len(cb.result) > 4
+            if resolved and cb.callback_id in self.waits:
+                self._resolved(cb.callback_id, cb.result, self._settle_time(cb.routing), estimated=True)
+        for cid in [c for c in self.waits if c not in listed]:
+            self._resolved(cid, None, self.last_t, estimated=True)
+
+    def _settle_time(self, r: vr.Routing | None) -> float | None:
+        """When a callback answered in an earlier generation was resolved: the journal
+        said, but that segment is gone; the effect it held settled just after."""
+        if r is None:
+            return self.last_t
+        span = self.effect_times.get(r.relatedEntryId or "")
+        at = ms(r.createdAt)
+        if span is None and at is not None:
+            span = next((sp for sp in self.effect_times.values() if sp[0] and sp[1] and sp[0] <= at <= sp[1]), None)
+        return span[1] if span is not None and span[1] is not None else (at or self.last_t)
+
+    def _registered(self, cb: vr.Callback, estimated: bool) -> None:
+        cid = cb.callback_id
+        if not cid or cid in self.waits or cid in self.waits_done:
+            return
+        r = cb.routing or vr.Routing()
+        detail = vt.decode(r.detail, 200_000) or {}
+        if cb.kind == "user_input":
+            tool, about = QUESTION_TOOL, vt.question_text(detail) or (r.title or "a question")
+        else:
+            eff = detail.get("effect") if isinstance(detail, dict) else None
+            eff = eff if isinstance(eff, dict) else {}
+            tool = str(eff.get("toolName") or r.title or cb.kind)
+            about = vt.input_summary(eff.get("input")) or (r.title or "approval")
+        t = ms(r.createdAt)
+        self._time(t)
+        self.waits[cid] = self.emit(ev.WAITING, t, id=cid, name=tool, detail=about, estimated=estimated,
+                                    text=r.title or "")
+
+    def _resolved(self, cid: str, result, t: float | None, estimated: bool) -> None:
+        w = self.waits.pop(cid, None)
+        if w is None:
+            return
+        self.waits_done.add(cid)
+        res = vt.decode(result, 100_000) if result is not None else None
+        out = res.get("output") if isinstance(res, dict) else None
+        how = ""
+        if isinstance(out, dict):
+            dec = out.get("decision")
+            how = dec.get("type", "") if isinstance(dec, dict) else ""
+            answers = (out.get("result") or {}).get("answers") if isinstance(out.get("result"), dict) else None
+            if isinstance(answers, list) and answers and isinstance(answers[0], dict):
+                how = one_line(str(answers[0].get("answer") or ""), 120)
+        self.emit(ev.RESOLVED, t, id=cid, name=w.name, detail=w.detail, text=how, estimated=estimated)
+
+    # -- liveness ------------------------------------------------------------------
+
+    def live_state(self) -> dict | None:
+        """This agent's state as the store has it now (for `live()`)."""
+        if self.waits:
+            w = list(self.waits.values())[-1]
+            return {"state": "needs_you", "waiting_for": w.detail or w.name, "since": w.t}
+        if self.running:
+            waits = [(since, about) for tool, since, about in self.running.values() if tool in vt.WAIT_TOOLS]
+            since = min((s for _, s, _ in self.running.values() if s is not None), default=None)
+            if len(waits) == len(self.running):
+                return {"state": "waiting", "waiting_for": waits[0][1] or "sub-agents", "since": since}
+            return {"state": "working", "waiting_for": None, "since": since}
+        turn = self.latest
+        if turn is None:
+            return None
+        status = status_of(turn.status)
+        if status == "in_progress":
+            return {"state": "working", "waiting_for": None, "since": ms(turn.startedAt)}
+        if status in TURN_OVER and not self.is_child:
+            return {"state": "your_turn", "waiting_for": None, "since": ms(turn.completedAt)}
+        return None

@@ -1,0 +1,135 @@
+"""Vibe's session locks: `<root>/active/<id>.lock` (empty, flock'd) and
+`<id>.lock.json` (`process_id`, `acquired_at`), held while a session (or a
+sub-agent) is open and removed when it closes. The only on-disk sign of life.
+
+Read-only: huddle never takes, tests or touches the locks. A lock left by a killed
+process is told apart by its pid: gone, or a process that started after the lock
+was taken (the pid was reused).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from huddle.model.session import parse_time
+from huddle.sources.claude.registry import process_alive
+
+
+def _read_json(path: str) -> dict | None:
+    for _ in range(2):  # written whole, but be kind to a half-written one: retry once
+        try:
+            with open(path, "rb") as f:
+                val = json.loads(f.read())
+            return val if isinstance(val, dict) else None
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _boot_time() -> float | None:
+    try:
+        with open("/proc/stat", "rb") as f:
+            for line in f:
+                if line.startswith(b"btime "):
+                    return float(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _process_start(pid: int) -> float | None:
+    """When a process started (unix seconds), from /proc; None if it cannot be told."""
+    boot = _boot_time()
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read().decode(errors="replace")
+        ticks = int(stat[stat.rfind(")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+    if boot is None:
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def pid_alive(pid: int, acquired: float | None) -> bool:
+    if not process_alive(pid, None):
+        return False
+    started = _process_start(pid)
+    if started is not None and acquired is not None and started > acquired + 5:
+        return False  # a newer process that happens to have the old pid
+    return True
+
+
+class Lock:
+    __slots__ = ("id", "pid", "acquired_at", "held")
+
+    def __init__(self, id: str, info: dict, held: bool):
+        self.id = id
+        pid = info.get("process_id")
+        self.pid = pid if isinstance(pid, int) else None
+        self.acquired_at = parse_time(info.get("acquired_at")) if isinstance(info.get("acquired_at"), str) else None
+        self.held = held  # the lock file itself is there too
+
+
+class Locks:
+    def __init__(self, folder: str):
+        self.folder = folder
+        self.exists = False
+        self.locks: dict[str, Lock] = {}
+        self._mtimes: dict[str, int] = {}
+
+    def refresh(self) -> None:
+        try:
+            names = set(os.listdir(self.folder))
+        except OSError:
+            self.exists, self.locks, self._mtimes = False, {}, {}
+            return
+        self.exists = True
+        found: dict[str, Lock] = {}
+        for n in names:
+            if not n.endswith(".lock.json"):
+                continue
+            sid = n[: -len(".lock.json")]
+            path = os.path.join(self.folder, n)
+            try:
+                mtime = os.stat(path).st_mtime_ns
+            except OSError:
+                continue
+            old = self.locks.get(sid)
+            if old is not None and self._mtimes.get(sid) == mtime:
+                old.held = sid + ".lock" in names
+                found[sid] = old
+                continue
+            info = _read_json(path)
+            if info is None:
+                continue
+            self._mtimes[sid] = mtime
+            found[sid] = Lock(sid, info, sid + ".lock" in names)
+        self.locks = found
+
+    def alive(self, sid: str, at: float | None = None) -> bool | None:
+        """Is a process holding this session? With `at`, the files are trusted as they
+        are (their processes are long gone). None when this Vibe keeps no locks here."""
+        lock = self.locks.get(sid)
+        if lock is None or not lock.held:
+            return False if self.exists else None
+        if at is not None:
+            return True
+        if lock.pid is None:
+            return None
+        return pid_alive(lock.pid, lock.acquired_at)
+
+    def info(self, sid: str) -> dict | None:
+        lock = self.locks.get(sid)
+        if lock is None:
+            return None
+        return {"pid": lock.pid, "acquired_at": lock.acquired_at, "held": lock.held}
+
+    def signals(self, sid: str, at: float | None) -> dict:
+        """The liveness part of a handle's `live()`: alive, and the lock's pid."""
+        out: dict = {"alive": self.alive(sid, at)}
+        lock = self.info(sid)
+        if lock is not None:
+            out["pid"], out["lock"] = lock["pid"], lock
+        return out

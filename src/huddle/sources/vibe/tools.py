@@ -1,0 +1,102 @@
+"""Vibe tool calls in a few words: what went in (a command, a file, a question), how it
+ended (exit code, denied), and which calls are sub-agent operations. Shared by the
+unified and the legacy engine, whose tool names differ (`file_system.bash` / `bash`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import msgspec
+from msgspec import Raw
+
+from huddle.model.events import one_line
+
+# Unified runtime names (2.26: subagent.*, 3.x: agents.* plus the model's own `wait`).
+SPAWN_TOOLS = frozenset({"subagent.spawn", "agents.spawn"})
+MESSAGE_TOOLS = frozenset({"subagent.send_message", "agents.send_message"})
+ANSWER_TOOLS = frozenset({"subagent.wait"})  # its result carries the sub-agent's answer
+WAIT_TOOLS = frozenset({"subagent.wait", "self.wait"})  # the agent sits waiting on others
+STOP_TOOLS = frozenset({"subagent.stop"})
+SHELL_TOOLS = frozenset({"file_system.bash", "bash"})
+LEGACY_TASK_TOOL = "task"
+
+_decode = msgspec.json.Decoder().decode
+_RETURN_CODE = re.compile(r"Return code: (-?\d+)")
+_SUMMARY_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "task", "message", "agentName", "agent_path", "name")
+
+
+def decode(raw: Raw | bytes | str | None, limit: int = 1 << 20):
+    """A JSON value, or None when absent, too big to be worth building, or broken."""
+    if raw is None or len(raw) > limit:
+        return None
+    try:
+        return _decode(raw)
+    except msgspec.MsgspecError:
+        return None
+
+
+def input_summary(val) -> str:
+    """A short, telling summary of a tool's input."""
+    if val is None:
+        return ""
+    if not isinstance(val, dict):
+        return one_line(str(val), 160)
+    for key in _SUMMARY_KEYS:
+        v = val.get(key)
+        if isinstance(v, str) and v:
+            return one_line(v, 160)
+    qs = val.get("questions")
+    if isinstance(qs, list) and qs and isinstance(qs[0], dict) and isinstance(qs[0].get("question"), str):
+        return one_line(qs[0]["question"], 160)
+    if isinstance(val.get("todos"), list):
+        return f"{len(val['todos'])} todos"
+    if isinstance(val.get("timeout_ms"), (int, float)):
+        return f"up to {val['timeout_ms'] / 1000:g} s"
+    if not val:
+        return ""
+    return one_line(msgspec.json.encode(val).decode(), 160)
+
+
+def question_text(detail) -> str:
+    """The question(s) of a user_input callback's detail."""
+    req = detail.get("request") if isinstance(detail, dict) else None
+    qs = req.get("questions") if isinstance(req, dict) else None
+    if isinstance(qs, list):
+        texts = [q["question"] for q in qs if isinstance(q, dict) and isinstance(q.get("question"), str)]
+        if texts:
+            return one_line(" / ".join(texts), 200)
+    return ""
+
+
+def exit_code(output) -> int | None:
+    """A shell result's exit code from its structured output (unified or legacy)."""
+    if not isinstance(output, dict):
+        return None
+    sc = output.get("structured_content", output)
+    if isinstance(sc, dict):
+        for key in ("returncode", "exit_code"):
+            v = sc.get(key)
+            if isinstance(v, int):
+                return v
+    return None
+
+
+def legacy_exit_code(content: str) -> int | None:
+    """A failed legacy shell call only says it in text: `Return code: 2`."""
+    m = _RETURN_CODE.search(content[:4000])
+    return int(m.group(1)) if m else None
+
+
+def agent_path_name(path: str) -> str:
+    """`/root/helper` or `helper` -> `helper` (3.x addresses agents by path)."""
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
+def content_text(content) -> str:
+    """A message's text: a string, or its text parts (other parts as `[image]` etc.)."""
+    if isinstance(content, str):
+        return content
+    if not content:
+        return ""
+    return "\n".join(p.text if p.type == "text" and p.text else f"[{p.type}]" for p in content if p.type)

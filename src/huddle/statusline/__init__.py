@@ -1,0 +1,270 @@
+"""`huddle statusline`: one line for Claude Code's status bar (and tmux, prompts).
+
+It runs on every message of every session, so it must be fast and never pile up:
+standard library only (no click, no msgspec), a hard time budget, and no parsing
+of transcripts here. It reads the board huddle left in its cache, notices when
+that board is stale (a session file moved), asks for a refresh in the background
+(one refresher at a time, whatever number of status lines ask), and overlays the
+live Claude Code registry (sessions/<pid>.json, tiny JSON) so "needs you" is right
+even before the refresh lands.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from huddle.io.boardfile import board_path, dirs_moved, files_moved, read_board
+
+BUDGET = float(os.environ.get("HUDDLE_STATUSLINE_BUDGET", "0.25"))  # seconds, hard
+STALE_AFTER = 10.0  # refresh a board older than this even if nothing seemed to move
+
+
+def _home() -> str:
+    env = os.environ
+    if env.get("HUDDLE_HOME"):
+        return env["HUDDLE_HOME"]
+    data = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
+    return os.path.join(data, "huddle")
+
+
+def _claude_dir() -> str:
+    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+
+
+def parse_json(text: str):
+    """JSON with CPython's C scanner, without importing the json package (which pulls in
+    re and enum: a third of this command's start-up). Falls back to json elsewhere."""
+    try:
+        from _json import make_scanner
+    except ImportError:  # not CPython
+        import json
+
+        return json.loads(text)
+
+    class Options:
+        strict = True
+        object_hook = None
+        object_pairs_hook = None
+        parse_float = float
+        parse_int = int
+        parse_constant = float  # NaN, Infinity, -Infinity
+        memo: dict = {}
+
+    s = text.strip()
+    try:
+        val, end = make_scanner(Options())(s, 0)
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if end != len(s):
+        raise ValueError("extra data after the JSON value")
+    return val
+
+
+def read_input(raw: str) -> dict:
+    """Claude Code's statusLine JSON; anything else is tolerated as no input."""
+    try:
+        val = parse_json(raw) if raw.strip() else {}
+    except Exception:  # malformed input of any kind: print the board line anyway
+        return {}
+    return val if isinstance(val, dict) else {}
+
+
+def load_board(path: str) -> dict | None:
+    return read_board(path)
+
+
+def is_stale(board: dict, deadline: float) -> bool:
+    if time.time() - (board.get("written_at") or 0) > STALE_AFTER:
+        return True
+    if dirs_moved(board.get("dirs") or []):
+        return True
+    for s in board["sessions"]:
+        if time.monotonic() > deadline:
+            return True  # out of time to look: assume stale, the refresher will tell
+        if files_moved(s.get("files") or []):
+            return True
+    return False
+
+
+def kick_refresh(home: str) -> None:
+    """Start `python -m huddle.core.refresh` detached, unless one is already running."""
+    lock = os.path.join(home, "cache", "refresh.lock")
+    try:
+        import fcntl
+
+        os.makedirs(os.path.dirname(lock), mode=0o700, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return  # a refresher holds it: do not pile up
+        finally:
+            os.close(fd)  # releases our probe; the refresher takes it for real
+    except OSError:
+        return
+    # posix_spawn, not subprocess: no import, no fork of this process, its own session.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-m", "huddle.core.refresh"],
+            os.environ,
+            file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)],
+            setsid=True,
+        )
+    except (OSError, AttributeError, NotImplementedError):
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _alive(pid, proc_start) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except (OSError, ValueError, TypeError):
+        return False
+    if proc_start:
+        try:
+            with open(f"/proc/{int(pid)}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+            return stat[stat.rfind(")") + 2 :].split()[19] == str(proc_start)
+        except (OSError, IndexError):
+            return True
+    return True
+
+
+def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None:
+    """Claude Code rewrites sessions/<pid>.json whenever its status changes: the
+    freshest word on who needs you, cheaper than any transcript."""
+    folder = os.path.join(claude_dir, "sessions")
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(".json")]
+    except OSError:
+        return
+    by_id = {r["id"]: r for r in rows if r.get("source") == "claude"}
+    for n in names:
+        if time.monotonic() > deadline:
+            return
+        try:
+            with open(os.path.join(folder, n), "rb") as f:
+                val = parse_json(f.read().decode())
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue  # half-written: the cached state stands this round
+        if not isinstance(val, dict):
+            continue
+        row = by_id.get(val.get("sessionId"))
+        if row is None:
+            row = {"id": val.get("sessionId"), "source": "claude", "title": val.get("name") or "", "state": None}
+            rows.append(row)
+            by_id[row["id"]] = row
+        if not _alive(val.get("pid"), val.get("procStart")):
+            row["state"] = "ended"
+            continue
+        status = val.get("status")
+        if status == "waiting":
+            if row.get("state") != "needs_you":
+                row["state"] = "needs_you"
+                row["waiting_for"] = val.get("waitingFor") or "your answer"
+        elif status == "busy":
+            if row.get("state") not in ("working", "waiting", "needs_you"):
+                row["state"] = "working"
+        elif status in ("idle", "shell"):
+            if row.get("state") in ("working", "waiting", "needs_you", None):
+                row["state"] = "your_turn"
+
+
+def summarise(inp: dict, board: dict | None, stale: bool) -> dict:
+    me = inp.get("session_id")
+    rows = (board or {}).get("sessions") or []
+    others = [r for r in rows if r.get("id") != me]
+    need = [r for r in others if r.get("state") == "needs_you"]
+    working = [r for r in others if r.get("state") in ("working", "waiting")]
+    cost = inp.get("cost") if isinstance(inp.get("cost"), dict) else {}
+    ctx = inp.get("context_window") if isinstance(inp.get("context_window"), dict) else {}
+    pct = ctx.get("used_percentage")
+    if pct is None and ctx.get("context_window_size"):
+        used = (ctx.get("total_input_tokens") or 0) + (ctx.get("total_output_tokens") or 0)
+        pct = 100.0 * used / ctx["context_window_size"]
+    mine = next((r for r in rows if r.get("id") == me), None)
+    usd = cost.get("total_cost_usd")
+    if usd is None and mine is not None:
+        usd = mine.get("cost_usd")
+    return {
+        "session": {"id": me, "cost_usd": usd, "context_percent": pct},
+        "needs_you": [
+            {"id": r.get("id"), "source": r.get("source"), "title": r.get("title"), "waiting_for": r.get("waiting_for")}
+            for r in need
+        ],
+        "working": len(working),
+        "sessions": len(rows),
+        "stale": stale or board is None,
+    }
+
+
+def render(s: dict) -> str:
+    parts = []
+    me = s["session"]
+    if isinstance(me.get("cost_usd"), (int, float)):
+        parts.append(f"${me['cost_usd']:.2f}")
+    if isinstance(me.get("context_percent"), (int, float)):
+        parts.append(f"ctx {me['context_percent']:.0f}%")
+    others = []
+    if s["needs_you"]:
+        n = len(s["needs_you"])
+        first = s["needs_you"][0]
+        hint = (first.get("title") or "")[:24]
+        others.append(f"✋ {n} need{'s' if n == 1 else ''} you" + (f" ({hint})" if n == 1 and hint else ""))
+    if s["working"]:
+        others.append(f"⚙ {s['working']} working")
+    line = " · ".join(parts)
+    if others:
+        line = (line + " │ " if line else "") + " · ".join(others)
+    return line or "huddle: all quiet"
+
+
+def run(argv: list[str], stdin=None) -> str:
+    start = time.monotonic()
+    deadline = start + BUDGET
+    as_json = "--json" in argv
+    stdin = stdin if stdin is not None else sys.stdin
+    try:
+        raw = "" if stdin is None or stdin.isatty() else stdin.read()
+    except (OSError, ValueError):
+        raw = ""
+    inp = read_input(raw)
+    home = _home()
+    path = board_path(home)
+    board = load_board(path)
+    stale = board is None or is_stale(board, deadline)
+    if stale:
+        kick_refresh(home)
+    if board is None:
+        # First run (or a corrupt cache): wait for the refresher within the budget.
+        while time.monotonic() < deadline - 0.02:
+            time.sleep(0.02)
+            board = load_board(path)
+            if board is not None:
+                break
+    rows = [dict(r) for r in (board or {}).get("sessions", [])]
+    overlay_registry(rows, _claude_dir(), deadline)
+    summary = summarise(inp, {"sessions": rows} if board is not None or rows else None, stale)
+    if as_json:
+        import json  # only for the JSON form
+
+        return json.dumps(summary, ensure_ascii=False)
+    return render(summary)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "-h" in argv or "--help" in argv:
+        print("usage: huddle statusline [--json]\n\nReads Claude Code's statusLine JSON on stdin and prints one line:\n"
+              "this session's cost and context use, and who needs you across all sessions.")
+        return 0
+    try:
+        print(run(argv))
+    except Exception:  # a status bar must always get a line
+        print("huddle: …")
+    return 0

@@ -1,0 +1,392 @@
+"""The web app's JSON API as plain library functions, one per route.
+
+Each takes the core object (already refreshed by its caller) and the route's
+parameters, validates them strictly, and returns a JSON-able dict. The server
+and the CLI's `--json` twins both call these, so they always agree. Nothing here
+writes anywhere; the only file read is the content read-back, checked first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import weakref
+
+import msgspec
+
+from huddle.errors import BadRequest, Forbidden, NotFound
+from huddle.io.reader import read_span
+from huddle.model import events as ev
+from huddle.model.doing import doing
+
+SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+AGENT_ID = SESSION_ID
+# file index - offset - length [- which event of that record, when it holds several]
+REF = re.compile(r"^(\d{1,4})-(\d{1,15})-(\d{1,10})(?:-(\d{1,3}))?$")
+
+TRANSCRIPT_LIMIT = 50
+TRANSCRIPT_MAX = 500
+EVENTS_LIMIT = 1000
+EVENTS_MAX = 5000
+
+# Kinds that are bookkeeping, not something said or done: left out of the chat flow.
+_NOT_MESSAGES = frozenset({ev.USAGE, ev.TITLE, ev.TURN_END})
+
+
+# -- validation -----------------------------------------------------------------------
+
+
+def check_id(value, what: str = "session id", pattern: re.Pattern = SESSION_ID) -> str:
+    if not isinstance(value, str) or not pattern.match(value):
+        raise BadRequest(f"bad {what}: {str(value)[:60]!r}")
+    return value
+
+
+def check_int(value, what: str, lo: int = 0, hi: int = 1 << 53, default: int | None = None) -> int | None:
+    """A non-negative integer parameter given as text or int; None/'' gives the default."""
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        raise BadRequest(f"bad {what}: {value!r}")
+    if isinstance(value, str):
+        if not value.isascii() or not value.isdigit() or len(value) > 16:
+            raise BadRequest(f"bad {what}: {value[:40]!r} (want a whole number)")
+        value = int(value)
+    if not isinstance(value, int) or value < lo or value > hi:
+        raise BadRequest(f"bad {what}: {value!r} (want {lo} to {hi})")
+    return value
+
+
+def _handle(h, sid):
+    check_id(sid)
+    handle = h.handle(sid)
+    if handle is None:
+        raise NotFound(f"no session {sid}")
+    return handle
+
+
+# -- events as JSON ---------------------------------------------------------------------
+
+def files_index(handle) -> dict[str, int]:
+    try:
+        files = handle.files()
+    except Exception:  # an adapter's bug costs the refs, not the route
+        files = []
+    return {f: i for i, f in enumerate(files)}
+
+
+def _same_span(a: ev.Event, b: ev.Event) -> bool:
+    return a.offset == b.offset and a.length == b.length and a.file == b.file
+
+
+def _nth_of_record(e: ev.Event, evs: list | None) -> int:
+    """Which event of its record `e` is: they sit next to each other, count those before it."""
+    n, i = 0, e.seq - 1
+    while evs is not None and 0 <= i < len(evs) and e.seq - i <= 64 and _same_span(evs[i], e):
+        n, i = n + 1, i - 1
+    return n
+
+
+def event_json(e: ev.Event, files: dict[str, int], evs: list | None = None) -> dict:
+    """An event for a page: its content is named by a ref, never by a path."""
+    d = msgspec.to_builtins(e)
+    d.pop("file", None)
+    d.pop("offset", None)
+    d.pop("length", None)
+    if e.file and e.offset >= 0 and e.length > 0:
+        fi = files.get(e.file)
+        if fi is not None:
+            d["ref"] = f"{fi}-{e.offset}-{e.length}"
+            n = _nth_of_record(e, evs)
+            if n:
+                d["ref"] += f"-{n}"
+    if e.kind == ev.TOOL_CALL:
+        d["doing"] = doing(e.name, e.detail)
+    return d
+
+
+# -- the board and one session ----------------------------------------------------------
+
+
+def sessions(h, at: float | None = None) -> dict:
+    """GET /api/sessions: the board, exactly what `huddle status --json` prints."""
+    from .board import board_json
+
+    return board_json(h, at=at)
+
+
+def _board_entry(h, s, at: float | None = None) -> dict:
+    from . import board
+
+    return board.session_entry(h, s, at=at, table=pricing_table(h))
+
+
+def pricing_table(h):
+    """The board's pricing table (the board module loads it once per board)."""
+    from .board import pricing_table as load
+
+    return load(h)
+
+
+def _jsonable(value, depth: int = 0):
+    """A source's liveness signals as plain JSON values (whatever an adapter put there)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if depth > 6:
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set)):
+        return [_jsonable(v, depth + 1) for v in value]
+    return str(value)
+
+
+def session_detail(h, sid: str, at: float | None = None) -> dict:
+    """GET /api/sessions/{id}: the board entry plus the agent tree with each agent's
+    order, report, usage, state and what it is in the middle of."""
+    handle = _handle(h, sid)
+    s = handle.session
+    entry = dict(_board_entry(h, s, at))
+    states = {a.get("id"): a for a in entry.get("agents", []) if isinstance(a, dict)}
+    files = files_index(handle)
+    depth: dict[str, int] = {}
+    tree = []
+    for a in s.tree_order():
+        d = a.to_dict()
+        if a.id == s.lead_id:
+            d["parent"] = None
+        elif d["parent"] not in s.agents:
+            d["parent"] = s.lead_id
+        depth[a.id] = 0 if d["parent"] is None else depth.get(d["parent"], 0) + 1
+        d["depth"] = depth[a.id]
+        d["children"] = []
+        b = states.get(a.id, {})
+        for key in ("state", "state_since", "waiting_for"):
+            if key in b:
+                d[key] = b[key]
+        act = a.activity
+        d["open_calls"] = [event_json(e, files, s.events) for e in act.open_calls.values()]
+        d["waits"] = [event_json(e, files, s.events) for e in act.waits.values()]
+        d["background_work"] = [event_json(e, files, s.events) for e in act.background.values()]
+        d["turn_open"] = act.turn_open
+        d["finished"] = a.finished
+        tree.append(d)
+    by_id = {d["id"]: d for d in tree}
+    for d in tree:
+        if d["parent"] in by_id:
+            by_id[d["parent"]]["children"].append(d["id"])
+    try:
+        live = _jsonable(handle.live(at))
+    except Exception as exc:  # liveness is a hint; its failure is shown, not raised
+        live = {"error": f"{type(exc).__name__}: {exc}"}
+    entry.update(
+        key=s.key,
+        lead=s.lead_id,
+        tree=tree,
+        live=live,
+        problems=list(s.problems),
+        epoch=s.epoch,
+        last_seq=len(s.events) - 1,
+        time_estimated=bool(s.time_estimated),
+    )
+    return entry
+
+
+def events(h, sid: str, after=None, limit=None) -> dict:
+    """GET /api/sessions/{id}/events?after=SEQ&limit=N: the timeline in read order
+    (`seq`), for live follow (after the last seq seen) and replay."""
+    handle = _handle(h, sid)
+    s = handle.session
+    after = check_int(after, "after", default=-1)
+    limit = check_int(limit, "limit", lo=1, hi=EVENTS_MAX, default=EVENTS_LIMIT)
+    evs = s.events
+    start = max(0, after + 1)
+    end = min(len(evs), start + limit)
+    files = files_index(handle)
+    out = [event_json(e, files, evs) for e in evs[start:end]]
+    return {
+        "session": s.id,
+        "epoch": s.epoch,
+        "events": out,
+        "total": len(evs),
+        "next_after": end - 1 if out else after,
+        "has_more": end < len(evs),
+    }
+
+
+# -- transcripts (chat flow per agent) --------------------------------------------------
+
+
+class _Lanes:
+    """Per session, each agent's chat-flow messages (as seqs), kept up to date
+    incrementally: a request costs the events added since the last one."""
+
+    def __init__(self, epoch: int):
+        self.epoch = epoch
+        self.done = 0
+        self.by_agent: dict[str, list[int]] = {}
+        self.orders: list[int] = []  # ORDER events from a lead to a sub-agent
+        self.results: dict[tuple[str, str], int] = {}  # (agent, call id) -> its result
+
+    def update(self, s) -> None:
+        evs = s.events
+        for i in range(self.done, len(evs)):
+            e = evs[i]
+            if e.kind in _NOT_MESSAGES:
+                continue
+            self.by_agent.setdefault(e.agent, []).append(i)
+            if e.kind == ev.ORDER and e.agent != e.target:
+                self.orders.append(i)
+            elif e.kind == ev.TOOL_RESULT and e.id:
+                self.results[(e.agent, e.id)] = i
+        self.done = len(evs)
+
+    def messages(self, s, agent: str) -> list[int]:
+        own = self.by_agent.get(agent, [])
+        if agent == s.lead_id:
+            return own
+        # A sub-agent's transcript opens with the order that started it.
+        start = [i for i in self.orders if s.events[i].target == agent and s.events[i].agent != agent]
+        return start[:1] + own if start else own
+
+
+_lanes: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _lanes_of(s) -> _Lanes:
+    lanes = _lanes.get(s)
+    if lanes is None or lanes.epoch != s.epoch or lanes.done > len(s.events):
+        lanes = _lanes[s] = _Lanes(s.epoch)
+    lanes.update(s)
+    return lanes
+
+
+def _lane(kind: str) -> str:
+    if kind == ev.PROMPT:
+        return "human"
+    if kind == ev.CONTEXT:
+        return "context"  # harness text: its own quiet lane, never the human's words
+    if kind in (ev.ORDER, ev.REPORT):
+        return "delegation"
+    if kind in (ev.ERROR, ev.INTERRUPT, ev.COMPACTION, ev.WAITING, ev.RESOLVED):
+        return "system"
+    return "agent"
+
+
+def transcripts(h, sid: str) -> dict:
+    """GET /api/sessions/{id}/transcripts: the main agent and each sub-agent with
+    how many chat-flow messages each has."""
+    handle = _handle(h, sid)
+    s = handle.session
+    lanes = _lanes_of(s)
+    out = []
+    for a in s.tree_order():
+        out.append(
+            {
+                "id": a.id,
+                "name": a.name,
+                "type": a.kind,
+                "parent": None if a.id == s.lead_id else (a.parent or s.lead_id),
+                "description": a.description,
+                "quiet": a.quiet,
+                "messages": len(lanes.messages(s, a.id)),
+            }
+        )
+    return {"session": s.id, "lead": s.lead_id, "epoch": s.epoch, "agents": out}
+
+
+def transcript(h, sid: str, agent=None, limit=None, after=None, before=None) -> dict:
+    """GET /api/sessions/{id}/transcript: one agent's messages, paged by line (the
+    message's position in that agent's flow). Default: the latest `limit`; `after=N`
+    the ones after line N (new messages); `before=M` the ones before line M (history).
+    `has_more` says whether more lie in the paging direction."""
+    handle = _handle(h, sid)
+    s = handle.session
+    agent = s.lead_id if agent in (None, "") else check_id(agent, "agent id", AGENT_ID)
+    limit = check_int(limit, "limit", lo=1, hi=TRANSCRIPT_MAX, default=TRANSCRIPT_LIMIT)
+    after = check_int(after, "after")
+    before = check_int(before, "before")
+    if after is not None and before is not None:
+        raise BadRequest("give after or before, not both")
+    lanes = _lanes_of(s)
+    seqs = lanes.messages(s, agent) if agent in s.agents else []
+    total = len(seqs)
+    if after is not None:
+        start = min(total, after + 1)
+        end = min(total, start + limit)
+        has_more = end < total
+    else:
+        end = total if before is None else min(before, total)
+        start = max(0, end - limit)
+        has_more = start > 0
+    files = files_index(handle)
+    msgs = []
+    for line in range(start, end):
+        e = s.events[seqs[line]]
+        d = event_json(e, files, s.events)
+        d["line"] = line
+        d["lane"] = _lane(e.kind)
+        if e.kind in (ev.TOOL_CALL, ev.ORDER) and e.id and e.agent != e.target:
+            r = lanes.results.get((e.agent, e.id))
+            if r is not None:
+                d["result"] = event_json(s.events[r], files, s.events)
+        msgs.append(d)
+    return {
+        "session": s.id,
+        "agent": agent,
+        "epoch": s.epoch,
+        "messages": msgs,
+        "total": total,
+        "has_more": has_more,
+        "first_line": start if msgs else None,
+        "last_line": end - 1 if msgs else None,
+    }
+
+
+# -- content read-back ------------------------------------------------------------------
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    real = os.path.realpath(path)
+    for r in roots:
+        if r and (real == r or real.startswith(r.rstrip(os.sep) + os.sep)):
+            return True
+    return False
+
+
+def content(h, sid: str, ref: str) -> dict:
+    """GET /api/sessions/{id}/content/{ref}: one heavy piece (a full tool input or
+    output, a long text, an image) read back from the agent's file on demand.
+    The ref must name the exact span of one of the session's events, in one of its
+    files, and that file must resolve inside the agent folders."""
+    handle = _handle(h, sid)
+    s = handle.session
+    m = REF.match(ref) if isinstance(ref, str) else None
+    if m is None:
+        raise BadRequest(f"bad content ref: {str(ref)[:60]!r}")
+    fi, off, ln = (int(x) for x in m.groups()[:3])
+    which = int(m.group(4) or 0)
+    try:
+        files = handle.files()
+    except Exception:
+        files = []
+    if fi >= len(files):
+        raise NotFound(f"no file {fi} in session {s.id}")
+    path = files[fi]
+    here = [e for e in s.events if e.offset == off and e.length == ln and e.file == path]
+    here_nth = [e for e in here if _nth_of_record(e, s.events) == which]
+    if not here_nth:
+        raise NotFound(f"no event at {ref} in session {s.id}")
+    if not _inside(path, h.agent_roots()):
+        raise Forbidden(f"{ref}: the file lies outside the agent folders")
+    real = os.path.realpath(path)
+    try:
+        raw = read_span(real, off, ln)
+    except OSError as exc:
+        raise NotFound(f"{ref}: cannot read {os.path.basename(path)} ({exc.strerror or exc})") from None
+    main = here_nth[0]
+    from .content import piece
+
+    out = piece(raw, main)
+    out.update(session=s.id, ref=ref, kinds=[e.kind for e in here], event=event_json(main, {path: fi}, s.events))
+    return out

@@ -1,0 +1,109 @@
+"""The board: every session with its attention state, needs-you first.
+
+`board_json` is what `huddle status --json` prints and `GET /api/sessions` returns.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+
+from huddle.model.session import Session, parse_time
+
+from . import pricing
+from .states import URGENCY, Debouncer, State, classify, state_dict
+
+
+def parse_at(value: str) -> float | None:
+    """A time given on the command line: unix seconds or ISO 8601."""
+    try:
+        return float(value)
+    except ValueError:
+        return parse_time(value)
+
+
+def pricing_table(h):
+    """The pricing table for one board (loaded once, not per session)."""
+    try:
+        return pricing.current(h.settings.huddle_home)
+    except Exception as exc:  # a bad user pricing file: say so, keep the board
+        note = f"pricing: {exc}"
+        if note not in h.notes:
+            h.notes.append(note)
+        return None
+
+
+def session_cost(s: Session, table=None) -> dict:
+    if table is None:
+        return {"usd": None, "unpriced": sorted(m for m in s.model_usage if m)}
+    return pricing.session_cost(s, table)
+
+
+RECHECK = 5.0  # seconds: time alone can move a state (idle after a threshold)
+# Session -> (what the row was built from, the row, the session's state). A row is built
+# again only when the session, its live signals, the pricing or the clock moved: with
+# nothing changed, a board of 1,000 sessions is a few milliseconds.
+_built: "weakref.WeakKeyDictionary[Session, tuple[tuple, dict, State]]" = weakref.WeakKeyDictionary()
+
+
+def _build(h, s: Session, live: dict, problem: str | None, at: float | None, table) -> tuple[dict, State]:
+    d = s.summary()
+    d["tokens"] = s.usage.total
+    d["cost"] = session_cost(s, table)
+    if problem:
+        d.setdefault("error", problem)
+    try:
+        st, per = classify(s, live, at=at, idle_after=getattr(h, "idle_after", 30 * 60.0))
+    except Exception as exc:  # a bug in the rules costs this row its state, not the board
+        st, per = State("your_turn"), {}
+        d.setdefault("error", f"state: {type(exc).__name__}: {exc}")
+    d.update(state_dict(st))
+    d["background"] = st.background
+    for a in d["agents"]:
+        ast = per.get(a["id"])
+        if ast is not None:
+            a.update(state_dict(ast))
+    if live.get("pid") is not None:
+        d["pid"] = live["pid"]
+    return d, st
+
+
+def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | None = None, table=None) -> dict:
+    """One board row: the session summary, its state and each agent's."""
+    handle = h.handle(s.key)
+    live: dict = {}
+    problem = None
+    if handle is not None:
+        try:
+            live = handle.live(at=at) or {}
+        except Exception as exc:  # a source's liveness check must not cost the row
+            problem = f"{s.source} liveness: {type(exc).__name__}: {exc}"
+    key = (s.version, repr(sorted(live.items())), problem, at, id(table),
+           int(time.time() // RECHECK) if at is None else 0)
+    hit = _built.get(s)
+    if hit is None or hit[0] != key:
+        hit = _built[s] = (key, *_build(h, s, live, problem, at, table))
+    row, st = dict(hit[1]), hit[2]
+    if debounce is not None and at is None:
+        shown = debounce(s.key, st)
+        if shown is not st:
+            row.update(state_dict(shown))
+            row["background"] = shown.background
+    return row
+
+
+def sort_rows(rows: list[dict]) -> list[dict]:
+    """Most urgent first (needs you, then waiting...), most recently updated first within."""
+    rows.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
+    rows.sort(key=lambda d: URGENCY.get(d.get("state"), 9))
+    return rows
+
+
+def board_json(h, at: float | None = None, debounce: Debouncer | None = None) -> dict:
+    table = pricing_table(h)
+    rows = [session_entry(h, s, at=at, debounce=debounce, table=table) for s in h.sessions()]
+    sort_rows(rows)
+    out: dict = {"sessions": rows}
+    if h.notes:
+        out["notes"] = list(h.notes)
+    return out

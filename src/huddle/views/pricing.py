@@ -1,0 +1,321 @@
+"""What tokens cost: a dated price table shipped with huddle, overridable by the user.
+
+The built-in table (`data/pricing.json`) holds each model's list price in USD per
+million tokens for input, output, cache read and cache write, and the date it was
+taken. `$HUDDLE_HOME/pricing.json`, in the same format, adds or replaces models.
+A model in neither is *unpriced*: reported by name, never priced like a neighbour.
+
+Offline by design: huddle never fetches prices. Rates are per request; a model with
+`long_context` is billed whole at the long rates when one request's prompt passes
+`above` tokens, which only a per-response price (`Price.request_cost`) can apply.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import weakref
+from dataclasses import dataclass
+from importlib import resources
+
+from huddle.model.events import USAGE, Usage
+
+MILLION = 1_000_000.0
+FIELDS = ("input", "output", "cache_read", "cache_write")
+USER_FILE = "pricing.json"
+UNKNOWN_MODEL = "(unknown)"  # usage whose records name no model
+
+
+class PricingError(ValueError):
+    """A pricing file huddle cannot use; the message names the file and the line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cache_read: float
+    cache_write: float
+    cache_write_1h: float  # 1-hour cache writes (Claude); equals cache_write where none is published
+
+    def cost(self, u: Usage) -> float:
+        return (
+            u.input * self.input
+            + u.output * self.output
+            + u.cache_read * self.cache_read
+            + (u.cache_write - u.cache_write_1h) * self.cache_write
+            + u.cache_write_1h * self.cache_write_1h
+        ) / MILLION
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    base: Rates
+    long: Rates | None = None  # rates for a request whose prompt exceeds `above`
+    above: int = 0
+    origin: str = "built-in"  # or the user file that set it
+
+    def request_cost(self, u: Usage) -> float:
+        """The cost of one model response (the long-context rule applies per request)."""
+        if self.long is not None and u.input + u.cache_read + u.cache_write > self.above:
+            return self.long.cost(u)
+        return self.base.cost(u)
+
+
+_DATE_SUFFIX = re.compile(r"(-\d{8}|-\d{4}-\d{2}-\d{2}|@\d{8}|-v\d+:\d+)$")
+_BRACKET_SUFFIX = re.compile(r"\[[^\]]*\]$")
+
+
+def candidates(model: str) -> list[str]:
+    """Names a model id may be listed under: itself, then without a provider prefix,
+    a `[1m]`-style variant tag or a date/version suffix. The same model, never a
+    neighbour: `claude-opus-5-5` is not `claude-opus-5`."""
+    m = model.strip()
+    out = [m]
+    low = m.lower()
+    if "/" in low:
+        low = low.rsplit("/", 1)[1]
+    for _ in range(2):  # e.g. "anthropic.claude-sonnet-4-5-20250929-v1:0"
+        low = _BRACKET_SUFFIX.sub("", low)
+        low = _DATE_SUFFIX.sub("", low)
+    for prefix in ("anthropic.", "us.anthropic.", "eu.anthropic."):
+        if low.startswith(prefix):
+            low = low[len(prefix) :]
+    if low not in out:
+        out.append(low)
+    return out
+
+
+class Table:
+    """The prices in force: built-in models, replaced or extended by the user file."""
+
+    def __init__(self, models: dict[str, Price], aliases: dict[str, str], as_of: str,
+                 user_file: str | None = None, user_as_of: str | None = None, problem: str | None = None):
+        self.models = models
+        self.aliases = aliases
+        self.as_of = as_of
+        self.user_file = user_file
+        self.user_as_of = user_as_of
+        self.problem = problem  # the user file could not be used: why, in one line
+        self._memo: dict[str, Price | None] = {}
+
+    def price(self, model: str) -> Price | None:
+        try:
+            return self._memo[model]
+        except KeyError:
+            pass
+        found = None
+        if model and model != UNKNOWN_MODEL:
+            for name in candidates(model):
+                name = self.aliases.get(name, name)
+                found = self.models.get(name)
+                if found is not None:
+                    break
+        self._memo[model] = found
+        return found
+
+    def describe(self) -> dict:
+        d: dict = {"as_of": self.as_of, "models": len(self.models)}
+        if self.user_file:
+            d["user_file"] = self.user_file
+            if self.user_as_of:
+                d["user_as_of"] = self.user_as_of
+        if self.problem:
+            d["problem"] = self.problem
+        return d
+
+
+# -- reading pricing files ----------------------------------------------------------
+
+
+def _line_of(text: str, key: str) -> int:
+    """The line where `"key"` first appears (for a message about that entry)."""
+    i = text.find(json.dumps(key))
+    return text.count("\n", 0, i) + 1 if i >= 0 else 1
+
+
+def _rates(obj, path: str, text: str, name: str, where: str) -> Rates:
+    if not isinstance(obj, dict):
+        raise PricingError(f"{path}:{_line_of(text, name)}: {where} must be an object of rates")
+    vals = []
+    for f in FIELDS:
+        v = obj.get(f)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+            got = "missing" if f not in obj else f"{v!r}"
+            raise PricingError(
+                f"{path}:{_line_of(text, name)}: {where}: {f} must be a number >= 0 (USD per million tokens), got {got}"
+            )
+        vals.append(float(v))
+    one_hour = obj.get("cache_write_1h", vals[3])
+    if isinstance(one_hour, bool) or not isinstance(one_hour, (int, float)) or one_hour < 0:
+        raise PricingError(
+            f"{path}:{_line_of(text, name)}: {where}: cache_write_1h must be a number >= 0, got {one_hour!r}"
+        )
+    return Rates(*vals, float(one_hour))
+
+
+def parse(text: str, path: str, origin: str = "built-in") -> tuple[dict[str, Price], dict[str, str], str]:
+    """A pricing file's models, aliases and date. Raises PricingError naming file and line."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PricingError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(doc, dict):
+        raise PricingError(f"{path}:1: expected a JSON object with \"models\"")
+    models_doc = doc.get("models", {})
+    aliases_doc = doc.get("aliases", {})
+    if not isinstance(models_doc, dict):
+        raise PricingError(f"{path}:{_line_of(text, 'models')}: \"models\" must be an object of model -> rates")
+    if not isinstance(aliases_doc, dict) or not all(isinstance(v, str) for v in aliases_doc.values()):
+        raise PricingError(f"{path}:{_line_of(text, 'aliases')}: \"aliases\" must map model names to model names")
+    as_of = doc.get("as_of")
+    if as_of is not None and not isinstance(as_of, str):
+        raise PricingError(f"{path}:{_line_of(text, 'as_of')}: \"as_of\" must be a date like \"2026-11-30\"")
+    models: dict[str, Price] = {}
+    for name, entry in models_doc.items():
+        base = _rates(entry, path, text, name, f"model {name!r}")
+        long = None
+        above = 0
+        lc = entry.get("long_context")
+        if lc is not None:
+            long = _rates(lc, path, text, name, f"model {name!r} long_context")
+            above = lc.get("above")
+            if isinstance(above, bool) or not isinstance(above, int) or above <= 0:
+                raise PricingError(
+                    f"{path}:{_line_of(text, name)}: model {name!r} long_context: above must be a token count > 0"
+                )
+        models[name.lower()] = Price(base, long, above, origin)
+    aliases = {k.lower(): v.lower() for k, v in aliases_doc.items()}
+    return models, aliases, as_of or ""
+
+
+def builtin_text() -> str:
+    return resources.files("huddle").joinpath("data", "pricing.json").read_text(encoding="utf-8")
+
+
+_BUILTIN: tuple[dict[str, Price], dict[str, str], str] | None = None
+
+
+def _builtin() -> tuple[dict[str, Price], dict[str, str], str]:
+    global _BUILTIN
+    if _BUILTIN is None:
+        _BUILTIN = parse(builtin_text(), "huddle/data/pricing.json")
+    return _BUILTIN
+
+
+def load(huddle_home: str | None = None) -> Table:
+    """Read the table now: built-in plus `$HUDDLE_HOME/pricing.json` if it exists.
+    A user file that cannot be used leaves the built-in prices and sets `problem`."""
+    models, aliases, as_of = _builtin()
+    models, aliases = dict(models), dict(aliases)
+    path = os.path.join(huddle_home or _default_home(), USER_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return Table(models, aliases, as_of)
+    except (OSError, UnicodeDecodeError) as exc:
+        return Table(models, aliases, as_of, user_file=path, problem=f"{path}:1: cannot read: {exc}")
+    try:
+        user_models, user_aliases, user_as_of = parse(text, path, origin=path)
+    except PricingError as exc:
+        return Table(models, aliases, as_of, user_file=path, problem=str(exc))
+    models.update(user_models)
+    aliases.update(user_aliases)
+    for name in user_models:  # a model the user prices is not an alias of another
+        aliases.pop(name, None)
+    return Table(models, aliases, as_of, user_file=path, user_as_of=user_as_of or None)
+
+
+def _default_home() -> str:
+    from huddle.sources.base import Settings
+
+    return Settings.from_env().huddle_home
+
+
+_cache: dict[str, tuple[float, tuple, Table]] = {}
+RECHECK = 1.0  # seconds between looks at the user file (the status line calls this a lot)
+
+
+def current(huddle_home: str | None = None) -> Table:
+    """The table in force, cached; the user file is looked at again at most once a second."""
+    home = huddle_home or _default_home()
+    now = time.monotonic()
+    hit = _cache.get(home)
+    if hit is not None and now - hit[0] < RECHECK:
+        return hit[2]
+    path = os.path.join(home, USER_FILE)
+    try:
+        st = os.stat(path)
+        ident = (st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        ident = ()
+    if hit is not None and hit[1] == ident:
+        _cache[home] = (now, ident, hit[2])
+        return hit[2]
+    table = load(home)
+    _cache[home] = (now, ident, table)
+    return table
+
+
+# -- costs ----------------------------------------------------------------------------
+
+
+def model_name(name: str) -> str:
+    return name or UNKNOWN_MODEL
+
+
+_long_extra: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def session_cost(session, table: Table | None = None) -> dict:
+    """A session's cost for the board: `{"usd": float | None, "unpriced": [models]}`.
+
+    From `session.model_usage` (already counted once per response), so it costs a
+    dict walk. `usd` is the priced part; None when nothing in the session is priced.
+    Long-context requests (only some models have such rates) add their surcharge,
+    found by walking only the session's new usage events since the last call."""
+    t = table or current()
+    usd = 0.0
+    priced = False
+    unpriced: list[str] = []
+    long_models = set()
+    for model, u in session.model_usage.items():
+        if not u.total:
+            continue
+        p = t.price(model)
+        if p is None:
+            unpriced.append(model_name(model))
+            continue
+        priced = True
+        usd += p.base.cost(u)
+        if p.long is not None:
+            long_models.add(model)
+    if long_models:
+        usd += _long_context_extra(session, t)
+    if not priced:
+        return {"usd": None if unpriced else 0.0, "unpriced": sorted(unpriced)}
+    return {"usd": usd, "unpriced": sorted(unpriced)}
+
+
+def _long_context_extra(session, t: Table) -> float:
+    """What long-context requests cost above base rates, walking new events only."""
+    key = (id(t), getattr(session, "epoch", 0))
+    seen = _long_extra.get(session)
+    start, extra = (seen[1], seen[2]) if seen is not None and seen[0] == key else (0, 0.0)
+    events = session.events
+    for e in events[start:]:
+        if e.kind != USAGE or e.usage is None or e.copied:
+            continue
+        p = t.price(e.name)
+        if p is not None and p.long is not None:
+            extra += p.request_cost(e.usage) - p.base.cost(e.usage)
+    try:
+        _long_extra[session] = (key, len(events), extra)
+    except TypeError:  # an object without weak references: no memo, still right
+        pass
+    return extra

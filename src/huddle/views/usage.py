@@ -1,0 +1,285 @@
+"""Token totals and cost across every session of every agent (`huddle usage`).
+
+Built only from the sessions' `usage` events (one per model response, sub-agents
+included). Counted once: within a session the source already counted each response
+once (what `session.model_usage` sums); across sessions a response is identified by
+its source and response id, so a fork's copied history or a record seen in two
+sessions counts a single time, in the session that started first. `copied` events
+(fork history a source already recognised) are never counted.
+
+`report()` returns plain data: `huddle usage --json` prints exactly it, and the web
+app can serve the same. The command line keeps the counted rows in a small index in
+huddle's cache folder (`counted_from_index`), so a run when nothing moved reads no
+transcript at all.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+from typing import Iterator
+
+import msgspec
+
+from huddle import __version__
+from huddle.io.boardfile import dirs_moved, files_moved
+from huddle.model import events as ev
+from huddle.model.events import Event, Usage
+from huddle.model.session import Session, iso, parse_time, project_name
+
+from .pricing import Table, current, model_name
+
+GROUPS = ("day", "session", "project", "model", "agent")
+UNKNOWN_DAY = "unknown"
+
+
+def parse_since(text: str) -> float | None:
+    """`--since`: a date (YYYY-MM-DD, UTC midnight) or an ISO 8601 time; None if neither."""
+    text = text.strip()
+    if len(text) == 8 and text.isdigit():  # YYYYMMDD, as ccusage accepts
+        text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
+    return parse_time(text.replace(" ", "T", 1) if len(text) > 10 else text)
+
+
+def counted_usage(sessions: list[Session], since: float | None = None,
+                  stats: dict | None = None) -> Iterator[tuple[Session, Event]]:
+    """Every usage event to count, once. Sessions are walked oldest first so that a
+    response seen in two sessions is credited to the one that made it before the copy.
+    Inside one session every usage event counts: the source already de-duplicated
+    them, and some sources reuse an id for successive increments of one total."""
+    owner: dict[tuple[str, str], str] = {}  # (source, response id) -> the session counting it
+    dupes = 0
+    order = sorted(sessions, key=lambda s: (s.started_at is None, s.started_at or 0.0, s.key))
+    for s in order:
+        if not s.counts.get(ev.USAGE):
+            continue
+        src = s.source
+        for e in s.events:
+            if e.kind != ev.USAGE or e.usage is None or e.copied:
+                continue
+            if e.id and owner.setdefault((src, e.id), s.key) != s.key:
+                dupes += 1
+                continue
+            if since is not None and (e.t is None or e.t < since):
+                continue
+            yield s, e
+    if stats is not None:
+        stats["duplicates"] = dupes
+
+
+def agent_label(s: Session, agent_id: str) -> str:
+    """For `--by agent`: the lead, or the sub-agent's type."""
+    a = s.agents.get(agent_id)
+    if agent_id == s.lead_id or a is None:
+        return "lead"
+    return a.kind or "sub-agent"
+
+
+def collect(sessions: list[Session]) -> dict:
+    """The counted usage as plain rows, per session: what a report is made from (and
+    what the index keeps). Row: [t, agent label, model, input, output, cache read,
+    cache write, of which 1-hour]."""
+    stats: dict = {}
+    out: list[dict] = []
+    current_key = None
+    rows: list = []
+    for s, e in counted_usage(sessions, stats=stats):
+        if s.key != current_key:
+            current_key = s.key
+            rows = []
+            out.append({"key": s.key, "source": s.source, "id": s.id, "title": s.title,
+                        "project": project_name(s.cwd), "started_at": iso(s.started_at), "rows": rows})
+        rows.append([e.t, agent_label(s, e.agent), model_name(e.name), *e.usage.to_tuple()])
+    return {"sessions": out, "duplicates": stats.get("duplicates", 0)}
+
+
+class Line:
+    """One row of the report being summed."""
+
+    __slots__ = ("usage", "cost", "priced", "unpriced", "responses", "sessions", "models", "first", "info")
+
+    def __init__(self, info: dict | None = None) -> None:
+        self.usage = Usage()
+        self.cost = 0.0
+        self.priced = False
+        self.unpriced: dict[str, int] = {}  # model -> tokens
+        self.responses = 0
+        self.sessions: set[str] = set()
+        self.models: set[str] = set()
+        self.first: float | None = None
+        self.info = info or {}
+
+    def add(self, session_key: str, t: float | None, model: str, u: Usage, cost: float | None) -> None:
+        self.usage.add(u)
+        self.responses += 1
+        self.sessions.add(session_key)
+        self.models.add(model)
+        if cost is None:
+            self.unpriced[model] = self.unpriced.get(model, 0) + u.total
+        else:
+            self.cost += cost
+            self.priced = True
+        if t is not None and (self.first is None or t < self.first):
+            self.first = t
+
+    def to_dict(self) -> dict:
+        d = self.usage.to_dict()
+        d["total_tokens"] = self.usage.total
+        d["cost_usd"] = round(self.cost, 6) if self.priced else (None if self.unpriced else 0.0)
+        d["unpriced"] = sorted(self.unpriced)
+        d["models"] = sorted(self.models)
+        d["responses"] = self.responses
+        d["sessions"] = len(self.sessions)
+        return d
+
+
+def _day(t: float | None) -> str:
+    return UNKNOWN_DAY if t is None else datetime.fromtimestamp(t, timezone.utc).date().isoformat()
+
+
+def aggregate(counted: dict, by: str = "day", since: float | None = None, table: Table | None = None,
+              notes: list[str] | None = None) -> dict:
+    """A report from collected rows (see `collect`)."""
+    if by not in GROUPS:
+        raise ValueError(f"by must be one of {', '.join(GROUPS)}")
+    t = table or current()
+    lines: dict[str, Line] = {}
+    total = Line()
+    by_source: dict[str, int] = {}
+    prices: dict[str, object] = {}
+    for s in counted["sessions"]:
+        key_s = s["key"]
+        src = s["source"]
+        info = None
+        if by == "session":
+            info = {k: s[k] for k in ("source", "id", "title", "project", "started_at")}
+            info["session"] = info.pop("id")
+        elif by == "project":
+            key = s["project"] or "(no project)"
+        for r in s["rows"]:
+            when = r[0]
+            if since is not None and (when is None or when < since):
+                continue
+            model = r[2]
+            u = Usage(*r[3:8])
+            p = prices[model] if model in prices else prices.setdefault(model, t.price(model))
+            cost = p.request_cost(u) if p is not None else None
+            if by == "day":
+                key = _day(when)
+            elif by == "session":
+                key = key_s
+            elif by == "model":
+                key = model
+            elif by == "agent":
+                key = f"{src}:{r[1]}"
+                info = {"source": src, "agent": r[1]}
+            line = lines.get(key)
+            if line is None:
+                line = lines[key] = Line(info)
+            line.add(key_s, when, model, u, cost)
+            total.add(key_s, when, model, u, cost)
+            by_source[src] = by_source.get(src, 0) + 1
+    rows = [{"key": key, **line.info, **line.to_dict()} for key, line in _ordered(by, lines)]
+    unpriced = [{"model": m, "tokens": n} for m, n in sorted(total.unpriced.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return {
+        "by": by,
+        "since": iso(since),
+        "rows": rows,
+        "totals": total.to_dict(),
+        "unpriced": unpriced,
+        "pricing": t.describe(),
+        "counted": {
+            "responses": total.responses,
+            "duplicates_skipped": counted.get("duplicates", 0),
+            "by_source": dict(sorted(by_source.items())),
+        },
+        "notes": list(notes or []),
+    }
+
+
+def report(huddle, by: str = "day", since: float | None = None, table: Table | None = None) -> dict:
+    """Token totals and cost grouped `by` day (UTC), session, project, model or agent,
+    from usage at or after `since` (unix seconds). Reads what `huddle` holds: call
+    `huddle.refresh()` first."""
+    t = table or current(huddle.settings.huddle_home)
+    return aggregate(collect(huddle.sessions()), by, since, t, getattr(huddle, "notes", None))
+
+
+def _ordered(by: str, lines: dict[str, Line]) -> list[tuple[str, Line]]:
+    items = list(lines.items())
+    if by == "day":
+        return sorted(items, key=lambda kv: (kv[0] == UNKNOWN_DAY, kv[0]))
+    if by == "session":
+        return sorted(items, key=lambda kv: (kv[1].first is None, kv[1].first or 0.0, kv[0]))
+    # biggest spend first, then most tokens
+    return sorted(items, key=lambda kv: (-kv[1].cost, -kv[1].usage.total, kv[0]))
+
+
+# -- the index: counted rows kept between runs of `huddle usage` -------------------------
+
+INDEX_FORMAT = 1
+SETTLE = 2.0  # seconds: a file or folder that moved this close to a read is checked again
+
+
+def index_path(huddle_home: str) -> str:
+    return os.path.join(huddle_home, "cache", "usage-index.json")
+
+
+def _index_key(settings) -> list:
+    return [INDEX_FORMAT, __version__, settings.claude_dir, settings.codex_home, settings.vibe_home]
+
+
+def _moved(data: dict) -> bool:
+    return dirs_moved(data["dirs"]) or files_moved(data["files"])
+
+
+def _stamp(path: str, before_ns: int, with_size: bool) -> list:
+    """A file's or folder's stamp; one that moved around the read never matches, so the
+    next run reads it again rather than trust what may have been half seen."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return [path, -1, -1] if with_size else [path, None]
+    if st.st_mtime_ns >= before_ns:
+        return [path, -1, -1] if with_size else [path, -1]
+    return [path, st.st_size, st.st_mtime_ns] if with_size else [path, st.st_mtime_ns]
+
+
+def counted_from_index(settings) -> tuple[dict, list[str]]:
+    """The counted rows for `huddle usage`: from the index when no session file and no
+    session folder moved since it was written; else read (incrementally, through
+    huddle's cache) and the index written again. Returns (counted, notes)."""
+    path = index_path(settings.huddle_home)
+    try:
+        with open(path, "rb") as f:
+            data = msgspec.json.decode(f.read())
+        if isinstance(data, dict) and data.get("key") == _index_key(settings) and not _moved(data):
+            return data, data.get("notes") or []
+    except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError):
+        pass  # no index, or not one we can use: read the sessions
+    import dataclasses
+
+    from huddle.core import Huddle
+
+    # Only token counts are needed: the sources may pass over everything else unread.
+    h = Huddle(dataclasses.replace(settings, usage_only=True))
+    before_ns = time.time_ns() - int(SETTLE * 1e9)
+    h.refresh(parallel=True)
+    counted = collect(h.sessions())
+    data = {
+        "key": _index_key(settings),
+        "dirs": [_stamp(d, before_ns, False) for src in h.sources for d in src.watch_dirs()],
+        "files": [_stamp(p, before_ns, True) for hd in h.handles.values() for p in hd.files()],
+        "notes": list(h.notes),
+        **counted,
+    }
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(msgspec.json.encode(data))
+        os.replace(tmp, path)
+    except OSError:
+        pass  # no index this time: the next run reads again
+    return counted, list(h.notes)
