@@ -57,8 +57,14 @@ def main() -> None:
     corpus = work / "claude"
     shutil.copytree(src, corpus)  # the bench appends to files: never to the shared corpus
     home = work / "huddle-home"
-    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(corpus), "CODEX_HOME": str(work / "no-codex"),
-           "VIBE_HOME": str(work / "no-vibe"), "HUDDLE_HOME": str(home), "HOME": str(work)}
+    env = {
+        **os.environ,
+        "CLAUDE_CONFIG_DIR": str(corpus),
+        "CODEX_HOME": str(work / "no-codex"),
+        "VIBE_HOME": str(work / "no-vibe"),
+        "HUDDLE_HOME": str(home),
+        "HOME": str(work),
+    }
     sessions = sorted(corpus.glob("projects/*/*.jsonl"))
     size = sum(p.stat().st_size for p in corpus.glob("projects/**/*.jsonl"))
     print(f"corpus: {len(sessions)} sessions, {size / 1e6:.0f} MB")
@@ -81,20 +87,30 @@ def main() -> None:
     warm = json.loads(subprocess.run([PY, "-c", code], env=env, capture_output=True, text=True, check=True).stdout)
     print(f"board  warm, nothing changed {warm * 1000:8.1f} ms   (target < 20 ms)")
 
-    stdin = json.dumps({"session_id": sessions[0].stem, "transcript_path": str(sessions[0]), "cwd": "/home/dev/work",
-                        "model": {"id": "claude-opus-5-5", "display_name": "Opus"},
-                        "workspace": {"current_dir": "/home/dev/work", "project_dir": "/home/dev/work"},
-                        "cost": {"total_cost_usd": 1.0},
-                        "context_window": {"context_window_size": 200000, "used_percentage": 12,
-                                           "total_input_tokens": 24000, "total_output_tokens": 1000}})
+    stdin = json.dumps(
+        {
+            "session_id": sessions[0].stem,
+            "transcript_path": str(sessions[0]),
+            "cwd": "/home/dev/work",
+            "model": {"id": "claude-opus-5-5", "display_name": "Opus"},
+            "workspace": {"current_dir": "/home/dev/work", "project_dir": "/home/dev/work"},
+            "cost": {"total_cost_usd": 1.0},
+            "context_window": {
+                "context_window_size": 200000,
+                "used_percentage": 12,
+                "total_input_tokens": 24000,
+                "total_output_tokens": 1000,
+            },
+        }
+    )
     ours, theirs = [], []
     has_cc = os.path.exists(a.ccusage)
     for i in range(a.runs):
-        append_to(sessions[10 + 5 * i: 15 + 5 * i])
+        append_to(sessions[10 + 5 * i : 15 + 5 * i])
         ours.append(timed([PY, "-m", "huddle", "statusline"], env, stdin))
         time.sleep(0.3)  # let the background refresher finish, as between two messages
         if has_cc:
-            append_to(sessions[10 + 5 * i: 15 + 5 * i])
+            append_to(sessions[10 + 5 * i : 15 + 5 * i])
             theirs.append(timed([a.ccusage, "statusline", "--offline"], env, stdin))
     om = statistics.median(ours)
     print(f"statusline huddle (5 changed) {om * 1000:7.0f} ms median   (target < 60 ms)")

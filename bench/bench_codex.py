@@ -45,18 +45,25 @@ def main() -> None:
         write_codex_corpus(str(root), n_threads=400, target_bytes=200 << 20)
     files = rollouts(root)
     size = sum(p.stat().st_size for p in files)
-    print(f"corpus: {size / 1e6:.0f} MB, {len(files)} rollouts, largest {max(p.stat().st_size for p in files) / 1e6:.0f} MB")
+    print(
+        f"corpus: {size / 1e6:.0f} MB, {len(files)} rollouts, largest {max(p.stat().st_size for p in files) / 1e6:.0f} MB"
+    )
     warm(files)
     results = {}
     runs = 3  # best of three: the machine is shared, the best run is the least disturbed
     for mode in ("huddle", "msgspec", "json"):
         r = results[mode] = min((run_child(__file__, mode, root) for _ in range(runs)), key=lambda r: r["cpu"])
         what = "events" if mode == "huddle" else "lines"
-        print(f"{mode:8s} {size / 1e6 / r['cpu']:6.0f} MB/s of CPU ({size / 1e6 / r['seconds']:4.0f} wall)  "
-              f"{r['cpu']:5.2f} s  peak RSS {r['rss_mb']:4.0f} MB  ({r['items']} {what})")
+        print(
+            f"{mode:8s} {size / 1e6 / r['cpu']:6.0f} MB/s of CPU ({size / 1e6 / r['seconds']:4.0f} wall)  "
+            f"{r['cpu']:5.2f} s  peak RSS {r['rss_mb']:4.0f} MB  ({r['items']} {what})"
+        )
     h = results["huddle"]["cpu"]
-    print(f"ratios: huddle end-to-end is {results['json']['cpu'] / h:.1f}x json.loads, "
-          f"{results['msgspec']['cpu'] / h:.1f}x an untyped msgspec decode")
+    print(
+        f"ratios: huddle end-to-end is {results['json']['cpu'] / h:.1f}x json.loads, "
+        f"{results['msgspec']['cpu'] / h:.1f}x an untyped msgspec decode"
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -38,8 +38,23 @@ AGENT = (
 
 
 def host(d: str, n: int, hold: bool) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "huddle", "host", "--dir", d, "--grace", "0.2", "--",
-           sys.executable, "-c", AGENT, str(SAMPLE), str(n), *(["hold"] if hold else [])]
+    cmd = [
+        sys.executable,
+        "-m",
+        "huddle",
+        "host",
+        "--dir",
+        d,
+        "--grace",
+        "0.2",
+        "--",
+        sys.executable,
+        "-c",
+        AGENT,
+        str(SAMPLE),
+        str(n),
+        *(["hold"] if hold else []),
+    ]
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while not running(d) and p.poll() is None:
         time.sleep(0.005)

@@ -46,11 +46,17 @@ def main() -> None:
         for mult in (1, 10):
             root = top / f"x{mult}"
             size = build(root, mult)
-            out = subprocess.run([sys.executable, str(HERE / "bench_parse.py"), "--child", "huddle", str(root)],
-                                 capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, str(HERE / "bench_parse.py"), "--child", "huddle", str(root)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             r = json.loads(out.strip().splitlines()[-1])
-            print(f"tool outputs x{mult:<2} {size / 1e6:5.0f} MB  {r['items']} events  peak RSS {r['rss_mb']:4.0f} MB"
-                  f"  {r['seconds']:.2f} s")
+            print(
+                f"tool outputs x{mult:<2} {size / 1e6:5.0f} MB  {r['items']} events  peak RSS {r['rss_mb']:4.0f} MB"
+                f"  {r['seconds']:.2f} s"
+            )
     finally:
         shutil.rmtree(top, ignore_errors=True)
 

@@ -60,10 +60,14 @@ def main() -> None:
     for mode in ("huddle", "msgspec-typed", "msgspec", "json"):
         r = run_child(__file__, mode, root)
         results[mode] = r
-        print(f"{mode:14s} {size / 1e6 / r['seconds']:8.0f} MB/s  {r['seconds']:6.2f} s  peak RSS {r['rss_mb']:6.0f} MB  ({r['items']} {'events' if mode == 'huddle' else 'lines'})")
+        print(
+            f"{mode:14s} {size / 1e6 / r['seconds']:8.0f} MB/s  {r['seconds']:6.2f} s  peak RSS {r['rss_mb']:6.0f} MB  ({r['items']} {'events' if mode == 'huddle' else 'lines'})"
+        )
     h = results["huddle"]["seconds"]
-    print(f"ratios: huddle end-to-end is {results['json']['seconds'] / h:.1f}x json.loads, "
-          f"{results['msgspec']['seconds'] / h:.1f}x untyped msgspec decode")
+    print(
+        f"ratios: huddle end-to-end is {results['json']['seconds'] / h:.1f}x json.loads, "
+        f"{results['msgspec']['seconds'] / h:.1f}x untyped msgspec decode"
+    )
 
 
 if __name__ == "__main__":

@@ -32,8 +32,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def make_corpus(root: Path, n: int, mb: int) -> Path:
@@ -54,8 +60,13 @@ def make_corpus(root: Path, n: int, mb: int) -> Path:
 
 
 def start_server(env: dict) -> tuple[subprocess.Popen, str]:
-    p = subprocess.Popen([sys.executable, "-m", "huddle", "serve", "--port", "0", "--no-open"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "huddle", "serve", "--port", "0", "--no-open"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     line = p.stdout.readline()
     m = re.search(r"(http://\S+/)", line)
     if not m:
@@ -89,8 +100,13 @@ def bench_board(url: str, rounds: int = 40) -> dict:
             trip.append((time.perf_counter() - t0) * 1000)
             server.append(float(r.headers["server-timing"].split("dur=")[1]))
         n = len(r.json()["sessions"])
-    return {"sessions": n, "server_ms_median": statistics.median(server), "server_ms_p95": sorted(server)[int(rounds * .95) - 1],
-            "round_trip_ms_median": statistics.median(trip), "bytes": len(r.content)}
+    return {
+        "sessions": n,
+        "server_ms_median": statistics.median(server),
+        "server_ms_p95": sorted(server)[int(rounds * 0.95) - 1],
+        "round_trip_ms_median": statistics.median(trip),
+        "bytes": len(r.content),
+    }
 
 
 def say_record(main: Path, text: str) -> str:
@@ -122,7 +138,8 @@ def bench_paint(url: str, claude: Path, appends: int) -> dict:
         time.sleep(1)
         for i in range(appends):
             text = f"bench line {i} {uuid.uuid4().hex[:8]}"
-            page.evaluate("""(text) => {
+            page.evaluate(
+                """(text) => {
                 window.__painted = null;
                 const obs = new MutationObserver(() => {
                   if (document.querySelector('.chat').textContent.includes(text)) {
@@ -131,7 +148,9 @@ def bench_paint(url: str, claude: Path, appends: int) -> dict:
                   }
                 });
                 obs.observe(document.querySelector('.chat'), {childList: true, subtree: true, characterData: true});
-            }""", text)
+            }""",
+                text,
+            )
             line = say_record(main, text)
             t0 = time.time() * 1000
             with open(main, "a") as f:
@@ -144,8 +163,12 @@ def bench_paint(url: str, claude: Path, appends: int) -> dict:
             lags.append(painted - t0)
             time.sleep(0.7)
         b.close()
-    return {"appends": appends, "median_ms": statistics.median(lags), "p90_ms": sorted(lags)[int(len(lags) * .9) - 1],
-            "max_ms": max(lags)}
+    return {
+        "appends": appends,
+        "median_ms": statistics.median(lags),
+        "p90_ms": sorted(lags)[int(len(lags) * 0.9) - 1],
+        "max_ms": max(lags),
+    }
 
 
 def bench_idle(pid: int, url: str, seconds: int) -> dict:
@@ -168,23 +191,36 @@ def main() -> None:
         root = Path(tmp)
         t = time.time()
         claude = make_corpus(root, args.sessions, args.mb)
-        print(f"corpus: {args.sessions} sessions, {sum(f.stat().st_size for f in claude.rglob('*.jsonl')) >> 20} MB "
-              f"written in {time.time() - t:.1f}s")
-        env = {**os.environ, "CLAUDE_CONFIG_DIR": str(claude), "CODEX_HOME": str(root / "none"),
-               "VIBE_HOME": str(root / "none"), "HUDDLE_HOME": str(root / "home")}
+        print(
+            f"corpus: {args.sessions} sessions, {sum(f.stat().st_size for f in claude.rglob('*.jsonl')) >> 20} MB "
+            f"written in {time.time() - t:.1f}s"
+        )
+        env = {
+            **os.environ,
+            "CLAUDE_CONFIG_DIR": str(claude),
+            "CODEX_HOME": str(root / "none"),
+            "VIBE_HOME": str(root / "none"),
+            "HUDDLE_HOME": str(root / "home"),
+        }
         t = time.time()
         p, url = start_server(env)
         print(f"server up (first read of everything) in {time.time() - t:.1f}s at {url}")
         try:
             board = bench_board(url)
-            print(f"board route, {board['sessions']} sessions, warm: server {board['server_ms_median']:.1f} ms median "
-                  f"(p95 {board['server_ms_p95']:.1f}), round trip {board['round_trip_ms_median']:.1f} ms, "
-                  f"{board['bytes'] >> 10} KB   [target < 50 ms]")
+            print(
+                f"board route, {board['sessions']} sessions, warm: server {board['server_ms_median']:.1f} ms median "
+                f"(p95 {board['server_ms_p95']:.1f}), round trip {board['round_trip_ms_median']:.1f} ms, "
+                f"{board['bytes'] >> 10} KB   [target < 50 ms]"
+            )
             idle = bench_idle(p.pid, url, args.idle)
-            print(f"idle server CPU over {idle['seconds']}s with a page connected: {idle['cpu_percent']:.2f}%   [target < 1%]")
+            print(
+                f"idle server CPU over {idle['seconds']}s with a page connected: {idle['cpu_percent']:.2f}%   [target < 1%]"
+            )
             paint = bench_paint(url, claude, args.appends)
-            print(f"appended line -> painted (conversation page, Chromium): median {paint['median_ms']:.0f} ms, "
-                  f"p90 {paint['p90_ms']:.0f} ms, max {paint['max_ms']:.0f} ms over {paint['appends']}   [target < 300 ms]")
+            print(
+                f"appended line -> painted (conversation page, Chromium): median {paint['median_ms']:.0f} ms, "
+                f"p90 {paint['p90_ms']:.0f} ms, max {paint['max_ms']:.0f} ms over {paint['appends']}   [target < 300 ms]"
+            )
         finally:
             p.terminate()
             p.wait(timeout=30)

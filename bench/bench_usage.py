@@ -66,6 +66,7 @@ def _copy_with_new_ids(src: Path, dst: Path, k: int, tag: str, id_rx: re.Pattern
 
     def new_time(m: re.Match) -> bytes:
         return day + b"T%02d:" % ((int(m.group(1)) + shift) % 24)
+
     for f in sorted(src.rglob("*")):
         if not f.is_file():
             continue
@@ -142,9 +143,15 @@ def _empty_claude_dir(home: str) -> None:
 
 def _env(home: str, claude: Path | None, codex: Path | None, huddle_home: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX", "VIBE", "HUDDLE"))}
-    env.update(HOME=home, TZ="UTC", HUDDLE_HOME=huddle_home, PYTHONPATH=str(ROOT / "src"),
-               CLAUDE_CONFIG_DIR=str(claude or Path(home) / "no-claude"),
-               CODEX_HOME=str(codex or Path(home) / "no-codex"), VIBE_HOME=str(Path(home) / "no-vibe"))
+    env.update(
+        HOME=home,
+        TZ="UTC",
+        HUDDLE_HOME=huddle_home,
+        PYTHONPATH=str(ROOT / "src"),
+        CLAUDE_CONFIG_DIR=str(claude or Path(home) / "no-claude"),
+        CODEX_HOME=str(codex or Path(home) / "no-codex"),
+        VIBE_HOME=str(Path(home) / "no-vibe"),
+    )
     return env
 
 
@@ -159,8 +166,14 @@ def timed(cmd: list[str], env: dict) -> tuple[float, dict]:
 
 def ccusage_totals(d: dict) -> dict:
     t = d["totals"]
-    return {"input": t["inputTokens"], "output": t["outputTokens"], "cache_read": t["cacheReadTokens"],
-            "cache_write": t["cacheCreationTokens"], "cost": t["totalCost"], "unpriced": t.get("unpricedModels", [])}
+    return {
+        "input": t["inputTokens"],
+        "output": t["outputTokens"],
+        "cache_read": t["cacheReadTokens"],
+        "cache_write": t["cacheCreationTokens"],
+        "cost": t["totalCost"],
+        "unpriced": t.get("unpricedModels", []),
+    }
 
 
 def huddle_figures(claude: Path | None, codex: Path | None) -> dict:
@@ -172,8 +185,14 @@ def huddle_figures(claude: Path | None, codex: Path | None) -> dict:
     from huddle.views.pricing import load
     from huddle.views.usage import counted_usage
 
-    h = Huddle(Settings(claude_dir=str(claude or "/nonexistent"), codex_home=str(codex or "/nonexistent"),
-                        vibe_home="/nonexistent", huddle_home="/nonexistent"))
+    h = Huddle(
+        Settings(
+            claude_dir=str(claude or "/nonexistent"),
+            codex_home=str(codex or "/nonexistent"),
+            vibe_home="/nonexistent",
+            huddle_home="/nonexistent",
+        )
+    )
     h.refresh()
     table = load("/nonexistent")
     by_model: dict[str, float] = {}  # what ccusage would charge for the responses it reads
@@ -205,8 +224,12 @@ def ccusage_rule_cost(p, u) -> float:
         return (min(n, p.above) * base + max(0, n - p.above) * long) / 1e6
 
     b, lg = p.base, p.long
-    return (part(u.input, b.input, lg.input) + part(u.output, b.output, lg.output)
-            + part(u.cache_read, b.cache_read, lg.cache_read) + part(u.cache_write, b.cache_write, lg.cache_write))
+    return (
+        part(u.input, b.input, lg.input)
+        + part(u.output, b.output, lg.output)
+        + part(u.cache_read, b.cache_read, lg.cache_read)
+        + part(u.cache_write, b.cache_write, lg.cache_write)
+    )
 
 
 def compare(name: str, claude: Path | None, codex: Path | None, cc: str | None, runs: int) -> None:
@@ -236,17 +259,25 @@ def compare(name: str, claude: Path | None, codex: Path | None, cc: str | None, 
         print(f"   tokens equal: {same}")
         if not same and codex is not None:
             sub = extra["ccusage_subset"]
-            print(f"   huddle without Codex sub-agent and exec-fork threads: {fmt(sub)}"
-                  f"  -> equals ccusage: {all(sub[k] == c[k] for k in TOKENS)}")
+            print(
+                f"   huddle without Codex sub-agent and exec-fork threads: {fmt(sub)}"
+                f"  -> equals ccusage: {all(sub[k] == c[k] for k in TOKENS)}"
+            )
         print(f"   cost: huddle ${t['cost_usd']:.4f}; ccusage ${c['cost']:.4f}")
         # Where the two differ: responses ccusage does not read, models it cannot price,
         # codex-auto-review, and its long-context rule. With those taken as ccusage takes them:
         both = sum(v for m, v in extra["split_by_model"].items() if m not in c["unpriced"])
-        print(f"   huddle's prices on what ccusage reads and prices, with ccusage's long-context rule: "
-              f"${both:.4f} -> equals ccusage: {abs(both - c['cost']) < 1e-6 * max(1.0, c['cost'])}")
-    print(f"   wall, median of {runs}: huddle cold {med(cold):.2f} s, huddle warm (its cache) {med(warm):.2f} s", end="")
+        print(
+            f"   huddle's prices on what ccusage reads and prices, with ccusage's long-context rule: "
+            f"${both:.4f} -> equals ccusage: {abs(both - c['cost']) < 1e-6 * max(1.0, c['cost'])}"
+        )
+    print(
+        f"   wall, median of {runs}: huddle cold {med(cold):.2f} s, huddle warm (its cache) {med(warm):.2f} s", end=""
+    )
     if ccs:
-        print(f", ccusage {med(ccs):.2f} s  ->  huddle/ccusage cold {med(cold) / med(ccs):.2f}, warm {med(warm) / med(ccs):.2f}")
+        print(
+            f", ccusage {med(ccs):.2f} s  ->  huddle/ccusage cold {med(cold) / med(ccs):.2f}, warm {med(warm) / med(ccs):.2f}"
+        )
     else:
         print("  (ccusage not found: see --ccusage)")
 

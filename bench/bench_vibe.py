@@ -30,7 +30,9 @@ DEFAULT = HERE / "corpus" / "vibe"
 
 
 def files(root: Path) -> list[Path]:
-    return sorted(p for p in (root / "logs" / "session").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ""))
+    return sorted(
+        p for p in (root / "logs" / "session").rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", "")
+    )
 
 
 def huddle_for(root: Path):
@@ -79,8 +81,10 @@ def live(root: Path) -> None:
     w = StoreWriter.__new__(StoreWriter)
     w.tpl = Template("3.0.3" if cur["store_format_minor"] == 10 else "2.26.1")
     w.rnd, w.sid, w.cwd, w.dir = random.Random(1), big.name, "/home/dev/work/proj-live", big
-    w.clock, w.seq = int(time.time() * 1000), cur["snapshot_sequence"] + sum(
-        1 for _ in open(big / f"journal/{cur['snapshot_sequence'] + 1:016d}.jsonl"))
+    w.clock, w.seq = (
+        int(time.time() * 1000),
+        cur["snapshot_sequence"] + sum(1 for _ in open(big / f"journal/{cur['snapshot_sequence'] + 1:016d}.jsonl")),
+    )
     w.entries, w.envelope, w.actions = {}, {}, []
     w.generations = [(cur["generation"], f"journal/{cur['snapshot_sequence'] + 1:016d}.jsonl")]
     w.segment = big / w.generations[0][1]
@@ -95,12 +99,14 @@ def live(root: Path) -> None:
     t = time.perf_counter()
     handle.refresh()
     published = time.perf_counter() - t
-    print(f"live     idle refresh of all {len(h.handles)} sessions {idle * 1e3:.1f} ms; "
-          f"the biggest store ({dir_size(big) / 1e6:.1f} MB, {len(handle.session.events)} events):\n"
-          f"         one turn appended ({appended / 1e3:.0f} kB of journal): its refresh {grown * 1e3:.1f} ms, "
-          f"generations loaded so far {loads}\n"
-          f"         then a new generation published: its refresh {published * 1e3:.1f} ms "
-          f"(new chunks and documents only), generations loaded {reader.loads}")
+    print(
+        f"live     idle refresh of all {len(h.handles)} sessions {idle * 1e3:.1f} ms; "
+        f"the biggest store ({dir_size(big) / 1e6:.1f} MB, {len(handle.session.events)} events):\n"
+        f"         one turn appended ({appended / 1e3:.0f} kB of journal): its refresh {grown * 1e3:.1f} ms, "
+        f"generations loaded so far {loads}\n"
+        f"         then a new generation published: its refresh {published * 1e3:.1f} ms "
+        f"(new chunks and documents only), generations loaded {reader.loads}"
+    )
     shutil.rmtree(work, ignore_errors=True)
 
 
@@ -118,8 +124,10 @@ def main() -> None:
     fs = files(root)
     size = sum(p.stat().st_size for p in fs)
     stores = len([p for p in (root / "logs" / "session" / "unified").iterdir() if not p.name.startswith(".")])
-    print(f"corpus: {size / 1e6:.0f} MB in {len(fs)} files, {stores} unified stores "
-          f"(incl. sub-agents), {len(list((root / 'logs' / 'session').glob('session_*')))} legacy sessions")
+    print(
+        f"corpus: {size / 1e6:.0f} MB in {len(fs)} files, {stores} unified stores "
+        f"(incl. sub-agents), {len(list((root / 'logs' / 'session').glob('session_*')))} legacy sessions"
+    )
     for p in fs:  # warm the page cache: measure parsing, not the disk
         with open(p, "rb") as f:
             while f.read(1 << 24):
@@ -128,10 +136,14 @@ def main() -> None:
     for mode in ("huddle", "msgspec"):
         r = results[mode] = run_child(__file__, mode, root)
         what = "events" if mode == "huddle" else "documents and lines"
-        print(f"{mode:8s} {size / 1e6 / r['seconds']:8.0f} MB/s  {r['seconds']:6.2f} s  peak RSS {r['rss_mb']:6.0f} MB  "
-              f"({r['items']} {what})")
-    print(f"ratio: huddle end-to-end is {results['msgspec']['seconds'] / results['huddle']['seconds']:.2f}x "
-          "an untyped msgspec decode of every file (which reads everything, old generations included)")
+        print(
+            f"{mode:8s} {size / 1e6 / r['seconds']:8.0f} MB/s  {r['seconds']:6.2f} s  peak RSS {r['rss_mb']:6.0f} MB  "
+            f"({r['items']} {what})"
+        )
+    print(
+        f"ratio: huddle end-to-end is {results['msgspec']['seconds'] / results['huddle']['seconds']:.2f}x "
+        "an untyped msgspec decode of every file (which reads everything, old generations included)"
+    )
     live(root)
 
 

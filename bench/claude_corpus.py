@@ -33,7 +33,11 @@ def _templates() -> dict[str, dict]:
             elif t == "user":
                 c = d["message"]["content"]
                 key = "user:prompt" if isinstance(c, str) else "user:" + c[0].get("type", "")
-                if d.get("isMeta") or d.get("isCompactSummary") or d.get("origin", {}).get("kind") == "task-notification":
+                if (
+                    d.get("isMeta")
+                    or d.get("isCompactSummary")
+                    or d.get("origin", {}).get("kind") == "task-notification"
+                ):
                     continue
                 if key == "user:prompt" and d.get("isSidechain"):
                     continue
@@ -44,7 +48,9 @@ def _templates() -> dict[str, dict]:
 
 
 T = _templates()
-WORDS = "the a to of and in is it for on that this with file test build run check fix update read write agent tool".split()
+WORDS = (
+    "the a to of and in is it for on that this with file test build run check fix update read write agent tool".split()
+)
 
 
 def words(rnd: random.Random, n: int) -> str:
@@ -120,7 +126,11 @@ class SessionWriter:
             tool = self.rec("assistant:tool_use")
             tid = "toolu_" + uuid.UUID(int=rnd.getrandbits(128)).hex[:24]
             tool["message"]["content"][0].update(
-                {"id": tid, "name": "Bash", "input": {"command": "ls -la " + words(rnd, 3), "description": words(rnd, 4)}}
+                {
+                    "id": tid,
+                    "name": "Bash",
+                    "input": {"command": "ls -la " + words(rnd, 3), "description": words(rnd, 4)},
+                }
             )
             blocks.append(tool)
             # Claude Code writes cache_creation as the 5m/1h split of cache_creation_input_tokens
@@ -135,8 +145,16 @@ class SessionWriter:
             out += blocks
             res = self.rec("user:tool_result")
             body = big_text(rnd, tool_output_size(rnd))
-            res["message"]["content"] = [{"tool_use_id": tid, "type": "tool_result", "content": body, "is_error": False}]
-            res["toolUseResult"] = {"stdout": body, "stderr": "", "interrupted": False, "isImage": False, "noOutputExpected": False}
+            res["message"]["content"] = [
+                {"tool_use_id": tid, "type": "tool_result", "content": body, "is_error": False}
+            ]
+            res["toolUseResult"] = {
+                "stdout": body,
+                "stderr": "",
+                "interrupted": False,
+                "isImage": False,
+                "noOutputExpected": False,
+            }
             out.append(res)
             out.append(self.rec("last-prompt"))
         fin = self.rec("assistant:text")
@@ -172,13 +190,19 @@ def write_session(root: Path, rnd: random.Random, target: int, t0: float, subage
         sub.mkdir(parents=True, exist_ok=True)
         sw = SessionWriter(rnd, sid, cwd, t0)
         written += append_jsonl(sub / f"agent-{agent_id}.jsonl", sw.turn(agent_id=agent_id))
-        meta = {"agentType": "general-purpose", "description": words(rnd, 3), "toolUseId": "toolu_x" + agent_id, "spawnDepth": 1}
+        meta = {
+            "agentType": "general-purpose",
+            "description": words(rnd, 3),
+            "toolUseId": "toolu_x" + agent_id,
+            "spawnDepth": 1,
+        }
         (sub / f"agent-{agent_id}.meta.json").write_text(json.dumps(meta))
     return written
 
 
-def write_claude_corpus(root: str, n_sessions: int = 1000, target_bytes: int = 1 << 30, seed: int = 0,
-                        big_bytes: int = 300 << 20) -> int:
+def write_claude_corpus(
+    root: str, n_sessions: int = 1000, target_bytes: int = 1 << 30, seed: int = 0, big_bytes: int = 300 << 20
+) -> int:
     """Write `n_sessions` sessions totalling about `target_bytes` under root (a
     CLAUDE_CONFIG_DIR), one of them about `big_bytes`. Returns bytes written."""
     rnd = random.Random(seed)

@@ -55,6 +55,8 @@ def _templates(scenarios: tuple[str, ...]) -> dict[str, dict]:
 
 NEW = _templates(("shell", "subagents_v2", "apply_patch", "compaction"))
 OLD = _templates(("shell__v0.144.3", "subagents_v2__v0.144.3", "apply_patch__v0.144.3"))
+
+
 def output_size(rnd: random.Random) -> int:
     return min(int(rnd.paretovariate(1.1) * 300), 4_000_000)  # most small, some megabytes
 
@@ -97,14 +99,30 @@ class ThreadWriter:
         p["session_id"] = self.root_id
         p["cwd"] = f"/home/dev/work/proj{self.rnd.randint(0, 40)}"
         if parent:
-            spawn = {"parent_thread_id": parent, "depth": 1, "agent_path": path, "agent_nickname": "Bench", "agent_role": None}
-            p.update(parent_thread_id=parent, source={"subagent": {"thread_spawn": spawn}}, thread_source="subagent",
-                     agent_nickname="Bench", agent_path=path)
+            spawn = {
+                "parent_thread_id": parent,
+                "depth": 1,
+                "agent_path": path,
+                "agent_nickname": "Bench",
+                "agent_role": None,
+            }
+            p.update(
+                parent_thread_id=parent,
+                source={"subagent": {"thread_spawn": spawn}},
+                thread_source="subagent",
+                agent_nickname="Bench",
+                agent_path=path,
+            )
         return d
 
     def tokens(self, out: list[dict], inp: int, cached: int, outp: int, reasoning: int) -> None:
-        usage = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": outp,
-                 "reasoning_output_tokens": reasoning, "total_tokens": inp + outp}
+        usage = {
+            "input_tokens": inp,
+            "cached_input_tokens": cached,
+            "output_tokens": outp,
+            "reasoning_output_tokens": reasoning,
+            "total_tokens": inp + outp,
+        }
         if not self.old:
             usage["cache_write_input_tokens"] = 0
             r = self.rec("token_usage_record")
@@ -114,8 +132,19 @@ class ThreadWriter:
             self.total[i] += v
         c = self.rec("event_msg:token_count")
         info = c["payload"]["info"]
-        tot = dict(zip(("input_tokens", "cached_input_tokens", "cache_write_input_tokens", "output_tokens",
-                        "reasoning_output_tokens", "total_tokens"), self.total))
+        tot = dict(
+            zip(
+                (
+                    "input_tokens",
+                    "cached_input_tokens",
+                    "cache_write_input_tokens",
+                    "output_tokens",
+                    "reasoning_output_tokens",
+                    "total_tokens",
+                ),
+                self.total,
+            )
+        )
         if self.old:
             tot.pop("cache_write_input_tokens")
         info["total_token_usage"], info["last_token_usage"] = tot, usage
@@ -125,7 +154,11 @@ class ThreadWriter:
         rnd = self.rnd
         out = [self.rec("event_msg:task_started")]
         if rnd.random() < 0.3:
-            out += [self.rec("response_item:message:developer"), self.rec("response_item:message:user"), self.rec("world_state")]
+            out += [
+                self.rec("response_item:message:developer"),
+                self.rec("response_item:message:user"),
+                self.rec("world_state"),
+            ]
         out.append(self.rec("turn_context"))
         prompt = "[[bench]] " + words(rnd, rnd.randint(5, 40))
         if self.old:
@@ -167,12 +200,20 @@ class ThreadWriter:
             code = 0 if rnd.random() < 0.8 else rnd.randint(1, 3)
             if not self.old:
                 c = self.rec("event_msg:item_completed:CommandExecution")
-                c["payload"]["item"].update(id=call, command=["/bin/bash", "-lc", cmd], aggregated_output=body,
-                                            exit_code=code, status="completed" if code == 0 else "failed")
+                c["payload"]["item"].update(
+                    id=call,
+                    command=["/bin/bash", "-lc", cmd],
+                    aggregated_output=body,
+                    exit_code=code,
+                    status="completed" if code == 0 else "failed",
+                )
                 out.append(c)
             o = self.rec("response_item:function_call_output")
-            o["payload"].update(call_id=call, output=f"Chunk ID: 000000\nWall time: 0.0100 seconds\nProcess exited with code {code}\n"
-                                                     f"Original token count: {len(body) // 4}\nOutput:\n{body}")
+            o["payload"].update(
+                call_id=call,
+                output=f"Chunk ID: 000000\nWall time: 0.0100 seconds\nProcess exited with code {code}\n"
+                f"Original token count: {len(body) // 4}\nOutput:\n{body}",
+            )
             out.append(o)
         msg = words(rnd, rnd.randint(10, 80))
         m = self.rec("response_item:message:assistant")

@@ -16,7 +16,9 @@ sys.path.insert(0, str(HERE.parent / "src"))
 
 def run_child(script: str, mode: str, root: Path) -> dict:
     """Run `script --child MODE ROOT` and return the JSON result it prints last."""
-    out = subprocess.run([sys.executable, script, "--child", mode, str(root)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, script, "--child", mode, str(root)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

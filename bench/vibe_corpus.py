@@ -34,7 +34,9 @@ SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "sampl
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 TURN = re.compile(r"turn-[0-9a-f]{32}")
 MS = re.compile(r"\b1796\d{9}\b")
-WORDS = "the a to of and in is it for on that this with file test build run check fix update read write agent tool".split()
+WORDS = (
+    "the a to of and in is it for on that this with file test build run check fix update read write agent tool".split()
+)
 CHUNK = 64 << 10
 
 
@@ -70,8 +72,10 @@ class Template:
         self.projection = json.loads((gdir / "projection-state.json").read_text())
         self.runtime = json.loads((gdir / "runtime-state.json").read_text())
         self.checkpoint = (gdir / "checkpoint.json").read_text()
-        self.chunks = {c: (store / "chunks" / f"{c}.json").read_text()
-                       for c in (self.manifest["checkpoint"]["chunks"] + self.manifest["runtime_state"]["chunks"])}
+        self.chunks = {
+            c: (store / "chunks" / f"{c}.json").read_text()
+            for c in (self.manifest["checkpoint"]["chunks"] + self.manifest["runtime_state"]["chunks"])
+        }
         self.meta = json.loads((store / "meta.json").read_text())
         self.prompt = json.loads(self.lines[0])["payload"]["params"]["message"][0]["text"]
         self.cwd = self.runtime["session_metadata"]["cwd"]
@@ -125,8 +129,14 @@ class StoreWriter:
             if rec["type"] == "projection_delta":
                 self._apply(rec["payload"]["delta"])
             elif rec["type"] == "action_intent":
-                self.actions.append(dict(self.tpl.action, action_id=rec["payload"]["action_id"],
-                                         lease_id=rec["payload"]["action_id"], kind=rec["payload"]["kind"]))
+                self.actions.append(
+                    dict(
+                        self.tpl.action,
+                        action_id=rec["payload"]["action_id"],
+                        lease_id=rec["payload"]["action_id"],
+                        kind=rec["payload"]["kind"],
+                    )
+                )
             out.append(dumps(rec))
         with open(self.segment, "a") as f:
             f.write("\n".join(out) + "\n")
@@ -178,14 +188,24 @@ class StoreWriter:
             (gdir / name).write_text(text)
         segment = f"journal/{self.seq + 1:016d}.jsonl"
         man = json.loads(json.dumps(tpl.manifest))
-        man.update(generation=gen, snapshot_sequence=self.seq, session_id=self.sid,
-                   recovery_journal_segment={"first_sequence": self.seq + 1, "path": segment})
+        man.update(
+            generation=gen,
+            snapshot_sequence=self.seq,
+            session_id=self.sid,
+            recovery_journal_segment={"first_sequence": self.seq + 1, "path": segment},
+        )
         man["projection_state"]["chunks"] = chunks
         (gdir / "manifest.json").write_text(dumps(man))
         self.segment = self.dir / segment
         self.segment.touch()
-        cur = {"generation": gen, "manifest_sha256": "0" * 64, "session_id": self.sid, "snapshot_sequence": self.seq,
-               "store_format": "mistral.vibe.unified-session-store/v1", "store_format_minor": tpl.minor}
+        cur = {
+            "generation": gen,
+            "manifest_sha256": "0" * 64,
+            "session_id": self.sid,
+            "snapshot_sequence": self.seq,
+            "store_format": "mistral.vibe.unified-session-store/v1",
+            "store_format_minor": tpl.minor,
+        }
         tmp = self.dir / "CURRENT.tmp"
         tmp.write_text(dumps(cur))
         os.replace(tmp, self.dir / "CURRENT")
@@ -247,9 +267,16 @@ def write_legacy(root: Path, rnd: random.Random, target: int, t0: float, n: int)
         size += len(text)
     (folder / "messages.jsonl").write_text("".join(out))
     end = t0 + turns * rnd.uniform(5, 60)
-    meta.update(session_id=sid, start_time=stamp.isoformat(), end_time=datetime.fromtimestamp(end, timezone.utc).isoformat(),
-                environment={"working_directory": cwd}, total_messages=sum(o.count("\n") for o in out))
-    meta["stats"] = dict(meta["stats"], session_prompt_tokens=prompt_tokens, session_completion_tokens=prompt_tokens // 50)
+    meta.update(
+        session_id=sid,
+        start_time=stamp.isoformat(),
+        end_time=datetime.fromtimestamp(end, timezone.utc).isoformat(),
+        environment={"working_directory": cwd},
+        total_messages=sum(o.count("\n") for o in out),
+    )
+    meta["stats"] = dict(
+        meta["stats"], session_prompt_tokens=prompt_tokens, session_completion_tokens=prompt_tokens // 50
+    )
     (folder / "meta.json").write_text(json.dumps(meta))
     return size
 
@@ -260,9 +287,15 @@ def copy_with_new_ids(root: Path, case: str, rnd: random.Random) -> int:
     text_ids: dict[str, str] = {}
     names = [p.name for p in src.rglob("*")] + [json.loads(m.read_text())["session_id"] for m in src.rglob("meta.json")]
     for name in names:
-        for m in re.finditer(r"(child-[0-9a-f]{24}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", name):
-            text_ids.setdefault(m.group(1), "child-%024x" % rnd.getrandbits(96) if m.group(1).startswith("child-")
-                                else str(uuid.UUID(int=rnd.getrandbits(128))))
+        for m in re.finditer(
+            r"(child-[0-9a-f]{24}|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", name
+        ):
+            text_ids.setdefault(
+                m.group(1),
+                "child-%024x" % rnd.getrandbits(96)
+                if m.group(1).startswith("child-")
+                else str(uuid.UUID(int=rnd.getrandbits(128))),
+            )
     for full in list(text_ids):
         if not full.startswith("child-"):
             text_ids.setdefault(full[:8], text_ids[full][:8])  # legacy folder names carry 8 characters
@@ -304,8 +337,9 @@ def write_vibe_corpus(root: str, n_sessions: int = 300, target_bytes: int = 100 
         t = t0 + i * 600
         r = rnd.random() if i else 1.0
         if r < 0.1:
-            copy_with_new_ids(base, rnd.choice(["3.0.3-unified-subagent", "2.26.1-unified-subagent",
-                                                "2.26.1-legacy-subagent"]), rnd)
+            copy_with_new_ids(
+                base, rnd.choice(["3.0.3-unified-subagent", "2.26.1-unified-subagent", "2.26.1-legacy-subagent"]), rnd
+            )
             counts["subagents"] += 1
         elif r < 0.4:
             write_legacy(base, rnd, target, t, i)

@@ -159,8 +159,17 @@ def test_bad_ids_are_refused(corpus, bad):
             api.transcript(h, sid, agent=bad)
 
 
-@pytest.mark.parametrize("params", [{"limit": "0"}, {"limit": "501"}, {"after": "-1"}, {"before": "x"},
-                                    {"after": "1", "before": "2"}, {"limit": "1e3"}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"limit": "0"},
+        {"limit": "501"},
+        {"after": "-1"},
+        {"before": "x"},
+        {"after": "1", "before": "2"},
+        {"limit": "1e3"},
+    ],
+)
 def test_bad_paging_is_refused(corpus, params):
     _, h, _ = corpus
     sid = api.sessions(h)["sessions"][0]["id"]
@@ -194,7 +203,7 @@ def test_a_symlink_out_of_the_agent_folders_is_never_read_back(tmp_path):
     # the source does not follow it: the linked file is no agent of the session
     assert api.transcript(h, sid, agent="aevil0000000000000")["messages"] == []
     # and a file swapped for a link after it was read is refused at read-back
-    agent = sub.stem[len("agent-"):]
+    agent = sub.stem[len("agent-") :]
     refs = [m["ref"] for m in api.transcript(h, sid, agent=agent)["messages"] if "ref" in m]
     assert refs
     sub.unlink()
@@ -225,16 +234,21 @@ def test_doing_says_it_in_plain_words():
 
 
 @settings(max_examples=200, deadline=None)
-@given(sid=st.text(max_size=80), agent=st.one_of(st.none(), st.text(max_size=40)),
-       limit=st.one_of(st.none(), st.text(max_size=6), st.integers(-5, 600)),
-       ref=st.text(max_size=40))
+@given(
+    sid=st.text(max_size=80),
+    agent=st.one_of(st.none(), st.text(max_size=40)),
+    limit=st.one_of(st.none(), st.text(max_size=6), st.integers(-5, 600)),
+    ref=st.text(max_size=40),
+)
 def test_hostile_parameters_give_a_clear_error_never_a_crash(corpus, sid, agent, limit, ref):
     _, h, _ = corpus
     real = api.sessions(h)["sessions"][0]["id"]
     for target in (sid, real):
-        for call in (lambda: api.transcript(h, target, agent=agent, limit=limit),
-                     lambda: api.events(h, target, after=limit, limit=limit),
-                     lambda: api.content(h, target, ref)):
+        for call in (
+            lambda: api.transcript(h, target, agent=agent, limit=limit),
+            lambda: api.events(h, target, after=limit, limit=limit),
+            lambda: api.content(h, target, ref),
+        ):
             try:
                 json.dumps(call())
             except HuddleError as exc:
@@ -262,8 +276,13 @@ def test_the_demo_plays_five_agents_and_asks_permission(tmp_path):
 
 def test_the_sample_folders_are_untouched():
     before = fingerprint(SAMPLES / "claude" / web_corpus.NESTED)
-    h = web_corpus.core(web_corpus.Settings(claude_dir=str(SAMPLES / "claude" / web_corpus.NESTED / "config"),
-                                            codex_home="/nonexistent", vibe_home="/nonexistent"))
+    h = web_corpus.core(
+        web_corpus.Settings(
+            claude_dir=str(SAMPLES / "claude" / web_corpus.NESTED / "config"),
+            codex_home="/nonexistent",
+            vibe_home="/nonexistent",
+        )
+    )
     sid = h.sessions()[0].id
     for m in api.transcript(h, sid, limit=500)["messages"]:
         if "ref" in m:

@@ -17,8 +17,14 @@ pytestmark = pytest.mark.browser
 
 SHOTS = Path(__file__).parent / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 FAST = {"poll_watched": 0.5, "poll_unwatched": 0.2}
 
 

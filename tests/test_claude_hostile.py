@@ -46,7 +46,9 @@ def write_session(tmp_path, lines: list[bytes]):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    picks=st.lists(st.tuples(st.integers(0, len(LINES) - 1), st.integers(0, 3), st.integers(0, 10**6), json_values), max_size=12),
+    picks=st.lists(
+        st.tuples(st.integers(0, len(LINES) - 1), st.integers(0, 3), st.integers(0, 10**6), json_values), max_size=12
+    ),
     garbage=st.lists(st.binary(max_size=64), max_size=5),
 )
 def test_mutated_records_never_raise(tmp_path_factory, picks, garbage):
@@ -78,7 +80,10 @@ def test_mutated_records_never_raise(tmp_path_factory, picks, garbage):
 
 
 def test_each_bad_line_is_named_with_file_and_offset(tmp_path):
-    lines = list(LINES[:20]) + [b"\x00\xff garbage", b'{"type":"user","message":{"content":[{"type":"tool_result","is_error":"yes"}]}}']
+    lines = list(LINES[:20]) + [
+        b"\x00\xff garbage",
+        b'{"type":"user","message":{"content":[{"type":"tool_result","is_error":"yes"}]}}',
+    ]
     h = write_session(tmp_path, lines)
     (s,) = h.sessions()
     assert s.skipped_lines == 2

@@ -275,7 +275,9 @@ def test_a_symlinked_sub_agent_file_pointing_out_is_not_read(tmp_path):
     shutil.copytree(CLAUDE / "03-background-agent" / "config", dst)
     (main,) = dst.glob("projects/*/*.jsonl")
     outside = tmp_path / "elsewhere.jsonl"
-    outside.write_text('{"type":"user","message":{"role":"user","content":"secret"},"timestamp":"2026-11-30T03:04:20.000Z"}\n')
+    outside.write_text(
+        '{"type":"user","message":{"role":"user","content":"secret"},"timestamp":"2026-11-30T03:04:20.000Z"}\n'
+    )
     (main.parent / main.stem / "subagents" / "agent-a1111111111111111.jsonl").symlink_to(outside)
     s = only(claude_huddle(dst))
     assert "a1111111111111111" not in s.agents
@@ -291,12 +293,23 @@ def test_usage_only_reading_counts_and_names_the_same(name):
     from huddle.sources import Settings
 
     full = scenario(name)
-    quick = Huddle(Settings(claude_dir=str(CLAUDE / name / "config"), codex_home=NOWHERE, vibe_home=NOWHERE,
-                            huddle_home=NOWHERE, usage_only=True), sources=["claude"])
+    quick = Huddle(
+        Settings(
+            claude_dir=str(CLAUDE / name / "config"),
+            codex_home=NOWHERE,
+            vibe_home=NOWHERE,
+            huddle_home=NOWHERE,
+            usage_only=True,
+        ),
+        sources=["claude"],
+    )
     quick.refresh()
     for s in full.sessions():
         q = quick.session(s.id)
         assert q.usage.to_dict() == s.usage.to_dict() and q.title == s.title and q.cwd == s.cwd
         assert {a.id: (a.kind, a.usage.to_dict()) for a in q.agents.values()} == {
-            a.id: (a.kind, a.usage.to_dict()) for a in s.agents.values()}
-        assert [(e.id, e.t) for e in q.events if e.kind == "usage"] == [(e.id, e.t) for e in s.events if e.kind == "usage"]
+            a.id: (a.kind, a.usage.to_dict()) for a in s.agents.values()
+        }
+        assert [(e.id, e.t) for e in q.events if e.kind == "usage"] == [
+            (e.id, e.t) for e in s.events if e.kind == "usage"
+        ]

@@ -14,16 +14,39 @@ CLAUDE = SAMPLES / "claude"
 
 
 def run(*args, env=None, **kw):
-    return subprocess.run([sys.executable, "-m", "huddle", *args], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=120, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "huddle", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        **kw,
+    )
 
 
 def test_json_fields_are_the_contract():
     out = run("status", "--json", env={"CLAUDE_CONFIG_DIR": str(CLAUDE / "12-nested-and-custom-agents" / "config")})
     assert out.returncode == 0, out.stderr
     (s,) = json.loads(out.stdout)["sessions"]
-    for key in ("id", "source", "title", "cwd", "started_at", "updated_at", "usage", "agents", "events", "skipped_lines",
-                "state", "state_since", "waiting_for", "tokens", "cost", "project", "background"):
+    for key in (
+        "id",
+        "source",
+        "title",
+        "cwd",
+        "started_at",
+        "updated_at",
+        "usage",
+        "agents",
+        "events",
+        "skipped_lines",
+        "state",
+        "state_since",
+        "waiting_for",
+        "tokens",
+        "cost",
+        "project",
+        "background",
+    ):
         assert key in s, key
     assert s["source"] == "claude"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", s["started_at"])
@@ -94,8 +117,13 @@ def test_watch_keeps_the_table_live(tmp_path):
 
     cfg = tmp_path / "config"
     shutil.copytree(CLAUDE / "06-named-session" / "config", cfg)
-    p = subprocess.Popen([sys.executable, "-m", "huddle", "status", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env={**os.environ, "CLAUDE_CONFIG_DIR": str(cfg), "COLUMNS": "200"}, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "huddle", "status", "--watch"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "CLAUDE_CONFIG_DIR": str(cfg), "COLUMNS": "200"},
+        text=True,
+    )
     import time
 
     time.sleep(2.0)

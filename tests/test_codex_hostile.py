@@ -19,8 +19,15 @@ from huddle.sources import Settings
 from huddle.sources.codex import CodexSource
 
 CODEX = SAMPLES / "codex"
-SHAPES = ["subagents_v2", "subagents_v2__v0.144.3", "subagents_collab_old__v0.96.0", "guardian", "multiturn",
-          "tui_approval__v0.144.3", "compaction__v0.96.0"]
+SHAPES = [
+    "subagents_v2",
+    "subagents_v2__v0.144.3",
+    "subagents_collab_old__v0.96.0",
+    "guardian",
+    "multiturn",
+    "tui_approval__v0.144.3",
+    "compaction__v0.96.0",
+]
 
 
 class Home:
@@ -45,8 +52,21 @@ def signature(session) -> dict:
     """Each agent's events, as views see them (everything but the timeline position)."""
     out: dict[str, list] = {}
     for e in session.events:
-        out.setdefault(e.agent, []).append((e.kind, e.t, e.offset, e.id, e.name, e.text, e.detail, e.ok, e.target,
-                                            e.copied, e.usage.to_dict() if e.usage else None))
+        out.setdefault(e.agent, []).append(
+            (
+                e.kind,
+                e.t,
+                e.offset,
+                e.id,
+                e.name,
+                e.text,
+                e.detail,
+                e.ok,
+                e.target,
+                e.copied,
+                e.usage.to_dict() if e.usage else None,
+            )
+        )
     return out
 
 
@@ -151,11 +171,20 @@ def test_a_rewritten_rollout_is_read_again(tmp_path):
 
 GARBAGE = st.one_of(
     st.binary(min_size=1, max_size=60).map(lambda b: b.replace(b"\n", b" ").replace(b"\r", b" ")),
-    st.sampled_from([b"{", b"[1,2", b'{"type": 5}', b'{"type":"response_item","payload":{"type":"message","content":5}}',
-                     b'{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","exit_code":"x"}}}',
-                     b'{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":-5}}}}',
-                     b'{"type":"response_item","payload":{"type":"function_call_output","call_id":"nope","output":[1,{"text":2}]}}',
-                     b'{"type":"future_record","payload":{"anything":[1,2,3]}}', b"null", b"\xff\xfe"]),
+    st.sampled_from(
+        [
+            b"{",
+            b"[1,2",
+            b'{"type": 5}',
+            b'{"type":"response_item","payload":{"type":"message","content":5}}',
+            b'{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"CommandExecution","exit_code":"x"}}}',
+            b'{"type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":-5}}}}',
+            b'{"type":"response_item","payload":{"type":"function_call_output","call_id":"nope","output":[1,{"text":2}]}}',
+            b'{"type":"future_record","payload":{"anything":[1,2,3]}}',
+            b"null",
+            b"\xff\xfe",
+        ]
+    ),
 )
 
 
@@ -203,9 +232,12 @@ def test_an_unreadable_rollout_costs_its_own_row(tmp_path):
     root = tmp_path / "codex_home"
     shutil.copytree(CODEX / "qa" / "codex_home" / "sessions", root / "sessions")
     day = next((root / "sessions").rglob("30"))
-    (day / "rollout-2026-11-30T09-00-00-01a22a99-0000-7000-8000-000000000000.jsonl").write_bytes(b"not json at all\n{}\n")
+    (day / "rollout-2026-11-30T09-00-00-01a22a99-0000-7000-8000-000000000000.jsonl").write_bytes(
+        b"not json at all\n{}\n"
+    )
     (day / "rollout-2026-11-30T09-00-01-01a22a99-0000-7000-8000-000000000001.jsonl").write_bytes(
-        b'{"type":"event_msg","payload":{}}\n')
+        b'{"type":"event_msg","payload":{}}\n'
+    )
     (day / "rollout-2026-11-30T09-00-02-01a22a99-0000-7000-8000-000000000002.jsonl").write_bytes(b'{"type":"sess')
     home = Home(root)
     home.refresh()

@@ -25,8 +25,12 @@ TRUTHS = [(snap, t) for snap in SNAPSHOTS for t in json.loads((LIVE / snap / "tr
 # What the files alone cannot tell (no process table): an approval asked by an execpolicy
 # rule carries no hint in the call (03d); a TUI that quit leaves its thread loaded in the
 # app-server, like an open TUI (08, 08d); a killed `codex exec` leaves its lock file (08y).
-FILES_CANNOT_TELL = {"03d-needs-you-approval-rule-tui", "08-ended-tui-quit", "08d-ended-detached-turn-finished",
-                     "08y-ended-exec-killed"}
+FILES_CANNOT_TELL = {
+    "03d-needs-you-approval-rule-tui",
+    "08-ended-tui-quit",
+    "08d-ended-detached-turn-finished",
+    "08y-ended-exec-killed",
+}
 
 
 def huddle_state(truth: dict) -> str:
@@ -157,8 +161,12 @@ def test_a_warm_cache_gives_the_same_states(tmp_path):
 
     snap = "05x-waiting-on-subagent-exec"
     at = parse_time(json.loads((LIVE / snap / "truth.json").read_text())[0]["taken_at"])
-    settings = Settings(claude_dir="/nonexistent", codex_home=str(LIVE / snap / "codex_home"), vibe_home="/nonexistent",
-                        huddle_home=str(tmp_path / "huddle"))
+    settings = Settings(
+        claude_dir="/nonexistent",
+        codex_home=str(LIVE / snap / "codex_home"),
+        vibe_home="/nonexistent",
+        huddle_home=str(tmp_path / "huddle"),
+    )
     rows = []
     for _ in range(2):
         h = Huddle(settings, sources=["codex"], cache=True)

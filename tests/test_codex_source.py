@@ -20,7 +20,9 @@ SCENARIOS = sorted(p.name for p in CODEX.iterdir() if (p / "codex_home").is_dir(
 
 
 def codex_huddle(home: Path | str) -> Huddle:
-    h = Huddle(Settings(claude_dir=NOWHERE, codex_home=str(home), vibe_home=NOWHERE, huddle_home=NOWHERE), sources=["codex"])
+    h = Huddle(
+        Settings(claude_dir=NOWHERE, codex_home=str(home), vibe_home=NOWHERE, huddle_home=NOWHERE), sources=["codex"]
+    )
     h.refresh()
     return h
 
@@ -115,7 +117,10 @@ def test_exec_fork_is_its_own_session_that_continues_the_parent():
     a, b = sorted(h.sessions(), key=lambda s: s.started_at)
     assert b.continues == a.id and a.continues is None
     assert [e.text for e in kinds(a, ev.PROMPT)] == [
-        "[[plan:mt1]] Write turn1.txt.", "[[plan:mt2]] Is turn1.txt still there?", "[[plan:mt3]] Anything else?"]
+        "[[plan:mt1]] Write turn1.txt.",
+        "[[plan:mt2]] Is turn1.txt still there?",
+        "[[plan:mt3]] Anything else?",
+    ]
     assert [e.text for e in kinds(b, ev.PROMPT)] == ["[[plan:fork2]] In this fork, list the files."]
     assert len(kinds(a, ev.TURN_END)) == 3 and len(kinds(b, ev.TURN_END)) == 1
 
@@ -163,7 +168,10 @@ def test_file_changes(name):
 def test_mcp_web_search_code_mode_and_legacy_shell():
     s = only(scenario("mcp"))
     assert [(e.name, e.detail) for e in kinds(s, ev.TOOL_CALL)] == [
-        ("tool_search", "fakemcp echo add"), ("mcp__fakemcp__echo", "hi there"), ("mcp__fakemcp__add", '{"a":2,"b":40}')]
+        ("tool_search", "fakemcp echo add"),
+        ("mcp__fakemcp__echo", "hi there"),
+        ("mcp__fakemcp__add", '{"a":2,"b":40}'),
+    ]
     assert all(e.ok for e in kinds(s, ev.TOOL_RESULT))
     s = only(scenario("web_search__v0.144.3"))
     assert [(e.name, e.detail) for e in kinds(s, ev.TOOL_CALL)] == [("web_search", "codex rollout jsonl format")]
@@ -182,7 +190,9 @@ def test_declined_approval_interrupts_the_turn(name):
     ends = kinds(s, ev.TURN_END)
     assert [e.detail for e in ends] == ["aborted", ""]
     assert [e.text for e in kinds(s, ev.PROMPT)] == [
-        "[[plan:appr]] Read /etc/hostname, then create a marker in /var/tmp.", "[[plan:tuiq]] Thanks, what did you do?"]
+        "[[plan:appr]] Read /etc/hostname, then create a marker in /var/tmp.",
+        "[[plan:tuiq]] Thanks, what did you do?",
+    ]
     assert any(e.name == "turn_aborted" for e in kinds(s, ev.CONTEXT))  # the harness note is not a prompt
 
 
@@ -264,7 +274,11 @@ def test_usage_is_one_event_per_response_record(name):
         recs = records(p)
         tid = recs[0]["payload"]["id"]
         start = recs[0]["payload"].get("subagent_history_start_ordinal") or 0
-        want = [r["payload"]["response_id"] for r in recs if r["type"] == "token_usage_record" and r.get("ordinal", 0) >= start]
+        want = [
+            r["payload"]["response_id"]
+            for r in recs
+            if r["type"] == "token_usage_record" and r.get("ordinal", 0) >= start
+        ]
         s = next(s for s in h.sessions() if tid in s.agents)
         got = [e.id for e in kinds(s, ev.USAGE, tid) if e.id]
         assert got == want

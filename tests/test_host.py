@@ -40,7 +40,11 @@ def test_the_logged_exchange(tmp_path):
     assert log[-1]["kind"] == "exited" and log[-1]["stopped"] is True
     assert stopped["exited"] == {k: log[-1][k] for k in ("status", "signal", "reason", "stopped")}
     assert stopped["seq"] == log[-1]["seq"]
-    assert {"seq": log[2]["seq"], "kind": "stdout", "json": {"type": "system", "subtype": "init", "session_id": "s"}}.items() <= log[2].items()
+    assert {
+        "seq": log[2]["seq"],
+        "kind": "stdout",
+        "json": {"type": "system", "subtype": "init", "session_id": "s"},
+    }.items() <= log[2].items()
     assert any(e["kind"] == "stderr" and e["text"] == "to stderr" for e in log)
     # each write is logged before the agent could answer it
     stdin = [e for e in log if e["kind"] == "stdin"]

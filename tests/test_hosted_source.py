@@ -66,10 +66,13 @@ def test_a_hosted_run_is_a_session_with_its_tree_and_usage():
     notified = {r["task_id"]: r["usage"]["total_tokens"] for r in recs if r.get("subtype") == "task_notification"}
     assert {k: a.usage.input for k, a in subs.items()} == notified  # unsplit: counted as input
     lead = s.agents["survey"].usage
-    deltas = [r["event"]["usage"] for r in recs if r.get("type") == "stream_event" and r["event"]["type"] == "message_delta"]
+    deltas = [
+        r["event"]["usage"] for r in recs if r.get("type") == "stream_event" and r["event"]["type"] == "message_delta"
+    ]
     assert lead.output == sum(u["output_tokens"] for u in deltas)
     assert lead.input + lead.cache_read + lead.cache_write == sum(
-        u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in deltas)
+        u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"] for u in deltas
+    )
     result = recs[-1]["usage"]
     assert lead.output == result["output_tokens"] and lead.cache_read == result["cache_read_input_tokens"]
     assert s.counts["tool_call"] == 3 and s.counts["order"] == 2 and s.counts["report"] == 2
@@ -98,8 +101,11 @@ def test_prompts_come_from_stdin_and_the_state_from_the_host():
 def test_the_live_partial_text():
     d, host = hosted("partial", SIGINT, "--stop-at", "14", "--hold", "stdin", wait=False)
     wait_until(lambda: sum(e["kind"] == "stdout" for e in entries(d)) == 14, "the first lines")
-    text = "".join(r["event"]["delta"].get("text", "") for r in stream_records(SIGINT)[:14]
-                   if r.get("type") == "stream_event" and r["event"]["type"] == "content_block_delta")
+    text = "".join(
+        r["event"]["delta"].get("text", "")
+        for r in stream_records(SIGINT)[:14]
+        if r.get("type") == "stream_event" and r["event"]["type"] == "content_block_delta"
+    )
     assert text
     h, _ = board()
     assert h.session("hosted:partial").live["partial"] == {"agent": "partial", "kind": "say", "text": text}
@@ -163,25 +169,45 @@ def test_a_bad_line_costs_one_line():
     lines = (d / "events.jsonl").read_bytes().splitlines(keepends=True)
     bad = runs() / "bad"
     bad.mkdir()
-    (bad / "events.jsonl").write_bytes(b"".join(lines[:20] + [b"{not an entry\n", b'{"seq":"x","kind":5}\n'] + lines[20:]))
+    (bad / "events.jsonl").write_bytes(
+        b"".join(lines[:20] + [b"{not an entry\n", b'{"seq":"x","kind":5}\n'] + lines[20:])
+    )
     h, _ = board()
     clean, broken = h.session("hosted:clean"), h.session("hosted:bad")
     assert broken.skipped_lines == 2 and str(bad / "events.jsonl") in broken.problems[0]
     assert broken.usage == clean.usage and broken.counts == clean.counts
 
 
-GOOD = (Path(__file__).parent / "fixtures" / "samples" / "claude-stream" / "01-basic-tools" / "basic.jsonl").read_bytes()
+GOOD = (
+    Path(__file__).parent / "fixtures" / "samples" / "claude-stream" / "01-basic-tools" / "basic.jsonl"
+).read_bytes()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(st.lists(st.one_of(
-    st.binary(max_size=80),
-    st.sampled_from(GOOD.splitlines()[:40]).map(lambda x: b'{"seq":1,"t":1.0,"kind":"stdout","json":' + x + b"}"),
-    st.fixed_dictionaries({"seq": st.integers(), "kind": st.sampled_from(["stdout", "stdin", "started", "exited", "x"]),
-                           "json": st.recursive(st.none() | st.integers() | st.text(max_size=5),
-                                                lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
-                                                max_leaves=8)}).map(lambda e: json.dumps(e).encode()),
-), max_size=30))
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=80),
+            st.sampled_from(GOOD.splitlines()[:40]).map(
+                lambda x: b'{"seq":1,"t":1.0,"kind":"stdout","json":' + x + b"}"
+            ),
+            st.fixed_dictionaries(
+                {
+                    "seq": st.integers(),
+                    "kind": st.sampled_from(["stdout", "stdin", "started", "exited", "x"]),
+                    "json": st.recursive(
+                        st.none() | st.integers() | st.text(max_size=5),
+                        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=5), c, max_size=3),
+                        max_leaves=8,
+                    ),
+                }
+            ).map(lambda e: json.dumps(e).encode()),
+        ),
+        max_size=30,
+    )
+)
 def test_hostile_logs_never_take_the_board_down(lines):
     d = runs() / "hostile"
     d.mkdir(parents=True, exist_ok=True)

@@ -57,8 +57,13 @@ def oracle(path: Path) -> dict:
     for r in recs:
         if r.get("subtype") == "task_notification":
             tasks[r["task_id"]] = r["usage"]["total_tokens"]
-    tools = {b["id"] for r in recs if r.get("type") == "assistant" for b in r["message"]["content"]
-             if b.get("type") in ("tool_use", "server_tool_use")}
+    tools = {
+        b["id"]
+        for r in recs
+        if r.get("type") == "assistant"
+        for b in r["message"]["content"]
+        if b.get("type") in ("tool_use", "server_tool_use")
+    }
     return {
         "result": (sum(u for u, _ in res), sum(d for _, d in res)),
         "complete": bool(results) and all(u + d for u, d in res),
@@ -100,23 +105,47 @@ def test_a_turn_after_the_first_is_mostly_cache_reads():
 
 
 EXPECTED_PHRASES = {
-    "01-basic-tools/basic": ["listing project files and git status", "reading README.md", "searching for TODO",
-                             "loading TodoWrite", "finding **/*.py", "writing NOTES.md", "editing NOTES.md", "done"],
-    "02-subagents/subagents": ["delegating: survey source files", "delegating: check README claims",
-                               "reading README.md", "listing source directory", "reading app.py", "done"],
-    "03-background-agent/bg-agent": ["delegating: count lines of code", "showing recent commits",
-                                     "counting lines in Python files", "done"],
+    "01-basic-tools/basic": [
+        "listing project files and git status",
+        "reading README.md",
+        "searching for TODO",
+        "loading TodoWrite",
+        "finding **/*.py",
+        "writing NOTES.md",
+        "editing NOTES.md",
+        "done",
+    ],
+    "02-subagents/subagents": [
+        "delegating: survey source files",
+        "delegating: check README claims",
+        "reading README.md",
+        "listing source directory",
+        "reading app.py",
+        "done",
+    ],
+    "03-background-agent/bg-agent": [
+        "delegating: count lines of code",
+        "showing recent commits",
+        "counting lines in Python files",
+        "done",
+    ],
     "04-resume-continue-fork/turn1": ["Let me run the app first.", "running the demo app"],
     "04-resume-continue-fork/turn2-resume": ["reading app.py", "editing app.py"],
     "05-compact/compact": ["compacting the conversation", "compacted the conversation"],
     "05-compact/turn2": ["running the test suite"],
-    "07-errors/errors": ["reading does_not_exist.txt", "running a failing command",
-                         "retrying after overloaded 529 (attempt 1)"],
+    "07-errors/errors": [
+        "reading does_not_exist.txt",
+        "running a failing command",
+        "retrying after overloaded 529 (attempt 1)",
+    ],
     "08-tasks-v2/tasks": ["loading TaskCreate, TaskUpdate", "adding a task: check the greeting"],
     "09-auto-mode-denied/auto": ["delegating: inspect util module", "denied: Agent"],
     "11-sigint-print/sigint": ["Writing a long answer slowly.", "interrupted", "stopped"],
-    "12-nested-and-custom-agents/nested": ["delegating: investigate with helper", "delegating: review app.py",
-                                           "delegating: nested README check"],
+    "12-nested-and-custom-agents/nested": [
+        "delegating: investigate with helper",
+        "delegating: review app.py",
+        "delegating: nested README check",
+    ],
     "13-late-message-delta/hang": ["First block, written before the pause.", "printing hi", "Done after the pause."],
 }
 
@@ -151,11 +180,29 @@ def test_an_error_the_stream_reports():
     sid = "s-1"
     lines = [
         json.dumps({"type": "system", "subtype": "init", "session_id": sid, "model": "m"}),
-        json.dumps({"type": "assistant", "error": "authentication_failed", "session_id": sid,
-                    "message": {"id": "x", "model": "<synthetic>", "role": "assistant",
-                                "content": [{"type": "text", "text": "API Error: 401 invalid x-api-key"}]}}),
-        json.dumps({"type": "result", "subtype": "success", "is_error": True, "result": "API Error: 401 invalid x-api-key",
-                    "usage": {"input_tokens": 0, "output_tokens": 0}, "session_id": sid}),
+        json.dumps(
+            {
+                "type": "assistant",
+                "error": "authentication_failed",
+                "session_id": sid,
+                "message": {
+                    "id": "x",
+                    "model": "<synthetic>",
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": "API Error: 401 invalid x-api-key"}],
+                },
+            }
+        ),
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "result": "API Error: 401 invalid x-api-key",
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+                "session_id": sid,
+            }
+        ),
     ]
     live, _ = fed(lines)
     assert live.state == "failed"
@@ -199,5 +246,7 @@ def test_hostile_lines_never_break_the_line(lines):
 def test_the_trace_leaves_out_partials_matched_as_text():
     lines = lines_of(STREAMS[0])
     partial = [line for line in lines if is_partial(line)]
-    assert len(partial) == sum(1 for r in records(STREAMS[0]) if r.get("event", {}).get("type") == "content_block_delta")
+    assert len(partial) == sum(
+        1 for r in records(STREAMS[0]) if r.get("event", {}).get("type") == "content_block_delta"
+    )
     assert not is_partial(b'{"type":"user","message":{"content":"\\"type\\":\\"content_block_delta\\""}}')

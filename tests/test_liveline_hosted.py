@@ -39,8 +39,11 @@ def test_each_sample_hosted_for_real(path, tmp_path):
     assert r.returncode == 0, r.stderr
     d = runs(tmp_path) / "replay"
     capture = path.read_bytes().splitlines()
-    logged = [raw_json(line) or json.loads(line)["text"].encode() for line in (d / "events.jsonl").read_bytes().splitlines()
-              if b'"kind":"stdout"' in line]
+    logged = [
+        raw_json(line) or json.loads(line)["text"].encode()
+        for line in (d / "events.jsonl").read_bytes().splitlines()
+        if b'"kind":"stdout"' in line
+    ]
     assert logged == capture  # each line as the agent printed it, however it was chunked
     assert (d / "trace.jsonl").read_bytes().splitlines() == [x for x in capture if not is_partial(x)]
     live = LiveLine()
@@ -61,8 +64,11 @@ def test_each_sample_hosted_for_real(path, tmp_path):
 def test_ctrl_c_stops_the_agent_the_clean_way(tmp_path):
     """The first Ctrl-C closes the agent's stdin; this one then ends by itself."""
     sample = STREAMS[IDS.index("11-sigint-print/sigint")]
-    p = subprocess.Popen([*HUDDLE, "run", "--name", "c", "--", PY, REPLAY, str(sample), "--stop-at", "12", "--hold", "stdin"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [*HUDDLE, "run", "--name", "c", "--", PY, REPLAY, str(sample), "--stop-at", "12", "--hold", "stdin"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     d = runs(tmp_path) / "c"
     wait_until(lambda: sum(e["kind"] == "stdout" for e in entries(d)) == 12, "the first lines")
     p.send_signal(signal.SIGINT)
@@ -78,8 +84,26 @@ def test_an_agent_that_needs_sigterm_says_it_was_interrupted(tmp_path):
     """Stdin closing does not end it: SIGTERM does, and it prints claude's own
     aborted result, which the summary explains."""
     sample = STREAMS[IDS.index("11-sigint-print/sigint")]
-    p = subprocess.Popen([*HUDDLE, "run", "--name", "t", "--grace", "0.2", "--", PY, REPLAY, str(sample),
-                          "--stop-at", "12", "--hold", "signal"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [
+            *HUDDLE,
+            "run",
+            "--name",
+            "t",
+            "--grace",
+            "0.2",
+            "--",
+            PY,
+            REPLAY,
+            str(sample),
+            "--stop-at",
+            "12",
+            "--hold",
+            "signal",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     d = runs(tmp_path) / "t"
     wait_until(lambda: sum(e["kind"] == "stdout" for e in entries(d)) == 12, "the first lines")
     os.kill(p.pid, signal.SIGINT)

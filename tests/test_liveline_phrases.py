@@ -9,9 +9,22 @@ from huddle.host.phrases import WIDTH, doing, fit, gerund, said, tool_phrase
 
 
 def test_gerunds():
-    words = {"run": "running", "list": "listing", "make": "making", "stop": "stopping", "edit": "editing",
-             "check": "checking", "fix": "fixing", "show": "showing", "tie": "tying", "see": "seeing",
-             "format": "formatting", "grep": "grepping", "count": "counting", "read": "reading"}
+    words = {
+        "run": "running",
+        "list": "listing",
+        "make": "making",
+        "stop": "stopping",
+        "edit": "editing",
+        "check": "checking",
+        "fix": "fixing",
+        "show": "showing",
+        "tie": "tying",
+        "see": "seeing",
+        "format": "formatting",
+        "grep": "grepping",
+        "count": "counting",
+        "read": "reading",
+    }
     assert {w: gerund(w) for w in words} == words
 
 
@@ -25,12 +38,18 @@ def test_a_description_is_said_as_being_done():
 def test_tools():
     assert tool_phrase("Read", {"file_path": "/home/dev/work/a/very/long/path/to/plan.md"}) == "reading plan.md"
     assert tool_phrase("Edit", {"file_path": "docs/spec.md"}) == "editing spec.md"
-    assert tool_phrase("Bash", {"command": "pytest -q tests/", "description": "Run the test suite"}) == "running the test suite"
+    assert (
+        tool_phrase("Bash", {"command": "pytest -q tests/", "description": "Run the test suite"})
+        == "running the test suite"
+    )
     assert tool_phrase("Bash", {"command": "pytest -q\necho done"}) == "running pytest -q"
     assert tool_phrase("Agent", {"description": "Review the API", "prompt": "..."}) == "delegating: review the API"
     assert tool_phrase("Task", {"subagent_type": "Explore"}) == "delegating: explore"
     assert tool_phrase("WebFetch", {"url": "https://docs.example.com/a/b"}) == "fetching docs.example.com"
-    assert tool_phrase("TodoWrite", {"todos": [{"status": "in_progress", "activeForm": "Writing the tests"}]}) == "writing the tests"
+    assert (
+        tool_phrase("TodoWrite", {"todos": [{"status": "in_progress", "activeForm": "Writing the tests"}]})
+        == "writing the tests"
+    )
     assert tool_phrase("mcp__github__create_issue", {}) == "using create_issue (github)"
     assert tool_phrase("Bash", None) == "running a command"
     assert tool_phrase("Frobnicate", {"description": "Frob the widgets"}) == "frobbing the widgets"
@@ -42,9 +61,13 @@ def test_what_the_agent_last_said():
     assert fit("x" * 100) == "x" * 55 + "…"
 
 
-@given(st.text(max_size=300), st.dictionaries(st.sampled_from(["description", "command", "file_path", "pattern",
-                                                               "url", "query", "subject", "todos"]),
-                                              st.one_of(st.text(max_size=300), st.integers(), st.none())))
+@given(
+    st.text(max_size=300),
+    st.dictionaries(
+        st.sampled_from(["description", "command", "file_path", "pattern", "url", "query", "subject", "todos"]),
+        st.one_of(st.text(max_size=300), st.integers(), st.none()),
+    ),
+)
 def test_never_longer_than_a_spinner_line(name, inp):
     for tool in (name, "Bash", "Read", "Agent", "Grep", "WebFetch", "TodoWrite", "TaskCreate"):
         assert len(tool_phrase(tool, inp)) <= WIDTH

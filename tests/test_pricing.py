@@ -124,15 +124,23 @@ def test_session_cost_applies_long_context_per_request_and_follows_new_events():
 
 def test_session_cost_lists_unpriced_models_and_prices_the_rest():
     t = load("/nonexistent-huddle-home")
-    s = _session([("claude-opus-5-5", Usage(input=1000), False), ("mystery-7", Usage(input=5), False),
-                  ("", Usage(output=3), False), ("claude-opus-5-5", Usage(input=10**6), True)])
+    s = _session(
+        [
+            ("claude-opus-5-5", Usage(input=1000), False),
+            ("mystery-7", Usage(input=5), False),
+            ("", Usage(output=3), False),
+            ("claude-opus-5-5", Usage(input=10**6), True),
+        ]
+    )
     assert session_cost(s, t) == {"usd": pytest.approx(1000 * 4 / 1e6), "unpriced": ["(unknown)", "mystery-7"]}
     only_unknown = _session([("mystery-7", Usage(input=5), False)])
     assert session_cost(only_unknown, t) == {"usd": None, "unpriced": ["mystery-7"]}
     assert session_cost(Session("claude", "empty"), t) == {"usd": 0.0, "unpriced": []}
 
 
-@pytest.mark.parametrize("name", ["01-basic-tools", "02-subagents", "04-resume-continue-fork", "12-nested-and-custom-agents"])
+@pytest.mark.parametrize(
+    "name", ["01-basic-tools", "02-subagents", "04-resume-continue-fork", "12-nested-and-custom-agents"]
+)
 def test_board_cost_equals_the_usage_report_per_session(name):
     h = claude_huddle(SAMPLES / "claude" / name / "config")
     rows = {r["key"]: r for r in report(h, by="session")["rows"]}
@@ -146,15 +154,27 @@ def test_board_cost_equals_the_usage_report_per_session(name):
 
 BAD = [
     ('{\n  "models": {\n    "m": {"input": 1 "output": 2}\n  }\n}', 3, "not valid JSON"),
-    ('{"models": {\n "m": {"input": 1, "output": "2", "cache_read": 0, "cache_write": 1}}}', 2, "output must be a number"),
+    (
+        '{"models": {\n "m": {"input": 1, "output": "2", "cache_read": 0, "cache_write": 1}}}',
+        2,
+        "output must be a number",
+    ),
     ('{"models": {\n\n "m": {"input": 1, "output": 2, "cache_read": 0}}}', 3, "cache_write must be a number"),
-    ('{"models": {"a": {"input": 1, "output": 2, "cache_read": 0, "cache_write": 1},\n "m": {"input": -1, "output": 2, "cache_read": 0, "cache_write": 1}}}', 2, "input must be a number >= 0"),
+    (
+        '{"models": {"a": {"input": 1, "output": 2, "cache_read": 0, "cache_write": 1},\n "m": {"input": -1, "output": 2, "cache_read": 0, "cache_write": 1}}}',
+        2,
+        "input must be a number >= 0",
+    ),
     ('{"models": {\n "m": [1, 2, 3]}}', 2, "must be an object of rates"),
-    ('{"models": {\n "m": {"input": 1, "output": 2, "cache_read": 0, "cache_write": 1,\n "long_context": {"input": 1, "output": 2, "cache_read": 0, "cache_write": 1}}}}', 2, "above must be a token count"),
-    ('[1, 2]', 1, "expected a JSON object"),
-    ('{\n"models": 5}', 2, "\"models\" must be an object"),
-    ('{"models": {},\n "aliases": {"x": 3}}', 2, "\"aliases\" must map"),
-    ('', 1, "not valid JSON"),
+    (
+        '{"models": {\n "m": {"input": 1, "output": 2, "cache_read": 0, "cache_write": 1,\n "long_context": {"input": 1, "output": 2, "cache_read": 0, "cache_write": 1}}}}',
+        2,
+        "above must be a token count",
+    ),
+    ("[1, 2]", 1, "expected a JSON object"),
+    ('{\n"models": 5}', 2, '"models" must be an object'),
+    ('{"models": {},\n "aliases": {"x": 3}}', 2, '"aliases" must map'),
+    ("", 1, "not valid JSON"),
 ]
 
 
@@ -176,15 +196,19 @@ def test_a_broken_user_file_keeps_builtin_prices_and_says_why(tmp_path):
 
 
 def test_user_file_adds_models_replaces_models_and_aliases(tmp_path):
-    (tmp_path / "pricing.json").write_text(json.dumps({
-        "as_of": "2026-12-24",
-        "models": {
-            "fake-model": {"input": 1, "output": 3, "cache_read": 0.1, "cache_write": 1},
-            "Claude-Opus-5-5": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
-            "mistral-vibe-cli-latest": {"input": 9, "output": 9, "cache_read": 9, "cache_write": 9},
-        },
-        "aliases": {"fake": "fake-model"},
-    }))
+    (tmp_path / "pricing.json").write_text(
+        json.dumps(
+            {
+                "as_of": "2026-12-24",
+                "models": {
+                    "fake-model": {"input": 1, "output": 3, "cache_read": 0.1, "cache_write": 1},
+                    "Claude-Opus-5-5": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75},
+                    "mistral-vibe-cli-latest": {"input": 9, "output": 9, "cache_read": 9, "cache_write": 9},
+                },
+                "aliases": {"fake": "fake-model"},
+            }
+        )
+    )
     t = load(str(tmp_path))
     assert t.problem is None and t.user_as_of == "2026-12-24"
     assert t.price("fake").base.output == 3
@@ -198,7 +222,9 @@ def test_current_table_is_cached_and_sees_a_changed_file(tmp_path, monkeypatch):
     home = str(tmp_path)
     first = pricing.current(home)
     assert pricing.current(home) is first
-    (tmp_path / "pricing.json").write_text(json.dumps({"models": {"x-1": {"input": 1, "output": 1, "cache_read": 1, "cache_write": 1}}}))
+    (tmp_path / "pricing.json").write_text(
+        json.dumps({"models": {"x-1": {"input": 1, "output": 1, "cache_read": 1, "cache_write": 1}}})
+    )
     monkeypatch.setattr(pricing, "RECHECK", 0.0)
     second = pricing.current(home)
     assert second is not first and second.price("x-1") is not None

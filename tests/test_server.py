@@ -143,14 +143,20 @@ def _said(msgs, text):
 
 def test_an_appended_line_is_pushed_with_ids(live):
     srv, sid, main = live
-    msgs = read_sse(f"{srv.url}api/stream?session={sid}", lambda ms: _said(ms, "pushed live"),
-                    on_hello=lambda: web_corpus.append_say(main, "pushed live"))
+    msgs = read_sse(
+        f"{srv.url}api/stream?session={sid}",
+        lambda ms: _said(ms, "pushed live"),
+        on_hello=lambda: web_corpus.append_say(main, "pushed live"),
+    )
     assert all(m.get("id", "").isdigit() for m in msgs)
     ev = next(m for m in msgs if m["event"] == "events")
     assert ev["data"]["session"] == sid and all("ref" in e for e in ev["data"]["events"])
     # the board change reaches a page that follows no session
-    msgs = read_sse(f"{srv.url}api/stream", lambda ms: any(m["event"] == "board" for m in ms),
-                    on_hello=lambda: web_corpus.append_say(main, "board moves"))
+    msgs = read_sse(
+        f"{srv.url}api/stream",
+        lambda ms: any(m["event"] == "board" for m in ms),
+        on_hello=lambda: web_corpus.append_say(main, "board moves"),
+    )
     row = next(m for m in msgs if m["event"] == "board")["data"]["sessions"][0]
     assert row["id"] == sid and row["events"]["say"] >= 2
 
@@ -211,8 +217,10 @@ def test_cli_json_is_exactly_what_the_route_returns(corpus, client):
     sub = row["agents"][2]["id"]
     base = f"/api/sessions/{sid}"
     assert _cli(settings, "show", sid, "--json") == client.get(base).json()
-    assert _cli(settings, "events", sid, "--after", "5", "--limit", "9", "--json") == client.get(
-        base + "/events", params={"after": 5, "limit": 9}).json()
+    assert (
+        _cli(settings, "events", sid, "--after", "5", "--limit", "9", "--json")
+        == client.get(base + "/events", params={"after": 5, "limit": 9}).json()
+    )
     assert _cli(settings, "transcripts", sid, "--json") == client.get(base + "/transcripts").json()
     page = client.get(base + "/transcript", params={"agent": sub, "limit": 3, "before": 6}).json()
     assert _cli(settings, "transcript", sid, "--agent", sub, "--limit", "3", "--before", "6", "--json") == page
@@ -226,7 +234,10 @@ def test_cli_json_is_exactly_what_the_route_returns(corpus, client):
 def test_security_headers_on_every_answer(client):
     for path in ("/", "/api/sessions", "/api/sessions/nope", "/static/js/common.js"):
         h = client.get(path).headers
-        assert "default-src 'self'" in h["content-security-policy"] and "frame-ancestors 'none'" in h["content-security-policy"]
+        assert (
+            "default-src 'self'" in h["content-security-policy"]
+            and "frame-ancestors 'none'" in h["content-security-policy"]
+        )
         assert "unsafe-inline" not in h["content-security-policy"]
         assert h["x-frame-options"] == "DENY" and h["x-content-type-options"] == "nosniff"
         assert h["referrer-policy"] == "no-referrer"
@@ -267,8 +278,10 @@ def test_bodies_are_capped_and_nothing_writes(client):
     assert client.post("/api/sessions", content=chunks()).status_code == 413
 
 
-@pytest.mark.parametrize("path", ["/api/sessions/a%20b", "/api/sessions/-x", "/api/sessions/%C3%A9",
-                                  "/api/sessions/" + "x" * 300, "/session/a%20b"])
+@pytest.mark.parametrize(
+    "path",
+    ["/api/sessions/a%20b", "/api/sessions/-x", "/api/sessions/%C3%A9", "/api/sessions/" + "x" * 300, "/session/a%20b"],
+)
 def test_bad_ids_are_400(client, path):
     r = client.get(path)
     assert r.status_code == 400 and "bad" in r.json()["error"]
@@ -291,7 +304,7 @@ def test_a_symlink_pointing_out_is_not_followed(tmp_path):
     outside = tmp_path / "elsewhere.jsonl"
     outside.write_bytes(sub.read_bytes())
     os.symlink(outside, sub.parent / "agent-aevil0000000000000.jsonl")
-    agent = sub.stem[len("agent-"):]
+    agent = sub.stem[len("agent-") :]
     with ServerThread(web_corpus.core(settings), watch_options=FAST) as srv, httpx.Client(base_url=srv.url) as c:
         t = c.get(f"/api/sessions/{sid}/transcript", params={"agent": "aevil0000000000000"}).json()
         assert t["messages"] == []  # the linked file is not read as an agent at all
@@ -317,15 +330,25 @@ def test_off_loopback_a_token_is_required_on_every_request(tmp_path):
             r = c.get("/", params={"token": "s3cret-token"})
             assert r.status_code == 303 and r.headers["location"] == "/" and "HttpOnly" in r.headers["set-cookie"]
             assert c.get("/api/sessions").status_code == 200  # the cookie now
-        assert httpx.get(f"{base}/api/sessions", headers={"origin": "http://evil.example", "x-huddle-token": "s3cret-token"}).status_code == 403
+        assert (
+            httpx.get(
+                f"{base}/api/sessions", headers={"origin": "http://evil.example", "x-huddle-token": "s3cret-token"}
+            ).status_code
+            == 403
+        )
 
 
 def test_serve_prints_the_real_url_and_a_token_off_loopback(tmp_path):
     settings, sid, _ = web_corpus.one_session(tmp_path)
     env = {**os.environ, **web_corpus.env_of(settings), "PYTHONUNBUFFERED": "1"}
     for host, wants_token in (("127.0.0.1", False), ("0.0.0.0", True)):
-        p = subprocess.Popen([sys.executable, "-m", "huddle", "serve", "--host", host, "--port", "0", "--no-open"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "huddle", "serve", "--host", host, "--port", "0", "--no-open"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         try:
             line = p.stdout.readline()
             m = re.search(r"(http://[^\s/]+:(\d+)/)(\?token=(\S+))?", line)
@@ -361,8 +384,9 @@ def test_serving_reads_only(corpus, server, client):
 def test_plain_huddle_serves_the_demo_when_no_agent_folders_exist(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "BROWSER": "true"}  # "open the browser" runs `true`
     for args in ([], ["demo", "--no-open", "--speed", "5"]):
-        p = subprocess.Popen([sys.executable, "-m", "huddle", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)
+        p = subprocess.Popen(
+            [sys.executable, "-m", "huddle", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
         try:
             line = p.stdout.readline()
             assert "the built-in demo" in line, line + p.stderr.read()

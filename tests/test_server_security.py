@@ -50,8 +50,10 @@ def test_only_same_origin_passes(origin, site):
 
 
 @settings(max_examples=150, deadline=None)
-@given(given_token=st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=40),
-       where=st.sampled_from(["header", "bearer", "cookie", "query"]))
+@given(
+    given_token=st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), max_size=40),
+    where=st.sampled_from(["header", "bearer", "cookie", "query"]),
+)
 def test_a_token_server_wants_the_exact_token(given_token, where):
     token = "T0ken-abc"
     app = Security(_ok_app, hosts=None, token=token, port=PORT)

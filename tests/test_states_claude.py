@@ -30,8 +30,14 @@ def expected(state: str) -> str:
 def test_status_at_snapshot_time_matches_truth(name):
     t = truth(name)
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(LIVE / name / "config")}
-    out = subprocess.run([sys.executable, "-m", "huddle", "status", "--json", "--at", t["taken_at"]],
-                         capture_output=True, text=True, env=env, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "huddle", "status", "--json", "--at", t["taken_at"]],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+    )
     rows = {r["id"]: r for r in json.loads(out.stdout)["sessions"]}
     for s in t["sessions"]:
         row = rows[s["session_id"]]
@@ -67,8 +73,10 @@ def test_a_sub_agents_permission_prompt_is_the_sub_agents():
 
 
 def test_background_work_is_shown_beside_your_turn():
-    for name, words in (("11-your-turn-background-subagent-running", "sub-agent: Long background check"),
-                        ("13-your-turn-background-shell-running", "Bash in background")):
+    for name, words in (
+        ("11-your-turn-background-subagent-running", "sub-agent: Long background check"),
+        ("13-your-turn-background-shell-running", "Bash in background"),
+    ):
         h = claude_huddle(LIVE / name / "config")
         at = parse_time(truth(name)["taken_at"])
         (s,) = h.sessions()
@@ -84,13 +92,16 @@ def test_a_dead_pid_means_ended_now():
     assert st.state == "ended"
 
 
-@pytest.mark.parametrize("name,want", [
-    ("01-working-streaming", "working"),
-    ("04-your-turn-finished", "your_turn"),
-    ("09-needs-you-question", "needs_you"),
-    ("15-waiting-on-subagent-foreground", "waiting"),
-    ("02-your-turn-after-escape-streaming", "your_turn"),
-])
+@pytest.mark.parametrize(
+    "name,want",
+    [
+        ("01-working-streaming", "working"),
+        ("04-your-turn-finished", "your_turn"),
+        ("09-needs-you-question", "needs_you"),
+        ("15-waiting-on-subagent-foreground", "waiting"),
+        ("02-your-turn-after-escape-streaming", "your_turn"),
+    ],
+)
 def test_transcript_alone_tells_what_it_can(name, want):
     # Without the registry (Claude Code before 2.1.139), the transcript rules still answer
     # where the notes say they can.

@@ -46,7 +46,11 @@ def live_copy(tmp_path: Path, name: str, pid: int, proc_start: str) -> Path:
 def statusline(env: dict, stdin: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "huddle", "statusline", *args],
-        input=stdin, capture_output=True, text=True, env={**os.environ, **env}, timeout=60,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=60,
     )
 
 
@@ -79,7 +83,10 @@ def test_missing_cache_waits_for_the_refresher_and_shows_who_needs_you(tmp_path,
     env = {"CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "20"}
     r = statusline(env, json.dumps(INPUT))
     assert r.returncode == 0
-    assert r.stdout.strip() == "$4.20 · ctx 38% │ ✋ 1 needs you ([[scn:live_perm_bash]] Cr)" or "✋ 1 needs you" in r.stdout
+    assert (
+        r.stdout.strip() == "$4.20 · ctx 38% │ ✋ 1 needs you ([[scn:live_perm_bash]] Cr)"
+        or "✋ 1 needs you" in r.stdout
+    )
     assert (tmp_path / "hh" / "cache" / "board.bin").exists()
 
 
@@ -99,14 +106,24 @@ def test_registry_overlay_is_live_even_on_a_stale_board(tmp_path, alive_pid):
 
 @pytest.mark.parametrize("stdin", ["", "not json at all", "[1, 2]", json.dumps({"session_id": None, "cost": "free"})])
 def test_any_input_still_prints_the_board_line(tmp_path, stdin):
-    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "0.1"}
+    env = {
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "none"),
+        "HUDDLE_HOME": str(tmp_path / "hh"),
+        "HUDDLE_STATUSLINE_BUDGET": "0.1",
+    }
     r = statusline(env, stdin)
     assert r.returncode == 0 and r.stdout.strip() and "Traceback" not in r.stderr
 
 
 def test_missing_fields_are_tolerated(tmp_path):
-    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "0.1"}
-    r = statusline(env, json.dumps({"session_id": "x", "context_window": {"context_window_size": 1000, "total_input_tokens": 250}}))
+    env = {
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "none"),
+        "HUDDLE_HOME": str(tmp_path / "hh"),
+        "HUDDLE_STATUSLINE_BUDGET": "0.1",
+    }
+    r = statusline(
+        env, json.dumps({"session_id": "x", "context_window": {"context_window_size": 1000, "total_input_tokens": 250}})
+    )
     assert "ctx 25%" in r.stdout
 
 
@@ -119,7 +136,9 @@ def test_corrupt_cache_is_rebuilt(tmp_path, alive_pid):
     env = {"CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(hh), "HUDDLE_STATUSLINE_BUDGET": "20"}
     r = statusline(env, json.dumps(INPUT), "--json")
     out = json.loads(r.stdout)
-    assert [n["waiting_for"] for n in out["needs_you"]] == ["question: AskUserQuestion: Which greeting style should the app use?"]
+    assert [n["waiting_for"] for n in out["needs_you"]] == [
+        "question: AskUserQuestion: Which greeting style should the app use?"
+    ]
     from huddle.io.boardfile import read_board
 
     assert read_board(str(hh / "cache" / "board.bin"))["sessions"]  # rewritten whole
@@ -128,15 +147,27 @@ def test_corrupt_cache_is_rebuilt(tmp_path, alive_pid):
 def test_thousands_of_sessions(tmp_path):
     from huddle.statusline import summarise
 
-    rows = [{"id": f"s{i}", "source": "claude", "state": ("needs_you" if i % 1000 == 0 else "working" if i % 3 == 0 else "ended")}
-            for i in range(3000)]
+    rows = [
+        {
+            "id": f"s{i}",
+            "source": "claude",
+            "state": ("needs_you" if i % 1000 == 0 else "working" if i % 3 == 0 else "ended"),
+        }
+        for i in range(3000)
+    ]
     hh = tmp_path / "hh" / "cache"
     hh.mkdir(parents=True)
     import marshal
     import time
 
-    (hh / "board.bin").write_bytes(marshal.dumps(("huddle-board/1", {"written_at": time.time(), "sessions": rows, "dirs": []})))
-    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "none"), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "5"}
+    (hh / "board.bin").write_bytes(
+        marshal.dumps(("huddle-board/1", {"written_at": time.time(), "sessions": rows, "dirs": []}))
+    )
+    env = {
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "none"),
+        "HUDDLE_HOME": str(tmp_path / "hh"),
+        "HUDDLE_STATUSLINE_BUDGET": "5",
+    }
     out = json.loads(statusline(env, json.dumps(INPUT), "--json").stdout)
     assert len(out["needs_you"]) == 3
     assert out["working"] == sum(1 for i in range(3000) if i % 3 == 0 and i % 1000 != 0)
@@ -146,7 +177,9 @@ def test_thousands_of_sessions(tmp_path):
     assert summarise({}, None, True)["stale"] is True
 
 
-@pytest.mark.parametrize("text", ['{"a": [1, 2.5, -3e2, true, false, null, "\\u00e9\\n"], "b": {"c": NaN}}', " [ ] ", '"x"'])
+@pytest.mark.parametrize(
+    "text", ['{"a": [1, 2.5, -3e2, true, false, null, "\\u00e9\\n"], "b": {"c": NaN}}', " [ ] ", '"x"']
+)
 def test_the_import_free_json_reader_agrees_with_json(text):
     import math
 

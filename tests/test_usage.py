@@ -145,7 +145,9 @@ def test_unknown_models_are_listed_unpriced_not_guessed(tmp_path):
     assert rows["claude-sonnet-4-5-turbo-x"]["cost_usd"] is None
     assert rows["claude-opus-5-5"]["cost_usd"] > 0
     assert data["totals"]["unpriced"] == ["claude-sonnet-4-5-turbo-x"]
-    assert data["unpriced"] == [{"model": "claude-sonnet-4-5-turbo-x", "tokens": rows["claude-sonnet-4-5-turbo-x"]["total_tokens"]}]
+    assert data["unpriced"] == [
+        {"model": "claude-sonnet-4-5-turbo-x", "tokens": rows["claude-sonnet-4-5-turbo-x"]["total_tokens"]}
+    ]
     # the total cost is the priced part only
     assert data["totals"]["cost_usd"] == pytest.approx(rows["claude-opus-5-5"]["cost_usd"], abs=1e-6)
 
@@ -253,10 +255,14 @@ def test_cli_user_pricing_file_overrides_a_model(claude_env, tmp_path, monkeypat
     home = tmp_path / "hh"
     home.mkdir()
     monkeypatch.setenv("HUDDLE_HOME", str(home))
-    (home / "pricing.json").write_text(json.dumps({
-        "as_of": "2026-12-01",
-        "models": {"claude-sonnet-4-5": {"input": 1, "output": 1, "cache_read": 1, "cache_write": 1}},
-    }))
+    (home / "pricing.json").write_text(
+        json.dumps(
+            {
+                "as_of": "2026-12-01",
+                "models": {"claude-sonnet-4-5": {"input": 1, "output": 1, "cache_read": 1, "cache_write": 1}},
+            }
+        )
+    )
     res = CliRunner().invoke(main, ["usage", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -287,8 +293,12 @@ def _one_hour_config(tmp_path: Path) -> Path:
 def test_one_hour_cache_writes_cost_twice_input_and_survive_the_cache(tmp_path):
     config = _one_hour_config(tmp_path)
     raw = summed(raw_responses(config).values())
-    settings = dict(claude_dir=str(config), codex_home=str(tmp_path / "none"), vibe_home=str(tmp_path / "none"),
-                    huddle_home=str(tmp_path / "hh"))
+    settings = dict(
+        claude_dir=str(config),
+        codex_home=str(tmp_path / "none"),
+        vibe_home=str(tmp_path / "none"),
+        huddle_home=str(tmp_path / "hh"),
+    )
     from huddle.sources import Settings
 
     cold = Huddle(Settings(**settings), cache=True)

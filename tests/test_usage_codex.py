@@ -24,8 +24,10 @@ TOKENS = ("input", "output", "cache_read", "cache_write")
 
 def codex_huddle(name: str, huddle_home: str = "/nonexistent-huddle-test") -> Huddle:
     home = CODEX / name / "codex_home"
-    h = Huddle(Settings(claude_dir="/nonexistent", codex_home=str(home), vibe_home="/nonexistent",
-                        huddle_home=huddle_home), sources=["codex"])
+    h = Huddle(
+        Settings(claude_dir="/nonexistent", codex_home=str(home), vibe_home="/nonexistent", huddle_home=huddle_home),
+        sources=["codex"],
+    )
     h.refresh()
     return h
 
@@ -34,8 +36,12 @@ def as_usage(u: dict) -> dict[str, int]:
     """Codex counts cached input inside input_tokens; huddle's input is net of it."""
     cached = u.get("cached_input_tokens") or 0
     written = u.get("cache_write_input_tokens") or 0
-    return {"input": (u.get("input_tokens") or 0) - cached - written, "output": u.get("output_tokens") or 0,
-            "cache_read": cached, "cache_write": written}
+    return {
+        "input": (u.get("input_tokens") or 0) - cached - written,
+        "output": u.get("output_tokens") or 0,
+        "cache_read": cached,
+        "cache_write": written,
+    }
 
 
 def rollouts(name: str) -> list[list[dict]]:
@@ -62,7 +68,7 @@ def counts_truth(name: str) -> tuple[dict[str, int], int]:
     for lines in rollouts(name):
         metas = [i for i, d in enumerate(lines) if d.get("type") == "session_meta"]
         previous = None
-        for d in lines[metas[-1] if metas else 0:]:
+        for d in lines[metas[-1] if metas else 0 :]:
             p = d.get("payload") or {}
             if d.get("type") != "event_msg" or p.get("type") != "token_count" or not p.get("info"):
                 continue
@@ -114,13 +120,16 @@ def test_exec_fork_thread_counts_its_own_responses_once():
     assert fork["input"] + fork["cache_read"] == 71_908 - 50_672
 
 
-@pytest.mark.parametrize("name,lead_only", [
-    ("subagents_v1", {"input": 13_018, "cache_read": 28_352, "output": 241}),
-    ("subagents_v2", {"input": 13_995, "cache_read": 46_272, "output": 500}),
-    ("subagents_v1__v0.144.3", {"input": 12_381, "cache_read": 36_096, "output": 241}),
-    ("subagents_v2__v0.144.3", {"input": 12_562, "cache_read": 48_000, "output": 500}),
-    ("subagents_collab_old__v0.96.0", {"input": 5_985, "cache_read": 17_152, "output": 216}),
-])
+@pytest.mark.parametrize(
+    "name,lead_only",
+    [
+        ("subagents_v1", {"input": 13_018, "cache_read": 28_352, "output": 241}),
+        ("subagents_v2", {"input": 13_995, "cache_read": 46_272, "output": 500}),
+        ("subagents_v1__v0.144.3", {"input": 12_381, "cache_read": 36_096, "output": 241}),
+        ("subagents_v2__v0.144.3", {"input": 12_562, "cache_read": 48_000, "output": 500}),
+        ("subagents_collab_old__v0.96.0", {"input": 5_985, "cache_read": 17_152, "output": 216}),
+    ],
+)
 def test_sub_agent_threads_are_included(name, lead_only):
     # `lead_only` is what ccusage 20.0.24 reports: it leaves out the sub-agent threads,
     # whose usage Codex records only in their own rollouts.
@@ -154,13 +163,22 @@ def test_gpt_6_1_sol_is_priced_where_ccusage_has_no_price():
     # $0.10 cached input, $10 output per million tokens.
     got = report(codex_huddle("code_mode"))["totals"]
     assert got["models"] == ["gpt-6.1-sol"]
-    assert got["cost_usd"] == pytest.approx((got["input"] * 2 + got["cache_read"] * 0.1 + got["output"] * 10) / 1e6, abs=1e-6)
+    assert got["cost_usd"] == pytest.approx(
+        (got["input"] * 2 + got["cache_read"] * 0.1 + got["output"] * 10) / 1e6, abs=1e-6
+    )
 
 
-@pytest.mark.parametrize("name,ccusage_cost", [
-    ("qa", 0.052980000000000006), ("compaction", 1.2432310000000002), ("guardian", 0.12363400000000001),
-    ("shell__v0.96.0", 0.01200025), ("multiturn__v0.144.3", 0.086129), ("web_search__v0.144.3", 0.05352500000000001),
-])
+@pytest.mark.parametrize(
+    "name,ccusage_cost",
+    [
+        ("qa", 0.052980000000000006),
+        ("compaction", 1.2432310000000002),
+        ("guardian", 0.12363400000000001),
+        ("shell__v0.96.0", 0.01200025),
+        ("multiturn__v0.144.3", 0.086129),
+        ("web_search__v0.144.3", 0.05352500000000001),
+    ],
+)
 def test_cost_equals_ccusage_where_both_count_the_same_responses(name, ccusage_cost):
     assert report(codex_huddle(name))["totals"]["cost_usd"] == pytest.approx(ccusage_cost, abs=1e-6)
 

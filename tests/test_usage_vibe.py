@@ -29,8 +29,15 @@ TOKEN_USAGE = re.compile(rb'"tokenUsage": ?(\{[^}]*\})')
 
 
 def vibe_huddle(name: str) -> Huddle:
-    h = Huddle(Settings(claude_dir="/nonexistent", codex_home="/nonexistent", vibe_home=str(VIBE / name),
-                        huddle_home="/nonexistent-huddle-test"), sources=["vibe"])
+    h = Huddle(
+        Settings(
+            claude_dir="/nonexistent",
+            codex_home="/nonexistent",
+            vibe_home=str(VIBE / name),
+            huddle_home="/nonexistent-huddle-test",
+        ),
+        sources=["vibe"],
+    )
     h.refresh()
     return h
 

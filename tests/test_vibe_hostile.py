@@ -110,7 +110,9 @@ def test_a_sub_agent_store_that_breaks_costs_its_session_only(tmp_path):
 # -- hostile journal lines ---------------------------------------------------------------
 
 line_ops = st.lists(
-    st.tuples(st.integers(0, len(JOURNAL) - 1), st.sampled_from(["keep", "cut", "garbage", "twice"]), st.integers(0, 400)),
+    st.tuples(
+        st.integers(0, len(JOURNAL) - 1), st.sampled_from(["keep", "cut", "garbage", "twice"]), st.integers(0, 400)
+    ),
     max_size=len(JOURNAL) + 6,
 )
 
@@ -122,7 +124,7 @@ def hostile_journal(ops) -> tuple[bytes, int]:
         if op == "cut":
             line = line[: k % max(1, len(line))]
         elif op == "garbage":
-            line = bytes((b * 7 + k) % 256 for b in line[:k % 64]).replace(b"\n", b" ")
+            line = bytes((b * 7 + k) % 256 for b in line[: k % 64]).replace(b"\n", b" ")
             garbage += 1
         elif op == "twice":
             out.append(line)
@@ -179,16 +181,24 @@ def test_reading_a_journal_in_pieces_gives_what_one_read_gives(ops, cuts):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["keep", "cut", "garbage"]), st.integers(0, 300)),
-                    max_size=12))
+@given(
+    ops=st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from(["keep", "cut", "garbage"]), st.integers(0, 300)), max_size=12
+    )
+)
 def test_hostile_legacy_messages(ops):
     src = next((VIBE / "2.26.1-legacy-bash" / "logs" / "session").glob("session_*"))
     lines = (src / "messages.jsonl").read_bytes().splitlines()
     out = []
     for i, op, k in ops:
         line = lines[i % len(lines)]
-        out.append(line[: k % max(1, len(line))] if op == "cut" else
-                   bytes((b + k) % 256 for b in line[:40]).replace(b"\n", b" ") if op == "garbage" else line)
+        out.append(
+            line[: k % max(1, len(line))]
+            if op == "cut"
+            else bytes((b + k) % 256 for b in line[:40]).replace(b"\n", b" ")
+            if op == "garbage"
+            else line
+        )
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         shutil.copytree(VIBE / "2.26.1-legacy-bash" / "logs", home / "logs")
@@ -233,8 +243,9 @@ def test_locks_tell_a_live_process_from_a_dead_one(tmp_path):
     dead = int(done.stdout)
     for sid, pid in (("live", os.getpid()), ("dead", dead)):
         (active / f"{sid}.lock").write_bytes(b"")
-        (active / f"{sid}.lock.json").write_text(json.dumps(
-            {"acquired_at": "2099-01-01T00:00:00.000Z", "process_id": pid, "session_id": sid}))
+        (active / f"{sid}.lock.json").write_text(
+            json.dumps({"acquired_at": "2099-01-01T00:00:00.000Z", "process_id": pid, "session_id": sid})
+        )
     (active / "stale.lock.json").write_text(json.dumps({"process_id": os.getpid(), "session_id": "stale"}))
     locks = Locks(str(active))
     locks.refresh()

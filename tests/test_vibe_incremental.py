@@ -76,8 +76,11 @@ def signature(s) -> Counter:
     """What the events say, without when they were read (times of a resolution and of
     usage differ between a live read and a read afterwards: the journal said, then the
     totals)."""
-    return Counter((e.kind, e.agent, e.id, e.name, e.text, e.detail, e.ok, e.target, e.copied) for e in s.events
-                   if e.kind != ev.USAGE)
+    return Counter(
+        (e.kind, e.agent, e.id, e.name, e.text, e.detail, e.ok, e.target, e.copied)
+        for e in s.events
+        if e.kind != ev.USAGE
+    )
 
 
 def assert_no_repeats(s) -> None:
@@ -171,7 +174,9 @@ def test_sub_agent_run_read_live_to_the_end(tmp_path, version):
     assert [(a.id, a.parent, a.name, a.kind, a.tool_use_id, a.order, a.report) for a in s.tree_order()] == [
         (a.id, a.parent, a.name, a.kind, a.tool_use_id, a.order, a.report) for a in fresh.tree_order()
     ]
-    assert [(r.id, r.target, r.text) for r in kinds(s, ev.REPORT)] == [(r.id, r.target, r.text) for r in kinds(fresh, ev.REPORT)]
+    assert [(r.id, r.target, r.text) for r in kinds(s, ev.REPORT)] == [
+        (r.id, r.target, r.text) for r in kinds(fresh, ev.REPORT)
+    ]
     assert_no_repeats(s)
     lead_calls = [e.id for e in kinds(s, ev.TOOL_CALL, agent=s.id)]
     assert lead_calls == [e.id for e in kinds(fresh, ev.TOOL_CALL, agent=s.id)]
@@ -221,8 +226,12 @@ def test_a_cached_handle_reads_on_from_where_it_stopped(tmp_path):
     from huddle.sources import Settings
 
     home = copy_case(tmp_path, "3.0.3-unified-ask-waiting")
-    settings = Settings(claude_dir="/nonexistent", codex_home="/nonexistent", vibe_home=str(home),
-                        huddle_home=str(tmp_path / "huddle-home"))
+    settings = Settings(
+        claude_dir="/nonexistent",
+        codex_home="/nonexistent",
+        vibe_home=str(home),
+        huddle_home=str(tmp_path / "huddle-home"),
+    )
     first = Huddle(settings, sources=["vibe"], cache=True)
     first.refresh()
     (s1,) = first.sessions()

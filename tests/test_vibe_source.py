@@ -64,8 +64,9 @@ def snapshot_totals(store: Path) -> dict:
     ps = json.loads((store / "generations" / cur["generation"] / "projection-state.json").read_text())
     tu = ps["snapshot"]["session"]["tokenUsage"] or {}
     cached = tu.get("cachedInputTokens", 0)
-    return dict(input=tu.get("inputTokens", 0) - cached, output=tu.get("outputTokens", 0), cache_read=cached,
-                cache_write=0)
+    return dict(
+        input=tu.get("inputTokens", 0) - cached, output=tu.get("outputTokens", 0), cache_read=cached, cache_write=0
+    )
 
 
 def at_end(s) -> float:
@@ -163,7 +164,10 @@ def test_commands_with_exit_codes(name):
     "name,tools",
     [
         ("2.26.1-legacy-files", ["write_file", "read_file", "edit", "todo"]),
-        ("2.26.1-unified-files", ["file_system.write_file", "file_system.read_file", "file_system.search_replace", "vibe.todo"]),
+        (
+            "2.26.1-unified-files",
+            ["file_system.write_file", "file_system.read_file", "file_system.search_replace", "vibe.todo"],
+        ),
         ("3.0.3-unified-files", ["file_system.write_file", "file_system.read_file", "file_system.edit", "vibe.todo"]),
     ],
 )
@@ -203,8 +207,12 @@ def test_three_turns_and_a_reasoning_answer(engine):
 # -- token totals ------------------------------------------------------------------------
 
 
-WHOLE_JOURNAL = [c for c in UNIFIED if c.split("-", 2)[2] in ("approval-waiting", "ask", "ask-waiting", "bash", "error",
-                                                              "files", "qa", "reject", "upgrade")]
+WHOLE_JOURNAL = [
+    c
+    for c in UNIFIED
+    if c.split("-", 2)[2]
+    in ("approval-waiting", "ask", "ask-waiting", "bash", "error", "files", "qa", "reject", "upgrade")
+]
 
 
 @pytest.mark.parametrize("name", WHOLE_JOURNAL)
@@ -264,7 +272,9 @@ def only_handle(h):
 
 def test_legacy_times_are_estimated_between_start_and_end():
     s = only(case("2.26.1-legacy-multiturn"))
-    meta = json.loads(next((VIBE / "2.26.1-legacy-multiturn" / "logs" / "session").glob("session_*/meta.json")).read_text())
+    meta = json.loads(
+        next((VIBE / "2.26.1-legacy-multiturn" / "logs" / "session").glob("session_*/meta.json")).read_text()
+    )
     from huddle.model.session import parse_time
 
     start, end = parse_time(meta["start_time"]), parse_time(meta["end_time"])

@@ -31,7 +31,9 @@ def test_unified_sub_agent_tree(version):
     assert orders[0].text.startswith("{{sub:alpha}}") and orders[1].text.startswith("{{sub:beta}}")
     assert sub.tool_use_id == orders[0].id and sub.order == orders[0].text
     assert reports[0].text == "Child report: files are notes.txt and src/app.py; notes.txt has 3 lines."
-    assert sub.report == reports[1].text == "src/app.py is the entry point (it has an `if __name__ == '__main__'` guard)."
+    assert (
+        sub.report == reports[1].text == "src/app.py is the entry point (it has an `if __name__ == '__main__'` guard)."
+    )
     # the spawn only launches it: the order runs in the background until the report
     spawn_result = next(e for e in kinds(s, ev.TOOL_RESULT) if e.id == orders[0].id)
     assert spawn_result.detail == "background" and not s.lead.activity.background
@@ -41,7 +43,12 @@ def test_2_26_closed_sub_agent_has_only_the_lead_s_effects():
     s = only(case("2.26.1-unified-subagent"))
     sub = s.agents["child-a16b99a6480812cf2880adf0"]
     assert sub.event_count == 0 and sub.finished  # the store went with `close`
-    assert [e.name for e in kinds(s, ev.TOOL_CALL)] == ["subagent.wait", "subagent.wait", "subagent.stop", "subagent.list"]
+    assert [e.name for e in kinds(s, ev.TOOL_CALL)] == [
+        "subagent.wait",
+        "subagent.wait",
+        "subagent.stop",
+        "subagent.list",
+    ]
 
 
 def test_3_0_sub_agent_has_its_own_history():
@@ -132,7 +139,9 @@ def test_legacy_waiting_shows_a_session_in_its_first_turn(what):
     # The legacy engine writes nothing until the first step ends: only the lock is there.
     h = case(f"2.26.1-legacy-{what}-waiting")
     s = only(h)
-    lock = json.loads(next((VIBE / f"2.26.1-legacy-{what}-waiting" / "logs" / "session" / "active").glob("*.lock.json")).read_text())
+    lock = json.loads(
+        next((VIBE / f"2.26.1-legacy-{what}-waiting" / "logs" / "session" / "active").glob("*.lock.json")).read_text()
+    )
     assert s.id == lock["session_id"]
     live = h.handle(s.key).live(at=at_end(s))
     assert live["alive"] is True and live["pid"] == lock["process_id"]

@@ -31,13 +31,21 @@ def build(root: Path, codex: bool = True, vibe: bool = True) -> Settings:
     if vibe:
         for logs in sorted((SAMPLES / "vibe").glob("*/logs"))[:6]:
             shutil.copytree(logs, vibe_home / "logs", dirs_exist_ok=True)
-    return Settings(claude_dir=str(claude), codex_home=str(codex_home), vibe_home=str(vibe_home),
-                    huddle_home=str(root / "huddle-home"))
+    return Settings(
+        claude_dir=str(claude),
+        codex_home=str(codex_home),
+        vibe_home=str(vibe_home),
+        huddle_home=str(root / "huddle-home"),
+    )
 
 
 def env_of(settings: Settings) -> dict:
-    return {"CLAUDE_CONFIG_DIR": settings.claude_dir, "CODEX_HOME": settings.codex_home,
-            "VIBE_HOME": settings.vibe_home, "HUDDLE_HOME": settings.huddle_home}
+    return {
+        "CLAUDE_CONFIG_DIR": settings.claude_dir,
+        "CODEX_HOME": settings.codex_home,
+        "VIBE_HOME": settings.vibe_home,
+        "HUDDLE_HOME": settings.huddle_home,
+    }
 
 
 def core(settings: Settings) -> Huddle:
@@ -52,7 +60,11 @@ def one_session(root: Path, scenario: str = NESTED) -> tuple[Settings, str, Path
     shutil.copytree(SAMPLES / "claude" / scenario / "config" / "projects", claude / "projects")
     main = sorted(claude.glob("projects/*/*.jsonl"))[0]
     none = str(root / "none")
-    return Settings(claude_dir=str(claude), codex_home=none, vibe_home=none, huddle_home=str(root / "hh")), main.stem, main
+    return (
+        Settings(claude_dir=str(claude), codex_home=none, vibe_home=none, huddle_home=str(root / "hh")),
+        main.stem,
+        main,
+    )
 
 
 def _iso(t: float) -> str:

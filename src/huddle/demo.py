@@ -60,8 +60,16 @@ class Transcript:
         if self.agent_id:
             rec["agentId"] = self.agent_id
         rec.update(type=type, **fields)
-        rec.update(uuid=str(uuid.uuid4()), timestamp=_iso(t), userType="external", entrypoint="cli", cwd=CWD,
-                   sessionId=self.session_id, version="2.1.332", gitBranch="dark-mode")
+        rec.update(
+            uuid=str(uuid.uuid4()),
+            timestamp=_iso(t),
+            userType="external",
+            entrypoint="cli",
+            cwd=CWD,
+            sessionId=self.session_id,
+            version="2.1.332",
+            gitBranch="dark-mode",
+        )
         self.parent = rec["uuid"]
         self._write(rec)
         return rec
@@ -69,21 +77,40 @@ class Transcript:
     def prompt(self, t: float, text: str) -> None:
         self.record("user", t, message={"role": "user", "content": text}, promptSource="typed")
 
-    def assistant(self, t: float, blocks: list[dict], stop: str = "tool_use", tokens: tuple = (6, 120, 9000, 800)) -> None:
+    def assistant(
+        self, t: float, blocks: list[dict], stop: str = "tool_use", tokens: tuple = (6, 120, 9000, 800)
+    ) -> None:
         """One API response: one record per content block, sharing id and usage."""
         mid = "msg_01" + uuid.uuid4().hex[:22]
-        usage = {"input_tokens": tokens[0], "output_tokens": tokens[1], "cache_read_input_tokens": tokens[2],
-                 "cache_creation_input_tokens": tokens[3], "service_tier": "standard"}
+        usage = {
+            "input_tokens": tokens[0],
+            "output_tokens": tokens[1],
+            "cache_read_input_tokens": tokens[2],
+            "cache_creation_input_tokens": tokens[3],
+            "service_tier": "standard",
+        }
         for i, b in enumerate(blocks):
-            msg = {"id": mid, "type": "message", "role": "assistant", "model": MODEL, "content": [b],
-                   "stop_reason": stop, "stop_sequence": None, "usage": usage}
+            msg = {
+                "id": mid,
+                "type": "message",
+                "role": "assistant",
+                "model": MODEL,
+                "content": [b],
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": usage,
+            }
             extra = {"attributionAgent": "demo"} if self.agent_id else {}
-            self.record("assistant", t + i * 0.02, message=msg, apiBlockIndex=i, requestId="req_011" + mid[6:20], **extra)
+            self.record(
+                "assistant", t + i * 0.02, message=msg, apiBlockIndex=i, requestId="req_011" + mid[6:20], **extra
+            )
 
     def call(self, t: float, name: str, inp: dict, say: str | None = None, tokens: tuple = (6, 120, 9000, 800)) -> str:
         self.calls += 1
         cid = "toolu_01" + uuid.uuid4().hex[:22]
-        blocks = ([{"type": "text", "text": say}] if say else []) + [{"type": "tool_use", "id": cid, "name": name, "input": inp}]
+        blocks = ([{"type": "text", "text": say}] if say else []) + [
+            {"type": "tool_use", "id": cid, "name": name, "input": inp}
+        ]
         self.assistant(t, blocks, tokens=tokens)
         return cid
 
@@ -123,8 +150,9 @@ class Demo:
 
     def settings(self) -> Settings:
         none = os.path.join(self.dir, "none")
-        return Settings(claude_dir=self.claude_dir, codex_home=none, vibe_home=none,
-                        huddle_home=os.path.join(self.dir, "home"))
+        return Settings(
+            claude_dir=self.claude_dir, codex_home=none, vibe_home=none, huddle_home=os.path.join(self.dir, "home")
+        )
 
     def huddle(self):
         from huddle.core import Huddle
@@ -164,9 +192,20 @@ class Demo:
     def _status(self, t: float, status: str, waiting_for: str | None = None) -> None:
         """This process's registry file, as a live Claude Code process keeps it."""
         ms = int(t * 1000)
-        rec = {"pid": os.getpid(), "sessionId": self.session_id, "cwd": CWD, "startedAt": int(self.started * 1000),
-               "procStart": _proc_start(), "version": "2.1.332", "kind": "interactive", "entrypoint": "cli",
-               "name": "acme-shop", "status": status, "updatedAt": ms, "statusUpdatedAt": ms}
+        rec = {
+            "pid": os.getpid(),
+            "sessionId": self.session_id,
+            "cwd": CWD,
+            "startedAt": int(self.started * 1000),
+            "procStart": _proc_start(),
+            "version": "2.1.332",
+            "kind": "interactive",
+            "entrypoint": "cli",
+            "name": "acme-shop",
+            "status": status,
+            "updatedAt": ms,
+            "statusUpdatedAt": ms,
+        }
         if waiting_for:
             rec["waitingFor"] = waiting_for
         tmp = self.registry + ".tmp"
@@ -177,8 +216,15 @@ class Demo:
     def _sub(self, agent_id: str, kind: str, description: str, call: str, parent: str | None = None) -> Transcript:
         folder = os.path.join(self.project, self.session_id, "subagents")
         os.makedirs(folder, exist_ok=True)
-        meta = {"agentType": kind, "isBuiltIn": kind != "test-runner", "description": description, "toolUseId": call,
-                "spawnDepth": 2 if parent else 1, "requestShape": "foreground", "model": MODEL}
+        meta = {
+            "agentType": kind,
+            "isBuiltIn": kind != "test-runner",
+            "description": description,
+            "toolUseId": call,
+            "spawnDepth": 2 if parent else 1,
+            "requestShape": "foreground",
+            "model": MODEL,
+        }
         if parent:
             meta["parentAgentId"] = parent
         with open(os.path.join(folder, f"agent-{agent_id}.meta.json"), "w", encoding="utf-8") as f:
@@ -194,10 +240,21 @@ class Demo:
             json.dump(meta, f)
 
     def _agent_result(self, t: float, on: Transcript, cid: str, sub: Transcript, kind: str, report: str) -> None:
-        frame = ("[Subagent hand-back] The text below is the final report of a subagent this session delegated to. "
-                 f"The report follows:\n  {report}\nagentId: {sub.agent_id} (use SendMessage to continue this agent)")
-        on.result(t, cid, frame, structured={"status": "completed", "agentId": sub.agent_id, "agentType": kind,
-                                             "content": [{"type": "text", "text": report}]})
+        frame = (
+            "[Subagent hand-back] The text below is the final report of a subagent this session delegated to. "
+            f"The report follows:\n  {report}\nagentId: {sub.agent_id} (use SendMessage to continue this agent)"
+        )
+        on.result(
+            t,
+            cid,
+            frame,
+            structured={
+                "status": "completed",
+                "agentId": sub.agent_id,
+                "agentType": kind,
+                "content": [{"type": "text", "text": report}],
+            },
+        )
 
     def script(self):
         """(seconds from start, step name, action): the story of one session."""
@@ -222,46 +279,230 @@ class Demo:
                 s[key].say(t, text)
                 self._finish(s[key])
                 self._agent_result(t + 0.3, s[on_key] if on_key else L, s[key + "_call"], s[key], kind, text)
+
             return act
 
         s["lead"] = L
         return [
-            (0.0, "start", lambda t: (self._status(t, "busy"), L.record("custom-title", t, customTitle="Add dark mode to the settings page"),
-                                      L.prompt(t, "Add a dark mode toggle to the settings page, with tests. Use helpers for the research."))),
-            (1.5, "plan", lambda t: L.assistant(t, [{"type": "thinking", "thinking": "Three parts: map the settings UI, build theme tokens (with a colour audit), then run the tests.", "signature": "demo"},
-                                                     {"type": "text", "text": "I'll bring in helpers: one maps the settings UI, one builds the theme; a test runner checks it at the end."}])),
-            (3.0, "order-map", lambda t: order(L, t, "map", "Explore", "Map the settings UI", "Find the settings page components and how styles are applied. Report file paths.")),
-            (3.6, "order-theme", lambda t: order(L, t, "theme", "general-purpose", "Build the theme tokens", "Add light/dark colour tokens and a toggle on the settings page. Audit hard-coded colours first.")),
-            (5.0, "map-ls", tool("map", "Bash", {"command": "ls src/settings src/styles", "description": "List settings files"})),
+            (
+                0.0,
+                "start",
+                lambda t: (
+                    self._status(t, "busy"),
+                    L.record("custom-title", t, customTitle="Add dark mode to the settings page"),
+                    L.prompt(
+                        t, "Add a dark mode toggle to the settings page, with tests. Use helpers for the research."
+                    ),
+                ),
+            ),
+            (
+                1.5,
+                "plan",
+                lambda t: L.assistant(
+                    t,
+                    [
+                        {
+                            "type": "thinking",
+                            "thinking": "Three parts: map the settings UI, build theme tokens (with a colour audit), then run the tests.",
+                            "signature": "demo",
+                        },
+                        {
+                            "type": "text",
+                            "text": "I'll bring in helpers: one maps the settings UI, one builds the theme; a test runner checks it at the end.",
+                        },
+                    ],
+                ),
+            ),
+            (
+                3.0,
+                "order-map",
+                lambda t: order(
+                    L,
+                    t,
+                    "map",
+                    "Explore",
+                    "Map the settings UI",
+                    "Find the settings page components and how styles are applied. Report file paths.",
+                ),
+            ),
+            (
+                3.6,
+                "order-theme",
+                lambda t: order(
+                    L,
+                    t,
+                    "theme",
+                    "general-purpose",
+                    "Build the theme tokens",
+                    "Add light/dark colour tokens and a toggle on the settings page. Audit hard-coded colours first.",
+                ),
+            ),
+            (
+                5.0,
+                "map-ls",
+                tool("map", "Bash", {"command": "ls src/settings src/styles", "description": "List settings files"}),
+            ),
             (5.8, "map-ls-done", res("map", "SettingsPage.tsx\nSettingsPage.test.tsx\nToggle.tsx\nglobal.css")),
-            (6.0, "theme-say", lambda t: s["theme"].say(t, "Starting with a colour audit; a helper will list the hard-coded colours.", end=False)),
-            (6.6, "order-audit", lambda t: order(s["theme"], t, "audit", "Explore", "Find hard-coded colours", "List every hard-coded hex colour under src/ with file and line.", parent=s["theme"].agent_id)),
+            (
+                6.0,
+                "theme-say",
+                lambda t: s["theme"].say(
+                    t, "Starting with a colour audit; a helper will list the hard-coded colours.", end=False
+                ),
+            ),
+            (
+                6.6,
+                "order-audit",
+                lambda t: order(
+                    s["theme"],
+                    t,
+                    "audit",
+                    "Explore",
+                    "Find hard-coded colours",
+                    "List every hard-coded hex colour under src/ with file and line.",
+                    parent=s["theme"].agent_id,
+                ),
+            ),
             (7.0, "map-read", tool("map", "Read", {"file_path": CWD + "/src/settings/SettingsPage.tsx"})),
-            (7.5, "map-read-done", res("map", "export function SettingsPage() {\n  return <Panel title=\"Settings\">…</Panel>\n}\n")),
-            (8.0, "audit-rg", tool("audit", "Bash", {"command": "rg -n '#[0-9a-fA-F]{6}' src", "description": "Search hex colours"})),
-            (9.5, "map-grep", tool("map", "Bash", {"command": "rg -n useTheme src", "description": "Find theme hooks"})),
+            (
+                7.5,
+                "map-read-done",
+                res("map", 'export function SettingsPage() {\n  return <Panel title="Settings">…</Panel>\n}\n'),
+            ),
+            (
+                8.0,
+                "audit-rg",
+                tool("audit", "Bash", {"command": "rg -n '#[0-9a-fA-F]{6}' src", "description": "Search hex colours"}),
+            ),
+            (
+                9.5,
+                "map-grep",
+                tool("map", "Bash", {"command": "rg -n useTheme src", "description": "Find theme hooks"}),
+            ),
             (10.2, "map-grep-done", res("map", "src/app/App.tsx:12: const theme = useTheme()")),
-            (12.0, "audit-rg-done", res("audit", "src/styles/global.css:4: #ffffff\nsrc/styles/global.css:9: #222222\nsrc/settings/Toggle.tsx:7: #3b82f6")),
-            (12.5, "map-report", report("map", None, "Explore", "The settings page is src/settings/SettingsPage.tsx; styles come from src/styles/global.css and a useTheme() hook in src/app/App.tsx.")),
-            (13.5, "audit-report", report("audit", "theme", "Explore", "Three hard-coded colours: two in global.css (#ffffff, #222222), one in Toggle.tsx (#3b82f6).")),
-            (14.5, "theme-write", tool("theme", "Write", {"file_path": CWD + "/src/theme/tokens.ts", "content": "export const light = {…}\nexport const dark = {…}\n"})),
+            (
+                12.0,
+                "audit-rg-done",
+                res(
+                    "audit",
+                    "src/styles/global.css:4: #ffffff\nsrc/styles/global.css:9: #222222\nsrc/settings/Toggle.tsx:7: #3b82f6",
+                ),
+            ),
+            (
+                12.5,
+                "map-report",
+                report(
+                    "map",
+                    None,
+                    "Explore",
+                    "The settings page is src/settings/SettingsPage.tsx; styles come from src/styles/global.css and a useTheme() hook in src/app/App.tsx.",
+                ),
+            ),
+            (
+                13.5,
+                "audit-report",
+                report(
+                    "audit",
+                    "theme",
+                    "Explore",
+                    "Three hard-coded colours: two in global.css (#ffffff, #222222), one in Toggle.tsx (#3b82f6).",
+                ),
+            ),
+            (
+                14.5,
+                "theme-write",
+                tool(
+                    "theme",
+                    "Write",
+                    {
+                        "file_path": CWD + "/src/theme/tokens.ts",
+                        "content": "export const light = {…}\nexport const dark = {…}\n",
+                    },
+                ),
+            ),
             (15.0, "theme-write-done", res("theme", "File created successfully at: src/theme/tokens.ts")),
-            (16.0, "theme-edit", tool("theme", "Edit", {"file_path": CWD + "/src/settings/SettingsPage.tsx", "old_string": "<Panel", "new_string": "<ThemeToggle />\n<Panel"})),
+            (
+                16.0,
+                "theme-edit",
+                tool(
+                    "theme",
+                    "Edit",
+                    {
+                        "file_path": CWD + "/src/settings/SettingsPage.tsx",
+                        "old_string": "<Panel",
+                        "new_string": "<ThemeToggle />\n<Panel",
+                    },
+                ),
+            ),
             (16.6, "theme-edit-done", res("theme", "The file src/settings/SettingsPage.tsx has been updated.")),
-            (18.0, "theme-css", tool("theme", "Edit", {"file_path": CWD + "/src/styles/global.css", "old_string": "#ffffff", "new_string": "var(--bg)"})),
+            (
+                18.0,
+                "theme-css",
+                tool(
+                    "theme",
+                    "Edit",
+                    {"file_path": CWD + "/src/styles/global.css", "old_string": "#ffffff", "new_string": "var(--bg)"},
+                ),
+            ),
             (18.5, "theme-css-done", res("theme", "The file src/styles/global.css has been updated.")),
-            (20.0, "theme-report", report("theme", None, "general-purpose", "Added light/dark tokens in src/theme/tokens.ts, a ThemeToggle on the settings page, and replaced the three hard-coded colours with variables.")),
-            (21.5, "order-tests", lambda t: order(L, t, "tests", "test-runner", "Run the test suite", "Run the whole test suite and report failures with their first error line.",
-                                                  say="The theme is in. Now the tests.")),
+            (
+                20.0,
+                "theme-report",
+                report(
+                    "theme",
+                    None,
+                    "general-purpose",
+                    "Added light/dark tokens in src/theme/tokens.ts, a ThemeToggle on the settings page, and replaced the three hard-coded colours with variables.",
+                ),
+            ),
+            (
+                21.5,
+                "order-tests",
+                lambda t: order(
+                    L,
+                    t,
+                    "tests",
+                    "test-runner",
+                    "Run the test suite",
+                    "Run the whole test suite and report failures with their first error line.",
+                    say="The theme is in. Now the tests.",
+                ),
+            ),
             (23.0, "tests-run", tool("tests", "Bash", {"command": "npm test", "description": "Run the tests"})),
-            (35.0, "tests-run-done", res("tests", "Test Suites: 12 passed, 12 total\nTests:       48 passed, 48 total\nTime:        11.8 s")),
-            (36.0, "tests-report", report("tests", None, "test-runner", "All 48 tests pass (12 suites, 11.8 s). No snapshot changes.")),
-            (37.5, "push", lambda t: s.__setitem__("lead_c", L.call(t, "Bash", {"command": "git push -u origin dark-mode", "description": "Push the branch"},
-                                                                    say="Tests pass. I'd like to push the branch."))),
+            (
+                35.0,
+                "tests-run-done",
+                res("tests", "Test Suites: 12 passed, 12 total\nTests:       48 passed, 48 total\nTime:        11.8 s"),
+            ),
+            (
+                36.0,
+                "tests-report",
+                report("tests", None, "test-runner", "All 48 tests pass (12 suites, 11.8 s). No snapshot changes."),
+            ),
+            (
+                37.5,
+                "push",
+                lambda t: s.__setitem__(
+                    "lead_c",
+                    L.call(
+                        t,
+                        "Bash",
+                        {"command": "git push -u origin dark-mode", "description": "Push the branch"},
+                        say="Tests pass. I'd like to push the branch.",
+                    ),
+                ),
+            ),
             (38.0, "permission", lambda t: self._status(t, "waiting", "permission prompt")),
             (48.0, "allowed", lambda t: self._status(t, "busy")),
             (50.0, "pushed", res("lead", "To github.com:acme/shop.git\n * [new branch]      dark-mode -> dark-mode")),
-            (51.5, "done", lambda t: L.say(t, "Dark mode is in: theme tokens, a toggle on the settings page, no hard-coded colours left, all 48 tests pass, and the branch is pushed.")),
+            (
+                51.5,
+                "done",
+                lambda t: L.say(
+                    t,
+                    "Dark mode is in: theme tokens, a toggle on the settings page, no hard-coded colours left, all 48 tests pass, and the branch is pushed.",
+                ),
+            ),
             (52.0, "idle", lambda t: self._status(t, "idle")),
         ]
 
@@ -273,8 +514,21 @@ class Demo:
         p.prompt(t, "The login test is flaky on CI. Find out why and fix it.")
         c = p.call(t + 4, "Read", {"file_path": CWD + "/tests/login.test.ts"}, say="Let me look at the test first.")
         p.result(t + 5, c, "await page.click('#login')\nexpect(await page.title()).toBe('Home')\n")
-        c = p.call(t + 12, "Edit", {"file_path": CWD + "/tests/login.test.ts", "old_string": "expect(await", "new_string": "await page.waitForURL('/home')\nexpect(await"})
+        c = p.call(
+            t + 12,
+            "Edit",
+            {
+                "file_path": CWD + "/tests/login.test.ts",
+                "old_string": "expect(await",
+                "new_string": "await page.waitForURL('/home')\nexpect(await",
+            },
+        )
         p.result(t + 13, c, "The file tests/login.test.ts has been updated.")
-        c = p.call(t + 15, "Bash", {"command": "npm test -- login --repeat 20", "description": "Run the login test 20 times"})
+        c = p.call(
+            t + 15, "Bash", {"command": "npm test -- login --repeat 20", "description": "Run the login test 20 times"}
+        )
         p.result(t + 41, c, "20 passed")
-        p.say(t + 43, "The test checked the title before navigation finished. It now waits for the URL; 20 runs in a row pass.")
+        p.say(
+            t + 43,
+            "The test checked the title before navigation finished. It now waits for the URL; 20 runs in a row pass.",
+        )

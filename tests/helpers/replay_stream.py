@@ -37,10 +37,21 @@ def out(data: bytes, split: bool, rng: random.Random) -> None:
 def aborted(session_id: str, code: int):
     def handler(signum, frame):
         for rec in (
-            {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]},
-             "parent_tool_use_id": None, "session_id": session_id},
-            {"type": "result", "subtype": "error_during_execution", "is_error": True, "terminal_reason": "aborted_streaming",
-             "usage": {"input_tokens": 0, "output_tokens": 0}, "session_id": session_id, "errors": []},
+            {
+                "type": "user",
+                "message": {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user]"}]},
+                "parent_tool_use_id": None,
+                "session_id": session_id,
+            },
+            {
+                "type": "result",
+                "subtype": "error_during_execution",
+                "is_error": True,
+                "terminal_reason": "aborted_streaming",
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+                "session_id": session_id,
+                "errors": [],
+            },
         ):
             os.write(1, json.dumps(rec).encode() + b"\n")
         os._exit(code)

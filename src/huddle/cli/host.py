@@ -33,8 +33,13 @@ def _call(what: str, d: str, msg: dict, sock: str | None) -> dict:
 @click.option("--dir", "dir_", required=True, help="Folder of the log (D/events.jsonl) and the socket (D/host.sock).")
 @click.option("--socket", "sock", default=None, help="Listen here instead of D/host.sock (D/host.sock links to it).")
 @click.option("--cwd", default=None, help="Run the command in this folder.")
-@click.option("--grace", type=float, default=3.0, show_default=True,
-              help="Seconds a stop waits after closing stdin, and again after SIGTERM.")
+@click.option(
+    "--grace",
+    type=float,
+    default=3.0,
+    show_default=True,
+    help="Seconds a stop waits after closing stdin, and again after SIGTERM.",
+)
 @click.option("--name", default="", hidden=True)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def host(dir_: str, sock: str | None, cwd: str | None, grace: float, name: str, command: tuple[str, ...]) -> None:
@@ -93,8 +98,13 @@ def stop(dir_: str, now: bool, sock: str | None) -> None:
 
 @click.command(context_settings=_PASS_THROUGH)
 @click.option("--name", default=None, help="Name of the run (its folder under $HUDDLE_HOME/runs); default: a new id.")
-@click.option("--grace", type=float, default=3.0, show_default=True,
-              help="Seconds a stop waits after closing stdin, and again after SIGTERM.")
+@click.option(
+    "--grace",
+    type=float,
+    default=3.0,
+    show_default=True,
+    help="Seconds a stop waits after closing stdin, and again after SIGTERM.",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(name: str | None, grace: float, command: tuple[str, ...]) -> None:
     """Host COMMAND under huddle's data folder and show what it does in one line.

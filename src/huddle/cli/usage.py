@@ -11,10 +11,21 @@ from huddle.views.usage import GROUPS
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (what usage.report() returns).")
-@click.option("--by", "by", type=click.Choice(GROUPS), default="day", show_default=True,
-              help="Group by UTC day, session, project, model or agent type.")
-@click.option("--since", "since", default=None, metavar="DATE",
-              help="Only usage at or after DATE (YYYY-MM-DD, UTC) or an ISO 8601 time.")
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(GROUPS),
+    default="day",
+    show_default=True,
+    help="Group by UTC day, session, project, model or agent type.",
+)
+@click.option(
+    "--since",
+    "since",
+    default=None,
+    metavar="DATE",
+    help="Only usage at or after DATE (YYYY-MM-DD, UTC) or an ISO 8601 time.",
+)
 @click.pass_context
 def usage(ctx: click.Context, as_json: bool, by: str, since: str | None) -> None:
     """Token totals (input, output, cache read, cache write) and cost, for every
@@ -62,8 +73,14 @@ def print_report(data: dict, console=None) -> None:
     by = data["by"]
 
     def cells(d: dict) -> list[str]:
-        return [f"{d['input']:,}", f"{d['output']:,}", f"{d['cache_read']:,}", f"{d['cache_write']:,}",
-                f"{d['total_tokens']:,}", _usd(d["cost_usd"], d["unpriced"])]
+        return [
+            f"{d['input']:,}",
+            f"{d['output']:,}",
+            f"{d['cache_read']:,}",
+            f"{d['cache_write']:,}",
+            f"{d['total_tokens']:,}",
+            _usd(d["cost_usd"], d["unpriced"]),
+        ]
 
     body = [cells(d) for d in rows]
     foot = cells(data["totals"])

@@ -62,9 +62,15 @@ def _run(h, host: str, port: int, open_browser: bool, demo=None) -> None:
 
 
 @click.command()
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (off loopback a token is required).")
-@click.option("--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
-@click.option("--open/--no-open", "open_browser", default=True, show_default=True, help="Open the web app in a browser.")
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (off loopback a token is required)."
+)
+@click.option(
+    "--port", default=DEFAULT_PORT, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one."
+)
+@click.option(
+    "--open/--no-open", "open_browser", default=True, show_default=True, help="Open the web app in a browser."
+)
 @click.option("--demo", "force_demo", is_flag=True, help="Serve the built-in demo instead of your sessions.")
 def serve(host: str, port: int, open_browser: bool, force_demo: bool) -> None:
     """Serve the web app (the demo when no agent folders exist)."""

@@ -78,5 +78,3 @@ class HandleCache:
             atomic_write(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
         except OSError as exc:
             self.note = f"{self.path}: cannot write the cache ({exc.strerror})"
-
-

@@ -28,8 +28,12 @@ class Huddle:
         self.generation = 0  # bumps when anything changed
         self.cache: HandleCache | None = None
         if cache and self.settings.huddle_home and not self.settings.usage_only:
-            key = (self.settings.claude_dir, self.settings.codex_home, self.settings.vibe_home,
-                   tuple(s.name for s in self.sources))
+            key = (
+                self.settings.claude_dir,
+                self.settings.codex_home,
+                self.settings.vibe_home,
+                tuple(s.name for s in self.sources),
+            )
             self.cache = HandleCache(self.settings.huddle_home, key)
             self.handles = self.cache.load(self.sources)
 

@@ -87,8 +87,9 @@ def call(d: str, msg: dict, sock: str | None = None) -> dict:
     raise HostError(f"the host in {d} went away before it answered")
 
 
-def attach(d: str, start: int = 1, sock: str | None = None, tick: float | None = None,
-           note=None) -> Iterator[bytes | None]:
+def attach(
+    d: str, start: int = 1, sock: str | None = None, tick: float | None = None, note=None
+) -> Iterator[bytes | None]:
     """Every log entry from seq `start`, as the log's own lines: through the host
     while one runs (until its agent's `exited`), else from the file. Attaches again
     when let go for being slow; finishes from the file if the host goes away."""

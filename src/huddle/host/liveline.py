@@ -52,8 +52,12 @@ def _usage(u) -> list[int]:
     """[input, cache_read, cache_write, output] of an API usage object."""
     if not isinstance(u, dict):
         return [0, 0, 0, 0]
-    return [_int(u.get("input_tokens")), _int(u.get("cache_read_input_tokens")),
-            _int(u.get("cache_creation_input_tokens")), _int(u.get("output_tokens"))]
+    return [
+        _int(u.get("input_tokens")),
+        _int(u.get("cache_read_input_tokens")),
+        _int(u.get("cache_creation_input_tokens")),
+        _int(u.get("output_tokens")),
+    ]
 
 
 _USAGE_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
@@ -218,8 +222,10 @@ class LiveLine:
         content = m.get("content") if isinstance(m, dict) else None
         if isinstance(content, list):
             for b in content:
-                if isinstance(b, dict) and b.get("type") == "text" and str(b.get("text", "")).startswith(
-                    "[Request interrupted"
+                if (
+                    isinstance(b, dict)
+                    and b.get("type") == "text"
+                    and str(b.get("text", "")).startswith("[Request interrupted")
                 ):
                     self.activity = "interrupted"
 

@@ -99,7 +99,9 @@ class EventLog:
             self.dropped = self.size - end
             self.size = end
 
-    def append(self, kind: str, fields: dict | None = None, raw: bytes | None = None, t: float | None = None) -> tuple[int, bytes]:
+    def append(
+        self, kind: str, fields: dict | None = None, raw: bytes | None = None, t: float | None = None
+    ) -> tuple[int, bytes]:
         """Write one entry; return its seq and its bytes. `raw` is a JSON value kept
         as it is, under "json". Raises LogError; a partial write is undone."""
         seq = self.last_seq + 1

@@ -61,9 +61,23 @@ def run_hosted(command: list[str], name: str | None = None, grace: float = 3.0, 
     err_at = os.path.getsize(err_path) if os.path.exists(err_path) else 0
     with open(err_path, "ab") as err:
         host = subprocess.Popen(
-            [sys.executable, "-m", "huddle", "host", "--dir", d, "--grace", str(grace),
-             *(["--name", given_name] if given_name else []), "--", *command],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "huddle",
+                "host",
+                "--dir",
+                d,
+                "--grace",
+                str(grace),
+                *(["--name", given_name] if given_name else []),
+                "--",
+                *command,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
         )
     while not running(d) and host.poll() is None:
         time.sleep(0.02)

@@ -23,8 +23,15 @@ SYNC_EVERY = 0.2  # seconds between fdatasyncs of streamed output
 
 
 class Host(Serving):
-    def __init__(self, dir: str, argv: list[str], socket: str | None = None, cwd: str | None = None,
-                 grace: float = 3.0, name: str = ""):
+    def __init__(
+        self,
+        dir: str,
+        argv: list[str],
+        socket: str | None = None,
+        cwd: str | None = None,
+        grace: float = 3.0,
+        name: str = "",
+    ):
         self.dir = os.path.abspath(dir)
         self.argv = argv
         self.socket = os.path.abspath(socket) if socket else os.path.join(self.dir, SOCK_NAME)
@@ -133,8 +140,14 @@ class Host(Serving):
             if self.log.dropped:
                 self.record("note", {"text": f"dropped {self.log.dropped} bytes of a line cut short"})
             me = os.getpid()
-            if self.record("host", {"host_pid": me, "host_start": proctree.start_time(me), "socket": self.socket,
-                                    "dir": self.dir}, sync=True) is None:
+            if (
+                self.record(
+                    "host",
+                    {"host_pid": me, "host_start": proctree.start_time(me), "socket": self.socket, "dir": self.dir},
+                    sync=True,
+                )
+                is None
+            ):
                 return 2  # nothing is started when the log cannot be written
             return await self._host()
         finally:
@@ -155,8 +168,12 @@ class Host(Serving):
             await self._linger()
             return 127
         pid = self.agent.pid
-        fields = {"pid": pid, "start": proctree.start_time(pid), "argv": self.argv,
-                  "cwd": os.path.abspath(self.cwd or os.getcwd())}
+        fields = {
+            "pid": pid,
+            "start": proctree.start_time(pid),
+            "argv": self.argv,
+            "cwd": os.path.abspath(self.cwd or os.getcwd()),
+        }
         if self.name:
             fields["name"] = self.name
         self.record("started", fields, sync=True)
@@ -277,8 +294,9 @@ def _say(msg: str, code: int) -> int:
     return code
 
 
-def serve(dir: str, argv: list[str], socket: str | None = None, cwd: str | None = None,
-          grace: float = 3.0, name: str = "") -> int:
+def serve(
+    dir: str, argv: list[str], socket: str | None = None, cwd: str | None = None, grace: float = 3.0, name: str = ""
+) -> int:
     """Run a host until its agent exits; return the agent's exit status."""
 
     async def main() -> int:

@@ -201,8 +201,14 @@ class Serving:
         except asyncio.CancelledError:
             if not conn.cut:
                 raise
-            conn.send({**reply, "ok": False, "from": conn.next,
-                       "error": f"let go: fell {BEHIND_LIMIT} entries behind; attach again from seq {conn.next}"})
+            conn.send(
+                {
+                    **reply,
+                    "ok": False,
+                    "from": conn.next,
+                    "error": f"let go: fell {BEHIND_LIMIT} entries behind; attach again from seq {conn.next}",
+                }
+            )
             conn.writer.close()  # what is queued still goes out first
             asyncio.get_running_loop().call_later(30, conn.writer.transport.abort)
         except ConnectionError:
@@ -241,7 +247,6 @@ class Serving:
             conn.waiting = False
 
 
-
 def _answers(path: str) -> bool:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -252,5 +257,3 @@ def _answers(path: str) -> bool:
         return False
     finally:
         s.close()
-
-

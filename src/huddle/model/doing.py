@@ -5,7 +5,16 @@ agent is doing, the board says what a working session is busy with."""
 from __future__ import annotations
 
 _DOING = {
-    "running": ("Bash", "bash", "shell", "exec_command", "local_shell", "unified_exec", "run_command", "container.exec"),
+    "running": (
+        "Bash",
+        "bash",
+        "shell",
+        "exec_command",
+        "local_shell",
+        "unified_exec",
+        "run_command",
+        "container.exec",
+    ),
     "editing": ("Edit", "MultiEdit", "NotebookEdit", "search_replace", "apply_patch", "edit_file", "str_replace"),
     "writing": ("Write", "write_file", "create_file"),
     "reading": ("Read", "read_file", "view", "view_image", "cat"),

@@ -253,8 +253,18 @@ class Session:
         rows = d.pop("events")
         self.__dict__.update(d)
         self.events = [
-            Event(kind=ev.USAGE, seq=r[0], t=r[1], agent=r[2], name=r[3], id=r[4], file=r[5], offset=r[6],
-                  copied=r[7], usage=Usage(*r[8:13]))
+            Event(
+                kind=ev.USAGE,
+                seq=r[0],
+                t=r[1],
+                agent=r[2],
+                name=r[3],
+                id=r[4],
+                file=r[5],
+                offset=r[6],
+                copied=r[7],
+                usage=Usage(*r[8:13]),
+            )
             for r in rows
         ]
 

@@ -38,8 +38,9 @@ _encode = msgspec.json.Encoder().encode
 
 
 def json_response(data, status: int = 200) -> Response:
-    return Response(_encode(data), status_code=status, media_type="application/json",
-                    headers={"cache-control": "no-store"})
+    return Response(
+        _encode(data), status_code=status, media_type="application/json", headers={"cache-control": "no-store"}
+    )
 
 
 class State:
@@ -65,8 +66,9 @@ class State:
             loop.call_soon_threadsafe(self.hub.publish_many, msgs)
 
 
-def create_app(h, host: str = "127.0.0.1", port: int = 0, token: str | None = None, demo=None,
-               watch_options: dict | None = None) -> Starlette:
+def create_app(
+    h, host: str = "127.0.0.1", port: int = 0, token: str | None = None, demo=None, watch_options: dict | None = None
+) -> Starlette:
     st = State(h, demo=demo, watch_options=watch_options)
 
     def call(fn, *args, **kw):
@@ -97,16 +99,28 @@ def create_app(h, host: str = "127.0.0.1", port: int = 0, token: str | None = No
 
     def transcript(request: Request):
         q = request.query_params
-        return call(api.transcript, request.path_params["id"], agent=q.get("agent"), limit=q.get("limit"),
-                    after=q.get("after"), before=q.get("before"))
+        return call(
+            api.transcript,
+            request.path_params["id"],
+            agent=q.get("agent"),
+            limit=q.get("limit"),
+            after=q.get("after"),
+            before=q.get("before"),
+        )
 
     def content(request: Request):
         return call(api.content, request.path_params["id"], request.path_params["ref"])
 
     def info(request: Request):
-        return json_response({"version": __version__, "demo": st.demo is not None,
-                              "watching": st.watcher.watching, "notes": list(h.notes),
-                              "error": st.watcher.last_error})
+        return json_response(
+            {
+                "version": __version__,
+                "demo": st.demo is not None,
+                "watching": st.watcher.watching,
+                "notes": list(h.notes),
+                "error": st.watcher.last_error,
+            }
+        )
 
     async def stream(request: Request):
         return await st.hub.stream(request)
@@ -196,16 +210,24 @@ class _Server(uvicorn.Server):
 
 
 def make_server(app) -> uvicorn.Server:
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2,
-                            access_log=False, timeout_keep_alive=30)
+    config = uvicorn.Config(
+        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2, access_log=False, timeout_keep_alive=30
+    )
     return _Server(config)
 
 
 class ServerThread:
     """A real uvicorn on its own thread: `with ServerThread(h) as srv: srv.url`."""
 
-    def __init__(self, h, host: str = "127.0.0.1", port: int = 0, token: str | None = None, demo=None,
-                 watch_options: dict | None = None):
+    def __init__(
+        self,
+        h,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        demo=None,
+        watch_options: dict | None = None,
+    ):
         self.sock = bind(host, port)
         self.host = host
         self.port = self.sock.getsockname()[1]

@@ -151,7 +151,11 @@ class Security:
             {
                 "type": "http.response.start",
                 "status": 303,
-                "headers": [(b"location", location.encode("latin-1")), (b"set-cookie", cookie), (b"cache-control", b"no-store")],
+                "headers": [
+                    (b"location", location.encode("latin-1")),
+                    (b"set-cookie", cookie),
+                    (b"cache-control", b"no-store"),
+                ],
             }
         )
         await send({"type": "http.response.body", "body": b""})

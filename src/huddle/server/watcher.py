@@ -30,9 +30,16 @@ Publish = Callable[[list[tuple[str, dict, str | None]]], None]
 
 
 class Watcher:
-    def __init__(self, h, publish: Publish, debounce: Debouncer | None = None,
-                 poll_watched: float = POLL_WATCHED, poll_unwatched: float = POLL_UNWATCHED,
-                 full_every: float = FULL_EVERY, use_watchfiles: bool = True):
+    def __init__(
+        self,
+        h,
+        publish: Publish,
+        debounce: Debouncer | None = None,
+        poll_watched: float = POLL_WATCHED,
+        poll_unwatched: float = POLL_UNWATCHED,
+        full_every: float = FULL_EVERY,
+        use_watchfiles: bool = True,
+    ):
         self.h = h
         self.publish = publish
         self.debounce = debounce or Debouncer()
@@ -133,8 +140,15 @@ class Watcher:
             import watchfiles
 
             self.watching = True
-            for _ in watchfiles.watch(*roots, watch_filter=None, debounce=150, step=50, stop_event=stop,
-                                      rust_timeout=5000, raise_interrupt=False):
+            for _ in watchfiles.watch(
+                *roots,
+                watch_filter=None,
+                debounce=150,
+                step=50,
+                stop_event=stop,
+                rust_timeout=5000,
+                raise_interrupt=False,
+            ):
                 self.wake.set()
         except Exception:  # no inotify, too many watches...: the poll carries on alone
             pass

@@ -260,8 +260,10 @@ def run(argv: list[str], stdin=None) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if "-h" in argv or "--help" in argv:
-        print("usage: huddle statusline [--json]\n\nReads Claude Code's statusLine JSON on stdin and prints one line:\n"
-              "this session's cost and context use, and who needs you across all sessions.")
+        print(
+            "usage: huddle statusline [--json]\n\nReads Claude Code's statusLine JSON on stdin and prints one line:\n"
+            "this session's cost and context use, and who needs you across all sessions."
+        )
         return 0
     try:
         print(run(argv))

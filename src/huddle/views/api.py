@@ -67,6 +67,7 @@ def _handle(h, sid):
 
 # -- events as JSON ---------------------------------------------------------------------
 
+
 def files_index(handle) -> dict[str, int]:
     try:
         files = handle.files()

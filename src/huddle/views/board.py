@@ -78,8 +78,14 @@ def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | 
             live = handle.live(at=at) or {}
         except Exception as exc:  # a source's liveness check must not cost the row
             problem = f"{s.source} liveness: {type(exc).__name__}: {exc}"
-    key = (s.version, repr(sorted(live.items())), problem, at, id(table),
-           int(time.time() // RECHECK) if at is None else 0)
+    key = (
+        s.version,
+        repr(sorted(live.items())),
+        problem,
+        at,
+        id(table),
+        int(time.time() // RECHECK) if at is None else 0,
+    )
     hit = _built.get(s)
     if hit is None or hit[0] != key:
         hit = _built[s] = (key, *_build(h, s, live, problem, at, table))

@@ -114,8 +114,10 @@ def _call_input(rec, call_id: str):
 
 def _result(rec, call_id: str):
     for d in _walk(rec):
-        if d.get("tool_use_id") == call_id or d.get("tool_call_id") == call_id or (
-            d.get("call_id") == call_id and "output" in d
+        if (
+            d.get("tool_use_id") == call_id
+            or d.get("tool_call_id") == call_id
+            or (d.get("call_id") == call_id and "output" in d)
         ):
             for key in ("content", "output", "result", "tool_result"):
                 if key in d:

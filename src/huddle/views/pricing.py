@@ -93,8 +93,15 @@ def candidates(model: str) -> list[str]:
 class Table:
     """The prices in force: built-in models, replaced or extended by the user file."""
 
-    def __init__(self, models: dict[str, Price], aliases: dict[str, str], as_of: str,
-                 user_file: str | None = None, user_as_of: str | None = None, problem: str | None = None):
+    def __init__(
+        self,
+        models: dict[str, Price],
+        aliases: dict[str, str],
+        as_of: str,
+        user_file: str | None = None,
+        user_as_of: str | None = None,
+        problem: str | None = None,
+    ):
         self.models = models
         self.aliases = aliases
         self.as_of = as_of
@@ -165,16 +172,16 @@ def parse(text: str, path: str, origin: str = "built-in") -> tuple[dict[str, Pri
     except json.JSONDecodeError as exc:
         raise PricingError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(doc, dict):
-        raise PricingError(f"{path}:1: expected a JSON object with \"models\"")
+        raise PricingError(f'{path}:1: expected a JSON object with "models"')
     models_doc = doc.get("models", {})
     aliases_doc = doc.get("aliases", {})
     if not isinstance(models_doc, dict):
-        raise PricingError(f"{path}:{_line_of(text, 'models')}: \"models\" must be an object of model -> rates")
+        raise PricingError(f'{path}:{_line_of(text, "models")}: "models" must be an object of model -> rates')
     if not isinstance(aliases_doc, dict) or not all(isinstance(v, str) for v in aliases_doc.values()):
-        raise PricingError(f"{path}:{_line_of(text, 'aliases')}: \"aliases\" must map model names to model names")
+        raise PricingError(f'{path}:{_line_of(text, "aliases")}: "aliases" must map model names to model names')
     as_of = doc.get("as_of")
     if as_of is not None and not isinstance(as_of, str):
-        raise PricingError(f"{path}:{_line_of(text, 'as_of')}: \"as_of\" must be a date like \"2026-11-30\"")
+        raise PricingError(f'{path}:{_line_of(text, "as_of")}: "as_of" must be a date like "2026-11-30"')
     models: dict[str, Price] = {}
     for name, entry in models_doc.items():
         base = _rates(entry, path, text, name, f"model {name!r}")

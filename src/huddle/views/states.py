@@ -132,12 +132,20 @@ def classify(
     quiet_for = now - (st.since or last or now)
     if st.state == YOUR_TURN and quiet_for > idle_after and not background:
         st = State(IDLE, st.since)
-    elif st.state in (WORKING, WAITING, NEEDS_YOU) and alive is None and not proc and last is not None and now - last > idle_after:
+    elif (
+        st.state in (WORKING, WAITING, NEEDS_YOU)
+        and alive is None
+        and not proc
+        and last is not None
+        and now - last > idle_after
+    ):
         st = State(IDLE, last)
     return st, per
 
 
-def _apply_process_status(session: Session, per: dict[str, State], acts: dict[str, Activity], proc: str, live: dict) -> None:
+def _apply_process_status(
+    session: Session, per: dict[str, State], acts: dict[str, Activity], proc: str, live: dict
+) -> None:
     """Combine a process-reported status with the transcripts (rules from the Claude notes):
     waiting -> needs you (which tool, raised by which agent); busy + pending order -> waiting;
     busy + turn over -> your turn with background work; busy -> working; shell/idle -> your turn."""

@@ -42,8 +42,9 @@ def parse_since(text: str) -> float | None:
     return parse_time(text.replace(" ", "T", 1) if len(text) > 10 else text)
 
 
-def counted_usage(sessions: list[Session], since: float | None = None,
-                  stats: dict | None = None) -> Iterator[tuple[Session, Event]]:
+def counted_usage(
+    sessions: list[Session], since: float | None = None, stats: dict | None = None
+) -> Iterator[tuple[Session, Event]]:
     """Every usage event to count, once. Sessions are walked oldest first so that a
     response seen in two sessions is credited to the one that made it before the copy.
     Inside one session every usage event counts: the source already de-duplicated
@@ -88,8 +89,17 @@ def collect(sessions: list[Session]) -> dict:
         if s.key != current_key:
             current_key = s.key
             rows = []
-            out.append({"key": s.key, "source": s.source, "id": s.id, "title": s.title,
-                        "project": project_name(s.cwd), "started_at": iso(s.started_at), "rows": rows})
+            out.append(
+                {
+                    "key": s.key,
+                    "source": s.source,
+                    "id": s.id,
+                    "title": s.title,
+                    "project": project_name(s.cwd),
+                    "started_at": iso(s.started_at),
+                    "rows": rows,
+                }
+            )
         rows.append([e.t, agent_label(s, e.agent), model_name(e.name), *e.usage.to_tuple()])
     return {"sessions": out, "duplicates": stats.get("duplicates", 0)}
 
@@ -138,8 +148,13 @@ def _day(t: float | None) -> str:
     return UNKNOWN_DAY if t is None else datetime.fromtimestamp(t, timezone.utc).date().isoformat()
 
 
-def aggregate(counted: dict, by: str = "day", since: float | None = None, table: Table | None = None,
-              notes: list[str] | None = None) -> dict:
+def aggregate(
+    counted: dict,
+    by: str = "day",
+    since: float | None = None,
+    table: Table | None = None,
+    notes: list[str] | None = None,
+) -> dict:
     """A report from collected rows (see `collect`)."""
     if by not in GROUPS:
         raise ValueError(f"by must be one of {', '.join(GROUPS)}")

@@ -49,8 +49,9 @@ class FileParser:
     shared `SessionState`.
     """
 
-    def __init__(self, session: Session, shared: "SessionState", path: str, agent: str, is_sub: bool,
-                 usage_only: bool = False):
+    def __init__(
+        self, session: Session, shared: "SessionState", path: str, agent: str, is_sub: bool, usage_only: bool = False
+    ):
         self.session = session
         self.shared = shared
         self.path = path
@@ -291,8 +292,14 @@ class FileParser:
         elif st == "api_error":
             self.emit(ev.ERROR, off, n, text=error_text(r.error), name="api_error")
         elif st == "turn_duration" and r.pendingBackgroundAgentCount:
-            self.emit(ev.CONTEXT, off, n, name="background_agents", size=r.pendingBackgroundAgentCount,
-                      text=f"{r.pendingBackgroundAgentCount} background agent(s) still running")
+            self.emit(
+                ev.CONTEXT,
+                off,
+                n,
+                name="background_agents",
+                size=r.pendingBackgroundAgentCount,
+                text=f"{r.pendingBackgroundAgentCount} background agent(s) still running",
+            )
         elif st == "local_command":
             self.emit(ev.CONTEXT, off, n, name="command", text=str_of(r.content))
 

@@ -231,8 +231,11 @@ class ClaudeHandle(Handle):
                 out["since"] = info["since"]
         elif reg.exists():
             out["alive"] = False  # this Claude Code keeps a registry: no file, no process
-        running = [sf.agent_id for sf in self.subs.values() if self.session.agents[sf.agent_id].background
-                   and self.session.agents[sf.agent_id].finished is False]
+        running = [
+            sf.agent_id
+            for sf in self.subs.values()
+            if self.session.agents[sf.agent_id].background and self.session.agents[sf.agent_id].finished is False
+        ]
         if running:
             out["background_agents"] = running
         return out

@@ -91,10 +91,15 @@ class SystemView:
     def from_capture(cls, capture: dict, codex_home: str) -> "SystemView":
         """A recorded moment (a live-state sample's capture.json: /proc/locks and the
         process table as they were)."""
-        holders = {os.path.join(codex_home, lk["path"]): lk.get("pid") for lk in capture.get("held_locks", ())
-                   if lk.get("kind") == "FLOCK" and not lk.get("waiting")}
-        procs = {p["pid"]: Proc(p["pid"], p.get("ppid") or 0, list(p.get("argv") or ()), p.get("cwd") or "")
-                 for p in capture.get("processes", ())}
+        holders = {
+            os.path.join(codex_home, lk["path"]): lk.get("pid")
+            for lk in capture.get("held_locks", ())
+            if lk.get("kind") == "FLOCK" and not lk.get("waiting")
+        }
+        procs = {
+            p["pid"]: Proc(p["pid"], p.get("ppid") or 0, list(p.get("argv") or ()), p.get("cwd") or "")
+            for p in capture.get("processes", ())
+        }
         return cls(holders, procs)
 
 
@@ -215,8 +220,9 @@ def live_signals(handle, at: float | None) -> dict:
     return out
 
 
-def thread_state(tf, act, status: str | None, holder: int | None, view: SystemView, now: float, at: float | None,
-                 children: str = "") -> dict | None:
+def thread_state(
+    tf, act, status: str | None, holder: int | None, view: SystemView, now: float, at: float | None, children: str = ""
+) -> dict | None:
     p = tf.parser
     if status in ("absent", "stale"):
         return _st("ended", act.last_t)
@@ -242,8 +248,15 @@ def thread_state(tf, act, status: str | None, holder: int | None, view: SystemVi
     return _st("your_turn", act.last_t)
 
 
-def call_state(c: ev.Event, call: tuple[str, dict] | None, holder: int | None, view: SystemView,
-               now: float, status: str | None, children: str = "") -> dict | None:
+def call_state(
+    c: ev.Event,
+    call: tuple[str, dict] | None,
+    holder: int | None,
+    view: SystemView,
+    now: float,
+    status: str | None,
+    children: str = "",
+) -> dict | None:
     name, args = call if call is not None else (c.name, {})
     if name in QUESTION_TOOLS:
         return _st("needs_you", c.t, c.detail or "a question")

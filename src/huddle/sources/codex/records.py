@@ -75,8 +75,23 @@ _decode_source = msgspec.json.Decoder(str | MetaSource | None).decode
 class ThreadInfo:
     """What a thread is, from its own session_meta: enough to place it in a tree."""
 
-    __slots__ = ("id", "parent", "root_hint", "forked_from", "fork_ordinal", "history_start", "started",
-                 "cwd", "cli_version", "originator", "source", "guardian", "nickname", "agent_path", "role")
+    __slots__ = (
+        "id",
+        "parent",
+        "root_hint",
+        "forked_from",
+        "fork_ordinal",
+        "history_start",
+        "started",
+        "cwd",
+        "cli_version",
+        "originator",
+        "source",
+        "guardian",
+        "nickname",
+        "agent_path",
+        "role",
+    )
 
     def __init__(self, m: Meta):
         self.id = m.id

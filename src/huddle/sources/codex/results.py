@@ -105,7 +105,9 @@ class ResultsMixin:
             if name == "write_stdin" and code is not None:
                 first = self.exec_sessions.pop(str(args.get("session_id")), "")
                 if first:  # the long command it polled has finished
-                    self.emit(ev.TOOL_RESULT, off, n, id=first, name="exec_command", ok=ok, detail="notified", text=summary)
+                    self.emit(
+                        ev.TOOL_RESULT, off, n, id=first, name="exec_command", ok=ok, detail="notified", text=summary
+                    )
         elif name == "apply_patch":
             code = txt.exit_code_of(text)
             ok = code == 0 if code is not None else not looks_failed(text)
@@ -128,7 +130,9 @@ class ResultsMixin:
         if cid not in self.calls and item is not None:
             # A command run from inside another tool (code mode's JS `tools.exec_command`):
             # no call of its own in the history, so it gets one here.
-            self.emit(ev.TOOL_CALL, off, n, id=cid, name="exec_command", detail=one_line(txt.command_text(item.command), 160))
+            self.emit(
+                ev.TOOL_CALL, off, n, id=cid, name="exec_command", detail=one_line(txt.command_text(item.command), 160)
+            )
         self._settle(cid)
         ok = code == 0 if code is not None else False
         summary = f"exit {code}" if code is not None else (status or "")

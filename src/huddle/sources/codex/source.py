@@ -141,8 +141,15 @@ class CodexHandle(Handle):
         """Tie spawn calls, reports and answers to the children they concern, whichever
         was read first. Costs a few steps per child, not per event."""
         s, L = self.session, self.links
-        state = (len(L.child_of_call), len(L.unresolved), len(L.finished), len(L.first_orders), len(L.answers),
-                 len(L.nickname), len(L.child_by_path))
+        state = (
+            len(L.child_of_call),
+            len(L.unresolved),
+            len(L.finished),
+            len(L.first_orders),
+            len(L.answers),
+            len(L.nickname),
+            len(L.child_by_path),
+        )
         if state == self._linked:
             return
         self._linked = state
@@ -356,4 +363,3 @@ def root_of(tid: str, by_id: dict[str, tuple[ThreadInfo, str]]) -> str:
         if parent in seen:
             return cur
         cur = parent
-

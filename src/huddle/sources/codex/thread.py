@@ -25,7 +25,9 @@ from .results import Links, ResultsMixin, mcp_ok
 from .text import harness_tag, mail_parts
 from .usage import Ledger
 
-KNOWN_TYPES = frozenset({"session_meta", "response_item", "event_msg", "token_usage_record", "turn_context", "compacted"})
+KNOWN_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "token_usage_record", "turn_context", "compacted"}
+)
 SPAWN_TOOLS = frozenset({"spawn_agent"})
 WAIT_TOOLS = frozenset({"wait_agent", "wait"})
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
@@ -170,8 +172,14 @@ class ThreadParser(ResultsMixin):
         self.copied_lines += 1
         if self.copied_lines == 1:
             parent = self.info.forked_from or self.info.parent
-            self.emit(ev.CONTEXT, off, n, name="inherited", copied=True,
-                      text=f"Started with a copy of {parent}'s conversation")
+            self.emit(
+                ev.CONTEXT,
+                off,
+                n,
+                name="inherited",
+                copied=True,
+                text=f"Started with a copy of {parent}'s conversation",
+            )
 
     # -- response items (what the model saw and did) ---------------------------------
 
@@ -260,14 +268,34 @@ class ThreadParser(ResultsMixin):
         if name in SPAWN_TOOLS:
             message = str(args.get("message") or args.get("prompt") or "")
             text, cut = cap(message)
-            e = self.emit(ev.ORDER, off, n, id=cid, name=str(args.get("agent_type") or args.get("role") or "sub-agent"),
-                          detail=one_line(str(args.get("task_name") or message), 120), text=text, truncated=cut)
+            e = self.emit(
+                ev.ORDER,
+                off,
+                n,
+                id=cid,
+                name=str(args.get("agent_type") or args.get("role") or "sub-agent"),
+                detail=one_line(str(args.get("task_name") or message), 120),
+                text=text,
+                truncated=cut,
+            )
             self.links.orders[cid] = e
             self.calls[cid] = (name, {"task_name": args.get("task_name")})
             return
         tool = f"{ns}__{name}" if ns.startswith("mcp__") else name
-        kept = {k: args[k] for k in ("cmd", "command", "sandbox_permissions", "justification", "session_id",
-                                      "targets", "ids", "questions") if k in args}
+        kept = {
+            k: args[k]
+            for k in (
+                "cmd",
+                "command",
+                "sandbox_permissions",
+                "justification",
+                "session_id",
+                "targets",
+                "ids",
+                "questions",
+            )
+            if k in args
+        }
         self.calls[cid] = (name, kept)
         self.emit(ev.TOOL_CALL, off, n, id=cid, name=tool, detail=txt.call_summary(name, args))
 

@@ -23,8 +23,13 @@ ZERO = (0, 0, 0, 0, 0)  # input (incl. cached), cached, cache-written, output (i
 def raw(t: Tokens | None) -> tuple[int, int, int, int, int]:
     if t is None:
         return ZERO
-    return (t.input_tokens or 0, t.cached_input_tokens or 0, t.cache_write_input_tokens or 0,
-            t.output_tokens or 0, t.reasoning_output_tokens or 0)
+    return (
+        t.input_tokens or 0,
+        t.cached_input_tokens or 0,
+        t.cache_write_input_tokens or 0,
+        t.output_tokens or 0,
+        t.reasoning_output_tokens or 0,
+    )
 
 
 def to_usage(v: tuple[int, ...]) -> Usage:
@@ -43,8 +48,13 @@ def _add(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _pos(a: tuple[int, ...]) -> tuple[int, ...]:
-    return (a[0] if a[0] > 0 else 0, a[1] if a[1] > 0 else 0, a[2] if a[2] > 0 else 0,
-            a[3] if a[3] > 0 else 0, a[4] if a[4] > 0 else 0)
+    return (
+        a[0] if a[0] > 0 else 0,
+        a[1] if a[1] > 0 else 0,
+        a[2] if a[2] > 0 else 0,
+        a[3] if a[3] > 0 else 0,
+        a[4] if a[4] > 0 else 0,
+    )
 
 
 class Ledger:

@@ -265,8 +265,14 @@ class Mapper:
         if name in AGENT_TOOLS:
             inp = agent_input(b.input)
             self.callers[cid] = who
-            self.orders[cid] = self.emit(ev.ORDER, who, id=cid, name=inp.get("subagent_type") or "general-purpose",
-                                         detail=inp.get("description") or "", text=cap(inp.get("prompt") or "")[0])
+            self.orders[cid] = self.emit(
+                ev.ORDER,
+                who,
+                id=cid,
+                name=inp.get("subagent_type") or "general-purpose",
+                detail=inp.get("description") or "",
+                text=cap(inp.get("prompt") or "")[0],
+            )
             return
         self.emit(ev.TOOL_CALL, who, id=cid, name=name, detail=input_summary(name, b.input))
 
@@ -301,8 +307,15 @@ class Mapper:
         if cid in self.callers:
             text = text_of(b.content)
             bg = cid in self.background or text.startswith("Async agent launched")
-            self.emit(ev.TOOL_RESULT, who, id=cid, name="Agent", ok=not b.is_error, size=size,
-                      detail="background" if bg else "")
+            self.emit(
+                ev.TOOL_RESULT,
+                who,
+                id=cid,
+                name="Agent",
+                ok=not b.is_error,
+                size=size,
+                detail="background" if bg else "",
+            )
             if b.is_error and cid not in self.subs:  # refused: no sub-agent will report
                 self.emit(ev.REPORT, who, id=cid, text=cap(strip_handback(text))[0], ok=False)
             return
@@ -361,8 +374,16 @@ class Mapper:
         sub, call = d.task_id or "", d.tool_use_id or ""
         caller = self.callers.get(call, self.lead)
         text, cut = cap(d.summary or "")
-        self.emit(ev.REPORT, caller, id=call, target=sub, text=text, truncated=cut, ok=d.status in (None, "completed"),
-                  name="task-notification")
+        self.emit(
+            ev.REPORT,
+            caller,
+            id=call,
+            target=sub,
+            text=text,
+            truncated=cut,
+            ok=d.status in (None, "completed"),
+            name="task-notification",
+        )
         if sub in self.s.agents:
             self.s.agents[sub].finished = True
         total = self.task_tokens.pop(sub, 0)

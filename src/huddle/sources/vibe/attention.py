@@ -77,8 +77,9 @@ class Attention:
             about = vt.input_summary(eff.get("input")) or (r.title or "approval")
         t = ms(r.createdAt)
         self._time(t)
-        self.waits[cid] = self.emit(ev.WAITING, t, id=cid, name=tool, detail=about, estimated=estimated,
-                                    text=r.title or "")
+        self.waits[cid] = self.emit(
+            ev.WAITING, t, id=cid, name=tool, detail=about, estimated=estimated, text=r.title or ""
+        )
 
     def _resolved(self, cid: str, result, t: float | None, estimated: bool) -> None:
         w = self.waits.pop(cid, None)

@@ -122,8 +122,16 @@ class Family:
             return None
         self.reported.add(order.id)
         body, cut = cap(text)
-        return Event(kind=ev.REPORT, agent=order.agent, t=t, file=file, id=order.id, target=order.target, text=body,
-                     truncated=cut)
+        return Event(
+            kind=ev.REPORT,
+            agent=order.agent,
+            t=t,
+            file=file,
+            id=order.id,
+            target=order.target,
+            text=body,
+            truncated=cut,
+        )
 
     def children(self) -> list[str]:
         """Sub-agent ids that are store ids (worth looking for on disk)."""

@@ -223,16 +223,30 @@ class LegacyAgent:
             return
         self.cost = st.session_cost
         cached = st.session_cached_tokens or 0
-        total = Usage(input=max(0, (st.session_prompt_tokens or 0) - cached), output=st.session_completion_tokens or 0,
-                      cache_read=cached)
-        grow = Usage(input=total.input - self.usage.input, output=total.output - self.usage.output,
-                     cache_read=total.cache_read - self.usage.cache_read)
+        total = Usage(
+            input=max(0, (st.session_prompt_tokens or 0) - cached),
+            output=st.session_completion_tokens or 0,
+            cache_read=cached,
+        )
+        grow = Usage(
+            input=total.input - self.usage.input,
+            output=total.output - self.usage.output,
+            cache_read=total.cache_read - self.usage.cache_read,
+        )
         if min(grow.input, grow.output, grow.cache_read) < 0:
             raise Rewritten(self.meta_path)  # totals went down: a rewind; count again from scratch
         if grow.total:
             self.usage = total
-            e = self.emit(ev.USAGE, -1, 0, end or self.last_t, id=f"stats-{self.agent}", name=model_of(meta), usage=grow,
-                          detail="totals from meta.json stats: legacy sessions keep no per-call usage")
+            e = self.emit(
+                ev.USAGE,
+                -1,
+                0,
+                end or self.last_t,
+                id=f"stats-{self.agent}",
+                name=model_of(meta),
+                usage=grow,
+                detail="totals from meta.json stats: legacy sessions keep no per-call usage",
+            )
             e.file = self.meta_path
 
     def _message(self, m: Message, off: int, n: int, t: float | None) -> None:
@@ -260,8 +274,17 @@ class LegacyAgent:
             cid = ms.operation_id or m.message_id or ""
             self.emit(ev.TOOL_CALL, off, n, t, id=cid, name="shell", detail=one_line(ms.command or "", 160))
             rc = ms.exit_code
-            self.emit(ev.TOOL_RESULT, off, n, t, id=cid, name="shell", ok=rc == 0, size=len(ms.output_text or ""),
-                      detail=f"exit {rc}" if rc is not None else "")
+            self.emit(
+                ev.TOOL_RESULT,
+                off,
+                n,
+                t,
+                id=cid,
+                name="shell",
+                ok=rc == 0,
+                size=len(ms.output_text or ""),
+                detail=f"exit {rc}" if rc is not None else "",
+            )
         elif m.context_boundary == "compaction":
             self.emit(ev.COMPACTION, off, n, t, text="Conversation compacted")
             self.emit(ev.CONTEXT, off, n, t, name="compact_summary", text=body, truncated=cut)
@@ -284,7 +307,9 @@ class LegacyAgent:
             args = args if isinstance(args, dict) else {}
             body, cut = cap(str(args.get("task") or ""))
             kind = str(args.get("agent") or "")
-            self.orders[tc.id] = self.emit(ev.ORDER, off, n, t, id=tc.id, name=kind, detail=kind, text=body, truncated=cut)
+            self.orders[tc.id] = self.emit(
+                ev.ORDER, off, n, t, id=tc.id, name=kind, detail=kind, text=body, truncated=cut
+            )
             return
         self.emit(ev.TOOL_CALL, off, n, t, id=tc.id, name=fn.name, detail=vt.input_summary(args))
 
@@ -293,7 +318,9 @@ class LegacyAgent:
         name = self.calls.get(cid) or m.name or ""
         tr = m.tool_result
         ok = tr is not None and not tr.cancelled and not text.startswith(("<tool_error>", "<user_cancellation>"))
-        out = vt.decode(tr.output) if tr is not None and (name in vt.SHELL_TOOLS or name == vt.LEGACY_TASK_TOOL) else None
+        out = (
+            vt.decode(tr.output) if tr is not None and (name in vt.SHELL_TOOLS or name == vt.LEGACY_TASK_TOOL) else None
+        )
         detail = ""
         if name in vt.SHELL_TOOLS:
             rc = vt.exit_code(out) if out is not None else vt.legacy_exit_code(text)

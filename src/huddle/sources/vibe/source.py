@@ -77,8 +77,10 @@ class UnifiedHandle(Handle):
         while True:  # sub-agents (and theirs) as their parents' effects name them
             for child in self.family.children():
                 if child not in self.stores and os.path.isdir(os.path.join(self.unified, child)):
-                    self.stores[child] = (StoreReader(os.path.join(self.unified, child)),
-                                          StoreParser(s, self.family, child, is_child=True))
+                    self.stores[child] = (
+                        StoreReader(os.path.join(self.unified, child)),
+                        StoreParser(s, self.family, child, is_child=True),
+                    )
             todo = [a for a in self.stores if a not in polled]
             if not todo:
                 break
@@ -235,9 +237,18 @@ class StartingHandle(Handle):
             size = os.stat(path).st_size
         except OSError:
             size = 0
-        self.session.add(Event(kind=ev.CONTEXT, agent=self.session.id, t=lock.acquired_at, file=path, offset=0,
-                               length=size, name="lock",
-                               text="session open; nothing written yet (its first turn is under way)"))
+        self.session.add(
+            Event(
+                kind=ev.CONTEXT,
+                agent=self.session.id,
+                t=lock.acquired_at,
+                file=path,
+                offset=0,
+                length=size,
+                name="lock",
+                text="session open; nothing written yet (its first turn is under way)",
+            )
+        )
         return True
 
     def live(self, at: float | None = None) -> dict:
@@ -298,11 +309,19 @@ class VibeSource(Source):
 
     def _starting(self, found: dict[str, Handle], known: dict[str, Handle], legacy: list[str]) -> None:
         """Locks of sessions with nothing else on disk yet (sub-agents' locks excluded)."""
-        loose = [sid for sid, lock in self.locks.locks.items()
-                 if lock.held and not sid.startswith("child-") and f"vibe:{sid}" not in found]
+        loose = [
+            sid
+            for sid, lock in self.locks.locks.items()
+            if lock.held and not sid.startswith("child-") and f"vibe:{sid}" not in found
+        ]
         if not loose:
             return
-        subs = {m.group(1).lower() for p in legacy for n, _ in _dirs(os.path.join(p, "agents")) if (m := LEGACY_DIR.match(n))}
+        subs = {
+            m.group(1).lower()
+            for p in legacy
+            for n, _ in _dirs(os.path.join(p, "agents"))
+            if (m := LEGACY_DIR.match(n))
+        }
         for sid in loose:
             if sid[:8].lower() in subs:
                 continue

@@ -23,7 +23,19 @@ LEGACY_TASK_TOOL = "task"
 
 _decode = msgspec.json.Decoder().decode
 _RETURN_CODE = re.compile(r"Return code: (-?\d+)")
-_SUMMARY_KEYS = ("command", "file_path", "path", "pattern", "url", "query", "task", "message", "agentName", "agent_path", "name")
+_SUMMARY_KEYS = (
+    "command",
+    "file_path",
+    "path",
+    "pattern",
+    "url",
+    "query",
+    "task",
+    "message",
+    "agentName",
+    "agent_path",
+    "name",
+)
 
 
 def decode(raw: Raw | bytes | str | None, limit: int = 1 << 20):

@@ -207,9 +207,14 @@ class StoreParser(Attention):
     def _catch_up(self, tu: vr.TokenUsage | None, t: float | None, seq: int) -> None:
         gap = self.ledger.catch_up(tu, seq)
         if gap is not None:
-            self.emit(ev.USAGE, t, id=f"totals-{seq}", usage=gap,
-                      detail=f"model calls up to journal sequence {seq}, from the session's cumulative totals "
-                      "(their per-call records went with an older generation)")
+            self.emit(
+                ev.USAGE,
+                t,
+                id=f"totals-{seq}",
+                usage=gap,
+                detail=f"model calls up to journal sequence {seq}, from the session's cumulative totals "
+                "(their per-call records went with an older generation)",
+            )
 
     # -- history entries -----------------------------------------------------------
 
@@ -253,12 +258,25 @@ class StoreParser(Attention):
                 else:
                     self.emit(ev.ORDER, t, text=body, truncated=cut, target=self.agent)
                 return
-            self.emit(ev.CONTEXT, t, name="imported" if imported else (e.source or "harness"), text=body,
-                      truncated=cut, copied=imported)
+            self.emit(
+                ev.CONTEXT,
+                t,
+                name="imported" if imported else (e.source or "harness"),
+                text=body,
+                truncated=cut,
+                copied=imported,
+            )
         elif e.role == "assistant" and text:
             discarded = e.outcome is not None and e.outcome.type == "discarded"
-            self.emit(ev.SAY, t, text=body, truncated=cut, id=e.id, copied=imported,
-                      detail=f"discarded: {e.outcome.cause}" if discarded else "")
+            self.emit(
+                ev.SAY,
+                t,
+                text=body,
+                truncated=cut,
+                id=e.id,
+                copied=imported,
+                detail=f"discarded: {e.outcome.cause}" if discarded else "",
+            )
             if e.turnId and not discarded:
                 self.last_say[e.turnId] = text
 
@@ -269,7 +287,12 @@ class StoreParser(Attention):
         status = _status(st.status)
         t0, t1 = _ms(e.createdAt), _ms(e.updatedAt)
         inp = vt.decode(d.input, 200_000) if not done & 2 else None
-        name = (inp or {}).get("agentName") or vt.agent_path_name(str((inp or {}).get("agent_path") or "")) or d.agentName or ""
+        name = (
+            (inp or {}).get("agentName")
+            or vt.agent_path_name(str((inp or {}).get("agent_path") or ""))
+            or d.agentName
+            or ""
+        )
         if not done & 1:
             self._time(t0)
             if tool in vt.SPAWN_TOOLS or tool in vt.MESSAGE_TOOLS:
@@ -293,10 +316,23 @@ class StoreParser(Attention):
             done |= 2
         return done
 
-    def _settled(self, e: vr.Entry, tool: str, st: vr.EffectState, status: str, t: float | None, inp, name: str,
-                 d: vr.EffectDetail) -> None:
+    def _settled(
+        self,
+        e: vr.Entry,
+        tool: str,
+        st: vr.EffectState,
+        status: str,
+        t: float | None,
+        inp,
+        name: str,
+        d: vr.EffectDetail,
+    ) -> None:
         ok = status == "completed"
-        out = vt.decode(st.output) if tool in vt.SHELL_TOOLS or tool in vt.ANSWER_TOOLS or tool in vt.SPAWN_TOOLS else None
+        out = (
+            vt.decode(st.output)
+            if tool in vt.SHELL_TOOLS or tool in vt.ANSWER_TOOLS or tool in vt.SPAWN_TOOLS
+            else None
+        )
         if isinstance(out, dict) and out.get("type") == "failure":
             ok = False
         detail = ""
@@ -307,7 +343,9 @@ class StoreParser(Attention):
         if tool in vt.SPAWN_TOOLS and isinstance(out, dict):
             meta = (out.get("_meta") or {}).get("mistral.vibe.subagent") or {}
             if isinstance(meta, dict) and meta.get("childSessionId"):
-                self.family.learn(self.agent, d.agentName or meta.get("agentName") or name, meta["childSessionId"], e.id)
+                self.family.learn(
+                    self.agent, d.agentName or meta.get("agentName") or name, meta["childSessionId"], e.id
+                )
         if (tool in vt.SPAWN_TOOLS or tool in vt.MESSAGE_TOOLS) and ok:
             detail = "background"  # the sub-agent works on; its report closes the order
         if not ok and not detail:
@@ -359,7 +397,6 @@ class StoreParser(Attention):
         self.waits.clear()
         if self.is_child:
             self.family.turn_done(self.agent, turn_id, self.last_say.get(turn_id, ""), t, self.where[0])
-
 
 
 def _catalogue_model(raw: str | None) -> str:

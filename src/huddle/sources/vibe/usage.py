@@ -28,8 +28,12 @@ class UsageLedger:
             return None
         self.ids.add(action_id)
         cached = u.cached_input_tokens or 0
-        usage = Usage(input=max(0, (u.input_tokens or 0) - cached), output=u.output_tokens or 0, cache_read=cached,
-                      cache_write=u.cache_write_tokens or 0)
+        usage = Usage(
+            input=max(0, (u.input_tokens or 0) - cached),
+            output=u.output_tokens or 0,
+            cache_read=cached,
+            cache_write=u.cache_write_tokens or 0,
+        )
         self.total.add(usage)
         return usage
 
