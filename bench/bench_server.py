@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -116,7 +116,7 @@ def say_record(main: Path, text: str) -> str:
             if '"type":"assistant"' in line.replace(" ", "") and '"text"' in line:
                 rec = json.loads(line)
     rec["uuid"] = str(uuid.uuid4())
-    rec["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    rec["timestamp"] = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     rec["message"]["id"] = "msg_01" + uuid.uuid4().hex[:22]
     rec["message"]["content"] = [{"type": "text", "text": text}]
     rec["message"]["stop_reason"] = "end_turn"

@@ -81,10 +81,8 @@ def live(root: Path) -> None:
     w = StoreWriter.__new__(StoreWriter)
     w.tpl = Template("3.0.3" if cur["store_format_minor"] == 10 else "2.26.1")
     w.rnd, w.sid, w.cwd, w.dir = random.Random(1), big.name, "/home/dev/work/proj-live", big
-    w.clock, w.seq = (
-        int(time.time() * 1000),
-        cur["snapshot_sequence"] + sum(1 for _ in open(big / f"journal/{cur['snapshot_sequence'] + 1:016d}.jsonl")),
-    )
+    with open(big / f"journal/{cur['snapshot_sequence'] + 1:016d}.jsonl") as journal:
+        w.clock, w.seq = int(time.time() * 1000), cur["snapshot_sequence"] + sum(1 for _ in journal)
     w.entries, w.envelope, w.actions = {}, {}, []
     w.generations = [(cur["generation"], f"journal/{cur['snapshot_sequence'] + 1:016d}.jsonl")]
     w.segment = big / w.generations[0][1]

@@ -15,6 +15,7 @@ import json
 import os
 import random
 import uuid
+from datetime import UTC
 from pathlib import Path
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "samples" / "claude"
@@ -48,9 +49,32 @@ def _templates() -> dict[str, dict]:
 
 
 T = _templates()
-WORDS = (
-    "the a to of and in is it for on that this with file test build run check fix update read write agent tool".split()
-)
+WORDS = [
+    "the",
+    "a",
+    "to",
+    "of",
+    "and",
+    "in",
+    "is",
+    "it",
+    "for",
+    "on",
+    "that",
+    "this",
+    "with",
+    "file",
+    "test",
+    "build",
+    "run",
+    "check",
+    "fix",
+    "update",
+    "read",
+    "write",
+    "agent",
+    "tool",
+]
 
 
 def words(rnd: random.Random, n: int) -> str:
@@ -74,9 +98,9 @@ class SessionWriter:
 
     def ts(self) -> str:
         self.t += self.rnd.uniform(0.05, 3.0)
-        from datetime import datetime, timezone
+        from datetime import datetime
 
-        return datetime.fromtimestamp(self.t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return datetime.fromtimestamp(self.t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
     def rec(self, key: str, **over) -> dict:
         d = copy.deepcopy(T[key])
@@ -107,7 +131,7 @@ class SessionWriter:
         blob = self.rec("api-request-blob")
         out.append(blob)
         out.append(self.rec("api-request"))
-        for step in range(rnd.randint(1, 6)):
+        for _step in range(rnd.randint(1, 6)):
             mid = "msg_" + uuid.UUID(int=rnd.getrandbits(128)).hex[:24]
             usage = {
                 "input_tokens": rnd.randint(1, 50),
@@ -184,7 +208,7 @@ def write_session(root: Path, rnd: random.Random, target: int, t0: float, subage
     written = 0
     while written < target:
         written += append_jsonl(main, w.turn())
-    for i in range(subagents):
+    for _i in range(subagents):
         agent_id = "a" + uuid.UUID(int=rnd.getrandbits(128)).hex[:16]
         sub = proj / sid / "subagents"
         sub.mkdir(parents=True, exist_ok=True)

@@ -18,11 +18,11 @@ import json
 import os
 import random
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from claude_corpus import append_jsonl, big_text, words  # noqa: E402  the same filler text for every corpus
+from claude_corpus import append_jsonl, big_text, words
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "samples" / "codex"
 
@@ -78,7 +78,7 @@ class ThreadWriter:
 
     def ts(self) -> str:
         self.t += self.rnd.uniform(0.01, 2.0)
-        return datetime.fromtimestamp(self.t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return datetime.fromtimestamp(self.t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
     def rec(self, key: str) -> dict:
         d = copy.deepcopy(self.T[key])
@@ -233,7 +233,7 @@ class ThreadWriter:
 
 
 def rollout_path(root: Path, tid: str, t: float) -> Path:
-    d = datetime.fromtimestamp(t, timezone.utc)
+    d = datetime.fromtimestamp(t, UTC)
     day = root / "sessions" / f"{d:%Y}" / f"{d:%m}" / f"{d:%d}"
     day.mkdir(parents=True, exist_ok=True)
     return day / f"rollout-{d:%Y-%m-%dT%H-%M-%S}-{tid}.jsonl"

@@ -70,7 +70,7 @@ class Measure:
         self.mode = mode
         self.items = 0
 
-    def __enter__(self) -> "Measure":
+    def __enter__(self) -> Measure:
         self.t0, self.c0 = time.perf_counter(), time.process_time()
         return self
 

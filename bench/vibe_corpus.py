@@ -27,16 +27,39 @@ import random
 import re
 import shutil
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "samples" / "vibe"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 TURN = re.compile(r"turn-[0-9a-f]{32}")
 MS = re.compile(r"\b1796\d{9}\b")
-WORDS = (
-    "the a to of and in is it for on that this with file test build run check fix update read write agent tool".split()
-)
+WORDS = [
+    "the",
+    "a",
+    "to",
+    "of",
+    "and",
+    "in",
+    "is",
+    "it",
+    "for",
+    "on",
+    "that",
+    "this",
+    "with",
+    "file",
+    "test",
+    "build",
+    "run",
+    "check",
+    "fix",
+    "update",
+    "read",
+    "write",
+    "agent",
+    "tool",
+]
 CHUNK = 64 << 10
 
 
@@ -152,7 +175,7 @@ class StoreWriter:
         tpl, rnd = self.tpl, self.rnd
         turn = "turn-%032x" % rnd.getrandbits(128)
         base = {esc(tpl.prompt): esc(words(rnd, rnd.randint(5, 60))), tpl.cwd: self.cwd}
-        self._clone(range(0, 3), turn, base)
+        self._clone(range(3), turn, base)
         for k in range(steps):
             which = 0 if first and k == 0 else 1
             idx = range(3, 16) if which == 0 else range(16, 29)
@@ -241,7 +264,7 @@ def write_legacy(root: Path, rnd: random.Random, target: int, t0: float, n: int)
     lines = [json.loads(x) for x in (src / "messages.jsonl").read_text().splitlines()]
     meta = json.loads((src / "meta.json").read_text())
     sid = str(uuid.UUID(int=rnd.getrandbits(128)))
-    stamp = datetime.fromtimestamp(t0, timezone.utc)
+    stamp = datetime.fromtimestamp(t0, UTC)
     folder = root / f"session_{stamp:%Y%m%d_%H%M%S}_{sid[:8]}"
     folder.mkdir(parents=True)
     cwd = f"/home/dev/work/proj-{n % 40}"
@@ -270,7 +293,7 @@ def write_legacy(root: Path, rnd: random.Random, target: int, t0: float, n: int)
     meta.update(
         session_id=sid,
         start_time=stamp.isoformat(),
-        end_time=datetime.fromtimestamp(end, timezone.utc).isoformat(),
+        end_time=datetime.fromtimestamp(end, UTC).isoformat(),
         environment={"working_directory": cwd},
         total_messages=sum(o.count("\n") for o in out),
     )
@@ -330,7 +353,7 @@ def write_vibe_corpus(root: str, n_sessions: int = 300, target_bytes: int = 100 
     weights = [rnd.paretovariate(1.3) for _ in range(n_sessions)]
     scale = target_bytes * 0.85 / sum(weights)
     weights[0] = target_bytes * 0.15 / scale  # one long-running session: a big store
-    t0 = datetime(2026, 11, 1, tzinfo=timezone.utc).timestamp()
+    t0 = datetime(2026, 11, 1, tzinfo=UTC).timestamp()
     counts = {"unified": 0, "legacy": 0, "subagents": 0}
     for i, w in enumerate(weights):
         target = max(20_000, int(w * scale))

@@ -49,7 +49,7 @@ def test_every_route_on_every_sample_session(corpus):
 
 
 def test_the_read_only_promise(corpus, tmp_path):
-    s, h, root = corpus
+    _s, h, root = corpus
     before = fingerprint(root)
     for row in api.sessions(h)["sessions"]:
         for m in api.transcript(h, row["id"])["messages"]:
@@ -245,9 +245,9 @@ def test_hostile_parameters_give_a_clear_error_never_a_crash(corpus, sid, agent,
     real = api.sessions(h)["sessions"][0]["id"]
     for target in (sid, real):
         for call in (
-            lambda: api.transcript(h, target, agent=agent, limit=limit),
-            lambda: api.events(h, target, after=limit, limit=limit),
-            lambda: api.content(h, target, ref),
+            lambda target=target: api.transcript(h, target, agent=agent, limit=limit),
+            lambda target=target: api.events(h, target, after=limit, limit=limit),
+            lambda target=target: api.content(h, target, ref),
         ):
             try:
                 json.dumps(call())

@@ -38,7 +38,7 @@ def test_appending_in_random_pieces_gives_the_same_session(tmp_path_factory, ste
     for f in files:
         f.write_bytes(b"")
     h = claude_huddle(dst)
-    pos = {f: 0 for f in files}
+    pos = dict.fromkeys(files, 0)
     for i, frac, refresh in steps:
         f = files[i]
         end = pos[f] + int((len(contents[f]) - pos[f]) * frac)

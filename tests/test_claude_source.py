@@ -235,7 +235,7 @@ def test_unreadable_session_is_listed_with_an_error_others_untouched():
     try:
         dst = os.path.join(top, "config")
         shutil.copytree(CLAUDE / "02-subagents" / "config", dst)
-        for root, dirs, files in os.walk(top):
+        for root, _dirs, files in os.walk(top):
             os.chmod(root, 0o755)
             for f in files:
                 os.chmod(os.path.join(root, f), 0o644)

@@ -132,5 +132,5 @@ def test_watch_keeps_the_table_live(tmp_path):
         out.write(json.dumps({"type": "custom-title", "customTitle": "Renamed live", "sessionId": f.stem}) + "\n")
     time.sleep(2.0)
     p.terminate()
-    out, err = p.communicate(timeout=20)
+    out, _err = p.communicate(timeout=20)
     assert "Greeting app check" in out and "Renamed live" in out

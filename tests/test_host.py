@@ -60,7 +60,7 @@ def test_the_stdout_json_is_kept_as_it_was(tmp_path):
     d = tmp_path / "run"
     line = '{"b": 1,  "a": [1.50, "\\u00e9"]}'
     start_host(d, *agent(f"print({line!r})")).wait()
-    raw = [x for x in log_lines(d) if b'"kind":"stdout"' in x][0]
+    raw = next(x for x in log_lines(d) if b'"kind":"stdout"' in x)
     assert raw.endswith(b',"json":' + line.encode() + b"}\n")
 
 
@@ -351,5 +351,5 @@ def test_a_host_signal_stops_the_agent_cleanly(tmp_path):
     wait_until(lambda: "started" in kinds(d), "the start")
     host.send_signal(signal.SIGTERM)
     assert host.wait() == 0
-    assert [e for e in entries(d) if e["kind"] == "stopping"][0]["by"] == "signal"
+    assert next(e for e in entries(d) if e["kind"] == "stopping")["by"] == "signal"
     assert kinds(d)[-1] == "exited"

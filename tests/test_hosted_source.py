@@ -151,7 +151,7 @@ def test_a_past_time():
 
 
 def test_reads_only_appended_bytes_and_writes_nothing():
-    d, _ = hosted("again", LATE)
+    _d, _ = hosted("again", LATE)
     before = fingerprint(runs())
     h = Huddle(Settings.from_env(), sources=["hosted"])
     h.refresh()

@@ -187,7 +187,7 @@ def test_a_page_resumes_with_last_event_id(live):
 
 
 def test_keep_alive_pings(live):
-    srv, sid, _ = live
+    srv, _sid, _ = live
     srv.state.hub.ping_every = 0.2
     with httpx.stream("GET", f"{srv.url}api/stream", timeout=5) as r:
         seen = []

@@ -57,7 +57,7 @@ def test_what_it_waits_for(name):
     h = claude_huddle(LIVE / name / "config")
     at = parse_time(truth(name)["taken_at"])
     (s,) = h.sessions()
-    st, per = states.classify(s, h.handle(s.key).live(at=at), at=at)
+    st, _per = states.classify(s, h.handle(s.key).live(at=at), at=at)
     assert st.waiting_for == DETAILS[name]
 
 
@@ -66,7 +66,7 @@ def test_a_sub_agents_permission_prompt_is_the_sub_agents():
     h = claude_huddle(LIVE / name / "config")
     at = parse_time(truth(name)["taken_at"])
     (s,) = h.sessions()
-    st, per = states.classify(s, h.handle(s.key).live(at=at), at=at)
+    _st, per = states.classify(s, h.handle(s.key).live(at=at), at=at)
     lead = per[s.id]
     asking = [aid for aid, x in per.items() if x.state == "needs_you"]
     assert lead.state == "waiting" and len(asking) == 1 and s.agents[asking[0]].parent == s.id

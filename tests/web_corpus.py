@@ -7,7 +7,7 @@ import json
 import shutil
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from conftest import SAMPLES
@@ -68,7 +68,7 @@ def one_session(root: Path, scenario: str = NESTED) -> tuple[Settings, str, Path
 
 
 def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def say_line(main: Path, text: str) -> bytes:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from typing import Iterator
+from collections.abc import Iterator
 
 from .log import read_entries, seq_of
 from .paths import log_path, sock_path, unix_address
@@ -39,7 +39,7 @@ class Connection:
                 continue
             try:
                 chunk = self.sock.recv(1 << 18)
-            except socket.timeout:
+            except TimeoutError:
                 yield None
                 continue
             except ConnectionError:

@@ -19,7 +19,7 @@ import os
 import re
 import stat
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import msgspec
 

@@ -10,7 +10,7 @@ import asyncio
 import os
 import shlex
 import subprocess
-from typing import Callable
+from collections.abc import Callable
 
 MAX_LINE = 64 << 20  # a longer run without a newline is handed out in pieces
 

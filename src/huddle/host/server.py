@@ -218,7 +218,7 @@ class Host(Serving):
         for c in list(self.conns):
             try:
                 await asyncio.wait_for(c.writer.drain(), timeout=1.0)
-            except (asyncio.TimeoutError, ConnectionError):
+            except (TimeoutError, ConnectionError):
                 pass
             c.writer.close()
 

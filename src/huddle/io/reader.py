@@ -13,7 +13,7 @@ thousands of descriptors) and never mmapped: agents truncate and rewrite them.
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import msgspec
 
@@ -91,7 +91,7 @@ class LineReader:
         The newline is not part of `line`. Reads in CHUNK pieces."""
         c = self.cursor
         try:
-            f = open(self.path, "rb")
+            f = open(self.path, "rb")  # noqa: SIM115 (a vanished file is told apart from other errors)
         except FileNotFoundError:
             return  # gone between the check and the read: the next poll says so
         with f:  # any other error (permissions, a directory) is the caller's to report

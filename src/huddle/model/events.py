@@ -65,7 +65,7 @@ class Usage(msgspec.Struct, omit_defaults=True, gc=False):
     cache_write: int = 0
     cache_write_1h: int = 0  # the part of cache_write kept for an hour (Claude): priced higher
 
-    def add(self, other: "Usage") -> None:
+    def add(self, other: Usage) -> None:
         self.input += other.input
         self.output += other.output
         self.cache_read += other.cache_read

@@ -8,7 +8,7 @@ per-agent activity that the attention states are computed from.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from . import events as ev
 from .events import Event, Usage
@@ -17,7 +17,7 @@ from .events import Event, Usage
 class Activity:
     """What an agent is in the middle of, kept up to date event by event."""
 
-    __slots__ = ("open_calls", "turn_open", "turn_t", "last_kind", "last_t", "waits", "background", "exited")
+    __slots__ = ("background", "exited", "last_kind", "last_t", "open_calls", "turn_open", "turn_t", "waits")
 
     def __init__(self) -> None:
         self.open_calls: dict[str, Event] = {}  # tool calls and orders without a result
@@ -341,7 +341,7 @@ class Session:
 def iso(t: float | None) -> str | None:
     if t is None:
         return None
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def parse_time(s: str | None) -> float | None:
@@ -353,7 +353,7 @@ def parse_time(s: str | None) -> float | None:
     except (TypeError, ValueError):
         return None
     if d.tzinfo is None:
-        d = d.replace(tzinfo=timezone.utc)
+        d = d.replace(tzinfo=UTC)
     return d.timestamp()
 
 

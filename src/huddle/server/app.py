@@ -244,7 +244,7 @@ class ServerThread:
     def state(self) -> State:
         return self.app.state.huddle
 
-    def start(self) -> "ServerThread":
+    def start(self) -> ServerThread:
         self.thread.start()
         while not self.server.started:
             if not self.thread.is_alive():

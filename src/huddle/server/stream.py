@@ -27,7 +27,7 @@ QUEUE_MAX = 1000  # a page that falls this far behind gets a reset instead
 
 
 class Message:
-    __slots__ = ("id", "kind", "session", "frame")
+    __slots__ = ("frame", "id", "kind", "session")
 
     def __init__(self, id: int, kind: str, data: dict, session: str | None):
         self.id = id
@@ -122,7 +122,7 @@ class Hub:
                     while not self.closed:
                         try:
                             m = await asyncio.wait_for(client.queue.get(), self.ping_every)
-                        except asyncio.TimeoutError:
+                        except TimeoutError:
                             yield b": ping\n\n"
                             continue
                         if m is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from huddle.views import api
 from huddle.views.board import session_entry, sort_rows

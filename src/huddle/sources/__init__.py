@@ -24,4 +24,4 @@ def load_builtin() -> list[str]:
     return failed
 
 
-__all__ = ["SOURCES", "Handle", "Settings", "Source", "all_sources", "guarded", "register", "load_builtin"]
+__all__ = ["SOURCES", "Handle", "Settings", "Source", "all_sources", "guarded", "load_builtin", "register"]

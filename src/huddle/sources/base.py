@@ -11,8 +11,8 @@ adapter's failure costs its own session (listed with an `error`), never the boar
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from huddle.model.session import Session
 
@@ -30,7 +30,7 @@ class Settings:
     usage_only: bool = False  # read only what token counts need (`huddle usage`): never cached
 
     @classmethod
-    def from_env(cls, env: dict | None = None) -> "Settings":
+    def from_env(cls, env: dict | None = None) -> Settings:
         env = os.environ if env is None else env
         home = env.get("HOME") or os.path.expanduser("~")
         data = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")

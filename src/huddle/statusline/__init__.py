@@ -50,7 +50,7 @@ def parse_json(text: str):
         parse_float = float
         parse_int = int
         parse_constant = float  # NaN, Infinity, -Infinity
-        memo: dict = {}
+        memo: dict = {}  # noqa: RUF012 (the scanner's memo: one per parse is what it wants)
 
     s = text.strip()
     try:
@@ -170,9 +170,8 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None
         elif status == "busy":
             if row.get("state") not in ("working", "waiting", "needs_you"):
                 row["state"] = "working"
-        elif status in ("idle", "shell"):
-            if row.get("state") in ("working", "waiting", "needs_you", None):
-                row["state"] = "your_turn"
+        elif status in ("idle", "shell") and row.get("state") in ("working", "waiting", "needs_you", None):
+            row["state"] = "your_turn"
 
 
 def summarise(inp: dict, board: dict | None, stale: bool) -> dict:

@@ -251,7 +251,7 @@ class _Lanes:
         return start[:1] + own if start else own
 
 
-_lanes: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_lanes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _lanes_of(s) -> _Lanes:
@@ -349,10 +349,7 @@ def transcript(h, sid: str, agent=None, limit=None, after=None, before=None) -> 
 
 def _inside(path: str, roots: list[str]) -> bool:
     real = os.path.realpath(path)
-    for r in roots:
-        if r and (real == r or real.startswith(r.rstrip(os.sep) + os.sep)):
-            return True
-    return False
+    return any(r and (real == r or real.startswith(r.rstrip(os.sep) + os.sep)) for r in roots)
 
 
 def content(h, sid: str, ref: str) -> dict:

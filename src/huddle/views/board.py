@@ -43,7 +43,7 @@ RECHECK = 5.0  # seconds: time alone can move a state (idle after a threshold)
 # Session -> (what the row was built from, the row, the session's state). A row is built
 # again only when the session, its live signals, the pricing or the clock moved: with
 # nothing changed, a board of 1,000 sessions is a few milliseconds.
-_built: "weakref.WeakKeyDictionary[Session, tuple[tuple, dict, State]]" = weakref.WeakKeyDictionary()
+_built: weakref.WeakKeyDictionary[Session, tuple[tuple, dict, State]] = weakref.WeakKeyDictionary()
 
 
 def _build(h, s: Session, live: dict, problem: str | None, at: float | None, table) -> tuple[dict, State]:

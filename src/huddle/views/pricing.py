@@ -276,7 +276,7 @@ def model_name(name: str) -> str:
     return name or UNKNOWN_MODEL
 
 
-_long_extra: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_long_extra: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def session_cost(session, table: Table | None = None) -> dict:

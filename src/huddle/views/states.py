@@ -29,7 +29,7 @@ IDLE_AFTER = 30 * 60.0
 
 
 class State:
-    __slots__ = ("state", "since", "waiting_for", "doing", "background")
+    __slots__ = ("background", "doing", "since", "state", "waiting_for")
 
     def __init__(self, state: str, since: float | None = None, waiting_for: str | None = None, doing: str = ""):
         self.state = state
@@ -187,7 +187,7 @@ def _apply_process_status(
 
 def _background(session: Session, acts: dict[str, Activity], live: dict) -> list[str]:
     out = []
-    for aid, act in acts.items():
+    for act in acts.values():
         for cid, e in act.background.items():
             sub = next((a for a in session.agents.values() if a.tool_use_id == cid), None)
             if sub is not None:

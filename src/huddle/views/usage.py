@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import time
-from datetime import datetime, timezone
-from typing import Iterator
+from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import msgspec
 
@@ -107,7 +107,7 @@ def collect(sessions: list[Session]) -> dict:
 class Line:
     """One row of the report being summed."""
 
-    __slots__ = ("usage", "cost", "priced", "unpriced", "responses", "sessions", "models", "first", "info")
+    __slots__ = ("cost", "first", "info", "models", "priced", "responses", "sessions", "unpriced", "usage")
 
     def __init__(self, info: dict | None = None) -> None:
         self.usage = Usage()
@@ -145,7 +145,7 @@ class Line:
 
 
 def _day(t: float | None) -> str:
-    return UNKNOWN_DAY if t is None else datetime.fromtimestamp(t, timezone.utc).date().isoformat()
+    return UNKNOWN_DAY if t is None else datetime.fromtimestamp(t, UTC).date().isoformat()
 
 
 def aggregate(

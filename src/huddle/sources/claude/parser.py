@@ -50,7 +50,7 @@ class FileParser:
     """
 
     def __init__(
-        self, session: Session, shared: "SessionState", path: str, agent: str, is_sub: bool, usage_only: bool = False
+        self, session: Session, shared: SessionState, path: str, agent: str, is_sub: bool, usage_only: bool = False
     ):
         self.session = session
         self.shared = shared

@@ -13,9 +13,7 @@ import re
 import msgspec
 from msgspec import Raw
 
-from huddle.model import events as ev
-from huddle.model.events import Event, Usage, cap, one_line
-from huddle.model.session import Session, parse_time
+from huddle.model.events import Usage, one_line
 
 
 class Block(msgspec.Struct):

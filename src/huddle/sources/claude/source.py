@@ -41,7 +41,7 @@ class SubFile:
 
 
 class ClaudeHandle(Handle):
-    def __init__(self, source: "ClaudeSource", path: str, session_id: str):
+    def __init__(self, source: ClaudeSource, path: str, session_id: str):
         super().__init__("claude", session_id)
         self.source = source
         self.path = path

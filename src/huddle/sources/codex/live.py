@@ -34,7 +34,7 @@ RANK = {"needs_you": 0, "waiting": 1, "working": 2}
 
 
 class Proc:
-    __slots__ = ("pid", "ppid", "argv", "cwd")
+    __slots__ = ("argv", "cwd", "pid", "ppid")
 
     def __init__(self, pid: int, ppid: int, argv: list[str], cwd: str):
         self.pid, self.ppid, self.argv, self.cwd = pid, ppid, argv, cwd
@@ -84,11 +84,11 @@ class SystemView:
     # -- where views come from -----------------------------------------------------------
 
     @classmethod
-    def current(cls) -> "SystemView":
+    def current(cls) -> SystemView:
         return cls(_proc_locks(), _proc_table())
 
     @classmethod
-    def from_capture(cls, capture: dict, codex_home: str) -> "SystemView":
+    def from_capture(cls, capture: dict, codex_home: str) -> SystemView:
         """A recorded moment (a live-state sample's capture.json: /proc/locks and the
         process table as they were)."""
         holders = {

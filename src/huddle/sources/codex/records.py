@@ -13,7 +13,7 @@ release adds record, item and field types.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import msgspec
 from msgspec import Raw
@@ -76,21 +76,21 @@ class ThreadInfo:
     """What a thread is, from its own session_meta: enough to place it in a tree."""
 
     __slots__ = (
-        "id",
-        "parent",
-        "root_hint",
-        "forked_from",
-        "fork_ordinal",
-        "history_start",
-        "started",
-        "cwd",
-        "cli_version",
-        "originator",
-        "source",
-        "guardian",
-        "nickname",
         "agent_path",
+        "cli_version",
+        "cwd",
+        "fork_ordinal",
+        "forked_from",
+        "guardian",
+        "history_start",
+        "id",
+        "nickname",
+        "originator",
+        "parent",
         "role",
+        "root_hint",
+        "source",
+        "started",
     )
 
     def __init__(self, m: Meta):
@@ -297,7 +297,7 @@ def unix(ts) -> float | None:
     """Unix seconds of a line's timestamp (a datetime, or the text of an odd one)."""
     if isinstance(ts, datetime):
         if ts.tzinfo is None:
-            ts = ts.replace(tzinfo=timezone.utc)
+            ts = ts.replace(tzinfo=UTC)
         return ts.timestamp()
     return parse_time(ts) if isinstance(ts, str) else None
 

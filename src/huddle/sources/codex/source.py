@@ -35,7 +35,7 @@ class ThreadFile:
 
 
 class CodexHandle(Handle):
-    def __init__(self, source: "CodexSource", root: str, threads: list[tuple[ThreadInfo, str]]):
+    def __init__(self, source: CodexSource, root: str, threads: list[tuple[ThreadInfo, str]]):
         super().__init__("codex", root)
         self.source = source
         self.root = root
@@ -184,7 +184,7 @@ class CodexHandle(Handle):
                 continue
             if a.id in L.finished:
                 a.finished = True
-            if (a.report is None and a.finished or a.kind == "guardian") and L.answers.get(a.id):
+            if ((a.report is None and a.finished) or a.kind == "guardian") and L.answers.get(a.id):
                 # The child's own last answer when the lead's copy is not on disk; for a
                 # guardian, its latest verdict (what explains a refused command).
                 a.report = L.answers[a.id]

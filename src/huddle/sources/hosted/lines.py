@@ -98,10 +98,37 @@ decode_any = msgspec.json.Decoder().decode
 
 # Options of `claude` that take a value: what is left after them is the prompt.
 _VALUE_OPTS = frozenset(
-    "--output-format --input-format --model --fallback-model --session-id -r --resume --permission-mode "
-    "--allowedTools --allowed-tools --disallowedTools --disallowed-tools --tools --append-system-prompt "
-    "--system-prompt --max-turns --agents --agent --settings --mcp-config --add-dir -n --name "
-    "--setting-sources --max-budget-usd --betas --json-schema --plugin-dir --permission-prompt-tool".split()
+    [
+        "--output-format",
+        "--input-format",
+        "--model",
+        "--fallback-model",
+        "--session-id",
+        "-r",
+        "--resume",
+        "--permission-mode",
+        "--allowedTools",
+        "--allowed-tools",
+        "--disallowedTools",
+        "--disallowed-tools",
+        "--tools",
+        "--append-system-prompt",
+        "--system-prompt",
+        "--max-turns",
+        "--agents",
+        "--agent",
+        "--settings",
+        "--mcp-config",
+        "--add-dir",
+        "-n",
+        "--name",
+        "--setting-sources",
+        "--max-budget-usd",
+        "--betas",
+        "--json-schema",
+        "--plugin-dir",
+        "--permission-prompt-tool",
+    ]
 )
 
 

@@ -56,13 +56,12 @@ def pid_alive(pid: int, acquired: float | None) -> bool:
     if not process_alive(pid, None):
         return False
     started = _process_start(pid)
-    if started is not None and acquired is not None and started > acquired + 5:
-        return False  # a newer process that happens to have the old pid
-    return True
+    # a process that started after the lock was taken is a newer one with the old pid
+    return started is None or acquired is None or started <= acquired + 5
 
 
 class Lock:
-    __slots__ = ("id", "pid", "acquired_at", "held")
+    __slots__ = ("acquired_at", "held", "id", "pid")
 
     def __init__(self, id: str, info: dict, held: bool):
         self.id = id

@@ -50,7 +50,7 @@ def save_dir(vibe_home: str) -> tuple[str, str | None]:
 class UnifiedHandle(Handle):
     """A unified session: the lead's store plus its sub-agents' stores."""
 
-    def __init__(self, source: "VibeSource", unified: str, sid: str):
+    def __init__(self, source: VibeSource, unified: str, sid: str):
         super().__init__("vibe", sid)
         self.source = source
         self.unified = unified
@@ -101,7 +101,7 @@ class UnifiedHandle(Handle):
         out = self.source.locks.signals(s.id, at)
         if at is None or s.updated_at is None or at >= s.updated_at:
             agents = {}
-            for aid, (reader, parser) in self.stores.items():
+            for aid, (_reader, parser) in self.stores.items():
                 st = parser.live_state()
                 if st is not None and aid in s.agents:
                     agents[aid] = st
@@ -117,7 +117,7 @@ class UnifiedHandle(Handle):
 class LegacyHandle(Handle):
     """A legacy session folder and its sub-agents' folders."""
 
-    def __init__(self, source: "VibeSource", folder: str, sid: str):
+    def __init__(self, source: VibeSource, folder: str, sid: str):
         super().__init__("vibe", sid)
         self.source = source
         self.folder = folder
@@ -217,7 +217,7 @@ class StartingHandle(Handle):
     """A lock and nothing else yet: a session in its first turn (legacy writes after
     the first step; while it waits for an approval or an answer, nothing is on disk)."""
 
-    def __init__(self, source: "VibeSource", sid: str):
+    def __init__(self, source: VibeSource, sid: str):
         super().__init__("vibe", sid)
         self.source = source
         self.session.agent(sid, parent=None, name="main").kind = "main"
