@@ -187,9 +187,11 @@ def huddle_figures(claude: Path | None, codex: Path | None) -> dict:
 
     h = Huddle(
         Settings(
-            claude_dir=str(claude or "/nonexistent"),
-            codex_home=str(codex or "/nonexistent"),
-            vibe_home="/nonexistent",
+            folders={
+                "claude": str(claude or "/nonexistent"),
+                "codex": str(codex or "/nonexistent"),
+                "vibe": "/nonexistent",
+            },
             huddle_home="/nonexistent",
         )
     )

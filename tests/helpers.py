@@ -12,7 +12,7 @@ NOWHERE = "/nonexistent-huddle-test"
 
 def claude_huddle(config_dir: Path | str, huddle_home: Path | str = NOWHERE) -> Huddle:
     """A Huddle reading only one Claude config dir."""
-    s = Settings(claude_dir=str(config_dir), codex_home=NOWHERE, vibe_home=NOWHERE, huddle_home=str(huddle_home))
+    s = Settings(folders={"claude": str(config_dir), "codex": NOWHERE, "vibe": NOWHERE}, huddle_home=str(huddle_home))
     h = Huddle(s, sources=["claude"])
     h.refresh()
     return h

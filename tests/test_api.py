@@ -278,9 +278,11 @@ def test_the_sample_folders_are_untouched():
     before = fingerprint(SAMPLES / "claude" / web_corpus.NESTED)
     h = web_corpus.core(
         web_corpus.Settings(
-            claude_dir=str(SAMPLES / "claude" / web_corpus.NESTED / "config"),
-            codex_home="/nonexistent",
-            vibe_home="/nonexistent",
+            folders={
+                "claude": str(SAMPLES / "claude" / web_corpus.NESTED / "config"),
+                "codex": "/nonexistent",
+                "vibe": "/nonexistent",
+            }
         )
     )
     sid = h.sessions()[0].id

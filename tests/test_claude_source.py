@@ -295,9 +295,7 @@ def test_usage_only_reading_counts_and_names_the_same(name):
     full = scenario(name)
     quick = Huddle(
         Settings(
-            claude_dir=str(CLAUDE / name / "config"),
-            codex_home=NOWHERE,
-            vibe_home=NOWHERE,
+            folders={"claude": str(CLAUDE / name / "config"), "codex": NOWHERE, "vibe": NOWHERE},
             huddle_home=NOWHERE,
             usage_only=True,
         ),

@@ -35,7 +35,7 @@ class Home:
 
     def __init__(self, root: Path):
         self.root = root
-        self.src = CodexSource(Settings(codex_home=str(root)))
+        self.src = CodexSource(Settings(folders={"codex": str(root)}))
         self.handles: dict = {}
 
     def refresh(self) -> dict:

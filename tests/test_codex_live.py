@@ -38,7 +38,7 @@ def huddle_state(truth: dict) -> str:
 
 
 def read(home: Path, capture: Path | None = None):
-    src = CodexSource(Settings(codex_home=str(home)))
+    src = CodexSource(Settings(folders={"codex": str(home)}))
     if capture is not None:
         src.system.recorded = load_capture(str(capture), str(home))
     handles = list(src.scan({}).values())
@@ -119,7 +119,7 @@ def fresh_state(src: CodexSource, handles, thread: str):
 
 def test_liveness_from_the_real_lock_and_process_table(live_home):
     home, thread = live_home
-    src = CodexSource(Settings(codex_home=str(home)))
+    src = CodexSource(Settings(folders={"codex": str(home)}))
     handles = list(src.scan({}).values())
     handles[0].refresh()
 
@@ -162,9 +162,7 @@ def test_a_warm_cache_gives_the_same_states(tmp_path):
     snap = "05x-waiting-on-subagent-exec"
     at = parse_time(json.loads((LIVE / snap / "truth.json").read_text())[0]["taken_at"])
     settings = Settings(
-        claude_dir="/nonexistent",
-        codex_home=str(LIVE / snap / "codex_home"),
-        vibe_home="/nonexistent",
+        folders={"claude": "/nonexistent", "codex": str(LIVE / snap / "codex_home"), "vibe": "/nonexistent"},
         huddle_home=str(tmp_path / "huddle"),
     )
     rows = []

@@ -21,7 +21,8 @@ SCENARIOS = sorted(p.name for p in CODEX.iterdir() if (p / "codex_home").is_dir(
 
 def codex_huddle(home: Path | str) -> Huddle:
     h = Huddle(
-        Settings(claude_dir=NOWHERE, codex_home=str(home), vibe_home=NOWHERE, huddle_home=NOWHERE), sources=["codex"]
+        Settings(folders={"claude": NOWHERE, "codex": str(home), "vibe": NOWHERE}, huddle_home=NOWHERE),
+        sources=["codex"],
     )
     h.refresh()
     return h

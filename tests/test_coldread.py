@@ -10,9 +10,11 @@ from huddle.views.board import board_json
 
 def settings(tmp_path):
     return Settings(
-        claude_dir=str(SAMPLES / "claude" / "02-subagents" / "config"),
-        codex_home=str(SAMPLES / "codex" / "subagents_v2" / "codex_home"),
-        vibe_home=str(SAMPLES / "vibe" / "3.0.3-unified-subagent"),
+        folders={
+            "claude": str(SAMPLES / "claude" / "02-subagents" / "config"),
+            "codex": str(SAMPLES / "codex" / "subagents_v2" / "codex_home"),
+            "vibe": str(SAMPLES / "vibe" / "3.0.3-unified-subagent"),
+        },
         huddle_home=str(tmp_path / "hh"),
     )
 

@@ -293,12 +293,7 @@ def _one_hour_config(tmp_path: Path) -> Path:
 def test_one_hour_cache_writes_cost_twice_input_and_survive_the_cache(tmp_path):
     config = _one_hour_config(tmp_path)
     raw = summed(raw_responses(config).values())
-    settings = dict(
-        claude_dir=str(config),
-        codex_home=str(tmp_path / "none"),
-        vibe_home=str(tmp_path / "none"),
-        huddle_home=str(tmp_path / "hh"),
-    )
+    settings = dict(folders={"claude": str(config)}, huddle_home=str(tmp_path / "hh"))
     from huddle.sources import Settings
 
     cold = Huddle(Settings(**settings), cache=True)

@@ -25,7 +25,9 @@ TOKENS = ("input", "output", "cache_read", "cache_write")
 def codex_huddle(name: str, huddle_home: str = "/nonexistent-huddle-test") -> Huddle:
     home = CODEX / name / "codex_home"
     h = Huddle(
-        Settings(claude_dir="/nonexistent", codex_home=str(home), vibe_home="/nonexistent", huddle_home=huddle_home),
+        Settings(
+            folders={"claude": "/nonexistent", "codex": str(home), "vibe": "/nonexistent"}, huddle_home=huddle_home
+        ),
         sources=["codex"],
     )
     h.refresh()

@@ -31,9 +31,7 @@ TOKEN_USAGE = re.compile(rb'"tokenUsage": ?(\{[^}]*\})')
 def vibe_huddle(name: str) -> Huddle:
     h = Huddle(
         Settings(
-            claude_dir="/nonexistent",
-            codex_home="/nonexistent",
-            vibe_home=str(VIBE / name),
+            folders={"claude": "/nonexistent", "codex": "/nonexistent", "vibe": str(VIBE / name)},
             huddle_home="/nonexistent-huddle-test",
         ),
         sources=["vibe"],

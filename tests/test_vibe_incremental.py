@@ -227,9 +227,7 @@ def test_a_cached_handle_reads_on_from_where_it_stopped(tmp_path):
 
     home = copy_case(tmp_path, "3.0.3-unified-ask-waiting")
     settings = Settings(
-        claude_dir="/nonexistent",
-        codex_home="/nonexistent",
-        vibe_home=str(home),
+        folders={"claude": "/nonexistent", "codex": "/nonexistent", "vibe": str(home)},
         huddle_home=str(tmp_path / "huddle-home"),
     )
     first = Huddle(settings, sources=["vibe"], cache=True)

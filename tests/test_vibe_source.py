@@ -23,7 +23,7 @@ UNIFIED = [c for c in CASES if "-unified-" in c]
 
 def vibe_huddle(vibe_home: Path | str) -> Huddle:
     """A Huddle reading only one VIBE_HOME."""
-    s = Settings(claude_dir=NOWHERE, codex_home=NOWHERE, vibe_home=str(vibe_home), huddle_home=NOWHERE)
+    s = Settings(folders={"claude": NOWHERE, "codex": NOWHERE, "vibe": str(vibe_home)}, huddle_home=NOWHERE)
     h = Huddle(s, sources=["vibe"])
     h.refresh()
     return h

@@ -32,20 +32,13 @@ def build(root: Path, codex: bool = True, vibe: bool = True) -> Settings:
         for logs in sorted((SAMPLES / "vibe").glob("*/logs"))[:6]:
             shutil.copytree(logs, vibe_home / "logs", dirs_exist_ok=True)
     return Settings(
-        claude_dir=str(claude),
-        codex_home=str(codex_home),
-        vibe_home=str(vibe_home),
+        folders={"claude": str(claude), "codex": str(codex_home), "vibe": str(vibe_home)},
         huddle_home=str(root / "huddle-home"),
     )
 
 
 def env_of(settings: Settings) -> dict:
-    return {
-        "CLAUDE_CONFIG_DIR": settings.claude_dir,
-        "CODEX_HOME": settings.codex_home,
-        "VIBE_HOME": settings.vibe_home,
-        "HUDDLE_HOME": settings.huddle_home,
-    }
+    return settings.env()
 
 
 def core(settings: Settings) -> Huddle:
@@ -61,7 +54,7 @@ def one_session(root: Path, scenario: str = NESTED) -> tuple[Settings, str, Path
     main = sorted(claude.glob("projects/*/*.jsonl"))[0]
     none = str(root / "none")
     return (
-        Settings(claude_dir=str(claude), codex_home=none, vibe_home=none, huddle_home=str(root / "hh")),
+        Settings(folders={"claude": str(claude), "codex": none, "vibe": none}, huddle_home=str(root / "hh")),
         main.stem,
         main,
     )

@@ -149,10 +149,7 @@ class Demo:
         self._thread: threading.Thread | None = None
 
     def settings(self) -> Settings:
-        none = os.path.join(self.dir, "none")
-        return Settings(
-            claude_dir=self.claude_dir, codex_home=none, vibe_home=none, huddle_home=os.path.join(self.dir, "home")
-        )
+        return Settings(folders={"claude": self.claude_dir}, huddle_home=os.path.join(self.dir, "home"))
 
     def huddle(self):
         from huddle.core import Huddle

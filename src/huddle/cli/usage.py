@@ -30,7 +30,7 @@ from huddle.views.usage import GROUPS
 def usage(ctx: click.Context, as_json: bool, by: str, since: str | None) -> None:
     """Token totals (input, output, cache read, cache write) and cost, for every
     agent, sub-agents included, each model response counted once."""
-    from huddle.sources.base import Settings
+    from huddle.sources import Settings
     from huddle.views.pricing import current
     from huddle.views.usage import aggregate, counted_from_index, parse_since
 

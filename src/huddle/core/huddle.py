@@ -12,7 +12,8 @@ import threading
 
 from huddle.io.boardfile import write_board
 from huddle.model.session import Session
-from huddle.sources import Handle, Settings, all_sources, guarded
+from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
+from huddle.sources.registry import unknown_sources
 
 from .cache import HandleCache
 from .coldread import read_in_parallel
@@ -22,18 +23,17 @@ class Huddle:
     def __init__(self, settings: Settings | None = None, sources: list[str] | None = None, cache: bool = False):
         self.settings = settings or Settings.from_env()
         self.sources = all_sources(self.settings, sources)
+        # adapters that failed to load, and names no adapter has, are said on every refresh
+        self.load_notes = load_notes() + [
+            f"no source named {n!r} (HUDDLE_SOURCES or --source)" for n in unknown_sources(self.settings, sources)
+        ]
         self.handles: dict[str, Handle] = {}
         self.notes: list[str] = []  # one line per folder that could not be read
         self.lock = threading.RLock()  # the server refreshes from a thread
         self.generation = 0  # bumps when anything changed
         self.cache: HandleCache | None = None
         if cache and self.settings.huddle_home and not self.settings.usage_only:
-            key = (
-                self.settings.claude_dir,
-                self.settings.codex_home,
-                self.settings.vibe_home,
-                tuple(s.name for s in self.sources),
-            )
+            key = (tuple(sorted(self.settings.folders.items())), tuple(s.name for s in self.sources))
             self.cache = HandleCache(self.settings.huddle_home, key)
             self.handles = self.cache.load(self.sources)
 
@@ -45,10 +45,12 @@ class Huddle:
         (they come back without their whole timeline, as from the cache)."""
         with self.lock:
             changed: set[str] = set()
-            notes: list[str] = []
+            notes: list[str] = list(self.load_notes)
             found: dict[str, Handle] = {}
             missing = []
             for src in self.sources:
+                if not src.roots():
+                    continue  # no folder here at all (not set up for this source)
                 if not src.exists():
                     missing.append(src)
                     continue

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from huddle.sources.base import Settings
+from huddle.sources import Settings
 
 from .client import attach, connect, running
 from .liveline import LiveLine, is_partial
@@ -39,7 +39,7 @@ def run_dir(name: str | None, settings: Settings | None = None) -> tuple[str, st
         name = new_run_id()
     d = os.path.join(runs_dir(settings.huddle_home), name)
     real = os.path.realpath(d)
-    for root in (settings.claude_dir, settings.codex_home, settings.vibe_home):
+    for root in settings.folders.values():
         r = os.path.realpath(root)
         if real == r or real.startswith(r + os.sep):
             raise RunError(f"{d} is inside an agent's folder ({root}); set HUDDLE_HOME elsewhere")

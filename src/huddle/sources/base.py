@@ -4,44 +4,20 @@ A Source finds its sessions (cheaply: directory listings and stats) and hands ou
 one Handle per session. A Handle owns the incremental readers of that session's
 files and its Session; `refresh()` reads only what was appended since last time.
 
-Adapters register with `@register`. The core calls them through `guarded`, so an
-adapter's failure costs its own session (listed with an `error`), never the board.
+Adapters register with `@register` (registry.py). The core calls them through
+`guarded`, so an adapter's failure costs its own session (listed with an `error`), never the board.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
 
 from huddle.model.session import Session
 
-
-@dataclass
-class Settings:
-    """Where the agents keep their files, and huddle its own. From the environment."""
-
-    claude_dir: str = ""
-    codex_home: str = ""
-    vibe_home: str = ""
-    huddle_home: str = ""
-    extra: dict = field(default_factory=dict)
-    explicit: tuple = ()  # the sources whose folder the user named (a missing one is worth a line)
-    usage_only: bool = False  # read only what token counts need (`huddle usage`): never cached
-
-    @classmethod
-    def from_env(cls, env: dict | None = None) -> Settings:
-        env = os.environ if env is None else env
-        home = env.get("HOME") or os.path.expanduser("~")
-        data = env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share")
-        named = {"claude": "CLAUDE_CONFIG_DIR", "codex": "CODEX_HOME", "vibe": "VIBE_HOME"}
-        return cls(
-            explicit=tuple(src for src, var in named.items() if env.get(var)),
-            claude_dir=env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"),
-            codex_home=env.get("CODEX_HOME") or os.path.join(home, ".codex"),
-            vibe_home=env.get("VIBE_HOME") or os.path.join(home, ".vibe"),
-            huddle_home=env.get("HUDDLE_HOME") or os.path.join(data, "huddle"),
-        )
+if TYPE_CHECKING:
+    from .settings import Settings
 
 
 class Handle:
@@ -75,10 +51,21 @@ class Handle:
 
 
 class Source:
-    name = ""
+    """One on-disk format. Subclasses declare, as class attributes, their name and
+    their folder: the environment variable that names it and its default (`~/...`
+    or `$XDG_DATA_HOME/...`), so adding an adapter edits nothing outside it."""
+
+    name: ClassVar[str] = ""
+    folder_env: ClassVar[str | None] = None
+    default_folder: ClassVar[str | None] = None
 
     def __init__(self, settings: Settings):
         self.settings = settings
+        self.folder = settings.folder(self.name)  # "" when this source has none here
+
+    def under(self, *parts: str) -> str:
+        """A path inside this source's folder, or "" when it has no folder."""
+        return os.path.join(self.folder, *parts) if self.folder else ""
 
     def roots(self) -> list[str]:
         """Folders this source reads (for the watcher and the read-only promise)."""
@@ -98,14 +85,6 @@ class Source:
         raise NotImplementedError
 
 
-SOURCES: dict[str, Callable[[Settings], Source]] = {}
-
-
-def register(cls):
-    SOURCES[cls.name] = cls
-    return cls
-
-
 def guarded(what: str, fn: Callable, *args, on_error: Callable[[str], None] | None = None):
     """Run an adapter call; turn any failure into one line instead of a traceback."""
     try:
@@ -115,11 +94,3 @@ def guarded(what: str, fn: Callable, *args, on_error: Callable[[str], None] | No
         if on_error is not None:
             on_error(msg)
         return None
-
-
-def all_sources(settings: Settings, names: Iterable[str] | None = None) -> list[Source]:
-    from . import load_builtin
-
-    load_builtin()
-    wanted = list(names) if names else list(SOURCES)
-    return [SOURCES[n](settings) for n in wanted if n in SOURCES]

@@ -20,6 +20,7 @@ import weakref
 from dataclasses import dataclass
 from importlib import resources
 
+from huddle.io import folders
 from huddle.model.events import USAGE, Usage
 
 MILLION = 1_000_000.0
@@ -239,9 +240,7 @@ def load(huddle_home: str | None = None) -> Table:
 
 
 def _default_home() -> str:
-    from huddle.sources.base import Settings
-
-    return Settings.from_env().huddle_home
+    return folders.huddle_home()
 
 
 _cache: dict[str, tuple[float, tuple, Table]] = {}

@@ -242,7 +242,7 @@ def index_path(huddle_home: str) -> str:
 
 
 def _index_key(settings) -> list:
-    return [INDEX_FORMAT, __version__, settings.claude_dir, settings.codex_home, settings.vibe_home]
+    return [INDEX_FORMAT, __version__, [[k, v] for k, v in sorted(settings.folders.items())]]
 
 
 def _moved(data: dict) -> bool:

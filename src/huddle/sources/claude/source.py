@@ -9,7 +9,8 @@ import os
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.model import events as ev
-from huddle.sources.base import Handle, Source, register
+from huddle.sources.base import Handle, Source
+from huddle.sources.registry import register
 
 from .parser import FileParser, SessionState
 from .registry import Registry
@@ -251,14 +252,16 @@ def _subfolders(path: str) -> list[str]:
 @register
 class ClaudeSource(Source):
     name = "claude"
+    folder_env = "CLAUDE_CONFIG_DIR"
+    default_folder = "~/.claude"
 
     def __init__(self, settings):
         super().__init__(settings)
-        self.projects = os.path.join(settings.claude_dir, "projects")
-        self.registry = Registry(os.path.join(settings.claude_dir, "sessions"))
+        self.projects = self.under("projects")
+        self.registry = Registry(self.under("sessions"))
 
     def roots(self) -> list[str]:
-        return [self.settings.claude_dir]
+        return [self.folder] if self.folder else []
 
     def exists(self) -> bool:
         return os.path.isdir(self.projects)

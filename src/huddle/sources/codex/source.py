@@ -18,7 +18,8 @@ import os
 import msgspec
 
 from huddle.io.reader import GONE, RESET, LineReader
-from huddle.sources.base import Handle, Source, register
+from huddle.sources.base import Handle, Source
+from huddle.sources.registry import register
 
 from .live import SystemCache, live_signals
 from .records import ThreadInfo, read_meta
@@ -240,12 +241,14 @@ def _id_from_name(path: str) -> str:
 @register
 class CodexSource(Source):
     name = "codex"
+    folder_env = "CODEX_HOME"
+    default_folder = "~/.codex"
 
     def __init__(self, settings):
         super().__init__(settings)
-        self.home = settings.codex_home
-        self.sessions_dir = os.path.join(self.home, "sessions")
-        self.index = SessionIndex(os.path.join(self.home, "session_index.jsonl"))
+        self.home = self.folder
+        self.sessions_dir = self.under("sessions")
+        self.index = SessionIndex(self.under("session_index.jsonl"))
         self.system = SystemCache()  # locks and processes, for liveness (recorded ones in tests)
         self._dirs: dict[str, tuple[int, list[str], list[str]]] = {}  # dir -> (mtime, subdirs, rollouts)
         self._threads: dict[str, ThreadInfo] = {}  # rollout path -> its meta
@@ -256,7 +259,7 @@ class CodexSource(Source):
         return self.index.names
 
     def roots(self) -> list[str]:
-        return [self.home]
+        return [self.home] if self.home else []
 
     def exists(self) -> bool:
         return os.path.isdir(self.sessions_dir)

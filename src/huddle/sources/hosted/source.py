@@ -14,7 +14,8 @@ import os
 from huddle.host.paths import LOG_NAME, runs_dir
 from huddle.host.proctree import alive
 from huddle.io.reader import GONE, RESET, LineReader
-from huddle.sources.base import Handle, Source, register
+from huddle.sources.base import Handle, Source
+from huddle.sources.registry import register
 
 from .stream import Mapper
 

@@ -16,7 +16,8 @@ import tomllib
 
 from huddle.model import events as ev
 from huddle.model.events import Event
-from huddle.sources.base import Handle, Source, register
+from huddle.sources.base import Handle, Source
+from huddle.sources.registry import register
 
 from .family import Family
 from .legacy import LegacyAgent, Rewritten, read_meta
@@ -263,18 +264,22 @@ class StartingHandle(Handle):
 @register
 class VibeSource(Source):
     name = "vibe"
+    folder_env = "VIBE_HOME"
+    default_folder = "~/.vibe"
 
     def __init__(self, settings):
         super().__init__(settings)
-        self.root, self.config_note = save_dir(settings.vibe_home)
-        self.locks = Locks(os.path.join(self.root, "active"))
+        self.root, self.config_note = save_dir(self.folder) if self.folder else ("", None)
+        self.locks = Locks(os.path.join(self.root, "active") if self.root else "")
         self._legacy_ids: dict[str, str] = {}  # legacy folder -> full session id
 
     def roots(self) -> list[str]:
-        return [self.root]
+        return [self.root] if self.root else []
 
     def watch_dirs(self) -> list[str]:
         # a legacy session appears in the root, a unified store in unified/, a lock in active/
+        if not self.root:
+            return []
         return [self.root, os.path.join(self.root, "unified"), self.locks.folder]
 
     def exists(self) -> bool:

@@ -1,0 +1,56 @@
+"""Where things are: the user's home, the XDG folders, huddle's own home, an agent's
+folder. The one resolver every caller uses (the status line too: standard library only).
+
+An agent source declares its folder as an environment variable and a default
+(`~/...` or `$XDG_DATA_HOME/...`, `$XDG_STATE_HOME/...`, `$XDG_CONFIG_HOME/...`);
+`agent_folder` turns that declaration into a path the same way for every source.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+XDG_DEFAULTS = {
+    "XDG_DATA_HOME": os.path.join(".local", "share"),
+    "XDG_STATE_HOME": os.path.join(".local", "state"),
+    "XDG_CONFIG_HOME": ".config",
+    "XDG_CACHE_HOME": ".cache",
+}
+
+
+def user_home(env: Mapping[str, str]) -> str:
+    return env.get("HOME") or os.path.expanduser("~")
+
+
+def xdg(env: Mapping[str, str], var: str) -> str:
+    """An XDG base folder: its variable when set to an absolute path, else its default."""
+    val = env.get(var, "")
+    if val and os.path.isabs(val):
+        return val
+    return os.path.join(user_home(env), XDG_DEFAULTS[var])
+
+
+def expand(env: Mapping[str, str], default: str) -> str:
+    """`~/x` under the home folder, `$XDG_..._HOME/x` under that XDG folder."""
+    if default == "~" or default.startswith("~/"):
+        return os.path.join(user_home(env), default[2:])
+    if default.startswith("$"):
+        var, _, rest = default[1:].partition("/")
+        if var in XDG_DEFAULTS:
+            return os.path.join(xdg(env, var), rest)
+    return default
+
+
+def agent_folder(env: Mapping[str, str], var: str | None, default: str | None) -> str:
+    """An agent's folder: the variable that names it when set, else its default."""
+    if var and env.get(var):
+        return env[var]
+    return expand(env, default) if default else ""
+
+
+def huddle_home(env: Mapping[str, str] | None = None) -> str:
+    """huddle's own folder (cache, index, runs, pricing.json): $HUDDLE_HOME, else
+    $XDG_DATA_HOME/huddle."""
+    env = os.environ if env is None else env
+    return env.get("HUDDLE_HOME") or os.path.join(xdg(env, "XDG_DATA_HOME"), "huddle")

@@ -1,0 +1,78 @@
+"""Which sources exist: the built-in adapters, third-party ones from the
+`huddle.sources` entry point group, narrowed by HUDDLE_SOURCES.
+
+Loading is guarded per adapter: one that fails to import costs itself, and says so
+in a note the board shows, never a silent drop.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from .base import Source
+    from .settings import Settings
+
+# Built-in adapters, imported on first use so that a broken one costs only itself.
+BUILTIN = ("claude", "codex", "vibe", "hosted")
+ENTRY_POINTS = "huddle.sources"
+
+SOURCES: dict[str, type[Source]] = {}
+_load_notes: list[str] | None = None
+
+S = TypeVar("S", bound="type[Source]")
+
+
+def register(cls: S) -> S:
+    SOURCES[cls.name] = cls
+    return cls
+
+
+def _load() -> list[str]:
+    notes = []
+    for name in BUILTIN:
+        try:
+            importlib.import_module(f"huddle.sources.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"huddle.sources.{name}":  # an adapter left out of this install is no fault
+                notes.append(f"source {name}: cannot load: {exc}")
+        except Exception as exc:
+            notes.append(f"source {name}: cannot load: {type(exc).__name__}: {exc}")
+    for ep in entry_points(group=ENTRY_POINTS):
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            notes.append(f"source {ep.name} ({ep.value}): cannot load: {type(exc).__name__}: {exc}")
+            continue
+        if isinstance(obj, type) and getattr(obj, "name", None) and obj.name not in SOURCES:
+            register(obj)  # an entry point may name the class instead of a module that registers
+    return notes
+
+
+def load_notes() -> list[str]:
+    """Load every adapter once; one line per adapter that failed to load."""
+    global _load_notes
+    if _load_notes is None:
+        _load_notes = _load()
+    return list(_load_notes)
+
+
+def source_classes() -> dict[str, type[Source]]:
+    load_notes()
+    return dict(SOURCES)
+
+
+def all_sources(settings: Settings, names: Iterable[str] | None = None) -> list[Source]:
+    """The sources to read: `names`, else HUDDLE_SOURCES, else every one loaded."""
+    load_notes()
+    wanted = list(names) if names else list(settings.only) or list(SOURCES)
+    return [SOURCES[n](settings) for n in wanted if n in SOURCES]
+
+
+def unknown_sources(settings: Settings, names: Iterable[str] | None = None) -> list[str]:
+    """Names asked for that no loaded adapter has (a typo in HUDDLE_SOURCES)."""
+    wanted = list(names) if names else list(settings.only)
+    return [n for n in wanted if n not in SOURCES]
