@@ -11,6 +11,7 @@ import os
 import shlex
 import subprocess
 from collections.abc import Callable
+from functools import partial
 
 MAX_LINE = 64 << 20  # a longer run without a newline is handed out in pieces
 
@@ -20,7 +21,7 @@ class StartError(Exception):
 
 
 class _Lines(asyncio.Protocol):
-    def __init__(self, kind: str, on_line: Callable[[str, bytes], None], closed: asyncio.Future):
+    def __init__(self, kind: str, on_line: Callable[[str, bytes], None], closed: asyncio.Future[None]):
         self.kind = kind
         self.on_line = on_line
         self.closed = closed
@@ -42,7 +43,7 @@ class _Lines(asyncio.Protocol):
         self._flush()
         return False
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self._flush()
         if not self.closed.done():
             self.closed.set_result(None)
@@ -57,7 +58,7 @@ class _Stdin(asyncio.BaseProtocol):
     def __init__(self) -> None:
         self.open = True
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self.open = False
 
 
@@ -66,10 +67,10 @@ class AgentProcess:
         self.argv = argv
         self.cwd = cwd
         self.on_line = on_line
-        self.proc: subprocess.Popen | None = None
-        self.exited: asyncio.Future | None = None  # -> the return code
-        self._pipes: list[asyncio.Future] = []
-        self._stdin = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.exited: asyncio.Future[int] | None = None  # -> the return code, once started
+        self._pipes: list[asyncio.Future[None]] = []
+        self._stdin: asyncio.WriteTransport | None = None
         self._stdin_proto: _Stdin | None = None
         self._pidfd = -1
 
@@ -77,10 +78,11 @@ class AgentProcess:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
-    async def start(self) -> None:
+    async def start(self) -> int:
+        """Start it; its pid."""
         loop = asyncio.get_running_loop()
         try:
-            self.proc = subprocess.Popen(
+            self.proc = proc = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -94,34 +96,41 @@ class AgentProcess:
         except (ValueError, subprocess.SubprocessError) as exc:
             raise StartError(f"cannot start {shlex.join(self.argv)}: {exc}") from None
         self.exited = loop.create_future()
-        self._stdin, self._stdin_proto = await loop.connect_write_pipe(_Stdin, self.proc.stdin)
-        for kind, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
-            closed = loop.create_future()
+        self._stdin, self._stdin_proto = await loop.connect_write_pipe(_Stdin, proc.stdin)
+        for kind, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+            closed: asyncio.Future[None] = loop.create_future()
             self._pipes.append(closed)
-            await loop.connect_read_pipe(lambda k=kind, c=closed: _Lines(k, self.on_line, c), pipe)
-        self._watch_exit(loop)
+            await loop.connect_read_pipe(partial(_Lines, kind, self.on_line, closed), pipe)
+        self._watch_exit(loop, proc)
+        return proc.pid
 
-    def _watch_exit(self, loop: asyncio.AbstractEventLoop) -> None:
+    async def wait(self) -> int:
+        """The exit status, once it has exited."""
+        if self.exited is None:
+            raise RuntimeError("the agent was not started")
+        return await self.exited
+
+    def _watch_exit(self, loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes]) -> None:
         try:
-            self._pidfd = os.pidfd_open(self.proc.pid)
+            self._pidfd = os.pidfd_open(proc.pid)
         except (AttributeError, OSError):
-            loop.create_task(self._poll_exit())
+            loop.create_task(self._poll_exit(proc))
             return
-        loop.add_reader(self._pidfd, self._on_pidfd, loop)
+        loop.add_reader(self._pidfd, self._on_pidfd, loop, proc)
 
-    def _on_pidfd(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _on_pidfd(self, loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes]) -> None:
         loop.remove_reader(self._pidfd)
         os.close(self._pidfd)
         self._pidfd = -1
-        self._set_exit(self.proc.wait())
+        self._set_exit(proc.wait())
 
-    async def _poll_exit(self) -> None:
-        while self.proc.poll() is None:
+    async def _poll_exit(self, proc: subprocess.Popen[bytes]) -> None:
+        while proc.poll() is None:
             await asyncio.sleep(0.05)
-        self._set_exit(self.proc.returncode)
+        self._set_exit(proc.returncode)
 
     def _set_exit(self, code: int) -> None:
-        if not self.exited.done():
+        if self.exited is not None and not self.exited.done():
             self.exited.set_result(code)
 
     @property
@@ -130,10 +139,17 @@ class AgentProcess:
 
     @property
     def stdin_open(self) -> bool:
-        return self._stdin is not None and self._stdin_proto.open and not self._stdin.is_closing()
+        return (
+            self._stdin is not None
+            and self._stdin_proto is not None
+            and self._stdin_proto.open
+            and not self._stdin.is_closing()
+        )
 
     def write(self, data: bytes) -> None:
-        self._stdin.write(data)
+        """To its stdin; the caller asked `stdin_open` first."""
+        if self._stdin is not None:
+            self._stdin.write(data)
 
     def close_stdin(self) -> None:
         if self._stdin is not None and not self._stdin.is_closing():

@@ -10,19 +10,21 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Coroutine
+from typing import Any
 
 from . import proctree
 from .log import EventLog, LogError, as_json
 from .paths import SOCK_NAME, log_path
 from .process import AgentProcess, StartError
-from .serving import BEHIND_LIMIT, Conn, Serving
+from .serving import Serving
 
 RING_ENTRIES = 4096  # entries kept in memory for live readers (older ones: from the file)
 RING_BYTES = 16 << 20
 SYNC_EVERY = 0.2  # seconds between fdatasyncs of streamed output
 
 
-class Host(Serving):
+class Host:
     def __init__(
         self,
         dir: str,
@@ -43,7 +45,6 @@ class Host(Serving):
         self.ring_first = 1
         self.ring_bytes = 0
         self.wake = asyncio.Event()
-        self.conns: set[Conn] = set()
         self.agent = AgentProcess(argv, cwd, self._on_line)
         self.tree = proctree.Tree()
         self.exited_seq: int | None = None
@@ -54,7 +55,20 @@ class Host(Serving):
         self.fast = False
         self.tasks: set[asyncio.Task] = set()
         self._sync_pending = False
-        self._sock_ino = None
+        self.serving = Serving(self)  # the calls on the socket
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "dir": self.dir,
+            "host_pid": os.getpid(),
+            "pid": self.agent.pid,
+            "running": self.agent.running,
+            "stopping": self.stop_task is not None,
+            "last_seq": self.log.last_seq,
+            "readers": self.serving.readers(),
+            "exited": self.exit_info,
+            "broken": self.broken,
+        }
 
     # -- the log -------------------------------------------------------------------
 
@@ -76,10 +90,7 @@ class Host(Serving):
         while len(self.ring) > RING_ENTRIES or (self.ring_bytes > RING_BYTES and len(self.ring) > 1):
             self.ring_bytes -= len(self.ring.pop(self.ring_first))
             self.ring_first += 1
-        for c in self.conns:
-            if c.waiting and c.live and not c.cut and seq - c.next + 1 > BEHIND_LIMIT:
-                c.cut = True
-                c.attach.cancel()
+        self.serving.let_go_behind(seq)
         self.wake.set()
         self.wake = asyncio.Event()
         return seq
@@ -102,7 +113,7 @@ class Host(Serving):
             print(f"huddle host: {msg}; the agent was not started", file=sys.stderr, flush=True)
             return
         print(f"huddle host: {msg}; stopping the agent rather than run it unlogged", file=sys.stderr, flush=True)
-        self._spawn(self.stop(fast=True, by="log"))
+        self.spawn(self.stop(fast=True, by="log"))
 
     def _on_line(self, kind: str, line: bytes) -> None:
         if self.done.is_set():
@@ -133,7 +144,7 @@ class Host(Serving):
 
     async def _run(self) -> int:
         try:
-            server = await self._listen()
+            server = await self.serving.listen()
         except OSError as exc:
             return _say(f"cannot listen on {self.socket}: {exc.strerror or exc}", 2)
         try:
@@ -152,23 +163,22 @@ class Host(Serving):
             return await self._host()
         finally:
             server.close()
-            self._unlisten()
+            self.serving.unlisten()
 
     async def _host(self) -> int:
         proctree.become_subreaper()
-        signals = []  # a signal before the agent runs is answered once it does
+        signals: list[int] = []  # a signal before the agent runs is answered once it does
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, lambda: self._on_signal() if self.agent.exited else signals.append(1))
         try:
-            await self.agent.start()
+            pid = await self.agent.start()
         except StartError as exc:
             print(f"huddle host: {exc}", file=sys.stderr, flush=True)
             self._write_exited({"status": 127, "signal": None, "reason": str(exc), "stopped": False})
             await self._linger()
             return 127
-        pid = self.agent.pid
-        fields = {
+        fields: dict[str, Any] = {
             "pid": pid,
             "start": proctree.start_time(pid),
             "argv": self.argv,
@@ -179,8 +189,8 @@ class Host(Serving):
         self.record("started", fields, sync=True)
         for _ in signals:
             self._on_signal()
-        watch = self._spawn(self._watch_tree())
-        code = await self.agent.exited
+        watch = self.spawn(self._watch_tree())
+        code = await self.agent.wait()
         if self.stop_task is not None:
             await self.stop_task
         else:
@@ -193,11 +203,13 @@ class Host(Serving):
         await self._linger()
         if self.broken:
             return 1
-        return self.exit_info["status"]
+        info = self.exit_info
+        assert info is not None  # both ways above wrote `exited`
+        return int(info["status"])
 
     def _on_signal(self) -> None:
         """SIGINT, SIGTERM, SIGHUP: stop the agent cleanly; a second one hurries."""
-        self._spawn(self.stop(fast=self.stop_task is not None, by="signal"))
+        self.spawn(self.stop(fast=self.stop_task is not None, by="signal"))
 
     def _write_exited(self, info: dict) -> None:
         self.exit_info = info
@@ -210,19 +222,18 @@ class Host(Serving):
     async def _linger(self) -> None:
         """Let attached readers and pending replies finish (bounded), then go."""
         for _ in range(200):
-            busy = [c for c in self.conns if c.attach is not None and not c.attach.done()]
             pending = [t for t in self.tasks if not t.done()]
-            if not busy and not pending:
+            if not self.serving.readers() and not pending:
                 break
             await asyncio.sleep(0.02)
-        for c in list(self.conns):
+        for c in list(self.serving.conns):
             try:
                 await asyncio.wait_for(c.writer.drain(), timeout=1.0)
             except (TimeoutError, ConnectionError):
                 pass
             c.writer.close()
 
-    def _spawn(self, coro) -> asyncio.Task:
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         t = asyncio.get_running_loop().create_task(coro)
         self.tasks.add(t)
         t.add_done_callback(self.tasks.discard)
@@ -268,7 +279,7 @@ class Host(Serving):
                     break
                 await asyncio.sleep(0.02)
                 self.tree.signal_all(signal.SIGKILL)
-        code = await a.exited
+        code = await a.wait()
         self.tree.reap(keep=a.pid)
         await a.drain_pipes(min(self.grace, 1.0))
         self._write_exited(_exit_fields(code, stopped=True))

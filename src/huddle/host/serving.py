@@ -17,11 +17,15 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from .log import as_json, read_entries
 from .paths import SOCK_NAME, unix_address
+
+if TYPE_CHECKING:
+    from .server import Host
 
 BEHIND_LIMIT = 1024  # entries a live reader may lag before it is let go
 HIGH_WATER = 256 << 10  # bytes queued on a connection before its reader must catch up
@@ -56,32 +60,48 @@ class Conn:
 
 
 class Serving:
-    """The calls on the socket; mixed into Host, whose log, ring and agent it serves."""
+    """The calls on the socket, for one Host, whose log, ring and agent it serves."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.conns: set[Conn] = set()
+        self._sock_ino: int | None = None
+
+    def readers(self) -> int:
+        """Connections with an attach still running."""
+        return sum(1 for c in self.conns if c.attach is not None and not c.attach.done())
+
+    def let_go_behind(self, seq: int) -> None:
+        """Let go of live readers stuck on a full connection more than BEHIND_LIMIT entries before `seq`."""
+        for c in self.conns:
+            if c.waiting and c.live and not c.cut and c.attach is not None and seq - c.next + 1 > BEHIND_LIMIT:
+                c.cut = True
+                c.attach.cancel()
 
     # -- the socket ----------------------------------------------------------------
 
-    async def _listen(self) -> asyncio.AbstractServer:
-        link = os.path.join(self.dir, SOCK_NAME)
-        if self.socket != link and _answers(self.socket):
-            raise OSError(f"another host answers on {self.socket}")
-        for path in {self.socket, link}:
+    async def listen(self) -> asyncio.AbstractServer:
+        link = os.path.join(self.host.dir, SOCK_NAME)
+        if self.host.socket != link and _answers(self.host.socket):
+            raise OSError(f"another host answers on {self.host.socket}")
+        for path in {self.host.socket, link}:
             if os.path.lexists(path):  # a stale socket: we hold the log's lock, no host is here
                 os.unlink(path)
-        with unix_address(self.socket) as addr:
+        with unix_address(self.host.socket) as addr:
             server = await asyncio.start_unix_server(self._client, path=addr, limit=REQUEST_LIMIT)
-        self._sock_ino = os.stat(self.socket).st_ino
-        if self.socket != link:
-            os.symlink(self.socket, link)  # clients look in D
+        self._sock_ino = os.stat(self.host.socket).st_ino
+        if self.host.socket != link:
+            os.symlink(self.host.socket, link)  # clients look in D
         return server
 
-    def _unlisten(self) -> None:
-        link = os.path.join(self.dir, SOCK_NAME)
+    def unlisten(self) -> None:
+        link = os.path.join(self.host.dir, SOCK_NAME)
         try:
-            if os.stat(self.socket).st_ino == self._sock_ino:
-                os.unlink(self.socket)
+            if os.stat(self.host.socket).st_ino == self._sock_ino:
+                os.unlink(self.host.socket)
         except OSError:
             pass
-        if link != self.socket and os.path.islink(link):
+        if link != self.host.socket and os.path.islink(link):
             os.unlink(link)
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -134,11 +154,11 @@ class Serving:
         elif op == "write":
             conn.send({**reply, **self._write(req)})
         elif op == "stop":
-            t = self._spawn(self._stop_reply(conn, bool(req.get("now")), reply))
+            t = self.host.spawn(self._stop_reply(conn, bool(req.get("now")), reply))
             conn.pending.add(t)
             t.add_done_callback(conn.pending.discard)
         elif op == "status":
-            conn.send({**reply, "ok": True, **self.status()})
+            conn.send({**reply, "ok": True, **self.host.status()})
         else:
             known = ", ".join(OPS)
             conn.send({**reply, "ok": False, "error": f"unknown op {op!r} (known: {known})"})
@@ -156,31 +176,18 @@ class Serving:
             raw = _encode(req["json"])
         else:
             return {"ok": False, "error": 'write needs "line" (one JSON value, as text) or "json"'}
-        if not self.agent.running or not self.agent.stdin_open or self.stop_task is not None:
+        if not self.host.agent.running or not self.host.agent.stdin_open or self.host.stop_task is not None:
             return {"ok": False, "error": "the agent's stdin is closed"}
-        seq = self.record("stdin", raw=raw, sync=True)
+        seq = self.host.record("stdin", raw=raw, sync=True)
         if seq is None:
-            return {"ok": False, "error": f"not written: {self.broken}"}
-        self.agent.write(raw + b"\n")
+            return {"ok": False, "error": f"not written: {self.host.broken}"}
+        self.host.agent.write(raw + b"\n")
         return {"ok": True, "seq": seq}
 
     async def _stop_reply(self, conn: Conn, now: bool, reply: dict) -> None:
-        await self.stop(fast=now, by="socket")
-        await self.done.wait()
-        conn.send({**reply, "ok": True, "exited": self.exit_info, "seq": self.exited_seq})
-
-    def status(self) -> dict:
-        return {
-            "dir": self.dir,
-            "host_pid": os.getpid(),
-            "pid": self.agent.pid,
-            "running": self.agent.running,
-            "stopping": self.stop_task is not None,
-            "last_seq": self.log.last_seq,
-            "readers": sum(1 for c in self.conns if c.attach is not None and not c.attach.done()),
-            "exited": self.exit_info,
-            "broken": self.broken,
-        }
+        await self.host.stop(fast=now, by="socket")
+        await self.host.done.wait()
+        conn.send({**reply, "ok": True, "exited": self.host.exit_info, "seq": self.host.exited_seq})
 
     # -- attach --------------------------------------------------------------------
 
@@ -188,16 +195,16 @@ class Serving:
         conn.next = start
         try:
             while True:
-                wake = self.wake
-                if conn.next <= self.log.last_seq:
+                wake = self.host.wake
+                if conn.next <= self.host.log.last_seq:
                     if await self._send_some(conn):
                         break
                     continue
-                if self.exited_seq is not None and conn.next > self.exited_seq:
+                if self.host.exited_seq is not None and conn.next > self.host.exited_seq:
                     break
                 conn.live = True
                 await wake.wait()
-            conn.send({**reply, "ok": True, "end": "exited", "last": self.exited_seq})
+            conn.send({**reply, "ok": True, "end": "exited", "last": self.host.exited_seq})
         except asyncio.CancelledError:
             if not conn.cut:
                 raise
@@ -217,23 +224,23 @@ class Serving:
     async def _send_some(self, conn: Conn) -> bool:
         """Send what `conn` has not had yet, up to a full connection; True once this
         run's `exited` has been sent."""
-        if conn.next < self.ring_first:
+        if conn.next < self.host.ring_first:
             before = conn.next
-            for seq, line in read_entries(self.log.path, conn.next, upto=self.ring_first - 1):
+            for seq, line in read_entries(self.host.log.path, conn.next, upto=self.host.ring_first - 1):
                 conn.send_bytes(line)
                 conn.next = seq + 1
                 if conn.queued > HIGH_WATER:
                     await self._drain(conn)
-                    if conn.next >= self.ring_first:
+                    if conn.next >= self.host.ring_first:
                         break
             if conn.next == before:  # not in the file (it cannot be): go on rather than spin
-                conn.next = self.ring_first
+                conn.next = self.host.ring_first
             return False
-        while conn.next <= self.log.last_seq and conn.next >= self.ring_first:
+        while conn.next <= self.host.log.last_seq and conn.next >= self.host.ring_first:
             seq = conn.next
-            conn.send_bytes(self.ring[seq])
+            conn.send_bytes(self.host.ring[seq])
             conn.next = seq + 1
-            if seq == self.exited_seq:
+            if seq == self.host.exited_seq:
                 return True
             if conn.queued > HIGH_WATER:
                 await self._drain(conn)

@@ -9,6 +9,8 @@ result; the other is then ignored. Outputs are read through their first bytes on
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import msgspec
 
 from huddle.model import events as ev
@@ -55,15 +57,31 @@ class Links:
             self.child_by_path.setdefault(path, child)
 
 
-class ResultsMixin:
-    """Needs from its host: emit, calls, done, links, exec_sessions, agent, info."""
+class Emit(Protocol):
+    """The thread parser's event writer: an event of `kind` told by the line at `off` (`n` bytes)."""
 
-    def _settle(self, cid: str) -> tuple[str, dict] | None:
+    def __call__(self, kind: str, off: int, n: int, **kw: Any) -> Event: ...
+
+
+class Results:
+    """Settles one thread's tool calls (results) and writes its sub-agents' reports.
+
+    The thread parser opens calls in `calls`; a result settles one once (`done`)."""
+
+    def __init__(self, emit: Emit, links: Links, info: rec.ThreadInfo) -> None:
+        self.emit = emit
+        self.links = links
+        self.info = info
+        self.calls: dict[str, tuple[str, dict[str, Any]]] = {}  # open call id -> (tool, arguments kept for states)
+        self.done: set[str] = set()  # call ids whose result was already emitted
+        self.exec_sessions: dict[str, str] = {}  # unified exec session id -> its exec_command call
+
+    def _settle(self, cid: str) -> tuple[str, dict[str, Any]] | None:
         """Mark a call's result as emitted; return what the call was."""
         self.done.add(cid)
         return self.calls.pop(cid, None)
 
-    def _output(self, it: rec.Payload, off: int, n: int) -> None:
+    def output(self, it: rec.Payload, off: int, n: int) -> None:
         cid = it.call_id or ""
         if cid in self.done:
             return
@@ -138,7 +156,7 @@ class ResultsMixin:
         summary = f"exit {code}" if code is not None else (status or "")
         self.emit(ev.TOOL_RESULT, off, n, id=cid, name="exec_command", ok=ok, text=summary)
 
-    def file_change(self, cid: str, ok: bool, changes, off: int, n: int) -> None:
+    def file_change(self, cid: str, ok: bool, changes: dict[str, rec.Change] | None, off: int, n: int) -> None:
         if not cid or cid in self.done:
             return
         self._settle(cid)
@@ -156,7 +174,7 @@ class ResultsMixin:
 
     # -- reports -----------------------------------------------------------------------
 
-    def report_states(self, states, off: int, n: int, via: str) -> None:
+    def report_states(self, states: object, off: int, n: int, via: str) -> None:
         """`{child: {"completed": answer}}` from a wait result: one report per answer."""
         if not isinstance(states, dict):
             return
@@ -189,7 +207,7 @@ class ResultsMixin:
         self.links.unresolved.append(e)
 
 
-def _json_text(text: str):
+def _json_text(text: str) -> Any:
     if not text.startswith("{"):
         return None
     try:

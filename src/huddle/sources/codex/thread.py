@@ -13,6 +13,8 @@ in `Links`; tool results live in results.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import msgspec
 
 from huddle.model import events as ev
@@ -21,7 +23,7 @@ from huddle.model.session import Session
 
 from . import records as rec
 from . import text as txt
-from .results import Links, ResultsMixin, mcp_ok
+from .results import Links, Results, mcp_ok
 from .text import harness_tag, mail_parts
 from .usage import Ledger
 
@@ -37,7 +39,7 @@ _skippable = rec.SKIP_LINE.search
 _decode_line = rec.decode_line
 
 
-class ThreadParser(ResultsMixin):
+class ThreadParser:
     def __init__(self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool):
         self.session = session
         self.links = links
@@ -47,8 +49,8 @@ class ThreadParser(ResultsMixin):
         self.is_lead = is_lead
         self.out: list[Event] = []
         self.last_t: float | None = None
-        self._ts = None  # the current line's timestamp (a datetime; text when odd)
-        self._ts_for = None  # the timestamp last_t was worked out from
+        self._ts: datetime | str | None = None  # the current line's timestamp (text when odd)
+        self._ts_for: datetime | str | None = None  # the timestamp last_t was worked out from
         self.model = ""
         self.approval = ""
         self.lines = 0
@@ -65,9 +67,8 @@ class ThreadParser(ResultsMixin):
         self.first_order_done = False
         self.folded_from_item: str | None = None
         self.compacted_at = -100
-        self.calls: dict[str, tuple[str, dict]] = {}  # open call id -> (tool, arguments kept for states)
-        self.done: set[str] = set()  # call ids whose result was already emitted
-        self.exec_sessions: dict[str, str] = {}  # unified exec session id -> its exec_command call
+        self.results = Results(self.emit, links, info)
+        self.calls = self.results.calls  # open calls (the live states read them); results settle them
         self.ledger = Ledger()
 
     # -- helpers -----------------------------------------------------------------------
@@ -93,7 +94,7 @@ class ThreadParser(ResultsMixin):
         if _skippable(line, 0, 160) is not None:
             return
         try:
-            ln = _decode_line(line)
+            ln: rec.Line | rec.LooseLine = _decode_line(line)
         except msgspec.ValidationError as exc:  # (a subclass of DecodeError: first)
             try:
                 ln = rec.decode_loose_line(line)  # an odd timestamp: keep the line, parse it slowly
@@ -188,7 +189,8 @@ class ThreadParser(ResultsMixin):
         if ty == "message":
             self._message(it, off, n)
         elif ty == "reasoning":
-            text = "\n\n".join(p.text for p in it.summary or () if p.text)
+            parts = it.summary if isinstance(it.summary, list) else ()  # a string only in turn_context
+            text = "\n\n".join(p.text for p in parts if p.text)
             if text:
                 s, cut = cap(text)
                 self.emit(ev.THINK, off, n, text=s, truncated=cut, id=it.id or "")
@@ -207,7 +209,7 @@ class ThreadParser(ResultsMixin):
                 detail = one_line(body, 160)
             self.emit(ev.TOOL_CALL, off, n, id=it.call_id or "", name=name, detail=detail)
         elif ty in ("function_call_output", "custom_tool_call_output"):
-            self._output(it, off, n)
+            self.results.output(it, off, n)
         elif ty == "local_shell_call":
             self.resp_call = True
             action = rec.raw_json(it.action)
@@ -305,7 +307,7 @@ class ThreadParser(ResultsMixin):
         text = "".join((p.text or p.encrypted_content or "") for p in parts)
         kind, payload = mail_parts(text)
         if kind == "FINAL_ANSWER":
-            self.report_path(it.author or "", payload, off, n, via="final_answer")
+            self.results.report_path(it.author or "", payload, off, n, via="final_answer")
         elif kind == "NEW_TASK" and not self.is_lead and it.recipient == self.info.agent_path:
             self.order(payload, off, n)
         else:
@@ -346,11 +348,11 @@ class ThreadParser(ResultsMixin):
             else:
                 self.emit(ev.TURN_END, off, n, id=e.turn_id or "", detail="aborted", text=e.reason or "")
         elif ty == "patch_apply_end":
-            self.file_change(e.call_id or "", e.success is not False, e.changes, off, n)
+            self.results.file_change(e.call_id or "", e.success is not False, e.changes, off, n)
         elif ty == "mcp_tool_call_end":
-            self.mcp_result(e.call_id or "", mcp_ok(e.result), "", off, n)
+            self.results.mcp_result(e.call_id or "", mcp_ok(e.result), "", off, n)
         elif ty == "exec_command_end":
-            self.command_result(e.call_id or "", e.exit_code, None, off, n)
+            self.results.command_result(e.call_id or "", e.exit_code, None, off, n)
         elif ty == "sub_agent_activity":
             self._sub_activity(e.kind, e.event_id or "", e.agent_thread_id or "", e.agent_path or "")
         elif ty == "context_compacted":
@@ -365,13 +367,13 @@ class ThreadParser(ResultsMixin):
         if ty == "UserMessage":
             self.order(rec.parts_text(it.content, ("text",)), off, n)
         elif ty == "CommandExecution":
-            self.command_result(it.id or "", it.exit_code, it, off, n)
+            self.results.command_result(it.id or "", it.exit_code, it, off, n)
         elif ty == "FileChange":
-            self.file_change(it.id or "", it.status == "completed", it.changes, off, n)
+            self.results.file_change(it.id or "", it.status == "completed", it.changes, off, n)
         elif ty == "McpToolCall":
             err = rec.raw_json(it.error)
             why = str(err.get("message") or "") if isinstance(err, dict) else ""
-            self.mcp_result(it.id or "", it.status == "completed" and mcp_ok(it.result), why, off, n, it)
+            self.results.mcp_result(it.id or "", it.status == "completed" and mcp_ok(it.result), why, off, n, it)
         elif ty == "CollabAgentToolCall":
             if it.tool == "spawn_agent":
                 for i, child in enumerate(it.receiver_thread_ids or ()):
@@ -381,7 +383,7 @@ class ThreadParser(ResultsMixin):
                     if r.thread_id and r.agent_nickname:
                         self.links.nickname.setdefault(r.thread_id, r.agent_nickname)
             elif it.tool in ("wait", "wait_agent"):
-                self.report_states(rec.raw_json(it.agents_states), off, n, via="wait")
+                self.results.report_states(rec.raw_json(it.agents_states), off, n, via="wait")
         elif ty == "SubAgentActivity":
             self._sub_activity(it.kind, it.id or "", it.agent_thread_id or "", it.agent_path or "")
         elif ty == "ContextCompaction":

@@ -9,60 +9,71 @@ same state, `live_state()` says what the agent is doing right now.
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
+import msgspec
+
 from huddle.model import events as ev
 from huddle.model.events import Event, one_line
 
 from . import records as vr
 from . import tools as vt
+from .clock import Clock
 
 TURN_OVER = frozenset({"completed", "failed", "interrupted"})
 QUESTION_TOOL = "ui.ask_user_question"
 
 
-def ms(v) -> float | None:
+def ms(v: object) -> float | None:
     return v / 1000.0 if isinstance(v, (int, float)) and v > 0 else None
 
 
-def status_of(v) -> str:
+def status_of(v: object) -> str:
     if isinstance(v, dict):
         return str(v.get("type") or "")
-    return v or ""
+    return v if isinstance(v, str) else ""
 
 
-class Attention:
-    """Mixed into StoreParser, whose state it reads (waits, running effects, turns)."""
+class Emit(Protocol):
+    """The store parser's event writer: an event of `kind` at time `t`, told by the record being read."""
 
-    waits: dict[str, Event]
-    waits_done: set[str]
-    running: dict[str, tuple[str, float | None, str]]
-    effect_times: dict[str, tuple[float | None, float | None]]
-    latest: vr.Turn | None
-    last_t: float | None
-    is_child: bool
+    def __call__(self, kind: str, t: float | None, **kw: Any) -> Event: ...
 
-    def _runtime_callbacks(self, callbacks: list[vr.Callback]) -> None:
+
+class Callbacks:
+    """One store's callbacks: open ones are `waiting` events until they resolve."""
+
+    def __init__(self, emit: Emit, clock: Clock, effect_times: dict[str, tuple[float | None, float | None]]) -> None:
+        self.emit = emit
+        self.clock = clock
+        self.effect_times = effect_times  # effect id -> start, settled (the store parser's)
+        self.waits: dict[str, Event] = {}  # open callbacks (the human is asked)
+        self.waits_done: set[str] = set()
+
+    def runtime(self, callbacks: list[vr.Callback]) -> None:
+        """The callbacks a snapshot's runtime state lists (answered ones keep their result)."""
         listed = set()
         for cb in callbacks:
             listed.add(cb.callback_id)
-            self._registered(cb, estimated=False)
+            self.registered(cb, estimated=False)
             resolved = cb.state == "resolved" or len(cb.result) > 4
             if resolved and cb.callback_id in self.waits:
-                self._resolved(cb.callback_id, cb.result, self._settle_time(cb.routing), estimated=True)
+                self.resolved(cb.callback_id, cb.result, self._settle_time(cb.routing), estimated=True)
         for cid in [c for c in self.waits if c not in listed]:
-            self._resolved(cid, None, self.last_t, estimated=True)
+            self.resolved(cid, None, self.clock.last_t, estimated=True)
 
     def _settle_time(self, r: vr.Routing | None) -> float | None:
         """When a callback answered in an earlier generation was resolved: the journal
         said, but that segment is gone; the effect it held settled just after."""
         if r is None:
-            return self.last_t
+            return self.clock.last_t
         span = self.effect_times.get(r.relatedEntryId or "")
         at = ms(r.createdAt)
         if span is None and at is not None:
             span = next((sp for sp in self.effect_times.values() if sp[0] and sp[1] and sp[0] <= at <= sp[1]), None)
-        return span[1] if span is not None and span[1] is not None else (at or self.last_t)
+        return span[1] if span is not None and span[1] is not None else (at or self.clock.last_t)
 
-    def _registered(self, cb: vr.Callback, estimated: bool) -> None:
+    def registered(self, cb: vr.Callback, estimated: bool) -> None:
         cid = cb.callback_id
         if not cid or cid in self.waits or cid in self.waits_done:
             return
@@ -76,12 +87,12 @@ class Attention:
             tool = str(eff.get("toolName") or r.title or cb.kind)
             about = vt.input_summary(eff.get("input")) or (r.title or "approval")
         t = ms(r.createdAt)
-        self._time(t)
+        self.clock.saw(t)
         self.waits[cid] = self.emit(
             ev.WAITING, t, id=cid, name=tool, detail=about, estimated=estimated, text=r.title or ""
         )
 
-    def _resolved(self, cid: str, result, t: float | None, estimated: bool) -> None:
+    def resolved(self, cid: str, result: msgspec.Raw | None, t: float | None, estimated: bool) -> None:
         w = self.waits.pop(cid, None)
         if w is None:
             return
@@ -97,25 +108,33 @@ class Attention:
                 how = one_line(str(answers[0].get("answer") or ""), 120)
         self.emit(ev.RESOLVED, t, id=cid, name=w.name, detail=w.detail, text=how, estimated=estimated)
 
-    # -- liveness ------------------------------------------------------------------
 
-    def live_state(self) -> dict | None:
-        """This agent's state as the store has it now (for `live()`)."""
-        if self.waits:
-            w = list(self.waits.values())[-1]
-            return {"state": "needs_you", "waiting_for": w.detail or w.name, "since": w.t}
-        if self.running:
-            waits = [(since, about) for tool, since, about in self.running.values() if tool in vt.WAIT_TOOLS]
-            since = min((s for _, s, _ in self.running.values() if s is not None), default=None)
-            if len(waits) == len(self.running):
-                return {"state": "waiting", "waiting_for": waits[0][1] or "sub-agents", "since": since}
-            return {"state": "working", "waiting_for": None, "since": since}
-        turn = self.latest
-        if turn is None:
-            return None
-        status = status_of(turn.status)
-        if status == "in_progress":
-            return {"state": "working", "waiting_for": None, "since": ms(turn.startedAt)}
-        if status in TURN_OVER and not self.is_child:
-            return {"state": "your_turn", "waiting_for": None, "since": ms(turn.completedAt)}
+# -- liveness ------------------------------------------------------------------
+
+
+def live_state(
+    waits: dict[str, Event],
+    running: dict[str, tuple[str, float | None, str]],
+    latest: vr.Turn | None,
+    is_child: bool,
+) -> dict[str, Any] | None:
+    """An agent's state as its store has it now (for `live()`): open callbacks, running
+    effects (tool, since, about), the latest turn."""
+    if waits:
+        w = list(waits.values())[-1]
+        return {"state": "needs_you", "waiting_for": w.detail or w.name, "since": w.t}
+    if running:
+        wait_for = [(since, about) for tool, since, about in running.values() if tool in vt.WAIT_TOOLS]
+        since = min((s for _, s, _ in running.values() if s is not None), default=None)
+        if len(wait_for) == len(running):
+            return {"state": "waiting", "waiting_for": wait_for[0][1] or "sub-agents", "since": since}
+        return {"state": "working", "waiting_for": None, "since": since}
+    turn = latest
+    if turn is None:
         return None
+    status = status_of(turn.status)
+    if status == "in_progress":
+        return {"state": "working", "waiting_for": None, "since": ms(turn.startedAt)}
+    if status in TURN_OVER and not is_child:
+        return {"state": "your_turn", "waiting_for": None, "since": ms(turn.completedAt)}
+    return None

@@ -13,15 +13,18 @@ Usage is counted by `usage.py`, callbacks and the agent's current state by
 
 from __future__ import annotations
 
+from typing import Any
+
 from huddle.model import events as ev
 from huddle.model.events import Event, cap, one_line
 from huddle.model.session import Session
 
 from . import records as vr
 from . import tools as vt
-from .attention import TURN_OVER, Attention
+from .attention import TURN_OVER, Callbacks, live_state
 from .attention import ms as _ms
 from .attention import status_of as _status
+from .clock import Clock
 from .family import Family
 from .store import Loaded
 from .usage import UsageLedger
@@ -29,7 +32,7 @@ from .usage import UsageLedger
 _SETTLED = frozenset({"completed", "failed", "skipped", "cancelled"})
 
 
-class StoreParser(Attention):
+class StoreParser:
     """One store (the lead's or a sub-agent's) for one agent of the session."""
 
     def __init__(self, session: Session, family: Family, agent: str, is_child: bool):
@@ -42,16 +45,14 @@ class StoreParser(Attention):
         self.seen: dict[str, int] = {}  # entry id -> 1 (its start/text given) | 2 (its result given)
         self.running: dict[str, tuple[str, float | None, str]] = {}  # effect id -> tool, since, about
         self.effect_times: dict[str, tuple[float | None, float | None]] = {}  # effect id -> start, settled
-        self.waits: dict[str, Event] = {}  # open callbacks (the human is asked)
-        self.waits_done: set[str] = set()
         self.turns_done: set[str] = set()
         self.latest: vr.Turn | None = None
         self.last_say: dict[str, str] = {}  # turn id -> its last assistant text
         self.child_prompts = 0
         self.applied = 0  # highest journal sequence applied to the history
         self.ledger = UsageLedger()
-        self.pending_usage: list[Event] = []  # timed by the next record that carries a time
-        self.last_t: float | None = None
+        self.clock = Clock()
+        self.callbacks = Callbacks(self.emit, self.clock, self.effect_times)
         self.model = ""
         self.title = ""
 
@@ -63,24 +64,18 @@ class StoreParser(Attention):
         self.out.append(e)
         return e
 
-    def _time(self, t: float | None) -> None:
-        if t is None:
-            return
-        self.last_t = t
-        for e in self.pending_usage:
-            e.t = t
-        self.pending_usage.clear()
-
     def flush(self) -> list[Event]:
         """This read's events; usage read before the model was known gets its name now."""
-        for e in self.pending_usage:
-            e.t = e.t if e.t is not None else self.last_t
-        self.pending_usage.clear()
+        self.clock.flush()
         out, self.out = self.out, []
         for e in out:
             if e.kind == ev.USAGE and not e.name:
                 e.name = self.model or self.family.model  # sub-agent stores name no model: the lead's
         return out
+
+    def live_state(self) -> dict[str, Any] | None:
+        """This agent's state as the store has it now (for `live()`)."""
+        return live_state(self.callbacks.waits, self.running, self.latest, self.is_child)
 
     def problem(self, path: str, off: int, what: str) -> None:
         self.session.problem(path, off, what)
@@ -96,7 +91,7 @@ class StoreParser(Attention):
             self.where = (path, off, n)
             turn = entry.turnId or ""
             if prev_turn and turn and turn != prev_turn and prev_turn != latest_id:
-                self._close_turn(prev_turn, self.last_t)
+                self._close_turn(prev_turn, self.clock.last_t)
             self._entry(entry)
             prev_turn = turn or prev_turn
         self.where = (loaded.segment, -1, 0)
@@ -104,7 +99,7 @@ class StoreParser(Attention):
             self._session_info(snap.session)
         if snap.latestTurn is not None:
             self._turn(snap.latestTurn)
-        self._runtime_callbacks(loaded.runtime.callbacks or [])
+        self.callbacks.runtime(loaded.runtime.callbacks or [])
         if loaded.sequence > self.ledger.covered:
             tu = snap.session.tokenUsage if snap.session is not None else None
             self._catch_up(tu, _ms(snap.session.createdAt) if snap.session is not None else None, loaded.sequence)
@@ -165,10 +160,10 @@ class StoreParser(Attention):
             elif t == "core_input":
                 self._core_input(rec, path, off)
             elif t == "callback_registered":
-                self._registered(vr.decode_callback(rec.payload), estimated=False)
+                self.callbacks.registered(vr.decode_callback(rec.payload), estimated=False)
             elif t == "callback_resolved":
                 r = vr.decode_callback_resolved(rec.payload)
-                self._resolved(r.callback_id, r.result, self.last_t, estimated=False)
+                self.callbacks.resolved(r.callback_id, r.result, self.clock.last_t, estimated=False)
         except Exception as exc:  # msgspec errors: one bad record costs that record
             self.problem(path, off, f"{t} record of unexpected shape ({type(exc).__name__}: {exc})")
 
@@ -190,7 +185,7 @@ class StoreParser(Attention):
         ci = vr.decode_core_input(rec.payload)
         d = ci.input.determinism if ci.input is not None else None
         if d is not None:
-            self._time(_ms(d.time_unix_ms))
+            self.clock.saw(_ms(d.time_unix_ms))
 
     def _action_result(self, rec: vr.Record, path: str, off: int) -> None:
         ar = vr.decode_action_result(rec.payload)
@@ -198,7 +193,7 @@ class StoreParser(Attention):
             return
         usage = self.ledger.call(ar.action_id, vr.decode_completion(ar.result.result).usage, rec.sequence)
         if usage is not None:
-            self.pending_usage.append(self.emit(ev.USAGE, None, id=ar.action_id, usage=usage))
+            self.clock.untimed.append(self.emit(ev.USAGE, None, id=ar.action_id, usage=usage))
 
     def base(self, seq: int, usage: vr.TokenUsage | None, t: float | None) -> None:
         """The cumulative totals of an older snapshot: usage before its sequence."""
@@ -225,7 +220,7 @@ class StoreParser(Attention):
             done = self._effect(e, done)
         elif not done & 1:
             t = _ms(e.createdAt)
-            self._time(t)
+            self.clock.saw(t)
             if typ == "message":
                 self._message(e, t)
             elif typ == "reasoning":
@@ -267,16 +262,10 @@ class StoreParser(Attention):
                 copied=imported,
             )
         elif e.role == "assistant" and text:
-            discarded = e.outcome is not None and e.outcome.type == "discarded"
-            self.emit(
-                ev.SAY,
-                t,
-                text=body,
-                truncated=cut,
-                id=e.id,
-                copied=imported,
-                detail=f"discarded: {e.outcome.cause}" if discarded else "",
-            )
+            out = e.outcome
+            discarded = out is not None and out.type == "discarded"
+            why = f"discarded: {out.cause}" if out is not None and discarded else ""
+            self.emit(ev.SAY, t, text=body, truncated=cut, id=e.id, copied=imported, detail=why)
             if e.turnId and not discarded:
                 self.last_say[e.turnId] = text
 
@@ -294,7 +283,7 @@ class StoreParser(Attention):
             or ""
         )
         if not done & 1:
-            self._time(t0)
+            self.clock.saw(t0)
             if tool in vt.SPAWN_TOOLS or tool in vt.MESSAGE_TOOLS:
                 spawn = tool in vt.SPAWN_TOOLS
                 text = str((inp or {}).get("task" if spawn else "message") or "")
@@ -310,7 +299,7 @@ class StoreParser(Attention):
         if tool in vt.SPAWN_TOOLS and d.childSessionId:
             self.family.learn(self.agent, d.agentName or name, d.childSessionId, e.id)
         if status in _SETTLED and not done & 2:
-            self._time(t1)
+            self.clock.saw(t1)
             self._settled(e, tool, st, status, t1, inp, name, d)
             self.running.pop(e.id, None)
             done |= 2
@@ -378,14 +367,14 @@ class StoreParser(Attention):
         if status not in TURN_OVER or turn.id in self.turns_done:
             return
         t = _ms(turn.completedAt)
-        self._time(t)
+        self.clock.saw(t)
         if status == "failed":
             err = turn.error or vr.Problem()
             self.emit(ev.ERROR, t, name=err.code or "turn_failed", text=one_line(err.message or "turn failed", 300))
         if status == "interrupted":
             self.turns_done.add(turn.id)
             self.emit(ev.INTERRUPT, t, text=turn.reason or "interrupted")
-            self.waits.clear()
+            self.callbacks.waits.clear()
             return
         self._close_turn(turn.id, t)
 
@@ -394,7 +383,7 @@ class StoreParser(Attention):
             return
         self.turns_done.add(turn_id)
         self.emit(ev.TURN_END, t, id=turn_id)
-        self.waits.clear()
+        self.callbacks.waits.clear()
         if self.is_child:
             self.family.turn_done(self.agent, turn_id, self.last_say.get(turn_id, ""), t, self.where[0])
 
