@@ -19,6 +19,7 @@ import threading
 import time
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 from .sources import Settings
 
@@ -56,7 +57,7 @@ class Transcript:
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
 
     def record(self, type: str, t: float, **fields) -> dict:
-        rec = {"parentUuid": self.parent, "isSidechain": self.agent_id is not None}
+        rec: dict[str, Any] = {"parentUuid": self.parent, "isSidechain": self.agent_id is not None}
         if self.agent_id:
             rec["agentId"] = self.agent_id
         rec.update(type=type, **fields)
@@ -279,19 +280,14 @@ class Demo:
 
             return act
 
+        def start(t: float) -> None:
+            self._status(t, "busy")
+            L.record("custom-title", t, customTitle="Add dark mode to the settings page")
+            L.prompt(t, "Add a dark mode toggle to the settings page, with tests. Use helpers for the research.")
+
         s["lead"] = L
         return [
-            (
-                0.0,
-                "start",
-                lambda t: (
-                    self._status(t, "busy"),
-                    L.record("custom-title", t, customTitle="Add dark mode to the settings page"),
-                    L.prompt(
-                        t, "Add a dark mode toggle to the settings page, with tests. Use helpers for the research."
-                    ),
-                ),
-            ),
+            (0.0, "start", start),
             (
                 1.5,
                 "plan",

@@ -104,8 +104,8 @@ def print_report(data: dict, console=None) -> None:
     where = "built-in" + (f" + {p['user_file']}" if p.get("user_file") else "")
     console.print(Text(f"prices as of {p['as_of']} ({where}), USD list prices", style="dim"))
     if data["unpriced"]:
-        names = ", ".join(f"{u['model']} ({u['tokens']:,} tokens)" for u in data["unpriced"])
-        console.print(Text(f"unpriced, not in the cost: {names}", style="yellow"))
+        models = ", ".join(f"{u['model']} ({u['tokens']:,} tokens)" for u in data["unpriced"])
+        console.print(Text(f"unpriced, not in the cost: {models}", style="yellow"))
     if data["counted"]["duplicates_skipped"]:
         n = data["counted"]["duplicates_skipped"]
         console.print(Text(f"{n} response(s) seen in more than one session, counted once", style="dim"))

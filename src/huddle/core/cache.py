@@ -13,9 +13,12 @@ from __future__ import annotations
 import os
 import pickle
 import time
+from collections.abc import Iterable
+from typing import Any
 
 from huddle import __version__
 from huddle.io.boardfile import atomic_write
+from huddle.sources.base import Handle, Source
 
 FORMAT = f"huddle-cache/1 {__version__}"
 
@@ -25,13 +28,13 @@ def cache_dir(huddle_home: str) -> str:
 
 
 class HandleCache:
-    def __init__(self, huddle_home: str, settings_key: tuple):
+    def __init__(self, huddle_home: str, settings_key: tuple[Any, ...]) -> None:
         self.path = os.path.join(cache_dir(huddle_home), "handles.pickle")
         self.settings_key = settings_key  # a cache made for other folders is not ours
         self.blobs: dict[str, tuple[int, bytes]] = {}  # key -> (session version, pickle)
         self.note: str | None = None
 
-    def load(self, sources) -> dict:
+    def load(self, sources: Iterable[Source]) -> dict[str, Handle]:
         """The cached handles, re-attached to the live source objects."""
         try:
             with open(self.path, "rb") as f:
@@ -44,7 +47,7 @@ class HandleCache:
         if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("settings") != self.settings_key:
             return {}
         by_name = {s.name: s for s in sources}
-        handles = {}
+        handles: dict[str, Handle] = {}
         for key, blob in data.get("handles", {}).items():
             try:
                 h = pickle.loads(blob)
@@ -58,8 +61,8 @@ class HandleCache:
             self.blobs[key] = (h.session.version, blob)
         return handles
 
-    def save(self, handles: dict) -> None:
-        out = {}
+    def save(self, handles: dict[str, Handle]) -> None:
+        out: dict[str, bytes] = {}
         for key, h in handles.items():
             cached = self.blobs.get(key)
             if cached is not None and cached[0] == h.session.version:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Iterable
 
-from huddle.sources import Handle
+from huddle.sources import Handle, Source
 
 MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
 
@@ -32,7 +33,7 @@ def _size(h: Handle) -> int:
 def _read(keys: list[str]) -> bytes:
     from .huddle import Huddle
 
-    out = {}
+    out: dict[str, bytes | None] = {}
     for k in keys:
         h = _work[k]
         Huddle._refresh_one(h)
@@ -43,7 +44,7 @@ def _read(keys: list[str]) -> bytes:
     return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def read_in_parallel(handles: dict[str, Handle], sources) -> set[str]:
+def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source]) -> set[str]:
     """Refresh the given (new, unread) handles in forked workers when it pays; the
     handles in `handles` are replaced by what the workers read. Returns the keys done."""
     workers = min(os.cpu_count() or 1, 8)
@@ -54,7 +55,7 @@ def read_in_parallel(handles: dict[str, Handle], sources) -> set[str]:
         return set()
     groups: list[list[str]] = [[] for _ in range(workers)]
     loads = [0] * workers
-    for k in sorted(sizes, key=sizes.get, reverse=True):  # biggest first, to the lightest worker
+    for k in sorted(sizes, key=sizes.__getitem__, reverse=True):  # biggest first, to the lightest worker
         i = loads.index(min(loads))
         groups[i].append(k)
         loads[i] += sizes[k]

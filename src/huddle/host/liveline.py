@@ -162,7 +162,7 @@ class LiveLine:
             return
         et = e.get("type")
         if et == "message_start":
-            m = e.get("message") if isinstance(e.get("message"), dict) else {}
+            m = got if isinstance(got := e.get("message"), dict) else {}
             mid = m.get("id") or d.get("api_message_id") or ""
             if mid:
                 self._messages[mid] = _usage(m.get("usage"))
@@ -177,16 +177,16 @@ class LiveLine:
                     if key in u:
                         cur[i] = _int(u[key])
         elif et == "content_block_start":
-            b = e.get("content_block") if isinstance(e.get("content_block"), dict) else {}
+            b = got if isinstance(got := e.get("content_block"), dict) else {}
             bt = b.get("type")
             if bt == "thinking":
                 self.activity = "thinking"
             elif bt in ("tool_use", "server_tool_use"):
                 self._tool(b)
         elif et == "content_block_delta":
-            delta = e.get("delta") if isinstance(e.get("delta"), dict) else {}
+            delta = got if isinstance(got := e.get("delta"), dict) else {}
             if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                idx = e.get("index") if isinstance(e.get("index"), int) else 0
+                idx = got if isinstance(got := e.get("index"), int) else 0
                 self._texts[idx] = self._texts.get(idx, "") + delta["text"]
                 self._say(self._texts[idx])
 
@@ -280,7 +280,7 @@ class LiveLine:
                 self.error = f"interrupted ({reason})"
             else:
                 self.state, self.activity = "failed", "failed"
-                errors = d.get("errors") if isinstance(d.get("errors"), list) else []
+                errors = got if isinstance(got := d.get("errors"), list) else []
                 what = self.result or "; ".join(str(e) for e in errors) or str(d.get("subtype") or "error")
                 self.error = fit(what, 300)
         else:

@@ -17,7 +17,7 @@ import time
 
 from huddle.sources import Settings
 
-from .client import attach, connect, running
+from .client import Connection, attach, connect, running
 from .liveline import LiveLine, is_partial
 from .log import last_seq, raw_json
 from .paths import HOST_ERR, TRACE_NAME, check_name, log_path, new_run_id, runs_dir
@@ -104,7 +104,7 @@ class _Stops:
         self.d = d
         self.asked = 0
         self.sent = 0
-        self.conns = []
+        self.conns: list[Connection] = []
 
     def ask(self, signum, frame) -> None:
         self.asked += 1
@@ -138,7 +138,11 @@ def _follow(d: str, start: int, stops: _Stops, out) -> tuple[LiveLine, dict | No
                         live.pid = entry.get("pid")
                         began = time.monotonic()
                     elif kind == "stdout":
-                        raw = raw_json(line) if "json" in entry else str(entry.get("text", "")).encode()
+                        raw = raw_json(line) if "json" in entry else None
+                        if raw is None:  # text, or an entry not laid out as the host writes it
+                            raw = (
+                                json.dumps(entry["json"]) if "json" in entry else str(entry.get("text", ""))
+                            ).encode()
                         if not is_partial(raw):
                             trace.write(raw + b"\n")  # before it is parsed
                         live.feed(raw)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import BinaryIO
 
 import msgspec
 
@@ -130,11 +131,11 @@ class LineReader:
             c.dev, c.ino = st.st_dev, st.st_ino
 
     @staticmethod
-    def _read_back(f, end: int) -> bytes:
+    def _read_back(f: BinaryIO, end: int) -> bytes:
         here = f.tell()
         start = max(0, end - TAIL_KEEP)
         f.seek(start)
-        data = f.read(end - start)
+        data: bytes = f.read(end - start)
         f.seek(here)
         return data
 

@@ -79,7 +79,7 @@ class Usage(msgspec.Struct, omit_defaults=True, gc=False):
     def to_tuple(self) -> tuple[int, int, int, int, int]:
         return (self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, int]:
         return {
             "input": self.input,
             "output": self.output,

@@ -8,7 +8,9 @@ per-agent activity that the attention states are computed from.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from . import events as ev
 from .events import Event, Usage
@@ -98,7 +100,7 @@ class Agent:
         self.activity = Activity()
         self.event_count = 0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "parent": self.parent,
@@ -119,7 +121,10 @@ class Agent:
 
 
 class Session:
-    def __init__(self, source: str, id: str):
+    def __init__(self, source: str, id: str) -> None:
+        self._start(source, id)
+
+    def _start(self, source: str, id: str) -> None:
         self.source = source
         self.id = id
         self.key = f"{source}:{id}"
@@ -140,7 +145,7 @@ class Session:
         self.started_at: float | None = None
         self.updated_at: float | None = None
         self.continues: str | None = None  # an earlier session this one carries on
-        self.live: dict = {}  # the source's liveness signals (pid file, lock...)
+        self.live: dict[str, Any] = {}  # the source's liveness signals (pid file, lock...)
         self.next_seq = 0
         self.complete = True  # False when loaded from the cache without its timeline
         self.version = 0  # bumps on every change, for caches and live pushes
@@ -149,7 +154,7 @@ class Session:
 
     # -- building ------------------------------------------------------------------
 
-    def agent(self, id: str, **kw) -> Agent:
+    def agent(self, id: str, **kw: Any) -> Agent:
         a = self.agents.get(id)
         if a is None:
             a = self.agents[id] = Agent(id, **kw)
@@ -160,7 +165,7 @@ class Session:
     def add(self, e: Event) -> None:
         self.add_all((e,))
 
-    def add_all(self, events) -> None:
+    def add_all(self, events: Sequence[Event]) -> None:
         """Append events to the timeline and derive what they say. The hot path of
         every read: lookups are hoisted, most events touch only counters."""
         if not events:
@@ -192,7 +197,7 @@ class Session:
                     a.updated_at = t
             if k == ev.USAGE:
                 if e.usage is not None and not e.copied:
-                    self._count_usage(a, e)
+                    self._count_usage(a, e.name, e.usage)
             elif k == ev.PROMPT:
                 if not self.first_prompt:
                     self.first_prompt = e.text
@@ -211,16 +216,15 @@ class Session:
         self.started_at, self.updated_at = t_min, t_max
         self.version += 1
 
-    def _count_usage(self, a: Agent, e: Event) -> None:
-        u = e.usage
+    def _count_usage(self, a: Agent, model: str, u: Usage) -> None:
         a.usage.add(u)
         self.usage.add(u)
-        m = self.model_usage.get(e.name)
+        m = self.model_usage.get(model)
         if m is None:
-            m = self.model_usage[e.name] = Usage()
+            m = self.model_usage[model] = Usage()
         m.add(u)
-        if e.name:
-            a.model = e.name
+        if model:
+            a.model = model
 
     def problem(self, path: str, offset: int, what: str) -> None:
         """A bad line: counted, described in one line, never fatal."""
@@ -232,11 +236,11 @@ class Session:
         """Forget everything derived (a file was rewritten); the source reads again."""
         epoch = self.epoch + 1
         version = self.version + 1
-        self.__init__(self.source, self.id)
+        self._start(self.source, self.id)
         self.epoch = epoch
         self.version = version
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         """What the cache keeps: everything derived, but of the timeline only the usage
         events (small, and what `huddle usage` needs). Views that need the whole
         timeline ask the core to read the session again (`complete` is False)."""
@@ -249,7 +253,7 @@ class Session:
         d["complete"] = False
         return d
 
-    def __setstate__(self, d: dict) -> None:
+    def __setstate__(self, d: dict[str, Any]) -> None:
         rows = d.pop("events")
         self.__dict__.update(d)
         self.events = [
@@ -290,7 +294,7 @@ class Session:
         out: list[Agent] = []
         seen: set[str] = set()
 
-        def walk(pid):
+        def walk(pid: str | None) -> None:
             kids = children.get(pid, [])
             kids.sort(key=lambda x: (x.order_seq is None, x.order_seq or 0, x.started_at or 0, x.id))
             for a in kids:
@@ -306,7 +310,7 @@ class Session:
                 out.append(a)
         return out
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """The board entry (`huddle status --json`), without the attention state."""
         return {
             "id": self.id,

@@ -13,6 +13,7 @@ import os
 import socket
 import threading
 import time
+from types import FrameType
 
 import msgspec
 import uvicorn
@@ -204,16 +205,20 @@ def url_for(host: str, port: int, token: str | None = None) -> str:
 
 
 class _Server(uvicorn.Server):
-    def handle_exit(self, sig, frame) -> None:
-        self.config.app.state.huddle.close_streams()
+    def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
+        super().__init__(config)
+        self.app = app
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self.app.state.huddle.close_streams()  # open event streams end, so the shutdown need not wait on them
         super().handle_exit(sig, frame)
 
 
-def make_server(app) -> uvicorn.Server:
+def make_server(app: Starlette) -> uvicorn.Server:
     config = uvicorn.Config(
         app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2, access_log=False, timeout_keep_alive=30
     )
-    return _Server(config)
+    return _Server(config, app)
 
 
 class ServerThread:

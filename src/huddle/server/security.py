@@ -108,10 +108,11 @@ class Security:
                 return await _error(send_with_headers, 405, "huddle's API only reads: use GET")
             receive = _no_body
 
-        if self.token is not None:
-            ok = self._token_ok(scope, headers)
+        token = self.token
+        if token is not None:
+            ok = self._token_ok(scope, headers, token)
             if ok == "link":
-                return await self._set_cookie(scope, send_with_headers)
+                return await self._set_cookie(scope, send_with_headers, token)
             if not ok:
                 return await _error(send_with_headers, 401, "a token is required: open the link huddle printed")
         await self.app(scope, receive, send_with_headers)
@@ -128,25 +129,25 @@ class Security:
             return 403, "cross-site request refused"
         return None
 
-    def _token_ok(self, scope, headers):
+    def _token_ok(self, scope, headers, token: bytes) -> bool | str:
         given = headers.get(TOKEN_HEADER)
         auth = headers.get(b"authorization", b"")
         if given is None and auth[:7].lower() == b"bearer ":
             given = auth[7:].strip()
         if given is None:
             given = _cookie(headers.get(b"cookie", b""), self.cookie)
-        if given is not None and hmac.compare_digest(given, self.token):
+        if given is not None and hmac.compare_digest(given, token):
             return True
         for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")):
-            if k == "token" and hmac.compare_digest(v.encode("latin-1", "replace"), self.token):
+            if k == "token" and hmac.compare_digest(v.encode("latin-1", "replace"), token):
                 return "link"
         return False
 
-    async def _set_cookie(self, scope, send):
+    async def _set_cookie(self, scope, send, token: bytes) -> None:
         """A valid `?token=` link: keep the token in a cookie and drop it from the URL."""
         rest = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k != "token"]
         location = scope.get("path", "/") + (("?" + urlencode(rest)) if rest else "")
-        cookie = self.cookie + b"=" + self.token + b"; HttpOnly; SameSite=Strict; Path=/"
+        cookie = self.cookie + b"=" + token + b"; HttpOnly; SameSite=Strict; Path=/"
         await send(
             {
                 "type": "http.response.start",

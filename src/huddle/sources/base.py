@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from huddle.model.session import Session
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class Handle:
     """One session of one source, read incrementally."""
 
-    def __init__(self, source: str, id: str):
+    def __init__(self, source: str, id: str) -> None:
         self.session = Session(source, id)
 
     @property
@@ -34,7 +34,7 @@ class Handle:
         """Read what was appended; return whether anything changed."""
         raise NotImplementedError
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # The cache keeps handles between runs; the source is re-attached on load.
         d = self.__dict__.copy()
         d.pop("source", None)
@@ -44,7 +44,7 @@ class Handle:
         """Every file this session is read from (for watching and read-back checks)."""
         return []
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> dict[str, Any]:
         """The source's liveness signals for the attention state (pid file, lock...).
         `at` evaluates as of a past time, trusting such files as they are."""
         return {}
@@ -59,7 +59,7 @@ class Source:
     folder_env: ClassVar[str | None] = None
     default_folder: ClassVar[str | None] = None
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.folder = settings.folder(self.name)  # "" when this source has none here
 
@@ -85,7 +85,10 @@ class Source:
         raise NotImplementedError
 
 
-def guarded(what: str, fn: Callable, *args, on_error: Callable[[str], None] | None = None):
+T = TypeVar("T")
+
+
+def guarded(what: str, fn: Callable[..., T], *args: Any, on_error: Callable[[str], None] | None = None) -> T | None:
     """Run an adapter call; turn any failure into one line instead of a traceback."""
     try:
         return fn(*args)

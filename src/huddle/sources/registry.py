@@ -47,7 +47,9 @@ def _load() -> list[str]:
         except Exception as exc:
             notes.append(f"source {ep.name} ({ep.value}): cannot load: {type(exc).__name__}: {exc}")
             continue
-        if isinstance(obj, type) and getattr(obj, "name", None) and obj.name not in SOURCES:
+        from .base import Source
+
+        if isinstance(obj, type) and issubclass(obj, Source) and obj.name and obj.name not in SOURCES:
             register(obj)  # an entry point may name the class instead of a module that registers
     return notes
 

@@ -54,7 +54,8 @@ def parse_json(text: str):
 
     s = text.strip()
     try:
-        val, end = make_scanner(Options())(s, 0)
+        # typeshed types the context as the scanner class; any object with these attributes is what C reads
+        val, end = make_scanner(Options())(s, 0)  # type: ignore[arg-type]
     except StopIteration:
         raise ValueError("not JSON") from None
     if end != len(s):
@@ -180,8 +181,8 @@ def summarise(inp: dict, board: dict | None, stale: bool) -> dict:
     others = [r for r in rows if r.get("id") != me]
     need = [r for r in others if r.get("state") == "needs_you"]
     working = [r for r in others if r.get("state") in ("working", "waiting")]
-    cost = inp.get("cost") if isinstance(inp.get("cost"), dict) else {}
-    ctx = inp.get("context_window") if isinstance(inp.get("context_window"), dict) else {}
+    cost = got if isinstance(got := inp.get("cost"), dict) else {}
+    ctx = got if isinstance(got := inp.get("context_window"), dict) else {}
     pct = ctx.get("used_percentage")
     if pct is None and ctx.get("context_window_size"):
         used = (ctx.get("total_input_tokens") or 0) + (ctx.get("total_output_tokens") or 0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import weakref
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
 
@@ -18,6 +19,15 @@ from huddle.errors import BadRequest, Forbidden, NotFound
 from huddle.io.reader import read_span
 from huddle.model import events as ev
 from huddle.model.doing import doing
+from huddle.model.session import Session
+
+if TYPE_CHECKING:
+    from huddle.core import Huddle
+    from huddle.sources.base import Handle
+
+    from .pricing import Table
+
+JSON = dict[str, Any]
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 AGENT_ID = SESSION_ID
@@ -36,13 +46,17 @@ _NOT_MESSAGES = frozenset({ev.USAGE, ev.TITLE, ev.TURN_END})
 # -- validation -----------------------------------------------------------------------
 
 
-def check_id(value, what: str = "session id", pattern: re.Pattern = SESSION_ID) -> str:
+def check_id(value: object, what: str = "session id", pattern: re.Pattern[str] = SESSION_ID) -> str:
     if not isinstance(value, str) or not pattern.match(value):
         raise BadRequest(f"bad {what}: {str(value)[:60]!r}")
     return value
 
 
-def check_int(value, what: str, lo: int = 0, hi: int = 1 << 53, default: int | None = None) -> int | None:
+@overload
+def check_int(value: object, what: str, lo: int = ..., hi: int = ..., *, default: int) -> int: ...
+@overload
+def check_int(value: object, what: str, lo: int = ..., hi: int = ..., default: None = None) -> int | None: ...
+def check_int(value: object, what: str, lo: int = 0, hi: int = 1 << 53, default: int | None = None) -> int | None:
     """A non-negative integer parameter given as text or int; None/'' gives the default."""
     if value is None or value == "":
         return default
@@ -57,7 +71,7 @@ def check_int(value, what: str, lo: int = 0, hi: int = 1 << 53, default: int | N
     return value
 
 
-def _handle(h, sid):
+def _handle(h: Huddle, sid: str) -> Handle:
     check_id(sid)
     handle = h.handle(sid)
     if handle is None:
@@ -68,7 +82,7 @@ def _handle(h, sid):
 # -- events as JSON ---------------------------------------------------------------------
 
 
-def files_index(handle) -> dict[str, int]:
+def files_index(handle: Handle) -> dict[str, int]:
     try:
         files = handle.files()
     except Exception:  # an adapter's bug costs the refs, not the route
@@ -80,7 +94,7 @@ def _same_span(a: ev.Event, b: ev.Event) -> bool:
     return a.offset == b.offset and a.length == b.length and a.file == b.file
 
 
-def _nth_of_record(e: ev.Event, evs: list | None) -> int:
+def _nth_of_record(e: ev.Event, evs: list[ev.Event] | None) -> int:
     """Which event of its record `e` is: they sit next to each other, count those before it."""
     n, i = 0, e.seq - 1
     while evs is not None and 0 <= i < len(evs) and e.seq - i <= 64 and _same_span(evs[i], e):
@@ -88,9 +102,9 @@ def _nth_of_record(e: ev.Event, evs: list | None) -> int:
     return n
 
 
-def event_json(e: ev.Event, files: dict[str, int], evs: list | None = None) -> dict:
+def event_json(e: ev.Event, files: dict[str, int], evs: list[ev.Event] | None = None) -> JSON:
     """An event for a page: its content is named by a ref, never by a path."""
-    d = msgspec.to_builtins(e)
+    d: JSON = msgspec.to_builtins(e)
     d.pop("file", None)
     d.pop("offset", None)
     d.pop("length", None)
@@ -109,27 +123,27 @@ def event_json(e: ev.Event, files: dict[str, int], evs: list | None = None) -> d
 # -- the board and one session ----------------------------------------------------------
 
 
-def sessions(h, at: float | None = None) -> dict:
+def sessions(h: Huddle, at: float | None = None) -> JSON:
     """GET /api/sessions: the board, exactly what `huddle status --json` prints."""
     from .board import board_json
 
     return board_json(h, at=at)
 
 
-def _board_entry(h, s, at: float | None = None) -> dict:
+def _board_entry(h: Huddle, s: Session, at: float | None = None) -> JSON:
     from . import board
 
     return board.session_entry(h, s, at=at, table=pricing_table(h))
 
 
-def pricing_table(h):
+def pricing_table(h: Huddle) -> Table | None:
     """The board's pricing table (the board module loads it once per board)."""
     from .board import pricing_table as load
 
     return load(h)
 
 
-def _jsonable(value, depth: int = 0):
+def _jsonable(value: object, depth: int = 0) -> Any:
     """A source's liveness signals as plain JSON values (whatever an adapter put there)."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
@@ -142,7 +156,7 @@ def _jsonable(value, depth: int = 0):
     return str(value)
 
 
-def session_detail(h, sid: str, at: float | None = None) -> dict:
+def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
     """GET /api/sessions/{id}: the board entry plus the agent tree with each agent's
     order, report, usage, state and what it is in the middle of."""
     handle = _handle(h, sid)
@@ -151,7 +165,7 @@ def session_detail(h, sid: str, at: float | None = None) -> dict:
     states = {a.get("id"): a for a in entry.get("agents", []) if isinstance(a, dict)}
     files = files_index(handle)
     depth: dict[str, int] = {}
-    tree = []
+    tree: list[JSON] = []
     for a in s.tree_order():
         d = a.to_dict()
         if a.id == s.lead_id:
@@ -193,16 +207,16 @@ def session_detail(h, sid: str, at: float | None = None) -> dict:
     return entry
 
 
-def events(h, sid: str, after=None, limit=None) -> dict:
+def events(h: Huddle, sid: str, after: object = None, limit: object = None) -> JSON:
     """GET /api/sessions/{id}/events?after=SEQ&limit=N: the timeline in read order
     (`seq`), for live follow (after the last seq seen) and replay."""
     handle = _handle(h, sid)
     s = handle.session
-    after = check_int(after, "after", default=-1)
-    limit = check_int(limit, "limit", lo=1, hi=EVENTS_MAX, default=EVENTS_LIMIT)
+    first = check_int(after, "after", default=-1)
+    count = check_int(limit, "limit", lo=1, hi=EVENTS_MAX, default=EVENTS_LIMIT)
     evs = s.events
-    start = max(0, after + 1)
-    end = min(len(evs), start + limit)
+    start = max(0, first + 1)
+    end = min(len(evs), start + count)
     files = files_index(handle)
     out = [event_json(e, files, evs) for e in evs[start:end]]
     return {
@@ -210,7 +224,7 @@ def events(h, sid: str, after=None, limit=None) -> dict:
         "epoch": s.epoch,
         "events": out,
         "total": len(evs),
-        "next_after": end - 1 if out else after,
+        "next_after": end - 1 if out else first,
         "has_more": end < len(evs),
     }
 
@@ -222,14 +236,14 @@ class _Lanes:
     """Per session, each agent's chat-flow messages (as seqs), kept up to date
     incrementally: a request costs the events added since the last one."""
 
-    def __init__(self, epoch: int):
+    def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.done = 0
         self.by_agent: dict[str, list[int]] = {}
         self.orders: list[int] = []  # ORDER events from a lead to a sub-agent
         self.results: dict[tuple[str, str], int] = {}  # (agent, call id) -> its result
 
-    def update(self, s) -> None:
+    def update(self, s: Session) -> None:
         evs = s.events
         for i in range(self.done, len(evs)):
             e = evs[i]
@@ -242,7 +256,7 @@ class _Lanes:
                 self.results[(e.agent, e.id)] = i
         self.done = len(evs)
 
-    def messages(self, s, agent: str) -> list[int]:
+    def messages(self, s: Session, agent: str) -> list[int]:
         own = self.by_agent.get(agent, [])
         if agent == s.lead_id:
             return own
@@ -251,10 +265,10 @@ class _Lanes:
         return start[:1] + own if start else own
 
 
-_lanes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_lanes: weakref.WeakKeyDictionary[Session, _Lanes] = weakref.WeakKeyDictionary()
 
 
-def _lanes_of(s) -> _Lanes:
+def _lanes_of(s: Session) -> _Lanes:
     lanes = _lanes.get(s)
     if lanes is None or lanes.epoch != s.epoch or lanes.done > len(s.events):
         lanes = _lanes[s] = _Lanes(s.epoch)
@@ -274,7 +288,7 @@ def _lane(kind: str) -> str:
     return "agent"
 
 
-def transcripts(h, sid: str) -> dict:
+def transcripts(h: Huddle, sid: str) -> JSON:
     """GET /api/sessions/{id}/transcripts: the main agent and each sub-agent with
     how many chat-flow messages each has."""
     handle = _handle(h, sid)
@@ -296,29 +310,31 @@ def transcripts(h, sid: str) -> dict:
     return {"session": s.id, "lead": s.lead_id, "epoch": s.epoch, "agents": out}
 
 
-def transcript(h, sid: str, agent=None, limit=None, after=None, before=None) -> dict:
+def transcript(
+    h: Huddle, sid: str, agent: object = None, limit: object = None, after: object = None, before: object = None
+) -> JSON:
     """GET /api/sessions/{id}/transcript: one agent's messages, paged by line (the
     message's position in that agent's flow). Default: the latest `limit`; `after=N`
     the ones after line N (new messages); `before=M` the ones before line M (history).
     `has_more` says whether more lie in the paging direction."""
     handle = _handle(h, sid)
     s = handle.session
-    agent = s.lead_id if agent in (None, "") else check_id(agent, "agent id", AGENT_ID)
-    limit = check_int(limit, "limit", lo=1, hi=TRANSCRIPT_MAX, default=TRANSCRIPT_LIMIT)
-    after = check_int(after, "after")
-    before = check_int(before, "before")
-    if after is not None and before is not None:
+    who = s.lead_id if agent in (None, "") else check_id(agent, "agent id", AGENT_ID)
+    count = check_int(limit, "limit", lo=1, hi=TRANSCRIPT_MAX, default=TRANSCRIPT_LIMIT)
+    after_line = check_int(after, "after")
+    before_line = check_int(before, "before")
+    if after_line is not None and before_line is not None:
         raise BadRequest("give after or before, not both")
     lanes = _lanes_of(s)
-    seqs = lanes.messages(s, agent) if agent in s.agents else []
+    seqs = lanes.messages(s, who) if who in s.agents else []
     total = len(seqs)
-    if after is not None:
-        start = min(total, after + 1)
-        end = min(total, start + limit)
+    if after_line is not None:
+        start = min(total, after_line + 1)
+        end = min(total, start + count)
         has_more = end < total
     else:
-        end = total if before is None else min(before, total)
-        start = max(0, end - limit)
+        end = total if before_line is None else min(before_line, total)
+        start = max(0, end - count)
         has_more = start > 0
     files = files_index(handle)
     msgs = []
@@ -334,7 +350,7 @@ def transcript(h, sid: str, agent=None, limit=None, after=None, before=None) -> 
         msgs.append(d)
     return {
         "session": s.id,
-        "agent": agent,
+        "agent": who,
         "epoch": s.epoch,
         "messages": msgs,
         "total": total,
@@ -352,7 +368,7 @@ def _inside(path: str, roots: list[str]) -> bool:
     return any(r and (real == r or real.startswith(r.rstrip(os.sep) + os.sep)) for r in roots)
 
 
-def content(h, sid: str, ref: str) -> dict:
+def content(h: Huddle, sid: str, ref: object) -> JSON:
     """GET /api/sessions/{id}/content/{ref}: one heavy piece (a full tool input or
     output, a long text, an image) read back from the agent's file on demand.
     The ref must name the exact span of one of the session's events, in one of its

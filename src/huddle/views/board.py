@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import time
 import weakref
+from typing import TYPE_CHECKING, Any
 
 from huddle.model.session import Session, parse_time
 
 from . import pricing
 from .states import URGENCY, Debouncer, State, classify, state_dict
+
+if TYPE_CHECKING:
+    from huddle.core import Huddle
 
 
 def parse_at(value: str) -> float | None:
@@ -22,7 +26,7 @@ def parse_at(value: str) -> float | None:
         return parse_time(value)
 
 
-def pricing_table(h):
+def pricing_table(h: Huddle) -> pricing.Table | None:
     """The pricing table for one board (loaded once, not per session)."""
     try:
         return pricing.current(h.settings.huddle_home)
@@ -33,7 +37,7 @@ def pricing_table(h):
         return None
 
 
-def session_cost(s: Session, table=None) -> dict:
+def session_cost(s: Session, table: pricing.Table | None = None) -> dict[str, Any]:
     if table is None:
         return {"usd": None, "unpriced": sorted(m for m in s.model_usage if m)}
     return pricing.session_cost(s, table)
@@ -43,10 +47,12 @@ RECHECK = 5.0  # seconds: time alone can move a state (idle after a threshold)
 # Session -> (what the row was built from, the row, the session's state). A row is built
 # again only when the session, its live signals, the pricing or the clock moved: with
 # nothing changed, a board of 1,000 sessions is a few milliseconds.
-_built: weakref.WeakKeyDictionary[Session, tuple[tuple, dict, State]] = weakref.WeakKeyDictionary()
+_built: weakref.WeakKeyDictionary[Session, tuple[tuple[Any, ...], dict[str, Any], State]] = weakref.WeakKeyDictionary()
 
 
-def _build(h, s: Session, live: dict, problem: str | None, at: float | None, table) -> tuple[dict, State]:
+def _build(
+    h: Huddle, s: Session, live: dict[str, Any], problem: str | None, at: float | None, table: pricing.Table | None
+) -> tuple[dict[str, Any], State]:
     d = s.summary()
     d["tokens"] = s.usage.total
     d["cost"] = session_cost(s, table)
@@ -68,10 +74,16 @@ def _build(h, s: Session, live: dict, problem: str | None, at: float | None, tab
     return d, st
 
 
-def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | None = None, table=None) -> dict:
+def session_entry(
+    h: Huddle,
+    s: Session,
+    at: float | None = None,
+    debounce: Debouncer | None = None,
+    table: pricing.Table | None = None,
+) -> dict[str, Any]:
     """One board row: the session summary, its state and each agent's."""
     handle = h.handle(s.key)
-    live: dict = {}
+    live: dict[str, Any] = {}
     problem = None
     if handle is not None:
         try:
@@ -98,18 +110,18 @@ def session_entry(h, s: Session, at: float | None = None, debounce: Debouncer | 
     return row
 
 
-def sort_rows(rows: list[dict]) -> list[dict]:
+def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Most urgent first (needs you, then waiting...), most recently updated first within."""
     rows.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
-    rows.sort(key=lambda d: URGENCY.get(d.get("state"), 9))
+    rows.sort(key=lambda d: URGENCY.get(d.get("state") or "", 9))
     return rows
 
 
-def board_json(h, at: float | None = None, debounce: Debouncer | None = None) -> dict:
+def board_json(h: Huddle, at: float | None = None, debounce: Debouncer | None = None) -> dict[str, Any]:
     table = pricing_table(h)
     rows = [session_entry(h, s, at=at, debounce=debounce, table=table) for s in h.sessions()]
     sort_rows(rows)
-    out: dict = {"sessions": rows}
+    out: dict[str, Any] = {"sessions": rows}
     if h.notes:
         out["notes"] = list(h.notes)
     return out

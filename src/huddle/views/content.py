@@ -9,6 +9,9 @@ starts like the event's kept text. Images come back as base64 with a safe type.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import msgspec
 
 from huddle.model import events as ev
@@ -20,7 +23,7 @@ TEXT_MAX = 4 << 20
 _decode = msgspec.json.Decoder().decode
 
 
-def _walk(node, depth: int = 0, budget: list | None = None):
+def _walk(node: object, depth: int = 0, budget: list[int] | None = None) -> Iterator[dict[str, Any]]:
     """Every dict in a decoded record, depth first, within a node budget."""
     budget = budget if budget is not None else [_MAX_NODES]
     if budget[0] <= 0 or depth > 40:
@@ -37,7 +40,7 @@ def _walk(node, depth: int = 0, budget: list | None = None):
                 yield from _walk(v, depth + 1, budget)
 
 
-def _strings(node, depth: int = 0, budget: list | None = None):
+def _strings(node: object, depth: int = 0, budget: list[int] | None = None) -> Iterator[str]:
     budget = budget if budget is not None else [_MAX_NODES]
     if budget[0] <= 0 or depth > 40:
         return
@@ -52,7 +55,7 @@ def _strings(node, depth: int = 0, budget: list | None = None):
             yield from _strings(v, depth + 1, budget)
 
 
-def _maybe_json(value):
+def _maybe_json(value: object) -> Any:
     if isinstance(value, str) and value[:1] in ("{", "["):
         try:
             return _decode(value)
@@ -61,7 +64,7 @@ def _maybe_json(value):
     return value
 
 
-def _text_of(value) -> str:
+def _text_of(value: object) -> str:
     """The readable text of a result's content (a string, or blocks with text)."""
     if value is None:
         return ""
@@ -78,7 +81,7 @@ def _text_of(value) -> str:
     return str(value)
 
 
-def _images(node) -> list[dict]:
+def _images(node: object) -> list[dict[str, str]]:
     out = []
     for d in _walk(node):
         src = d.get("source") if d.get("type") == "image" else None
@@ -100,7 +103,7 @@ def _cap(text: str) -> tuple[str, bool]:
     return (text, False) if len(text) <= TEXT_MAX else (text[:TEXT_MAX], True)
 
 
-def _call_input(rec, call_id: str):
+def _call_input(rec: object, call_id: str) -> tuple[bool, Any]:
     for d in _walk(rec):
         if d.get("id") == call_id or d.get("call_id") == call_id:
             for key in ("input", "arguments", "args", "parameters"):
@@ -112,7 +115,7 @@ def _call_input(rec, call_id: str):
     return False, None
 
 
-def _result(rec, call_id: str):
+def _result(rec: object, call_id: str) -> tuple[bool, Any, dict[str, Any] | None]:
     for d in _walk(rec):
         if (
             d.get("tool_use_id") == call_id
@@ -125,14 +128,14 @@ def _result(rec, call_id: str):
     return False, None, None
 
 
-def piece(raw: bytes, e: ev.Event) -> dict:
+def piece(raw: bytes, e: ev.Event) -> dict[str, Any]:
     """The piece of `raw` (one record) that event `e` stands for."""
     try:
         rec = _decode(raw)
     except msgspec.DecodeError:
         text, cut = _cap(raw.decode("utf-8", "replace"))
         return {"kind": e.kind, "text": text, "truncated": cut}
-    out: dict = {"kind": e.kind}
+    out: dict[str, Any] = {"kind": e.kind}
     if e.kind in (ev.TOOL_CALL, ev.ORDER, ev.WAITING) and e.id:
         found, value = _call_input(rec, e.id)
         if found:

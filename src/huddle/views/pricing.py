@@ -19,9 +19,11 @@ import time
 import weakref
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from huddle.io import folders
 from huddle.model.events import USAGE, Usage
+from huddle.model.session import Session
 
 MILLION = 1_000_000.0
 FIELDS = ("input", "output", "cache_read", "cache_write")
@@ -146,7 +148,7 @@ def _line_of(text: str, key: str) -> int:
     return text.count("\n", 0, i) + 1 if i >= 0 else 1
 
 
-def _rates(obj, path: str, text: str, name: str, where: str) -> Rates:
+def _rates(obj: object, path: str, text: str, name: str, where: str) -> Rates:
     if not isinstance(obj, dict):
         raise PricingError(f"{path}:{_line_of(text, name)}: {where} must be an object of rates")
     vals = []
@@ -163,7 +165,7 @@ def _rates(obj, path: str, text: str, name: str, where: str) -> Rates:
         raise PricingError(
             f"{path}:{_line_of(text, name)}: {where}: cache_write_1h must be a number >= 0, got {one_hour!r}"
         )
-    return Rates(*vals, float(one_hour))
+    return Rates(vals[0], vals[1], vals[2], vals[3], float(one_hour))
 
 
 def parse(text: str, path: str, origin: str = "built-in") -> tuple[dict[str, Price], dict[str, str], str]:
@@ -255,6 +257,7 @@ def current(huddle_home: str | None = None) -> Table:
     if hit is not None and now - hit[0] < RECHECK:
         return hit[2]
     path = os.path.join(home, USER_FILE)
+    ident: tuple[int, ...]
     try:
         st = os.stat(path)
         ident = (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -275,10 +278,10 @@ def model_name(name: str) -> str:
     return name or UNKNOWN_MODEL
 
 
-_long_extra: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_long_extra: weakref.WeakKeyDictionary[Session, tuple[tuple[int, int], int, float]] = weakref.WeakKeyDictionary()
 
 
-def session_cost(session, table: Table | None = None) -> dict:
+def session_cost(session: Session, table: Table | None = None) -> dict[str, Any]:
     """A session's cost for the board: `{"usd": float | None, "unpriced": [models]}`.
 
     From `session.model_usage` (already counted once per response), so it costs a
@@ -308,7 +311,7 @@ def session_cost(session, table: Table | None = None) -> dict:
     return {"usd": usd, "unpriced": sorted(unpriced)}
 
 
-def _long_context_extra(session, t: Table) -> float:
+def _long_context_extra(session: Session, t: Table) -> float:
     """What long-context requests cost above base rates, walking new events only."""
     key = (id(t), getattr(session, "epoch", 0))
     seen = _long_extra.get(session)

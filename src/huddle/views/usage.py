@@ -19,6 +19,7 @@ import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -28,7 +29,11 @@ from huddle.model import events as ev
 from huddle.model.events import Event, Usage
 from huddle.model.session import Session, iso, parse_time, project_name
 
-from .pricing import Table, current, model_name
+from .pricing import Price, Table, current, model_name
+
+if TYPE_CHECKING:
+    from huddle.core import Huddle
+    from huddle.sources.settings import Settings
 
 GROUPS = ("day", "session", "project", "model", "agent")
 UNKNOWN_DAY = "unknown"
@@ -86,6 +91,9 @@ def collect(sessions: list[Session]) -> dict:
     current_key = None
     rows: list = []
     for s, e in counted_usage(sessions, stats=stats):
+        u = e.usage
+        if u is None:  # (counted_usage yields none such)
+            continue
         if s.key != current_key:
             current_key = s.key
             rows = []
@@ -100,7 +108,7 @@ def collect(sessions: list[Session]) -> dict:
                     "rows": rows,
                 }
             )
-        rows.append([e.t, agent_label(s, e.agent), model_name(e.name), *e.usage.to_tuple()])
+        rows.append([e.t, agent_label(s, e.agent), model_name(e.name), *u.to_tuple()])
     return {"sessions": out, "duplicates": stats.get("duplicates", 0)}
 
 
@@ -133,8 +141,8 @@ class Line:
         if t is not None and (self.first is None or t < self.first):
             self.first = t
 
-    def to_dict(self) -> dict:
-        d = self.usage.to_dict()
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = self.usage.to_dict()
         d["total_tokens"] = self.usage.total
         d["cost_usd"] = round(self.cost, 6) if self.priced else (None if self.unpriced else 0.0)
         d["unpriced"] = sorted(self.unpriced)
@@ -162,7 +170,7 @@ def aggregate(
     lines: dict[str, Line] = {}
     total = Line()
     by_source: dict[str, int] = {}
-    prices: dict[str, object] = {}
+    prices: dict[str, Price | None] = {}
     for s in counted["sessions"]:
         key_s = s["key"]
         src = s["source"]
@@ -213,7 +221,7 @@ def aggregate(
     }
 
 
-def report(huddle, by: str = "day", since: float | None = None, table: Table | None = None) -> dict:
+def report(huddle: Huddle, by: str = "day", since: float | None = None, table: Table | None = None) -> dict[str, Any]:
     """Token totals and cost grouped `by` day (UTC), session, project, model or agent,
     from usage at or after `since` (unix seconds). Reads what `huddle` holds: call
     `huddle.refresh()` first."""
@@ -241,7 +249,7 @@ def index_path(huddle_home: str) -> str:
     return os.path.join(huddle_home, "cache", "usage-index.json")
 
 
-def _index_key(settings) -> list:
+def _index_key(settings: Settings) -> list[Any]:
     return [INDEX_FORMAT, __version__, [[k, v] for k, v in sorted(settings.folders.items())]]
 
 
@@ -261,7 +269,7 @@ def _stamp(path: str, before_ns: int, with_size: bool) -> list:
     return [path, st.st_size, st.st_mtime_ns] if with_size else [path, st.st_mtime_ns]
 
 
-def counted_from_index(settings) -> tuple[dict, list[str]]:
+def counted_from_index(settings: Settings) -> tuple[dict[str, Any], list[str]]:
     """The counted rows for `huddle usage`: from the index when no session file and no
     session folder moved since it was written; else read (incrementally, through
     huddle's cache) and the index written again. Returns (counted, notes)."""

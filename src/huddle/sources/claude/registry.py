@@ -115,6 +115,7 @@ class Registry:
         if val is None:
             return None
         pid = val.get("pid")
+        alive: bool | None
         if at is not None:
             alive = True
         elif isinstance(pid, int):

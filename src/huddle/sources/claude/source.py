@@ -42,6 +42,10 @@ class SubFile:
 
 
 class ClaudeHandle(Handle):
+    # Whether the session has a <session>/ folder (sub-agents, tool results); the scan's
+    # listing sets it. A class default, so a handle from an older cache reads True.
+    has_dir = True
+
     def __init__(self, source: ClaudeSource, path: str, session_id: str):
         super().__init__("claude", session_id)
         self.source = source
@@ -78,7 +82,7 @@ class ClaudeHandle(Handle):
             s.reset()
             self._fresh()
             self.reader.check()
-        elif status == SAME and not self.subs and not getattr(self, "has_dir", True):
+        elif status == SAME and not self.subs and not self.has_dir:
             return False  # the common case on a board of old sessions: one stat, done
         self._find_subs()
         for sf in self.subs.values():
@@ -121,7 +125,7 @@ class ClaudeHandle(Handle):
         out.clear()
 
     def _find_subs(self) -> None:
-        if not getattr(self, "has_dir", True):
+        if not self.has_dir:
             return
         base = os.path.join(self.dir, "subagents")
         try:

@@ -23,8 +23,12 @@ from __future__ import annotations
 import json
 import os
 import time
+from typing import TYPE_CHECKING
 
 from huddle.model import events as ev
+
+if TYPE_CHECKING:
+    from .source import ThreadFile
 
 COMMAND_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
 QUESTION_TOOLS = frozenset({"request_user_input"})
@@ -187,8 +191,10 @@ def live_signals(handle, at: float | None) -> dict:
     view = handle.source.system.view(at)
     # A past time replays the timeline; a session loaded from huddle's cache keeps only its
     # usage events, so there the activity as last read is the better answer.
-    replay = at is not None and getattr(s, "complete", True)
-    acts = activity_at(s, at) if replay else {a.id: a.activity for a in s.agents.values()}
+    if at is not None and getattr(s, "complete", True):
+        acts = activity_at(s, at)
+    else:
+        acts = {a.id: a.activity for a in s.agents.values()}
     now = at if at is not None else time.time()
     locks_dir = os.path.join(handle.source.home, "thread-writer-locks")
     agents: dict[str, dict] = {}
@@ -242,7 +248,7 @@ def thread_state(
         return _st("working", act.turn_t or act.last_t)
     if tf.info.id != tf.lead:
         return None  # a sub-agent between tasks: finished or idle, the generic rules tell
-    if view.procs is not None and holder and not _tui_attached(view, holder, tf):
+    if view.procs is not None and holder and not _tui_attached(view.procs, holder, tf):
         # Loaded in the app-server daemon with no TUI on it: the person has left.
         return _st("ended", act.last_t, "no TUI attached; the thread stays loaded in the app-server")
     return _st("your_turn", act.last_t)
@@ -282,14 +288,14 @@ def call_state(
     return _st("working", c.t)
 
 
-def _tui_attached(view: SystemView, holder: int, tf) -> bool:
+def _tui_attached(procs: dict[int, Proc], holder: int, tf: ThreadFile) -> bool:
     """Is a person's front end on this thread? `codex exec` holds its own threads; the
     app-server daemon holds threads for TUIs, which are `codex` with no subcommand (in
     the thread's folder) or `codex resume <thread>`."""
-    daemon = view.procs.get(holder)
+    daemon = procs.get(holder)
     if daemon is None or "app-server" not in daemon.argv:
         return True
-    for p in view.procs.values():
+    for p in procs.values():
         if not p.argv or not os.path.basename(p.argv[0]).startswith("codex") or "app-server" in p.argv:
             continue
         rest = [a for a in p.argv[1:] if not a.startswith("-")]

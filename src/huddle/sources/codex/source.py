@@ -27,12 +27,12 @@ from .thread import Links, ThreadParser
 
 
 class ThreadFile:
-    def __init__(self, info: ThreadInfo, path: str, lead: str):
+    def __init__(self, info: ThreadInfo, path: str, lead: str, parser: ThreadParser):
         self.info = info
         self.path = path
         self.lead = lead  # the session's root thread
         self.reader = LineReader(path)
-        self.parser: ThreadParser | None = None
+        self.parser = parser
 
 
 class CodexHandle(Handle):
@@ -72,9 +72,8 @@ class CodexHandle(Handle):
 
     def _add(self, info: ThreadInfo, path: str) -> None:
         s = self.session
-        tf = self.threads[info.id] = ThreadFile(info, path, self.root)
         is_lead = info.id == self.root
-        tf.parser = ThreadParser(s, self.links, info, path, is_lead)
+        self.threads[info.id] = ThreadFile(info, path, self.root, ThreadParser(s, self.links, info, path, is_lead))
         if is_lead:
             a = s.agent(info.id)
             a.file = path

@@ -17,10 +17,11 @@ from huddle.model.events import Usage
 
 from .records import Tokens
 
-ZERO = (0, 0, 0, 0, 0)  # input (incl. cached), cached, cache-written, output (incl. reasoning), reasoning
+Counts = tuple[int, int, int, int, int]
+ZERO: Counts = (0, 0, 0, 0, 0)  # input (incl. cached), cached, cache-written, output (incl. reasoning), reasoning
 
 
-def raw(t: Tokens | None) -> tuple[int, int, int, int, int]:
+def raw(t: Tokens | None) -> Counts:
     if t is None:
         return ZERO
     return (
@@ -32,22 +33,22 @@ def raw(t: Tokens | None) -> tuple[int, int, int, int, int]:
     )
 
 
-def to_usage(v: tuple[int, ...]) -> Usage:
+def to_usage(v: Counts) -> Usage:
     """Codex counts input including cached (and cache-written) input, and output
     including reasoning. huddle's Usage wants input net of both caches."""
     inp, cached, written, out, _reasoning = v
     return Usage(input=max(0, inp - cached - written), output=out, cache_read=cached, cache_write=written)
 
 
-def _sub(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+def _sub(a: Counts, b: Counts) -> Counts:
     return (a[0] - b[0], a[1] - b[1], a[2] - b[2], a[3] - b[3], a[4] - b[4])
 
 
-def _add(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+def _add(a: Counts, b: Counts) -> Counts:
     return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4])
 
 
-def _pos(a: tuple[int, ...]) -> tuple[int, ...]:
+def _pos(a: Counts) -> Counts:
     return (
         a[0] if a[0] > 0 else 0,
         a[1] if a[1] > 0 else 0,
@@ -61,7 +62,7 @@ class Ledger:
     """Per thread. Feed it records and totals in file order; it says what to count."""
 
     def __init__(self) -> None:
-        self.total: tuple[int, ...] | None = None  # last cumulative total seen
+        self.total: Counts | None = None  # last cumulative total seen
         self.inherited = ZERO  # what the first total held before this thread's responses
         self.pending = ZERO  # responses counted since the last total
         self.counted = ZERO  # everything counted so far (raw Codex fields)

@@ -115,6 +115,7 @@ class StoreReader:
             self.gone = bool(self.generation) and not os.path.isdir(self.folder)
             return  # a store being created, or one deleted (2.26 closes sub-agents so)
         self.gone = False
+        key: tuple[int, ...]
         try:
             st = os.stat(self.current_path)
             key = (st.st_ino, st.st_mtime_ns, st.st_size)
