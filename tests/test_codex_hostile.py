@@ -277,3 +277,22 @@ def test_an_odd_timestamp_keeps_its_line(tmp_path):
     (s,) = home.sessions().values()
     (e,) = [e for e in s.events if e.kind == ev.SAY]
     assert e.text == "2 + 2 = 4." and e.t is not None and s.skipped_lines == 0
+
+
+def test_a_reasoning_summary_given_as_text_costs_nothing(tmp_path):
+    """`summary` is a list of parts on reasoning items and a string in turn_context: a
+    reasoning item carrying a string is odd but valid JSON, and must not stop the read."""
+    root = tmp_path / "codex_home"
+    shutil.copytree(CODEX / "qa" / "codex_home" / "sessions", root / "sessions")
+    (path,) = (root / "sessions").rglob("*.jsonl")
+    odd = {
+        "timestamp": "2026-11-30T09:00:00.000Z",
+        "type": "response_item",
+        "payload": {"type": "reasoning", "summary": "thinking, as one string"},
+    }
+    with path.open("ab") as f:
+        f.write(json.dumps(odd).encode() + b"\n")
+    home = Home(root)
+    home.refresh()
+    (s,) = home.sessions().values()
+    assert s.error is None and s.counts.get(ev.SAY) == 1
