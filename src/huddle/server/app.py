@@ -186,10 +186,16 @@ def create_app(
 
 
 def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    """A listening socket; port 0 picks a free one (read it back from the socket)."""
+    """A listening socket; port 0 picks a free one (read it back from the socket).
+
+    Made with protocol IPPROTO_TCP, not 0: asyncio turns Nagle off (TCP_NODELAY) only on
+    accepted sockets whose protocol says TCP, and with Nagle on every answer's body waits
+    ~40 ms for the client's delayed ACK of its headers. The listener gets TCP_NODELAY too
+    (Linux hands it down to accepted connections), so no server loop can miss it."""
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host.strip("[]"), port))
     sock.listen(128)
     sock.set_inheritable(True)
