@@ -14,6 +14,7 @@ import time
 from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.model.session import Activity, Agent, Session
+from huddle.model.tools import QUESTION_TOOLS
 
 WORKING = "working"
 NEEDS_YOU = "needs_you"
@@ -24,7 +25,6 @@ ENDED = "ended"
 
 # Most urgent first: the session shows the most urgent state of its agents.
 URGENCY = {NEEDS_YOU: 0, WAITING: 1, WORKING: 2, YOUR_TURN: 3, IDLE: 4, ENDED: 5}
-QUESTION_TOOLS = frozenset({"AskUserQuestion", "request_user_input", "ask_user_question", "ui.ask_user_question"})
 IDLE_AFTER = 30 * 60.0
 
 

@@ -9,12 +9,11 @@ import msgspec
 from huddle.model import events as ev
 from huddle.model.events import Event, cap
 from huddle.model.session import Session, parse_time
+from huddle.model.tools import HANDBACK_TOOLS, SPAWN_TOOLS
 
 from .records import (
-    AGENT_TOOLS,
     ATTACHMENT_KEY,
     COMMAND_NAME,
-    HANDBACK_TOOL,
     INTERRUPT,
     QUIET_ATTACHMENTS,
     RESULT_TAG,
@@ -168,7 +167,7 @@ class FileParser:
     def _tool_use(self, b: Block, off: int, n: int, copied: bool) -> None:
         name = b.name or ""
         cid = b.id or ""
-        if name in AGENT_TOOLS:
+        if name in SPAWN_TOOLS:
             inp = agent_input(b.input)
             self.shared.agent_calls[cid] = self.agent
             self.emit(
@@ -182,7 +181,7 @@ class FileParser:
                 copied=copied,
             )
             return
-        if name == HANDBACK_TOOL:
+        if name in HANDBACK_TOOLS:
             inp = agent_input(b.input)
             text, cut = cap(inp.get("message") or "")
             self.emit(ev.REPORT, off, n, id=cid, name=name, text=text, truncated=cut, target=self.agent, copied=copied)

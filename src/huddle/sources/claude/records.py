@@ -130,9 +130,6 @@ SKIP_TYPES = frozenset(
         "agent-setting",
     }
 )
-AGENT_TOOLS = frozenset({"Agent", "Task"})
-QUESTION_TOOLS = frozenset({"AskUserQuestion"})
-HANDBACK_TOOL = "SubagentHandback"
 # Attachments that are per-request bookkeeping (the environment, date, tool and skill
 # listings re-sent every turn), not context a person would want to see. They are a
 # third of a transcript's bytes: recognised from their first bytes, never decoded.

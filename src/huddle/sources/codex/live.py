@@ -26,13 +26,11 @@ import time
 from typing import TYPE_CHECKING
 
 from huddle.model import events as ev
+from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, WAIT_TOOLS
 
 if TYPE_CHECKING:
     from .source import ThreadFile
 
-COMMAND_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
-QUESTION_TOOLS = frozenset({"request_user_input"})
-WAIT_TOOLS = frozenset({"wait_agent", "wait"})
 PATCH_WAIT = 1.0  # apply_patch applies in milliseconds; open longer than this, it waits for approval
 RANK = {"needs_you": 0, "waiting": 1, "working": 2}
 
@@ -276,7 +274,7 @@ def call_state(
         if c.t is not None and now - c.t > PATCH_WAIT:
             return _st("needs_you", c.t, f"approve file change: {c.detail}" if c.detail else "approve a file change")
         return _st("working", c.t)
-    if name in COMMAND_TOOLS:
+    if name in SHELL_TOOLS:
         cmd = str(args.get("cmd") or c.detail or "")
         if view.procs is not None and holder:
             if any(cmd and cmd in p.argv for p in view.below(holder)):

@@ -15,11 +15,11 @@ import msgspec
 
 from huddle.model import events as ev
 from huddle.model.events import Event, cap, one_line
+from huddle.model.tools import SHELL_TOOLS, SPAWN_TOOLS, WAIT_TOOLS
 
 from . import records as rec
 from . import text as txt
 
-SHELL_TOOLS = frozenset({"exec_command", "shell", "shell_command", "local_shell", "container.exec"})
 OUTPUT_HEAD = 600  # bytes of a tool output looked at: the exit code line is in its first lines
 _FAILED = ("failed", "error", "unavailable", "rejected(", "denied", "not allowed", "timed out")
 
@@ -90,7 +90,7 @@ class Results:
         text = rec.output_text(it.output, OUTPUT_HEAD)
         size = len(it.output)
         ok, detail, summary, aborted = True, "", "", False
-        if name in ("spawn_agent",):
+        if name in SPAWN_TOOLS:
             val = _json_text(text)
             if isinstance(val, dict) and (val.get("agent_id") or val.get("task_name")):
                 child = str(val.get("agent_id") or "")
@@ -101,7 +101,7 @@ class Results:
                 detail = "background"  # the sub-agent runs on; its report closes it
             else:
                 ok = not looks_failed(text)
-        elif name in ("wait_agent", "wait"):
+        elif name in WAIT_TOOLS:
             val = _json_text(text)
             if isinstance(val, dict):
                 self.report_states(val.get("status"), off, n, via="wait")

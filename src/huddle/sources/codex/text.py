@@ -8,6 +8,7 @@ import re
 import msgspec
 
 from huddle.model.events import one_line
+from huddle.model.tools import WAIT_TOOLS
 
 from .records import Change
 
@@ -74,7 +75,7 @@ def call_summary(name: str, args: dict) -> str:
     qs = args.get("questions")
     if isinstance(qs, list) and qs and isinstance(qs[0], dict):
         return one_line(str(qs[0].get("question") or qs[0].get("header") or ""), 160)
-    if name in ("wait_agent", "wait"):
+    if name in WAIT_TOOLS:
         who = args.get("targets") or args.get("ids") or []
         return ", ".join(str(w) for w in who) if isinstance(who, list) else str(who)
     for key in ("task_name", "message", "target", "targets", "ids", "id", "query", "path", "url", "text"):

@@ -20,6 +20,7 @@ import msgspec
 from huddle.model import events as ev
 from huddle.model.events import Event, cap, one_line
 from huddle.model.session import Session
+from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
 
 from . import records as rec
 from . import text as txt
@@ -30,8 +31,6 @@ from .usage import Ledger
 KNOWN_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "token_usage_record", "turn_context", "compacted"}
 )
-SPAWN_TOOLS = frozenset({"spawn_agent"})
-WAIT_TOOLS = frozenset({"wait_agent", "wait"})
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
 
 
@@ -375,14 +374,14 @@ class ThreadParser:
             why = str(err.get("message") or "") if isinstance(err, dict) else ""
             self.results.mcp_result(it.id or "", it.status == "completed" and mcp_ok(it.result), why, off, n, it)
         elif ty == "CollabAgentToolCall":
-            if it.tool == "spawn_agent":
+            if it.tool in SPAWN_TOOLS:
                 for i, child in enumerate(it.receiver_thread_ids or ()):
                     if i == 0:
                         self.links.link(it.id or "", child)
                 for r in it.receiver_agents or ():
                     if r.thread_id and r.agent_nickname:
                         self.links.nickname.setdefault(r.thread_id, r.agent_nickname)
-            elif it.tool in ("wait", "wait_agent"):
+            elif it.tool in WAIT_TOOLS:
                 self.results.report_states(rec.raw_json(it.agents_states), off, n, via="wait")
         elif ty == "SubAgentActivity":
             self._sub_activity(it.kind, it.id or "", it.agent_thread_id or "", it.agent_path or "")

@@ -19,8 +19,8 @@ from msgspec import Raw
 from huddle.model import events as ev
 from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
+from huddle.model.tools import SPAWN_TOOLS
 from huddle.sources.claude.records import (
-    AGENT_TOOLS,
     agent_input,
     input_summary,
     str_of,
@@ -262,7 +262,7 @@ class Mapper:
 
     def _tool_use(self, who: str, b) -> None:
         cid, name = b.id or "", b.name or ""
-        if name in AGENT_TOOLS:
+        if name in SPAWN_TOOLS:
             inp = agent_input(b.input)
             self.callers[cid] = who
             self.orders[cid] = self.emit(

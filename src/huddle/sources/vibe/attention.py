@@ -15,6 +15,7 @@ import msgspec
 
 from huddle.model import events as ev
 from huddle.model.events import Event, one_line
+from huddle.model.tools import WAIT_TOOLS
 
 from . import records as vr
 from . import tools as vt
@@ -124,7 +125,7 @@ def live_state(
         w = list(waits.values())[-1]
         return {"state": "needs_you", "waiting_for": w.detail or w.name, "since": w.t}
     if running:
-        wait_for = [(since, about) for tool, since, about in running.values() if tool in vt.WAIT_TOOLS]
+        wait_for = [(since, about) for tool, since, about in running.values() if tool in WAIT_TOOLS]
         since = min((s for _, s, _ in running.values() if s is not None), default=None)
         if len(wait_for) == len(running):
             return {"state": "waiting", "waiting_for": wait_for[0][1] or "sub-agents", "since": since}

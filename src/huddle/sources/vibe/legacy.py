@@ -21,6 +21,7 @@ from huddle.io.reader import RESET, LineReader
 from huddle.model import events as ev
 from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session, parse_time
+from huddle.model.tools import SHELL_TOOLS, SPAWN_TOOLS
 
 from . import tools as vt
 from .records import Part
@@ -303,7 +304,7 @@ class LegacyAgent:
         fn = tc.function or Function()
         self.calls[tc.id] = fn.name
         args = vt.decode(fn.arguments, 200_000) if fn.arguments else None
-        if fn.name == vt.LEGACY_TASK_TOOL:
+        if fn.name in SPAWN_TOOLS:
             args = args if isinstance(args, dict) else {}
             body, cut = cap(str(args.get("task") or ""))
             kind = str(args.get("agent") or "")
@@ -318,18 +319,16 @@ class LegacyAgent:
         name = self.calls.get(cid) or m.name or ""
         tr = m.tool_result
         ok = tr is not None and not tr.cancelled and not text.startswith(("<tool_error>", "<user_cancellation>"))
-        out = (
-            vt.decode(tr.output) if tr is not None and (name in vt.SHELL_TOOLS or name == vt.LEGACY_TASK_TOOL) else None
-        )
+        out = vt.decode(tr.output) if tr is not None and (name in SHELL_TOOLS or name in SPAWN_TOOLS) else None
         detail = ""
-        if name in vt.SHELL_TOOLS:
+        if name in SHELL_TOOLS:
             rc = vt.exit_code(out) if out is not None else vt.legacy_exit_code(text)
             if rc is not None:
                 detail, ok = f"exit {rc}", ok and rc == 0
         if not ok and not detail:
             detail = "denied" if text.startswith("<user_cancellation>") else "error"
         self.emit(ev.TOOL_RESULT, off, n, t, id=cid, name=name, ok=ok, size=len(text), detail=detail)
-        if name == vt.LEGACY_TASK_TOOL:
+        if name in SPAWN_TOOLS:
             answer = out.get("response") if isinstance(out, dict) else None
             body, cut = cap(str(answer) if answer else text)
             self.reports[cid] = self.emit(ev.REPORT, off, n, t, id=cid, text=body, truncated=cut, ok=ok)

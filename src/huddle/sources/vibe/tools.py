@@ -1,6 +1,6 @@
-"""Vibe tool calls in a few words: what went in (a command, a file, a question), how it
-ended (exit code, denied), and which calls are sub-agent operations. Shared by the
-unified and the legacy engine, whose tool names differ (`file_system.bash` / `bash`).
+"""Vibe tool calls in a few words: what went in (a command, a file, a question) and how
+it ended (exit code, denied). Shared by the unified and the legacy engine, whose tool
+names differ (`file_system.bash` / `bash`); which tool does what is `huddle.model.tools`.
 """
 
 from __future__ import annotations
@@ -11,15 +11,6 @@ import msgspec
 from msgspec import Raw
 
 from huddle.model.events import one_line
-
-# Unified runtime names (2.26: subagent.*, 3.x: agents.* plus the model's own `wait`).
-SPAWN_TOOLS = frozenset({"subagent.spawn", "agents.spawn"})
-MESSAGE_TOOLS = frozenset({"subagent.send_message", "agents.send_message"})
-ANSWER_TOOLS = frozenset({"subagent.wait"})  # its result carries the sub-agent's answer
-WAIT_TOOLS = frozenset({"subagent.wait", "self.wait"})  # the agent sits waiting on others
-STOP_TOOLS = frozenset({"subagent.stop"})
-SHELL_TOOLS = frozenset({"file_system.bash", "bash"})
-LEGACY_TASK_TOOL = "task"
 
 _decode = msgspec.json.Decoder().decode
 _RETURN_CODE = re.compile(r"Return code: (-?\d+)")

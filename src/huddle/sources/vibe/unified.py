@@ -18,6 +18,7 @@ from typing import Any
 from huddle.model import events as ev
 from huddle.model.events import Event, cap, one_line
 from huddle.model.session import Session
+from huddle.model.tools import ANSWER_TOOLS, MESSAGE_TOOLS, SHELL_TOOLS, SPAWN_TOOLS, STOP_TOOLS, WAIT_TOOLS
 
 from . import records as vr
 from . import tools as vt
@@ -284,19 +285,19 @@ class StoreParser:
         )
         if not done & 1:
             self.clock.saw(t0)
-            if tool in vt.SPAWN_TOOLS or tool in vt.MESSAGE_TOOLS:
-                spawn = tool in vt.SPAWN_TOOLS
+            if tool in SPAWN_TOOLS or tool in MESSAGE_TOOLS:
+                spawn = tool in SPAWN_TOOLS
                 text = str((inp or {}).get("task" if spawn else "message") or "")
                 body, cut = cap(text)
                 o = self.emit(ev.ORDER, t0, id=e.id, text=body, truncated=cut, name=str((inp or {}).get("agent") or ""))
                 self.family.order(o, self.agent, d.agentName or name, d.childSessionId, o.name, spawn)
             else:
                 self.emit(ev.TOOL_CALL, t0, id=e.id, name=tool, detail=vt.input_summary(inp))
-            about = (name or "sub-agents") if tool in vt.WAIT_TOOLS else (name or vt.input_summary(inp))
+            about = (name or "sub-agents") if tool in WAIT_TOOLS else (name or vt.input_summary(inp))
             self.running[e.id] = (tool, t0, about)
             done |= 1
         self.effect_times[e.id] = (t0, t1 if status in _SETTLED else None)
-        if tool in vt.SPAWN_TOOLS and d.childSessionId:
+        if tool in SPAWN_TOOLS and d.childSessionId:
             self.family.learn(self.agent, d.agentName or name, d.childSessionId, e.id)
         if status in _SETTLED and not done & 2:
             self.clock.saw(t1)
@@ -317,37 +318,33 @@ class StoreParser:
         d: vr.EffectDetail,
     ) -> None:
         ok = status == "completed"
-        out = (
-            vt.decode(st.output)
-            if tool in vt.SHELL_TOOLS or tool in vt.ANSWER_TOOLS or tool in vt.SPAWN_TOOLS
-            else None
-        )
+        out = vt.decode(st.output) if tool in SHELL_TOOLS or tool in ANSWER_TOOLS or tool in SPAWN_TOOLS else None
         if isinstance(out, dict) and out.get("type") == "failure":
             ok = False
         detail = ""
-        rc = vt.exit_code(out) if tool in vt.SHELL_TOOLS else None
+        rc = vt.exit_code(out) if tool in SHELL_TOOLS else None
         if rc is not None:
             detail = f"exit {rc}"
             ok = ok and rc == 0
-        if tool in vt.SPAWN_TOOLS and isinstance(out, dict):
+        if tool in SPAWN_TOOLS and isinstance(out, dict):
             meta = (out.get("_meta") or {}).get("mistral.vibe.subagent") or {}
             if isinstance(meta, dict) and meta.get("childSessionId"):
                 self.family.learn(
                     self.agent, d.agentName or meta.get("agentName") or name, meta["childSessionId"], e.id
                 )
-        if (tool in vt.SPAWN_TOOLS or tool in vt.MESSAGE_TOOLS) and ok:
+        if (tool in SPAWN_TOOLS or tool in MESSAGE_TOOLS) and ok:
             detail = "background"  # the sub-agent works on; its report closes the order
         if not ok and not detail:
             detail = (st.error.code if st.error is not None and st.error.code else "") or status
         size = len(st.output) if len(st.output) > 4 else len(st.outputText or "")
         self.emit(ev.TOOL_RESULT, t, id=e.id, name=tool, ok=ok, size=size, detail=detail)
-        if tool in vt.ANSWER_TOOLS and ok and isinstance(out, dict):
+        if tool in ANSWER_TOOLS and ok and isinstance(out, dict):
             value = (out.get("structured_content") or {}).get("value")
             report = self.family.answer(self.agent, name, value, t, self.where[0]) if isinstance(value, str) else None
             if report is not None:
                 report.offset, report.length = self.where[1], self.where[2]
                 self.out.append(report)
-        if tool in vt.STOP_TOOLS:
+        if tool in STOP_TOOLS:
             self.family.stopped(self.agent, name)
 
     # -- turns, titles, callbacks --------------------------------------------------
