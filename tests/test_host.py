@@ -11,9 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hosting import ECHO, Raw, agent, entries, has_entry, huddle, kinds, log_lines, start_host, wait_until
-from huddle.host import proctree
 from huddle.host.client import attach, call, running
 from huddle.host.log import EventLog, seq_of
+from huddle.io import procs
 
 
 def seqs(d) -> list[int]:
@@ -190,14 +190,16 @@ def test_stop_kills_a_setsid_tree_that_ignores_sigterm(tmp_path):
     wait_until(pidfile.exists, "the grandchild")
     grandchild = int(pidfile.read_text())
     agent_pid = entries(d)[1]["pid"]
-    assert proctree.alive(grandchild) and proctree.stat_of(grandchild)[0] == host.pid  # adopted by the host
+    # Its parent exits just after the fork: the adoption by the host (a subreaper) follows.
+    wait_until(lambda: getattr(procs.stat(grandchild), "ppid", None) == host.pid, "the host to adopt the grandchild")
+    assert procs.alive(grandchild)
     r = huddle("stop", str(d))
     assert r.returncode == 0 and b"killed by SIGKILL" in r.stdout
     assert host.wait() == 128 + signal.SIGKILL
     steps = [e["step"] for e in entries(d) if e["kind"] == "stopping"]
     assert steps == ["closing stdin", "SIGTERM", "SIGKILL"]
     assert entries(d)[-1]["kind"] == "exited"
-    assert not proctree.alive(grandchild) and not proctree.alive(agent_pid)
+    assert not procs.alive(grandchild) and not procs.alive(agent_pid)
 
 
 def test_one_host_per_folder(tmp_path):
@@ -318,7 +320,7 @@ def test_a_log_that_fills_up_stops_the_agent(tmp_path):
     err = host.stderr.read()
     assert b"cannot write" in err and b"stopping the agent rather than run it unlogged" in err
     pid = entries(d)[1]["pid"]
-    assert not proctree.alive(pid)
+    assert not procs.alive(pid)
     assert all(line.endswith(b"\n") for line in log_lines(d))
 
 

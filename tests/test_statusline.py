@@ -75,7 +75,10 @@ def test_imports_only_the_standard_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     extra = eval(out.stderr.strip().splitlines()[-1])
-    assert extra == ["huddle", "huddle.entry", "huddle.io", "huddle.io.boardfile", "huddle.statusline"]
+    # huddle's own modules it may use: the standard-library-only ones (io/, model/'s rule tables)
+    allowed = ("huddle", "huddle.entry", "huddle.statusline", "huddle.io", "huddle.model", "huddle.model.attention")
+    assert extra and all(m in allowed or m.startswith("huddle.io.") for m in extra), extra
+    assert "huddle.io.boardfile" in extra and "huddle.io.procs" in extra
 
 
 def test_missing_cache_waits_for_the_refresher_and_shows_who_needs_you(tmp_path, alive_pid):

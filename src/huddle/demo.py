@@ -21,6 +21,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from .io import procs
 from .sources import Settings
 
 CWD = "/home/you/code/acme-shop"
@@ -32,13 +33,9 @@ def _iso(t: float) -> str:
 
 
 def _proc_start() -> str | None:
-    """Field 22 of /proc/self/stat: what Claude Code records as `procStart`."""
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-        return stat[stat.rfind(")") + 2 :].split()[19]
-    except (OSError, IndexError):
-        return None
+    """What Claude Code records as `procStart`: this process's start time, as text."""
+    ticks = procs.start_time(os.getpid())
+    return str(ticks) if ticks is not None else None
 
 
 class Transcript:

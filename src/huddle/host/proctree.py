@@ -13,6 +13,8 @@ import ctypes
 import os
 import signal
 
+from huddle.io.procs import alive, stat, table
+
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -24,59 +26,21 @@ def become_subreaper() -> bool:
         return False
 
 
-def stat_of(pid: int) -> tuple[int, str, int] | None:
-    """(parent pid, state letter, start time in clock ticks) of a process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    # the command name is in parentheses and may hold spaces or ')'
-    rest = data[data.rfind(b")") + 2 :].split()
-    try:
-        return int(rest[1]), rest[0].decode(), int(rest[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def start_time(pid: int) -> int | None:
-    st = stat_of(pid)
-    return st[2] if st else None
-
-
-def alive(pid: int, start: int | None = None) -> bool:
-    """Running (not a zombie), and the same process when its start time is given."""
-    st = stat_of(pid)
-    if st is None or st[1] in ("Z", "X"):
-        return False
-    return start is None or st[2] == start
-
-
-def _table() -> dict[int, tuple[int, str, int]]:
-    out = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            st = stat_of(int(name))
-            if st is not None:
-                out[int(name)] = st
-    return out
-
-
 def descendants(root: int) -> dict[int, int]:
     """pid -> start time of every living descendant of `root` (not root itself)."""
-    table = _table()
+    procs = table()
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
+    for pid, st in procs.items():
+        children.setdefault(st.ppid, []).append(pid)
     out: dict[int, int] = {}
     todo = list(children.get(root, ()))
     while todo:
         pid = todo.pop()
         if pid in out:
             continue
-        ppid, state, start = table[pid]
-        if state not in ("Z", "X"):
-            out[pid] = start
+        st = procs[pid]
+        if st.state not in ("Z", "X"):
+            out[pid] = st.start
         todo.extend(children.get(pid, ()))
     return out
 
@@ -120,8 +84,8 @@ class Tree:
         for name in os.listdir("/proc"):
             if not name.isdigit() or int(name) == keep:
                 continue
-            st = stat_of(int(name))
-            if st and st[0] == self.host_pid and st[1] == "Z":
+            st = stat(int(name))
+            if st is not None and st.ppid == self.host_pid and st.state == "Z":
                 try:
                     os.waitpid(int(name), os.WNOHANG)
                 except ChildProcessError:

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
+from huddle.io import procs
+
 from . import proctree
 from .log import EventLog, LogError, as_json
 from .paths import SOCK_NAME, log_path
@@ -154,7 +156,7 @@ class Host:
             if (
                 self.record(
                     "host",
-                    {"host_pid": me, "host_start": proctree.start_time(me), "socket": self.socket, "dir": self.dir},
+                    {"host_pid": me, "host_start": procs.start_time(me), "socket": self.socket, "dir": self.dir},
                     sync=True,
                 )
                 is None
@@ -180,7 +182,7 @@ class Host:
             return 127
         fields: dict[str, Any] = {
             "pid": pid,
-            "start": proctree.start_time(pid),
+            "start": procs.start_time(pid),
             "argv": self.argv,
             "cwd": os.path.abspath(self.cwd or os.getcwd()),
         }

@@ -15,6 +15,7 @@ import os
 import sys
 import time
 
+from huddle.io import procs
 from huddle.io.boardfile import board_path, dirs_moved, files_moved, read_board
 
 BUDGET = float(os.environ.get("HUDDLE_STATUSLINE_BUDGET", "0.25"))  # seconds, hard
@@ -121,21 +122,6 @@ def kick_refresh(home: str) -> None:
         os.close(devnull)
 
 
-def _alive(pid, proc_start) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (OSError, ValueError, TypeError):
-        return False
-    if proc_start:
-        try:
-            with open(f"/proc/{int(pid)}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-            return stat[stat.rfind(")") + 2 :].split()[19] == str(proc_start)
-        except (OSError, IndexError):
-            return True
-    return True
-
-
 def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None:
     """Claude Code rewrites sessions/<pid>.json whenever its status changes: the
     freshest word on who needs you, cheaper than any transcript."""
@@ -160,9 +146,9 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None
             row = {"id": val.get("sessionId"), "source": "claude", "title": val.get("name") or "", "state": None}
             rows.append(row)
             by_id[row["id"]] = row
-        if not _alive(val.get("pid"), val.get("procStart")):
+        if procs.alive(val.get("pid"), val.get("procStart"), val.get("pidDomain")) is False:
             row["state"] = "ended"
-            continue
+            continue  # (unknown, as for another pid namespace: its status still tells)
         status = val.get("status")
         if status == "waiting":
             if row.get("state") != "needs_you":

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 
+from huddle.io.procs import alive as process_alive
+
 
 def _read(path: str) -> dict | None:
     # Rewritten in place, not atomically: a read may catch it half-written. Retry once;
@@ -26,38 +28,6 @@ def _read(path: str) -> dict | None:
             return val
         return None
     return None
-
-
-def _own_pid_namespace() -> str:
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return ""
-
-
-def process_alive(pid: int, proc_start: str | None, pid_domain: str | None = None) -> bool | None:
-    """True / False when it can be told, None when it cannot (another pid namespace)."""
-    if pid_domain:
-        ns = _own_pid_namespace()
-        if ns and not pid_domain.endswith(ns):
-            return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    except OSError:
-        return False
-    if proc_start:
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read().decode(errors="replace")
-            fields = stat[stat.rfind(")") + 2 :].split()
-            return fields[19] == str(proc_start)  # field 22 overall
-        except (OSError, IndexError):
-            return None
-    return True
 
 
 class Registry:
@@ -121,7 +91,7 @@ class Registry:
         elif isinstance(pid, int):
             alive = process_alive(pid, val.get("procStart"), val.get("pidDomain"))
         else:
-            alive = None
+            alive = None  # no pid: the transcript decides
         since = val.get("statusUpdatedAt") or val.get("updatedAt")
         return {
             "pid": pid,

@@ -25,6 +25,7 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from huddle.io import procs
 from huddle.model import events as ev
 from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, WAIT_TOOLS
 
@@ -87,7 +88,7 @@ class SystemView:
 
     @classmethod
     def current(cls) -> SystemView:
-        return cls(_proc_locks(), _proc_table())
+        return cls(procs.held_flocks(), _proc_table())
 
     @classmethod
     def from_capture(cls, capture: dict, codex_home: str) -> SystemView:
@@ -129,47 +130,15 @@ class SystemCache:
         return self._view
 
 
-def _proc_locks() -> dict[str, int | None] | None:
-    """Held flocks from /proc/locks, keyed "major:minor:inode" -> pid. Read-only."""
-    try:
-        with open("/proc/locks", "rb") as f:
-            data = f.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    out: dict[str, int | None] = {}
-    for line in data.splitlines():
-        parts = line.split()
-        if len(parts) < 6 or parts[1] == "->" or parts[1] != "FLOCK":
-            continue
-        try:
-            pid = int(parts[4])
-            maj, mino, ino = parts[5].split(":")
-            out[f"{int(maj, 16)}:{int(mino, 16)}:{int(ino)}"] = pid
-        except ValueError:
-            continue
-    return out
-
-
 def _proc_table() -> dict[int, Proc] | None:
-    try:
-        names = [n for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return None
+    stats = procs.table()
+    if not stats:
+        return None  # no /proc: processes unknown
     out: dict[int, Proc] = {}
-    for n in names:
-        try:
-            with open(f"/proc/{n}/stat", "rb") as f:
-                stat = f.read().decode("utf-8", "replace")
-            ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
-            with open(f"/proc/{n}/cmdline", "rb") as f:
-                argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
-        except (OSError, ValueError, IndexError):
-            continue
-        try:
-            cwd = os.readlink(f"/proc/{n}/cwd")
-        except OSError:
-            cwd = ""
-        out[int(n)] = Proc(int(n), ppid, argv, cwd)
+    for pid, st in stats.items():
+        argv = procs.argv(pid)
+        if argv is not None:
+            out[pid] = Proc(pid, st.ppid, argv, procs.cwd(pid))
     return out
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from huddle.host.paths import LOG_NAME, runs_dir
-from huddle.host.proctree import alive
+from huddle.io.procs import alive
 from huddle.io.reader import GONE, RESET, LineReader
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import os
 
+from huddle.io import procs
 from huddle.model.session import parse_time
-from huddle.sources.claude.registry import process_alive
 
 
 def _read_json(path: str) -> dict | None:
@@ -27,35 +27,12 @@ def _read_json(path: str) -> dict | None:
     return None
 
 
-def _boot_time() -> float | None:
-    try:
-        with open("/proc/stat", "rb") as f:
-            for line in f:
-                if line.startswith(b"btime "):
-                    return float(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _process_start(pid: int) -> float | None:
-    """When a process started (unix seconds), from /proc; None if it cannot be told."""
-    boot = _boot_time()
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-        ticks = int(stat[stat.rfind(")") + 2 :].split()[19])
-    except (OSError, ValueError, IndexError):
-        return None
-    if boot is None:
-        return None
-    return boot + ticks / os.sysconf("SC_CLK_TCK")
-
-
-def pid_alive(pid: int, acquired: float | None) -> bool:
-    if not process_alive(pid, None):
-        return False
-    started = _process_start(pid)
+def pid_alive(pid: int, acquired: float | None) -> bool | None:
+    """The lock's process: alive, gone, or None when it cannot be told (procs.alive)."""
+    up = procs.alive(pid)
+    if not up:
+        return up
+    started = procs.started_at(pid)
     # a process that started after the lock was taken is a newer one with the old pid
     return started is None or acquired is None or started <= acquired + 5
 
