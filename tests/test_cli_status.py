@@ -114,23 +114,29 @@ def test_second_run_uses_the_cache_and_gives_the_same_board(tmp_path):
 
 def test_watch_keeps_the_table_live(tmp_path):
     import shutil
+    import threading
+
+    from hosting import wait_until
 
     cfg = tmp_path / "config"
     shutil.copytree(CLAUDE / "06-named-session" / "config", cfg)
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(tmp_path / "hh"), "COLUMNS": "200"}
     p = subprocess.Popen(
         [sys.executable, "-m", "huddle", "status", "--watch"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env={**os.environ, "CLAUDE_CONFIG_DIR": str(cfg), "COLUMNS": "200"},
+        env=env,
         text=True,
     )
-    import time
-
-    time.sleep(2.0)
-    (f,) = cfg.glob("projects/*/*.jsonl")
-    with open(f, "a") as out:
-        out.write(json.dumps({"type": "custom-title", "customTitle": "Renamed live", "sessionId": f.stem}) + "\n")
-    time.sleep(2.0)
-    p.terminate()
-    out, _err = p.communicate(timeout=20)
-    assert "Greeting app check" in out and "Renamed live" in out
+    seen: list[str] = []  # the tables printed so far (not a terminal: each change is printed again)
+    reader = threading.Thread(target=lambda: seen.extend(iter(p.stdout.readline, "")), daemon=True)
+    reader.start()
+    try:
+        wait_until(lambda: any("Greeting app check" in line for line in seen), "the first table")
+        (f,) = cfg.glob("projects/*/*.jsonl")
+        with open(f, "a") as out:
+            out.write(json.dumps({"type": "custom-title", "customTitle": "Renamed live", "sessionId": f.stem}) + "\n")
+        wait_until(lambda: any("Renamed live" in line for line in seen), "the table to follow the new title")
+    finally:
+        p.terminate()
+        p.communicate(timeout=20)

@@ -111,7 +111,7 @@ class Huddle:
         """Leave the board where the standard-library status line can read it."""
         if self.settings.huddle_home:
             dirs = [d for src in self.sources for d in src.watch_dirs()]
-            write_board(self.settings.huddle_home, board, self.handles, dirs)
+            write_board(self.settings.huddle_home, board, self.handles, dirs, self.settings.folders)
 
     @staticmethod
     def _refresh_one(h: Handle) -> bool:

@@ -89,9 +89,15 @@ def file_stamps(paths: Iterable[str]) -> list[list[Any]]:
 
 
 def write_board(
-    huddle_home: str, board: dict[str, Any], handles: Mapping[str, HasFiles], watch_dirs: list[str]
+    huddle_home: str,
+    board: dict[str, Any],
+    handles: Mapping[str, HasFiles],
+    watch_dirs: list[str],
+    folders: Mapping[str, str] | None = None,
 ) -> None:
-    """The board for the status line, with what it needs to tell that it is stale."""
+    """The board for the status line, with what it needs to tell that it is stale, and
+    the agents' folders it was read from (the status line overlays Claude Code's live
+    registry from the same folder, resolved once, by the sources)."""
     rows = []
     for s in board.get("sessions", []):
         h = handles.get(f"{s['source']}:{s['id']}")
@@ -104,6 +110,7 @@ def write_board(
                 "state": s.get("state"),
                 "state_since": s.get("state_since"),
                 "waiting_for": s.get("waiting_for"),
+                "background": bool(s.get("background")),
                 "tokens": s.get("tokens", 0),
                 "cost_usd": (s.get("cost") or {}).get("usd"),
                 "files": file_stamps(h.files()) if h is not None else [],
@@ -115,7 +122,7 @@ def write_board(
             dirs.append([d, os.stat(d).st_mtime_ns])
         except OSError:
             dirs.append([d, None])
-    data = {"format": 1, "written_at": time.time(), "sessions": rows, "dirs": dirs}
+    data = {"format": 1, "written_at": time.time(), "sessions": rows, "dirs": dirs, "folders": dict(folders or {})}
     try:
         atomic_write(board_path(huddle_home), marshal.dumps((BOARD_FORMAT, data)))
     except OSError:

@@ -363,3 +363,17 @@ def parse_time(s: str | None) -> float | None:
 
 def project_name(cwd: str) -> str:
     return cwd.rstrip("/").rsplit("/", 1)[-1] if cwd else ""
+
+
+def activity_at(session: Session, at: float) -> dict[str, Activity]:
+    """Each agent's activity as of a past time, replayed from the timeline (an event
+    without a time takes the last known time before it in its file)."""
+    acts: dict[str, Activity] = {a: Activity() for a in session.agents}
+    last_t: dict[str, float | None] = {}
+    for e in session.events:
+        t = e.t if e.t is not None else last_t.get(e.file)
+        last_t[e.file] = t
+        if t is not None and t > at:
+            continue
+        acts.setdefault(e.agent, Activity()).apply(e)
+    return acts

@@ -199,6 +199,6 @@ class Watcher:
         files = api.files_index(handle)
         out = []
         for start in range(sent, n, EVENTS_PER_MESSAGE):
-            chunk = [api.event_json(e, files, s.events) for e in s.events[start : min(n, start + EVENTS_PER_MESSAGE)]]
+            chunk = api.timeline_json(s, files, start, min(n, start + EVENTS_PER_MESSAGE))
             out.append(("events", {"session": s.id, "key": key, "epoch": s.epoch, "events": chunk}, s.id))
         return out

@@ -5,8 +5,9 @@ standard library only (no click, no msgspec), a hard time budget, and no parsing
 of transcripts here. It reads the board huddle left in its cache, notices when
 that board is stale (a session file moved), asks for a refresh in the background
 (one refresher at a time, whatever number of status lines ask), and overlays the
-live Claude Code registry (sessions/<pid>.json, tiny JSON) so "needs you" is right
-even before the refresh lands.
+live Claude Code registry (sessions/<pid>.json, tiny JSON, in the folder the board
+was read from) with the board's own rules (`huddle.model.attention`), so "needs you"
+is right even before the refresh lands.
 """
 
 from __future__ import annotations
@@ -15,23 +16,12 @@ import os
 import sys
 import time
 
-from huddle.io import procs
+from huddle.io import folders, procs
 from huddle.io.boardfile import board_path, dirs_moved, files_moved, read_board
+from huddle.model import attention as rules
 
 BUDGET = float(os.environ.get("HUDDLE_STATUSLINE_BUDGET", "0.25"))  # seconds, hard
 STALE_AFTER = 10.0  # refresh a board older than this even if nothing seemed to move
-
-
-def _home() -> str:
-    env = os.environ
-    if env.get("HUDDLE_HOME"):
-        return env["HUDDLE_HOME"]
-    data = env.get("XDG_DATA_HOME") or os.path.join(env.get("HOME") or os.path.expanduser("~"), ".local", "share")
-    return os.path.join(data, "huddle")
-
-
-def _claude_dir() -> str:
-    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
 
 
 def parse_json(text: str):
@@ -146,27 +136,24 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None
             row = {"id": val.get("sessionId"), "source": "claude", "title": val.get("name") or "", "state": None}
             rows.append(row)
             by_id[row["id"]] = row
-        if procs.alive(val.get("pid"), val.get("procStart"), val.get("pidDomain")) is False:
-            row["state"] = "ended"
-            continue  # (unknown, as for another pid namespace: its status still tells)
-        status = val.get("status")
-        if status == "waiting":
-            if row.get("state") != "needs_you":
-                row["state"] = "needs_you"
+        # The same rules as the board's (huddle.model.attention): a gone process has ended;
+        # an unknown one (another pid namespace) still tells its status.
+        alive = procs.alive(val.get("pid"), val.get("procStart"), val.get("pidDomain"))
+        before = row.get("state")
+        state = rules.with_process_status(before, val.get("status"), bool(row.get("background")))
+        state = rules.with_liveness(state, alive)
+        if state != before:
+            row["state"] = state
+            if state == rules.NEEDS_YOU:
                 row["waiting_for"] = val.get("waitingFor") or "your answer"
-        elif status == "busy":
-            if row.get("state") not in ("working", "waiting", "needs_you"):
-                row["state"] = "working"
-        elif status in ("idle", "shell") and row.get("state") in ("working", "waiting", "needs_you", None):
-            row["state"] = "your_turn"
 
 
 def summarise(inp: dict, board: dict | None, stale: bool) -> dict:
     me = inp.get("session_id")
     rows = (board or {}).get("sessions") or []
     others = [r for r in rows if r.get("id") != me]
-    need = [r for r in others if r.get("state") == "needs_you"]
-    working = [r for r in others if r.get("state") in ("working", "waiting")]
+    need = [r for r in others if r.get("state") == rules.NEEDS_YOU]
+    working = [r for r in others if r.get("state") in (rules.WORKING, rules.WAITING)]
     cost = got if isinstance(got := inp.get("cost"), dict) else {}
     ctx = got if isinstance(got := inp.get("context_window"), dict) else {}
     pct = ctx.get("used_percentage")
@@ -220,7 +207,7 @@ def run(argv: list[str], stdin=None) -> str:
     except (OSError, ValueError):
         raw = ""
     inp = read_input(raw)
-    home = _home()
+    home = folders.huddle_home()
     path = board_path(home)
     board = load_board(path)
     stale = board is None or is_stale(board, deadline)
@@ -234,7 +221,9 @@ def run(argv: list[str], stdin=None) -> str:
             if board is not None:
                 break
     rows = [dict(r) for r in (board or {}).get("sessions", [])]
-    overlay_registry(rows, _claude_dir(), deadline)
+    claude_dir = ((board or {}).get("folders") or {}).get("claude")
+    if claude_dir:  # where the board's Claude sessions were read from
+        overlay_registry(rows, claude_dir, deadline)
     summary = summarise(inp, {"sessions": rows} if board is not None or rows else None, stale)
     if as_json:
         import json  # only for the JSON form

@@ -21,6 +21,8 @@ from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.model.session import Session
 
+from .states import state_changes
+
 if TYPE_CHECKING:
     from huddle.core import Huddle
     from huddle.sources.base import Handle
@@ -120,6 +122,22 @@ def event_json(e: ev.Event, files: dict[str, int], evs: list[ev.Event] | None = 
     return d
 
 
+def timeline_json(s: Session, files: dict[str, int], start: int, end: int) -> list[JSON]:
+    """Events `start`..`end` of a session for a page. An event that moved its agent's
+    state carries it (`state`, by the one rule table): the pages replay a timeline with
+    these, never with rules of their own."""
+    evs = s.events
+    changes = state_changes(s)
+    out = []
+    for e in evs[start:end]:
+        d = event_json(e, files, evs)
+        st = changes.get(e.seq)
+        if st is not None:
+            d["state"] = st
+        out.append(d)
+    return out
+
+
 # -- the board and one session ----------------------------------------------------------
 
 
@@ -217,8 +235,7 @@ def events(h: Huddle, sid: str, after: object = None, limit: object = None) -> J
     evs = s.events
     start = max(0, first + 1)
     end = min(len(evs), start + count)
-    files = files_index(handle)
-    out = [event_json(e, files, evs) for e in evs[start:end]]
+    out = timeline_json(s, files_index(handle), start, end)
     return {
         "session": s.id,
         "epoch": s.epoch,

@@ -9,10 +9,11 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from huddle.model.attention import YOUR_TURN, urgency
 from huddle.model.session import Session, parse_time
 
 from . import pricing
-from .states import URGENCY, Debouncer, State, classify, state_dict
+from .states import Debouncer, State, classify, state_dict
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
@@ -61,7 +62,7 @@ def _build(
     try:
         st, per = classify(s, live, at=at, idle_after=getattr(h, "idle_after", 30 * 60.0))
     except Exception as exc:  # a bug in the rules costs this row its state, not the board
-        st, per = State("your_turn"), {}
+        st, per = State(YOUR_TURN), {}
         d.setdefault("error", f"state: {type(exc).__name__}: {exc}")
     d.update(state_dict(st))
     d["background"] = st.background
@@ -113,7 +114,7 @@ def session_entry(
 def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Most urgent first (needs you, then waiting...), most recently updated first within."""
     rows.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
-    rows.sort(key=lambda d: URGENCY.get(d.get("state") or "", 9))
+    rows.sort(key=lambda d: urgency(d.get("state")))
     return rows
 
 

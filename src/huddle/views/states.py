@@ -1,31 +1,25 @@
-"""Attention states: who is working, who needs you, who waits on whom.
+"""Attention states for the board and the pages: who is working, who needs you, who
+waits on whom, since when and what for.
 
-Every agent and every session gets one state, the time it began and, where it
-waits, what for. The rules combine what the transcripts show (each agent's
-Activity: open calls, open turn, open waits, background work) with what a source
-knows about the process (its `live()` signals: alive or not, a process-reported
-status such as Claude Code's sessions/<pid>.json, per-agent overrides).
+The rules are `huddle.model.attention`'s; this applies them to a session: what the
+transcripts show (each agent's Activity: open calls, open turn, open waits,
+background work) with what a source knows about the process (its `live()` signals:
+alive or not, a process-reported status such as Claude Code's sessions/<pid>.json,
+per-agent overrides), and says the result in words (`since`, `waiting_for`, `doing`).
 """
 
 from __future__ import annotations
 
 import time
+import weakref
+from typing import Any
 
+from huddle.model import attention as rules
 from huddle.model import events as ev
+from huddle.model.attention import ENDED, IDLE_AFTER, NEEDS_YOU, WAITING, WORKING, YOUR_TURN
 from huddle.model.doing import doing
-from huddle.model.session import Activity, Agent, Session
+from huddle.model.session import Activity, Agent, Session, activity_at, iso
 from huddle.model.tools import QUESTION_TOOLS
-
-WORKING = "working"
-NEEDS_YOU = "needs_you"
-WAITING = "waiting"
-YOUR_TURN = "your_turn"
-IDLE = "idle"
-ENDED = "ended"
-
-# Most urgent first: the session shows the most urgent state of its agents.
-URGENCY = {NEEDS_YOU: 0, WAITING: 1, WORKING: 2, YOUR_TURN: 3, IDLE: 4, ENDED: 5}
-IDLE_AFTER = 30 * 60.0
 
 
 class State:
@@ -42,47 +36,43 @@ class State:
         return f"State({self.state!r}, waiting_for={self.waiting_for!r})"
 
 
-def activity_at(session: Session, at: float) -> dict[str, Activity]:
-    """Each agent's activity as of a past time, replayed from the timeline."""
-    acts: dict[str, Activity] = {a: Activity() for a in session.agents}
-    last_t: dict[str, float | None] = {}
-    for e in session.events:
-        t = e.t if e.t is not None else last_t.get(e.file)
-        last_t[e.file] = t
-        if t is not None and t > at:
-            continue
-        acts.setdefault(e.agent, Activity()).apply(e)
-    return acts
-
-
 def _call_words(e: ev.Event) -> str:
     """What a pending call is, for "waiting for": the tool and its input summary."""
     return f"{e.name}: {e.detail}" if e.detail else e.name
 
 
+def signals(agent: Agent, act: Activity, is_lead: bool) -> rules.Signals:
+    """What the attention rules read of one agent's transcript."""
+    asks = bool(act.waits) or any(c.kind == ev.TOOL_CALL and c.name in QUESTION_TOOLS for c in act.open_calls.values())
+    return rules.Signals(
+        asks=asks,
+        orders=any(c.kind == ev.ORDER for c in act.open_calls.values()),
+        exited=act.exited,
+        done=agent.report is not None or bool(agent.finished),
+        turn_open=act.turn_open,
+        is_lead=is_lead,
+    )
+
+
 def agent_state(agent: Agent, act: Activity, is_lead: bool, session: Session) -> State:
-    """The generic rules, from the transcript alone."""
-    if act.waits:
-        w = list(act.waits.values())[-1]
-        return State(NEEDS_YOU, w.t, w.detail or w.text or w.name or "your answer")
+    """The transcript rules (`huddle.model.attention.TRANSCRIPT`), said in words."""
+    state, _rule = rules.transcript_rule(signals(agent, act, is_lead))
     open_calls = list(act.open_calls.values())
-    for c in reversed(open_calls):
-        if c.kind == ev.TOOL_CALL and c.name in QUESTION_TOOLS:
-            return State(NEEDS_YOU, c.t, c.detail or "a question")
-    orders = [c for c in open_calls if c.kind == ev.ORDER]
-    if orders:
-        o = orders[-1]
+    if state == NEEDS_YOU:
+        if act.waits:
+            w = list(act.waits.values())[-1]
+            return State(NEEDS_YOU, w.t, w.detail or w.text or w.name or "your answer")
+        c = next(c for c in reversed(open_calls) if c.kind == ev.TOOL_CALL and c.name in QUESTION_TOOLS)
+        return State(NEEDS_YOU, c.t, c.detail or "a question")
+    if state == WAITING:
+        o = [c for c in open_calls if c.kind == ev.ORDER][-1]
         sub = session.agents.get(o.target)
         who = (sub.description or sub.name) if sub is not None else (o.detail or o.name)
         return State(WAITING, o.t, who)
-    if act.exited:
-        return State(ENDED, act.last_t)
-    if not is_lead and (agent.report is not None or agent.finished) and not act.turn_open:
-        return State(ENDED, act.last_t)
-    if act.turn_open:
+    if state == WORKING:
         words = doing(open_calls[-1].name, open_calls[-1].detail) if open_calls else "thinking"
         return State(WORKING, open_calls[-1].t if open_calls else act.turn_t, doing=words)
-    return State(YOUR_TURN, act.last_t)
+    return State(state, act.last_t)
 
 
 def classify(
@@ -117,38 +107,29 @@ def classify(
     background = _background(session, acts, live)
     lead = per.get(session.lead_id) or State(YOUR_TURN)
     candidates = [st for aid, st in per.items() if not session.agents[aid].quiet]
-    top = min(candidates, key=lambda s: URGENCY.get(s.state, 9)) if candidates else lead
-    # A sub-agent still working under a lead that waits on it makes the session "waiting";
-    # a lead whose turn is over stays "your turn" with the background work listed beside it.
-    if top.state == WORKING and lead.state in (WAITING, YOUR_TURN, ENDED):
-        top = lead
-    if top.state == ENDED and lead.state != ENDED:
+    top = min(candidates, key=lambda s: rules.urgency(s.state)) if candidates else lead
+    if rules.shows_lead(top.state, lead.state):
         top = lead
     st = State(top.state, top.since, top.waiting_for, top.doing)
     st.background = background
 
-    # Unknown liveness and nothing for a long time: idle, whatever the transcript ended on.
+    # Time alone moves a state (idle after a while; unknown liveness and no news for long).
     last = session.updated_at if at is None else (lead_act.last_t or session.updated_at)
     quiet_for = now - (st.since or last or now)
-    if st.state == YOUR_TURN and quiet_for > idle_after and not background:
-        st = State(IDLE, st.since)
-    elif (
-        st.state in (WORKING, WAITING, NEEDS_YOU)
-        and alive is None
-        and not proc
-        and last is not None
-        and now - last > idle_after
-    ):
-        st = State(IDLE, last)
+    untouched_for = now - last if last is not None else None
+    known = alive is not None or bool(proc)
+    settled = rules.after_quiet(st.state, quiet_for, untouched_for, bool(background), known, idle_after)
+    if settled != st.state:
+        st = State(settled, st.since if st.state == YOUR_TURN else last)
     return st, per
 
 
 def _apply_process_status(
     session: Session, per: dict[str, State], acts: dict[str, Activity], proc: str, live: dict
 ) -> None:
-    """Combine a process-reported status with the transcripts (rules from the Claude notes):
-    waiting -> needs you (which tool, raised by which agent); busy + pending order -> waiting;
-    busy + turn over -> your turn with background work; busy -> working; shell/idle -> your turn."""
+    """A process-reported status over the transcripts (`attention.PROCESS`): waiting is
+    the agent with the newest pending call needing you (which tool, which agent); busy
+    and idle/shell move the lead."""
     since = live.get("since")
     lead_id = session.lead_id
     lead_act = acts.get(lead_id) or Activity()
@@ -169,20 +150,18 @@ def _apply_process_status(
             per[lead_id] = State(NEEDS_YOU, since, why)
         return
     lead = per.get(lead_id)
-    if proc == "busy":
-        if lead is not None and lead.state in (WAITING, NEEDS_YOU):
-            return
-        if not lead_act.turn_open and (lead_act.background or live.get("background_agents")):
-            per[lead_id] = State(YOUR_TURN, lead_act.last_t)
-            return
-        if lead is None or lead.state != WORKING:
-            per[lead_id] = State(WORKING, since, doing="thinking")
+    if lead is None and proc != "busy":
         return
-    if proc in ("idle", "shell"):
-        for aid, st in per.items():
-            if st.state in (WORKING, NEEDS_YOU, WAITING) and aid == lead_id:
-                per[aid] = State(YOUR_TURN, since or st.since)
+    # busy while the turn is over and work runs in the background: that work, not a new turn
+    background = not lead_act.turn_open and bool(lead_act.background or live.get("background_agents"))
+    state = rules.with_process_status(lead.state if lead is not None else None, proc, background)
+    if lead is not None and state == lead.state and not (proc == "busy" and background):
         return
+    if state == WORKING:
+        per[lead_id] = State(WORKING, since, doing="thinking")
+    elif state == YOUR_TURN:
+        turn_over = lead_act.last_t if proc == "busy" else (since or (lead.since if lead is not None else None))
+        per[lead_id] = State(YOUR_TURN, turn_over)
 
 
 def _background(session: Session, acts: dict[str, Activity], live: dict) -> list[str]:
@@ -201,10 +180,49 @@ def _background(session: Session, acts: dict[str, Activity], live: dict) -> list
     return out
 
 
-def state_dict(st: State) -> dict:
-    from huddle.model.session import iso
+class _Trail:
+    """Per session, the state each event left its agent in, by the transcript rules, kept
+    up to date incrementally: the pages replay a timeline with these, never with rules
+    of their own. `changes` maps an event's seq to its agent's new state, where it moved."""
 
-    d = {"state": st.state, "state_since": iso(st.since), "waiting_for": st.waiting_for}
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.done = 0
+        self.acts: dict[str, Activity] = {}
+        self.last: dict[str, str] = {}
+        self.changes: dict[int, str] = {}
+
+    def update(self, s: Session) -> None:
+        evs = s.events
+        for i in range(self.done, len(evs)):
+            e = evs[i]
+            act = self.acts.get(e.agent)
+            if act is None:
+                act = self.acts[e.agent] = Activity()
+            act.apply(e)
+            agent = s.agents.get(e.agent) or Agent(e.agent)
+            st = agent_state(agent, act, e.agent == s.lead_id, s).state
+            if self.last.get(e.agent) != st:
+                self.last[e.agent] = st
+                self.changes[e.seq] = st
+        self.done = len(evs)
+
+
+_trails: weakref.WeakKeyDictionary[Session, _Trail] = weakref.WeakKeyDictionary()
+
+
+def state_changes(s: Session) -> dict[int, str]:
+    """seq -> the state that event left its agent in, where it changed (see _Trail)."""
+    trail = _trails.get(s)
+    if trail is None or trail.epoch != s.epoch or trail.done > len(s.events):
+        trail = _trails[s] = _Trail(s.epoch)
+    trail.update(s)
+    return trail.changes
+
+
+def state_dict(st: State) -> dict[str, Any]:
+    d: dict[str, Any] = {"state": st.state, "state_since": iso(st.since), "waiting_for": st.waiting_for}
+    d["urgency"] = rules.urgency(st.state)  # the pages sort by it: the order is the rules' too
     if st.doing:
         d["doing"] = st.doing
     return d

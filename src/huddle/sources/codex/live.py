@@ -27,13 +27,14 @@ from typing import TYPE_CHECKING
 
 from huddle.io import procs
 from huddle.model import events as ev
+from huddle.model.attention import ENDED, NEEDS_YOU, WAITING, WORKING, YOUR_TURN, urgency
+from huddle.model.session import activity_at
 from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, WAIT_TOOLS
 
 if TYPE_CHECKING:
     from .source import ThreadFile
 
 PATCH_WAIT = 1.0  # apply_patch applies in milliseconds; open longer than this, it waits for approval
-RANK = {"needs_you": 0, "waiting": 1, "working": 2}
 
 
 class Proc:
@@ -152,8 +153,6 @@ def load_capture(path: str, codex_home: str) -> SystemView:
 
 def live_signals(handle, at: float | None) -> dict:
     """The live() answer for one Codex session (see the module doc)."""
-    from huddle.views.states import activity_at
-
     s = handle.session
     view = handle.source.system.view(at)
     # A past time replays the timeline; a session loaded from huddle's cache keeps only its
@@ -198,27 +197,27 @@ def thread_state(
 ) -> dict | None:
     p = tf.parser
     if status in ("absent", "stale"):
-        return _st("ended", act.last_t)
+        return _st(ENDED, act.last_t)
     turn_open = act.turn_open
     if p is not None and p.markers:  # task_started seen: the markers know the turn opened before any event
         turn_open = act.turn_open or (p.turn_open and (at is None or (p.turn_t or 0) <= at))
     best = None
     for c in act.open_calls.values():
         st = call_state(c, p.calls.get(c.id) if p is not None else None, holder, view, now, status, children)
-        if st is not None and (best is None or RANK[st["state"]] < RANK[best["state"]]):
+        if st is not None and (best is None or urgency(st["state"]) < urgency(best["state"])):
             best = st
     if best is not None:
         return best
     if status is None:
         return None  # liveness unknown: the generic rules decide
     if turn_open:
-        return _st("working", act.turn_t or act.last_t)
+        return _st(WORKING, act.turn_t or act.last_t)
     if tf.info.id != tf.lead:
         return None  # a sub-agent between tasks: finished or idle, the generic rules tell
     if view.procs is not None and holder and not _tui_attached(view.procs, holder, tf):
         # Loaded in the app-server daemon with no TUI on it: the person has left.
-        return _st("ended", act.last_t, "no TUI attached; the thread stays loaded in the app-server")
-    return _st("your_turn", act.last_t)
+        return _st(ENDED, act.last_t, "no TUI attached; the thread stays loaded in the app-server")
+    return _st(YOUR_TURN, act.last_t)
 
 
 def call_state(
@@ -232,27 +231,27 @@ def call_state(
 ) -> dict | None:
     name, args = call if call is not None else (c.name, {})
     if name in QUESTION_TOOLS:
-        return _st("needs_you", c.t, c.detail or "a question")
+        return _st(NEEDS_YOU, c.t, c.detail or "a question")
     if status is None:
         return None
     if c.kind == ev.ORDER:
-        return _st("working", c.t)  # spawning; the child's own state shows what it does
+        return _st(WORKING, c.t)  # spawning; the child's own state shows what it does
     if name in WAIT_TOOLS:
-        return _st("waiting", c.t, children or c.detail or "sub-agents")
+        return _st(WAITING, c.t, children or c.detail or "sub-agents")
     if name == "apply_patch":
         if c.t is not None and now - c.t > PATCH_WAIT:
-            return _st("needs_you", c.t, f"approve file change: {c.detail}" if c.detail else "approve a file change")
-        return _st("working", c.t)
+            return _st(NEEDS_YOU, c.t, f"approve file change: {c.detail}" if c.detail else "approve a file change")
+        return _st(WORKING, c.t)
     if name in SHELL_TOOLS:
         cmd = str(args.get("cmd") or c.detail or "")
         if view.procs is not None and holder:
             if any(cmd and cmd in p.argv for p in view.below(holder)):
-                return _st("working", c.t)
-            return _st("needs_you", c.t, f"approve command: {cmd}")
+                return _st(WORKING, c.t)
+            return _st(NEEDS_YOU, c.t, f"approve command: {cmd}")
         if args.get("sandbox_permissions") == "require_escalated" or args.get("justification"):
-            return _st("needs_you", c.t, str(args.get("justification") or f"approve command: {cmd}"))
-        return _st("working", c.t)
-    return _st("working", c.t)
+            return _st(NEEDS_YOU, c.t, str(args.get("justification") or f"approve command: {cmd}"))
+        return _st(WORKING, c.t)
+    return _st(WORKING, c.t)
 
 
 def _tui_attached(procs: dict[int, Proc], holder: int, tf: ThreadFile) -> bool:

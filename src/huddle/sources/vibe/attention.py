@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import msgspec
 
 from huddle.model import events as ev
+from huddle.model.attention import NEEDS_YOU, WAITING, WORKING, YOUR_TURN
 from huddle.model.events import Event, one_line
 from huddle.model.tools import WAIT_TOOLS
 
@@ -123,19 +124,19 @@ def live_state(
     effects (tool, since, about), the latest turn."""
     if waits:
         w = list(waits.values())[-1]
-        return {"state": "needs_you", "waiting_for": w.detail or w.name, "since": w.t}
+        return {"state": NEEDS_YOU, "waiting_for": w.detail or w.name, "since": w.t}
     if running:
         wait_for = [(since, about) for tool, since, about in running.values() if tool in WAIT_TOOLS]
         since = min((s for _, s, _ in running.values() if s is not None), default=None)
         if len(wait_for) == len(running):
-            return {"state": "waiting", "waiting_for": wait_for[0][1] or "sub-agents", "since": since}
-        return {"state": "working", "waiting_for": None, "since": since}
+            return {"state": WAITING, "waiting_for": wait_for[0][1] or "sub-agents", "since": since}
+        return {"state": WORKING, "waiting_for": None, "since": since}
     turn = latest
     if turn is None:
         return None
     status = status_of(turn.status)
     if status == "in_progress":
-        return {"state": "working", "waiting_for": None, "since": ms(turn.startedAt)}
+        return {"state": WORKING, "waiting_for": None, "since": ms(turn.startedAt)}
     if status in TURN_OVER and not is_child:
-        return {"state": "your_turn", "waiting_for": None, "since": ms(turn.completedAt)}
+        return {"state": YOUR_TURN, "waiting_for": None, "since": ms(turn.completedAt)}
     return None

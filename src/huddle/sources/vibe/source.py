@@ -15,6 +15,7 @@ import re
 import tomllib
 
 from huddle.model import events as ev
+from huddle.model.attention import WORKING
 from huddle.model.events import Event
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
@@ -108,7 +109,7 @@ class UnifiedHandle(Handle):
                     agents[aid] = st
             if not self.stores[s.id][0].generation and out["alive"] is not False:
                 lock = out.get("lock") or {}  # a store being created: its first turn is under way
-                agents[s.id] = {"state": "working", "waiting_for": None, "since": lock.get("acquired_at")}
+                agents[s.id] = {"state": WORKING, "waiting_for": None, "since": lock.get("acquired_at")}
             out["agents"] = agents
         reader = self.stores[s.id][0]
         out["generation"] = reader.generation
@@ -257,7 +258,7 @@ class StartingHandle(Handle):
         out = self.source.locks.signals(s.id, at)
         if out["alive"] is not False:
             since = (out.get("lock") or {}).get("acquired_at")
-            out["agents"] = {s.id: {"state": "working", "waiting_for": None, "since": since}}
+            out["agents"] = {s.id: {"state": WORKING, "waiting_for": None, "since": since}}
         return out
 
 

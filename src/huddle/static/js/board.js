@@ -1,5 +1,5 @@
 // The board: every session, needs-you first, live.
-import { api, el, pill, stream, URGENCY, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, parseISO, now, typing, oneLine } from "./common.js";
+import { api, el, pill, stream, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, parseISO, now, typing, oneLine } from "./common.js";
 
 const rows = new Map(); // "source:id" -> row JSON
 const trs = new Map(); // "source:id" -> <tr>
@@ -15,7 +15,7 @@ function sortRows() {
   const f = $("filter").value.trim().toLowerCase();
   order = [...rows.values()]
     .filter((r) => !f || `${r.title} ${r.project} ${r.source} ${r.id}`.toLowerCase().includes(f))
-    .sort((a, b) => (URGENCY[a.state] ?? 9) - (URGENCY[b.state] ?? 9) || String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
+    .sort((a, b) => (a.urgency ?? 9) - (b.urgency ?? 9) || String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
 }
 
 function kindOf(r) {

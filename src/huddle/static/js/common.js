@@ -4,7 +4,6 @@ export const STATE_LABEL = {
   needs_you: "needs you", waiting: "waiting", working: "working",
   your_turn: "your turn", idle: "idle", ended: "ended",
 };
-export const URGENCY = { needs_you: 0, waiting: 1, working: 2, your_turn: 3, idle: 4, ended: 5 };
 export const SOURCE_LABEL = { claude: "Claude Code", codex: "Codex", vibe: "Mistral Vibe", hosted: "hosted" };
 
 export function el(tag, attrs, ...children) {

@@ -1,9 +1,10 @@
 // Events -> who is in the call and what each agent does, as of a time.
-// The server's states are the truth for "now"; this replays the timeline for the
-// call view (who joined, who speaks, what runs) and for the replay at any point.
+// The server's states are the truth: for "now" (the session's tree) and for any point
+// of the timeline (an event that moved its agent's state carries it as `state`, by the
+// server's one rule table). This replays the timeline for the call view (who joined,
+// who speaks, what runs) and for the replay at any point; it never decides a state.
 import { fmtDuration, oneLine } from "./common.js";
 
-export const QUESTION_TOOLS = new Set(["AskUserQuestion", "request_user_input", "ask_user_question", "ui.ask_user_question"]);
 export const LEAVE_AFTER = 45; // seconds a sub-agent stays in the call after it reported
 export const LONG_CALL = 30; // a command running longer than this is called out
 export const LONG_SILENCE = 60; // a working agent quiet longer than this is called out
@@ -42,11 +43,11 @@ export function modelAt(detail, tl, at) {
     if (a.joined === null) a.joined = e.tt;
     if (e.kind !== "usage" && e.kind !== "title" && e.kind !== "context") a.lastT = e.tt;
     a.events += 1;
+    if (e.state) a.state = e.state;
     switch (e.kind) {
       case "usage": addUsage(a.usage, e.usage); addUsage(usage, e.usage); break;
-      case "prompt": case "think": a.turnOpen = true; break;
-      case "say": a.say = { text: e.text, t: e.tt }; a.turnOpen = true; break;
-      case "tool_call": if (e.id) a.open.set(e.id, e); a.turnOpen = true; break;
+      case "say": a.say = { text: e.text, t: e.tt }; break;
+      case "tool_call": if (e.id) a.open.set(e.id, e); break;
       case "tool_result": a.open.delete(e.id); break;
       case "order":
         if (e.agent !== e.target) {
@@ -54,35 +55,24 @@ export function modelAt(detail, tl, at) {
           const sub = agents.get(e.target);
           if (sub && sub.joined === null) sub.joined = e.tt;
         }
-        a.turnOpen = true;
         break;
       case "report": {
         a.open.delete(e.id);
         const sub = agents.get(e.target);
-        if (sub && sub !== a) { sub.left = e.tt; sub.report = e.text; sub.open.clear(); sub.turnOpen = false; }
+        if (sub && sub !== a) { sub.left = e.tt; sub.report = e.text; sub.open.clear(); }
         break;
       }
-      case "turn_end": case "interrupt": a.turnOpen = false; a.open.clear(); a.waits.clear(); break;
+      case "turn_end": case "interrupt": a.open.clear(); a.waits.clear(); break;
       case "waiting": a.waits.set(e.id || String(e.seq), e); break;
       case "resolved": a.waits.delete(e.id || ""); break;
     }
   }
-  for (const a of agents.values()) a.state = derive(a);
   return { agents: [...agents.values()], usage, current, index, at: at ?? (current ? current.tt : null) };
 }
 
 function blank(info, index) {
   return { info, index, joined: info.parent ? null : -Infinity, left: null, say: null, lastT: null, open: new Map(),
-           waits: new Map(), turnOpen: false, usage: blankUsage(), report: null, events: 0, state: "idle" };
-}
-
-function derive(a) {
-  if (a.left !== null) return "ended";
-  const open = [...a.open.values()];
-  if (a.waits.size || open.some((c) => QUESTION_TOOLS.has(c.name))) return "needs_you";
-  if (open.some((c) => c.kind === "order")) return "waiting";
-  if (a.turnOpen) return "working";
-  return a.info.parent ? "ended" : "your_turn";
+           waits: new Map(), usage: blankUsage(), report: null, events: 0, state: "idle" };
 }
 
 // What an agent is doing right now, in plain words, and since when.

@@ -12,7 +12,7 @@ function node(a, byId) {
         el("span", { class: "name", text: label(a) }),
         a.type && a.type !== "main" ? el("span", { class: "badge", text: a.type }) : null,
         a.background ? el("span", { class: "badge", text: "background" }) : null,
-        pill(a.state || (a.report !== null && a.report !== undefined ? "ended" : "idle")),
+        pill(a.state || "idle"),
         a.waiting_for ? el("span", { class: "muted", text: oneLine(a.waiting_for, 120) }) : null),
       el("div", { class: "node-stats" },
         el("span", { title: `input ${u.input || 0} · output ${u.output || 0} · cache read ${u.cache_read || 0} · cache write ${u.cache_write || 0}`,

@@ -1,0 +1,145 @@
+"""The attention rules: one table for everything that says who needs you.
+
+The board and the session pages (`huddle.views.states` applies these rules; the server
+sends the states, the pages never re-derive them), the status line (its overlay of
+Claude Code's live registry) and the sources' live signals (Codex's thread states,
+Vibe's store states) all name their states and decide them here.
+
+States, most urgent first (a session shows the most urgent of its agents):
+
+    needs_you   a question or permission prompt waits for the human
+    waiting     it waits on a sub-agent it ordered
+    working     its turn is open: the model or a tool is busy
+    your_turn   its turn is over: the human is expected to speak
+    idle        nothing happened for IDLE_AFTER and nothing runs
+    ended       its process exited (or a sub-agent is done)
+
+Each rule reads one agent's signals and nothing else, so one agent, or one session's
+row, is re-evaluated alone, cheaply, whenever one of its signals changes.
+
+Standard library only, importing nothing: the status line imports it.
+"""
+
+from __future__ import annotations
+
+NEEDS_YOU = "needs_you"
+WAITING = "waiting"
+WORKING = "working"
+YOUR_TURN = "your_turn"
+IDLE = "idle"
+ENDED = "ended"
+
+STATES = (NEEDS_YOU, WAITING, WORKING, YOUR_TURN, IDLE, ENDED)  # most urgent first
+URGENCY = {s: i for i, s in enumerate(STATES)}
+ACTIVE = frozenset({NEEDS_YOU, WAITING, WORKING})  # something is under way
+IDLE_AFTER = 30 * 60.0  # seconds
+
+
+def urgency(state: str | None) -> int:
+    """Sort key: most urgent first; an unknown state last."""
+    return URGENCY.get(state or "", len(STATES))
+
+
+class Signals:
+    """What the transcript says of one agent (from its Activity)."""
+
+    __slots__ = ("asks", "done", "exited", "is_lead", "orders", "turn_open")
+
+    def __init__(
+        self,
+        asks: bool = False,
+        orders: bool = False,
+        exited: bool = False,
+        done: bool = False,
+        turn_open: bool = False,
+        is_lead: bool = True,
+    ) -> None:
+        self.asks = asks  # an open waiting event, or an open call of a QUESTION tool
+        self.orders = orders  # an open order to a sub-agent
+        self.exited = exited  # the transcript says its process exited
+        self.done = done  # a sub-agent that reported back or that its files say finished
+        self.turn_open = turn_open
+        self.is_lead = is_lead
+
+
+# The transcript rules, first match wins: (state, rule).
+TRANSCRIPT: tuple[tuple[str, str], ...] = (
+    (NEEDS_YOU, "asks"),  # a question or permission prompt is open
+    (WAITING, "orders"),  # an order to a sub-agent is open
+    (ENDED, "exited"),  # its process exited
+    (ENDED, "done"),  # a sub-agent that is done, between turns
+    (WORKING, "turn_open"),
+    (YOUR_TURN, "otherwise"),
+)
+
+
+def _holds(rule: str, s: Signals) -> bool:
+    if rule == "done":
+        return not s.is_lead and s.done and not s.turn_open
+    return rule == "otherwise" or bool(getattr(s, rule))
+
+
+def transcript_rule(s: Signals) -> tuple[str, str]:
+    """The state the transcript alone gives, and the rule that gave it."""
+    for state, rule in TRANSCRIPT:
+        if _holds(rule, s):
+            return state, rule
+    return YOUR_TURN, "otherwise"
+
+
+# A process-reported status (Claude Code's sessions/<pid>.json: busy / waiting / shell /
+# idle) heard over the transcript's state: status -> (the state it means, the states it
+# leaves as they are). Either may lead the other by a moment; the status is fresher.
+PROCESS: dict[str, tuple[str, frozenset[str]]] = {
+    "waiting": (NEEDS_YOU, frozenset({NEEDS_YOU})),  # a prompt is on screen
+    "busy": (WORKING, ACTIVE),  # a pending order or prompt stays what it is
+    "idle": (YOUR_TURN, frozenset({YOUR_TURN, IDLE, ENDED})),
+    "shell": (YOUR_TURN, frozenset({YOUR_TURN, IDLE, ENDED})),  # a background shell, the turn over
+}
+
+
+def with_process_status(state: str | None, status: object, background: bool = False) -> str | None:
+    """The state once the process's own status is heard. Busy while the turn is over
+    and work runs in the background is that work, not a new turn: your turn."""
+    rule = PROCESS.get(status) if isinstance(status, str) else None
+    if rule is None:
+        return state
+    means, keeps = rule
+    if state in keeps:
+        return state
+    if status == "busy" and background:
+        return YOUR_TURN
+    return means
+
+
+def with_liveness(state: str | None, alive: object) -> str | None:
+    """A process known to be gone has ended, whatever its files last said."""
+    return ENDED if alive is False else state
+
+
+def after_quiet(
+    state: str,
+    quiet_for: float,
+    untouched_for: float | None,
+    background: bool,
+    liveness_known: bool,
+    idle_after: float = IDLE_AFTER,
+) -> str:
+    """Time alone moves a state. `quiet_for`: since the state began; `untouched_for`:
+    since the session's files last moved. A turn over with nothing in the background
+    goes idle; work that nothing vouches for (no liveness, no process status) and whose
+    files stopped moving long ago is not work any more: idle too."""
+    if state == YOUR_TURN and quiet_for > idle_after and not background:
+        return IDLE
+    if state in ACTIVE and not liveness_known and untouched_for is not None and untouched_for > idle_after:
+        return IDLE
+    return state
+
+
+def shows_lead(top: str, lead: str) -> bool:
+    """A session shows its most urgent agent's state (`top`), except: a sub-agent working
+    under a lead that waits on it or whose turn is over leaves the lead's state (the work
+    is listed as background), and an ended agent never hides a lead that has not ended."""
+    if top == WORKING and lead in (WAITING, YOUR_TURN, ENDED):
+        return True
+    return top == ENDED and lead != ENDED

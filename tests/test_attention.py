@@ -1,0 +1,256 @@
+"""The one attention-rule table (huddle.model.attention) and its use by the board
+(views/states.classify), the status line's overlay and the pages' timeline states.
+Every rule of the table is exercised here on real sessions built from events."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from huddle.io import procs
+from huddle.io.boardfile import board_path, read_board
+from huddle.model import attention as rules
+from huddle.model import events as ev
+from huddle.model.events import Event
+from huddle.model.session import Session
+from huddle.views.states import classify, state_changes
+
+T0 = 1_700_000_000.0
+
+
+def session(*events: Event, subs: tuple[str, ...] = ()) -> Session:
+    s = Session("test", "lead")
+    s.agent("lead")
+    for sub in subs:
+        a = s.agent(sub, parent="lead")
+        a.description = f"the {sub} task"
+    s.add_all(list(events))
+    return s
+
+
+def e(kind: str, t: float, agent: str = "lead", **kw) -> Event:
+    return Event(kind=kind, agent=agent, t=T0 + t, **kw)
+
+
+def prompt(t: float = 0, agent: str = "lead") -> Event:
+    return e(ev.PROMPT, t, agent, text="do it")
+
+
+def state(s: Session, live: dict | None = None, after: float = 5) -> str:
+    return classify(s, live, now=T0 + after)[0].state
+
+
+# -- the transcript rules, one by one ---------------------------------------------------
+
+
+def test_an_open_permission_prompt_needs_you():
+    s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="Bash"), e(ev.WAITING, 2, id="w1", name="Bash"))
+    st, per = classify(s, now=T0 + 5)
+    assert st.state == rules.NEEDS_YOU and per["lead"].since == T0 + 2
+
+
+def test_an_open_question_tool_needs_you_whatever_the_agent_calls_it():
+    for name in ("AskUserQuestion", "request_user_input", "ui.ask_user_question"):
+        s = session(prompt(), e(ev.TOOL_CALL, 1, id="q", name=name, detail="which colour?"))
+        st, _ = classify(s, now=T0 + 5)
+        assert (st.state, st.waiting_for) == (rules.NEEDS_YOU, "which colour?"), name
+
+
+def test_an_open_order_waits_on_its_sub_agent():
+    s = session(prompt(), e(ev.ORDER, 1, id="o1", target="sub"), prompt(2, "sub"), subs=("sub",))
+    st, per = classify(s, now=T0 + 5)
+    assert (st.state, st.waiting_for) == (rules.WAITING, "the sub task")
+    assert per["sub"].state == rules.WORKING  # the lead's wait is what the session shows
+
+
+def test_an_exited_process_has_ended():
+    s = session(prompt(), e(ev.TURN_END, 1), e(ev.CONTEXT, 2, name="session_end"))
+    assert state(s) == rules.ENDED
+
+
+def test_a_sub_agent_that_reported_has_ended_but_never_hides_its_lead():
+    s = session(
+        prompt(),
+        e(ev.ORDER, 1, id="o1", target="sub"),
+        prompt(2, "sub"),
+        e(ev.TURN_END, 3, "sub"),
+        e(ev.REPORT, 4, id="o1", target="sub", text="done"),
+        subs=("sub",),
+    )
+    s.agents["sub"].report = "done"
+    st, per = classify(s, now=T0 + 5)
+    assert per["sub"].state == rules.ENDED
+    assert st.state == rules.WORKING  # the lead's turn goes on
+
+
+def test_an_open_turn_is_working_and_says_what_it_does():
+    s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="Bash", detail="tests: npm test"))
+    st, _ = classify(s, now=T0 + 5)
+    assert (st.state, st.doing) == (rules.WORKING, "running npm test")
+
+
+def test_a_finished_turn_is_your_turn_then_idle():
+    s = session(prompt(), e(ev.SAY, 1, text="done"), e(ev.TURN_END, 2))
+    assert state(s, after=60) == rules.YOUR_TURN
+    assert state(s, after=rules.IDLE_AFTER + 60) == rules.IDLE
+
+
+def test_work_nothing_vouches_for_goes_idle_but_a_live_process_keeps_it():
+    s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="Bash"))
+    long_after = rules.IDLE_AFTER + 60
+    assert state(s, after=long_after) == rules.IDLE  # no liveness, files quiet for long
+    assert state(s, {"alive": True}, after=long_after) == rules.WORKING
+
+
+# -- liveness and the process's own status ----------------------------------------------
+
+
+def test_a_gone_process_ends_every_agent():
+    s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="Bash"))
+    st, per = classify(s, {"alive": False, "status": "busy"}, now=T0 + 5)
+    assert st.state == rules.ENDED and per["lead"].state == rules.ENDED
+
+
+@pytest.mark.parametrize(
+    ("status", "before", "after"),
+    [
+        ("busy", "your_turn", "working"),  # a new turn under way before its first line
+        ("busy", "waiting", "waiting"),  # a pending order stays what it is
+        ("idle", "working", "your_turn"),
+        ("shell", "working", "your_turn"),
+        ("waiting", "working", "needs_you"),
+    ],
+)
+def test_a_process_status_over_the_transcript(status, before, after):
+    events = {
+        "your_turn": [prompt(), e(ev.TURN_END, 1)],
+        "waiting": [prompt(), e(ev.ORDER, 1, id="o1", target="sub")],
+        "working": [prompt(), e(ev.TOOL_CALL, 1, id="c1", name="Bash")],
+    }[before]
+    s = session(*events, subs=("sub",))
+    assert state(s) == before
+    assert state(s, {"alive": True, "status": status, "waiting_for": "permission prompt"}) == after
+    assert rules.with_process_status(before, status) == after  # the table the status line uses too
+
+
+def test_busy_on_background_work_after_the_turn_is_still_your_turn():
+    s = session(
+        prompt(),
+        e(ev.TOOL_CALL, 1, id="b1", name="Bash"),
+        e(ev.TOOL_RESULT, 2, id="b1", detail="background"),
+        e(ev.TURN_END, 3),
+    )
+    st, _ = classify(s, {"alive": True, "status": "busy"}, now=T0 + 5)
+    assert st.state == rules.YOUR_TURN and st.background == ["Bash in background"]
+    assert rules.with_process_status(rules.YOUR_TURN, "busy", background=True) == rules.YOUR_TURN
+
+
+def test_a_sources_own_agent_state_wins():
+    s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="exec_command"))
+    live = {"alive": True, "agents": {"lead": {"state": "needs_you", "waiting_for": "approve command: ls"}}}
+    st, _ = classify(s, live, now=T0 + 5)
+    assert (st.state, st.waiting_for) == (rules.NEEDS_YOU, "approve command: ls")
+
+
+def test_every_rule_of_the_table_is_reachable():
+    seen = set()
+    for sig in (
+        rules.Signals(asks=True),
+        rules.Signals(orders=True),
+        rules.Signals(exited=True),
+        rules.Signals(done=True, is_lead=False),
+        rules.Signals(turn_open=True),
+        rules.Signals(),
+    ):
+        seen.add(rules.transcript_rule(sig))
+    assert seen == set(rules.TRANSCRIPT)
+    assert [rules.urgency(s) for s in rules.STATES] == sorted(rules.urgency(s) for s in rules.STATES)
+
+
+# -- the pages: each event that moves a state carries it --------------------------------
+
+
+def test_the_timeline_states_are_the_rules_at_each_event():
+    s = session(
+        prompt(0),
+        e(ev.TOOL_CALL, 1, id="c1", name="Bash"),
+        e(ev.WAITING, 2, id="w1", name="Bash"),
+        e(ev.RESOLVED, 3, id="w1"),
+        e(ev.TOOL_RESULT, 4, id="c1"),
+        e(ev.TURN_END, 5),
+    )
+    changes = state_changes(s)
+    assert [(s.events[i].kind, st) for i, st in sorted(changes.items())] == [
+        (ev.PROMPT, "working"),
+        (ev.WAITING, "needs_you"),
+        (ev.RESOLVED, "working"),
+        (ev.TURN_END, "your_turn"),
+    ]
+    s.add(prompt(6))  # incremental: the new event alone is looked at
+    assert state_changes(s)[len(s.events) - 1] == "working"
+
+
+# -- the status line: the board's rules over Claude Code's live registry ----------------
+
+
+def run_statusline(env: dict) -> dict:
+    r = subprocess.run(
+        [sys.executable, "-m", "huddle", "statusline", "--json"],
+        input=json.dumps({"session_id": "me"}),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=60,
+    )
+    return json.loads(r.stdout)
+
+
+@pytest.fixture
+def registry_home(tmp_path: Path):
+    """A board file whose one row is working, and a Claude registry beside it."""
+    home, claude = tmp_path / "hh", tmp_path / "claude"
+    (claude / "sessions").mkdir(parents=True)
+    row = {"id": "s1", "source": "claude", "title": "t", "state": "working", "background": False, "files": []}
+    data = {"format": 1, "written_at": time.time(), "sessions": [row], "dirs": [], "folders": {"claude": str(claude)}}
+    import marshal
+
+    from huddle.io.boardfile import BOARD_FORMAT, atomic_write
+
+    atomic_write(board_path(str(home)), marshal.dumps((BOARD_FORMAT, data)))
+    assert read_board(board_path(str(home))) is not None
+    return home, claude
+
+
+def write_registry(claude: Path, **fields) -> None:
+    rec = {"sessionId": "s1", "pid": os.getpid(), "procStart": str(procs.start_time(os.getpid())), **fields}
+    (claude / "sessions" / f"{os.getpid()}.json").write_text(json.dumps(rec))
+
+
+@pytest.mark.parametrize(
+    ("fields", "needs"),
+    [
+        ({"status": "waiting", "waitingFor": "permission prompt"}, ["permission prompt"]),
+        ({"status": "idle"}, []),
+        # another pid namespace: liveness unknown, so the status still tells (as on the board)
+        ({"status": "waiting", "waitingFor": "a question", "pidDomain": "pid:[1]"}, ["a question"]),
+    ],
+)
+def test_the_status_line_overlay_follows_the_board_rules(registry_home, fields, needs):
+    home, claude = registry_home
+    write_registry(claude, **fields)
+    out = run_statusline({"HUDDLE_HOME": str(home), "HUDDLE_STATUSLINE_BUDGET": "0.05"})
+    assert [n["waiting_for"] for n in out["needs_you"]] == needs
+    assert out["working"] == (1 if fields["status"] != "idle" and not needs else 0)
+
+
+def test_the_status_line_overlay_ends_a_reused_pid(registry_home):
+    home, claude = registry_home
+    write_registry(claude, status="waiting", waitingFor="permission prompt", procStart="1")  # not our start
+    out = run_statusline({"HUDDLE_HOME": str(home), "HUDDLE_STATUSLINE_BUDGET": "0.05"})
+    assert out["needs_you"] == [] and out["working"] == 0
