@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from hosting import HUDDLE, PY, REPLAY, entries, wait_until
+from huddle.core import Huddle
 from huddle.host.liveline import LiveLine, is_partial
 from huddle.host.log import raw_json
+from huddle.sources import Settings
 
 STREAMS = sorted((Path(__file__).parent / "fixtures" / "samples" / "claude-stream").glob("*/*.jsonl"))
 IDS = [f"{p.parent.name}/{p.stem}" for p in STREAMS]
@@ -59,6 +61,11 @@ def test_each_sample_hosted_for_real(path, tmp_path):
     assert summary[-1] == f"log: {d / 'events.jsonl'}"
     if live.result:
         assert "result: " + live.result.splitlines()[0] in summary
+    # One reader, one ledger: the hosted session counts what the live line showed.
+    h = Huddle(Settings.from_env(), sources=["hosted"])
+    h.refresh()
+    u = h.session("hosted:replay").usage
+    assert (u.input + u.cache_read + u.cache_write, u.output) == (live.up, live.down)
 
 
 def test_ctrl_c_stops_the_agent_the_clean_way(tmp_path):

@@ -1,22 +1,23 @@
 """The live line: what a `claude -p --output-format stream-json --verbose` run is
 doing right now, in one terminal line, with its token totals.
 
-Pure and stdlib-only: fed whole lines (a `LineSplitter` reassembles chunks split
-anywhere), it never reads a file or a clock. Works with or without
-`--include-partial-messages`.
-
-Counting tokens once per message: the stream's `assistant` lines (one per content
-block) repeat the message_start usage with `stop_reason: null`; the final usage
-of a message comes with its `message_delta` (partial messages on) or, summed per
-turn, with the `result` (partial messages off). Sub-agents' messages never get a
-final usage on stdout; their totals arrive unsplit (`usage.total_tokens` of
-task_progress / task_notification) and are counted as up, and said apart.
+Fed whole lines (a `LineSplitter` reassembles chunks split anywhere), it never reads
+a file or a clock. Works with or without `--include-partial-messages`. The lines are
+decoded by the hosted source's reader (`huddle.sources.hosted.lines`) and their
+tokens counted by its ledger (once per message, sub-agents' unsplit totals apart):
+what the live line says is what the hosted session will count.
 """
 
 from __future__ import annotations
 
-import json
 import re
+
+import msgspec
+
+from huddle.model.events import Usage
+from huddle.sources.claude.records import ClaudeUsage, Message, str_of, usage_of
+from huddle.sources.hosted.ledger import StreamLedger
+from huddle.sources.hosted.lines import Line, claude_usage, decode_any, decode_line, given, task_usage
 
 from .phrases import fit, said, tool_phrase
 
@@ -48,23 +49,12 @@ class LineSplitter:
         return [rest.rstrip(b"\r")] if rest.strip() else []
 
 
-def _usage(u) -> list[int]:
-    """[input, cache_read, cache_write, output] of an API usage object."""
-    if not isinstance(u, dict):
-        return [0, 0, 0, 0]
-    return [
-        _int(u.get("input_tokens")),
-        _int(u.get("cache_read_input_tokens")),
-        _int(u.get("cache_creation_input_tokens")),
-        _int(u.get("output_tokens")),
-    ]
-
-
-_USAGE_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "output_tokens")
-
-
-def _int(v) -> int:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+def _input(raw: msgspec.Raw) -> dict[str, object]:
+    try:
+        val = decode_any(raw)
+    except msgspec.MsgspecError:
+        return {}
+    return val if isinstance(val, dict) else {}
 
 
 class LiveLine:
@@ -83,56 +73,55 @@ class LiveLine:
         self.results = 0  # turns finished (`result` lines)
         self.state = "starting"  # working, done, stopped, failed
         self.lines = 0
-        self._committed = [0, 0, 0, 0]  # turns settled by a `result` (partial messages off)
-        self._messages: dict[str, list[int]] = {}  # with partial messages: per message
-        self._provisional: dict[str, list[int]] = {}  # without: since the last result
-        self._partials = False  # stream_event lines seen
+        self.ledger = StreamLedger()
+        self._counted = Usage()  # what the ledger made final
         self._tools: set[str] = set()
-        self._tasks: dict[str, int] = {}  # sub-agent id -> unsplit total tokens
+        self._tasks: set[str] = set()  # sub-agents seen
         self._texts: dict[int, str] = {}  # block index -> text streamed so far
 
     # -- totals --------------------------------------------------------------------
 
-    def _sum(self) -> list[int]:
-        total = list(self._committed)
-        for u in (*self._messages.values(), *self._provisional.values()):
-            for i in range(4):
-                total[i] += u[i]
+    def _count(self, u: Usage | None) -> None:
+        if u is not None:
+            self._counted.add(u)
+
+    def _sum(self) -> Usage:
+        total = Usage()
+        total.add(self._counted)
+        total.add(self.ledger.in_flight())
         return total
 
     @property
     def unsplit(self) -> int:
         """Sub-agent tokens that arrived as one number (counted in `up`)."""
-        return sum(self._tasks.values())
+        return sum(self.ledger.tasks.values())
 
     @property
     def up(self) -> int:
         """Everything sent to the model: input, cache reads and cache writes."""
         t = self._sum()
-        return t[0] + t[1] + t[2] + self.unsplit
+        return t.input + t.cache_read + t.cache_write + self.unsplit
 
     @property
     def down(self) -> int:
         """Generated, thinking included."""
-        return self._sum()[3]
+        return self._sum().output
 
     # -- feeding -------------------------------------------------------------------
 
     def feed(self, line: bytes | str) -> None:
         """One whole line of the agent's stdout."""
-        text = line.decode("utf-8", "replace") if isinstance(line, (bytes, bytearray)) else line
-        text = text.rstrip("\r\n")
-        if not text.strip():
+        data = line.encode("utf-8", "surrogateescape") if isinstance(line, str) else bytes(line)
+        data = data.rstrip(b"\r\n")
+        if not data.strip():
             return
         self.lines += 1
         try:
-            d = json.loads(text)
-        except ValueError:
-            d = None
-        if not isinstance(d, dict):
-            self.feed_plain(text)
+            d = decode_line(data)
+        except msgspec.MsgspecError:  # not JSON, or not a stream line
+            self.feed_plain(data.decode("utf-8", "replace"))
             return
-        self.feed_json(d)
+        self.feed_line(d)
 
     def feed_plain(self, text: str) -> None:
         """A line that is not JSON (claude prints some failures, a 401, as prose),
@@ -142,8 +131,8 @@ class LiveLine:
         if len(self.plain) > PLAIN_KEEP:
             del self.plain[0]
 
-    def feed_json(self, d: dict) -> None:
-        t = d.get("type")
+    def feed_line(self, d: Line) -> None:
+        t = d.type
         if t == "stream_event":
             self._stream_event(d)
         elif t == "assistant":
@@ -152,136 +141,115 @@ class LiveLine:
             self._user(d)
         elif t == "system":
             self._system(d)
-        elif t == "result" or (t is None and "result" in d and "usage" in d):
+        elif t == "result" or (not t and d.result is not None and given(d.usage)):
             self._result(d)
 
-    def _stream_event(self, d: dict) -> None:
-        self._partials = True
-        e = d.get("event")
-        if not isinstance(e, dict) or d.get("parent_tool_use_id"):
+    def _stream_event(self, d: Line) -> None:
+        self.ledger.partials = True
+        e = d.event
+        if e is None or d.parent_tool_use_id:
             return
-        et = e.get("type")
+        et = e.type
         if et == "message_start":
-            m = got if isinstance(got := e.get("message"), dict) else {}
-            mid = m.get("id") or d.get("api_message_id") or ""
-            if mid:
-                self._messages[mid] = _usage(m.get("usage"))
+            m = e.message
+            if m is not None and m.usage is not None:
+                self.ledger.started(m.id or d.api_message_id or "", usage_of(m.usage))
             self._texts.clear()
             self._working()
         elif et == "message_delta":
-            mid = d.get("api_message_id") or ""
-            u = e.get("usage")
-            if mid and isinstance(u, dict):
-                cur = self._messages.setdefault(mid, [0, 0, 0, 0])
-                for i, key in enumerate(_USAGE_KEYS):
-                    if key in u:
-                        cur[i] = _int(u[key])
+            if e.usage is not None:
+                self._count(self.ledger.delta(d.api_message_id or "", usage_of(e.usage)))
         elif et == "content_block_start":
-            b = got if isinstance(got := e.get("content_block"), dict) else {}
-            bt = b.get("type")
-            if bt == "thinking":
+            b = e.content_block
+            if b is not None and b.type == "thinking":
                 self.activity = "thinking"
-            elif bt in ("tool_use", "server_tool_use"):
-                self._tool(b)
+            elif b is not None and b.type in ("tool_use", "server_tool_use"):
+                self._tool(b.id, b.name, b.input)
         elif et == "content_block_delta":
-            delta = got if isinstance(got := e.get("delta"), dict) else {}
-            if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                idx = got if isinstance(got := e.get("index"), int) else 0
-                self._texts[idx] = self._texts.get(idx, "") + delta["text"]
+            delta = e.delta
+            if delta is not None and delta.type == "text_delta" and delta.text is not None:
+                idx = e.index or 0
+                self._texts[idx] = self._texts.get(idx, "") + delta.text
                 self._say(self._texts[idx])
 
-    def _assistant(self, d: dict) -> None:
-        m = d.get("message")
-        if not isinstance(m, dict):
+    def _assistant(self, d: Line) -> None:
+        m = d.message
+        if not isinstance(m, Message):
             return
         self._working()
-        sub = bool(d.get("parent_tool_use_id"))
-        mid = m.get("id") or ""
-        if not sub and mid and m.get("model") != "<synthetic>" and mid not in self._messages:
-            if self._partials:
-                self._messages[mid] = _usage(m.get("usage"))
-            else:
-                self._provisional.setdefault(mid, _usage(m.get("usage")))
-        content = m.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        for b in blocks if isinstance(blocks, list) else ():
-            if not isinstance(b, dict):
-                continue
-            bt = b.get("type")
-            if bt == "text" and isinstance(b.get("text"), str):
-                if m.get("model") == "<synthetic>" or d.get("error"):
-                    self.error = fit(b["text"], 300)  # an API error said as a message
-                self._say(b["text"])
-            elif bt == "thinking":
+        if not d.parent_tool_use_id and m.model != "<synthetic>" and m.usage is not None:
+            self.ledger.assistant(m.id or "", usage_of(m.usage))
+        if isinstance(m.content, str):
+            self._text(m.content, m.model, d)
+            return
+        for b in m.content or ():
+            if b.type == "text" and b.text is not None:
+                self._text(b.text, m.model, d)
+            elif b.type == "thinking":
                 self.activity = "thinking"
-            elif bt in ("tool_use", "server_tool_use"):
-                self._tool(b)
+            elif b.type in ("tool_use", "server_tool_use"):
+                self._tool(b.id, b.name, b.input)
 
-    def _user(self, d: dict) -> None:
-        m = d.get("message")
-        content = m.get("content") if isinstance(m, dict) else None
-        if isinstance(content, list):
-            for b in content:
-                if (
-                    isinstance(b, dict)
-                    and b.get("type") == "text"
-                    and str(b.get("text", "")).startswith("[Request interrupted")
-                ):
+    def _text(self, text: str, model: str | None, d: Line) -> None:
+        if model == "<synthetic>" or given(d.error):
+            self.error = fit(text, 300)  # an API error said as a message
+        self._say(text)
+
+    def _user(self, d: Line) -> None:
+        m = d.message
+        if isinstance(m, Message) and isinstance(m.content, list):
+            for b in m.content:
+                if b.type == "text" and (b.text or "").startswith("[Request interrupted"):
                     self.activity = "interrupted"
 
-    def _system(self, d: dict) -> None:
-        st = d.get("subtype")
+    def _system(self, d: Line) -> None:
+        st = d.subtype
         if st == "init":
-            self.session_id = str(d.get("session_id") or self.session_id)
-            self.model = str(d.get("model") or self.model)
-            self.cwd = str(d.get("cwd") or self.cwd)
+            self.session_id = d.session_id or self.session_id
+            self.model = d.model or self.model
+            self.cwd = d.cwd or self.cwd
             self._working()
             if not self.activity or self.activity in ("done", "starting"):
                 self.activity = "starting"
         elif st == "status":
-            if d.get("status") == "compacting":
+            if d.status == "compacting":
                 self.activity = "compacting the conversation"
-            elif d.get("status") == "requesting" and not self.activity:
+            elif d.status == "requesting" and not self.activity:
                 self.activity = "waiting for the model"
         elif st == "api_retry":
-            why = d.get("error") or "error"
-            code = f" {d['error_status']}" if d.get("error_status") else ""
-            self.activity = fit(f"retrying after {why}{code} (attempt {d.get('attempt', '?')})")
+            why = str_of(d.error) or "error"
+            code = f" {d.error_status}" if d.error_status else ""
+            attempt = d.attempt if d.attempt is not None else "?"
+            self.activity = fit(f"retrying after {why}{code} (attempt {attempt})")
         elif st == "compact_boundary":
             self.activity = "compacted the conversation"
         elif st == "task_started":
-            tid = str(d.get("task_id") or d.get("tool_use_id") or "")
+            tid = d.task_id or d.tool_use_id or ""
             if tid not in self._tasks:
-                self._tasks[tid] = 0
+                self._tasks.add(tid)
                 self.subagents += 1
         elif st in ("task_progress", "task_notification"):
-            tid = str(d.get("task_id") or d.get("tool_use_id") or "")
-            u = d.get("usage")
-            if tid and isinstance(u, dict):
-                self._tasks[tid] = max(self._tasks.get(tid, 0), _int(u.get("total_tokens")))
+            tid = d.task_id or d.tool_use_id or ""
+            u = _task_usage(d)
+            if tid and u is not None:
+                self.ledger.task(tid, u)
         elif st == "permission_denied":
-            self.activity = fit(f"denied: {d.get('tool_name') or 'a tool'}")
+            self.activity = fit(f"denied: {d.tool_name or 'a tool'}")
 
-    def _result(self, d: dict) -> None:
+    def _result(self, d: Line) -> None:
         self.results += 1
-        r = _usage(d.get("usage"))
-        if not self._partials:
-            if self._provisional and not any(r):
-                r = [sum(u[i] for u in self._provisional.values()) for i in range(4)]
-            for i in range(4):
-                self._committed[i] += r[i]
-            self._provisional.clear()
-        if isinstance(d.get("result"), str):
-            self.result = d["result"]
-        reason = str(d.get("terminal_reason") or "")
-        if d.get("is_error"):
+        u = _claude_usage(d)
+        self._count(self.ledger.result(usage_of(u) if u is not None else None))
+        if d.result is not None:
+            self.result = d.result
+        reason = d.terminal_reason or ""
+        if d.is_error:
             if reason.startswith("aborted"):
                 self.state, self.activity = "stopped", "stopped"
                 self.error = f"interrupted ({reason})"
             else:
                 self.state, self.activity = "failed", "failed"
-                errors = got if isinstance(got := d.get("errors"), list) else []
-                what = self.result or "; ".join(str(e) for e in errors) or str(d.get("subtype") or "error")
+                what = self.result or "; ".join(d.errors or ()) or (d.subtype or "error")
                 self.error = fit(what, 300)
         else:
             self.state, self.activity = "done", "done"
@@ -297,12 +265,11 @@ class LiveLine:
         if s:
             self.activity = fit(s)
 
-    def _tool(self, b: dict) -> None:
-        tid = b.get("id")
-        if isinstance(tid, str) and tid and tid not in self._tools:
+    def _tool(self, tid: str | None, name: str | None, inp: msgspec.Raw) -> None:
+        if tid and tid not in self._tools:
             self._tools.add(tid)
             self.tool_calls += 1
-        self.activity = tool_phrase(str(b.get("name") or ""), b.get("input"))
+        self.activity = tool_phrase(name or "", _input(inp))
 
     # -- reading -------------------------------------------------------------------
 
@@ -349,3 +316,18 @@ def short(n: int) -> str:
     if n < 1_000_000:
         return f"{n / 1000:.1f}k".replace(".0k", "k")
     return f"{n / 1_000_000:.1f}M".replace(".0M", "M")
+
+
+def _task_usage(d: Line) -> int | None:
+    try:
+        u = task_usage(d.usage) if given(d.usage) else None
+    except msgspec.MsgspecError:
+        return None
+    return u.total_tokens if u is not None and u.total_tokens else None
+
+
+def _claude_usage(d: Line) -> ClaudeUsage | None:
+    try:
+        return claude_usage(d.usage) if given(d.usage) else None
+    except msgspec.MsgspecError:
+        return None

@@ -1,6 +1,7 @@
 """What a hosted run's log is made of, decoded with msgspec: the log entries, the
 lines of Claude Code's `--output-format stream-json` (reusing the transcript's
-message structs), and small readers of their loose parts."""
+message structs), and small readers of their loose parts. The one reader of the
+stream format: the hosted source and `huddle run`'s live line both decode with it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 import msgspec
 from msgspec import Raw
 
-from huddle.sources.claude.records import ClaudeUsage, Message
+from huddle.sources.claude.records import Block, ClaudeUsage, Message
 
 
 class Entry(msgspec.Struct):
@@ -41,14 +42,11 @@ class Delta(msgspec.Struct):
     thinking: str | None = None
 
 
-class ContentBlock(msgspec.Struct):
-    type: str = ""
-
-
 class StreamEvent(msgspec.Struct):
     type: str = ""
+    index: int | None = None  # of the content block
     message: Message | None = None
-    content_block: ContentBlock | None = None
+    content_block: Block | None = None
     delta: Delta | None = None
     usage: ClaudeUsage | None = None
 
@@ -61,7 +59,7 @@ class Line(msgspec.Struct):
     session_id: str | None = None
     parent_tool_use_id: str | None = None
     agent_id: str | None = None
-    message: Message | None = None
+    message: Message | str | None = None  # a message; a sentence on system lines (permission_denied)
     event: StreamEvent | None = None
     api_message_id: str | None = None
     cwd: str | None = None

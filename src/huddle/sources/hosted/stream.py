@@ -3,10 +3,10 @@
 The log (`D/events.jsonl`, written by `huddle host`) holds what went to the agent
 (`stdin`: the prompts), what it printed (`stdout`: for Claude Code the lines of
 `--output-format stream-json --verbose`, kept as they were) and the host's own
-entries (`started`, `stopping`, `exited`...). Stream lines reuse the transcript's
-message structs; usage is counted once per message: at its `message_delta` (partial
-messages on) or, per turn, at the `result` (off); sub-agents' totals arrive unsplit
-and are counted as input (`detail="unsplit"`).
+entries (`started`, `stopping`, `exited`...). Stream lines are decoded by `lines`
+(reusing the transcript's message structs) and their usage counted by `ledger`, the
+same reader and the same rule as `huddle run`'s live line: once per message, and
+sub-agents' totals, which arrive unsplit, as input (`detail="unsplit"`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
 from huddle.model.tools import SPAWN_TOOLS
 from huddle.sources.claude.records import (
+    Message,
     agent_input,
     input_summary,
     str_of,
@@ -29,6 +30,7 @@ from huddle.sources.claude.records import (
     usage_of,
 )
 
+from .ledger import StreamLedger
 from .lines import (
     Entry,
     Line,
@@ -59,15 +61,11 @@ class Mapper:
         self.agent_sessions: list[str] = []  # the agent's own session ids (stream `session_id`)
         self.model = ""
         self.partial: dict | None = None  # text being streamed now: agent, kind, text
-        self.final: dict[str, Usage] = {}  # message id -> usage, with partial messages
-        self.counted: set[str] = set()
-        self.provisional: dict[str, Usage] = {}  # without partial messages: since the last result
-        self.partials = False
+        self.ledger = StreamLedger()  # usage, once per message
         self.callers: dict[str, str] = {}  # Agent call id -> the agent that made it
         self.orders: dict[str, Event] = {}  # Agent call id -> its ORDER
         self.subs: dict[str, str] = {}  # Agent call id -> sub-agent id
         self.background: set[str] = set()  # Agent call ids started in the background
-        self.task_tokens: dict[str, int] = {}  # sub-agent id -> unsplit total, not yet counted
         self.prompted: set[str] = set()  # sub-agents whose first prompt was seen
         self.plain: list[str] = []  # non-JSON stdout and stderr of this run, to explain a failure
 
@@ -145,9 +143,8 @@ class Mapper:
         self.exited = {"status": e.status, "reason": e.reason or "", "stopped": bool(e.stopped), "t": e.t}
         self.partial = None
         self._settle()
-        for sub, total in list(self.task_tokens.items()):  # sub-agents that never reported
-            self._usage(sub, f"task:{sub}", Usage(input=total), detail="unsplit")
-        self.task_tokens.clear()
+        for sub in list(self.ledger.tasks):  # sub-agents that never reported
+            self._usage(sub, f"task:{sub}", Usage(input=self.ledger.task_done(sub)), detail="unsplit")
         lead = self.s.agents.get(self.lead)
         if lead is not None and lead.activity.turn_open:
             self.emit(ev.INTERRUPT, text=f"agent exited: {e.reason or 'ended'}")
@@ -157,16 +154,11 @@ class Mapper:
 
     def _settle(self) -> None:
         """Usage never made final (no message_delta, no result): count what is known."""
-        for mid, u in list(self.final.items()):
-            if mid not in self.counted:
-                self.counted.add(mid)
-                self._usage(self.lead, mid, u)
-        if self.provisional:
-            total = Usage()
-            for u in self.provisional.values():
-                total.add(u)
-            self.provisional.clear()
-            self._usage(self.lead, f"turn:{self.off}", total)
+        left, turn = self.ledger.settle()
+        for mid, u in left:
+            self._usage(self.lead, mid, u)
+        if turn is not None:
+            self._usage(self.lead, f"turn:{self.off}", turn)
 
     # -- stream lines --------------------------------------------------------------
 
@@ -196,13 +188,13 @@ class Mapper:
         return self.lead
 
     def _event(self, d: Line) -> None:
-        self.partials = True
+        self.ledger.partials = True
         e = d.event
         if e is None or d.parent_tool_use_id:
             return
         if e.type == "message_start" and e.message is not None:
-            if e.message.id and e.message.usage is not None:
-                self.final[e.message.id] = usage_of(e.message.usage)
+            if e.message.usage is not None:
+                self.ledger.started(e.message.id or d.api_message_id or "", usage_of(e.message.usage))
             if e.message.model:
                 self.model = e.message.model
         elif e.type == "content_block_start" and e.content_block is not None:
@@ -216,30 +208,20 @@ class Mapper:
             self.partial = None
         elif e.type == "message_delta" and e.usage is not None:
             mid = d.api_message_id or ""
-            u = self.final.get(mid) or Usage()
-            final = usage_of(e.usage)
-            for f in ("input", "output", "cache_read", "cache_write"):
-                if getattr(final, f) or f == "output":
-                    setattr(u, f, getattr(final, f))
-            if mid and mid not in self.counted:
-                self.counted.add(mid)
-                self.final.pop(mid, None)
+            u = self.ledger.delta(mid, usage_of(e.usage))
+            if u is not None:
                 self._usage(self.lead, mid, u)
 
     def _assistant(self, d: Line) -> None:
         m = d.message
-        if m is None:
+        if not isinstance(m, Message):
             return
         who = self._who(d)
         if m.model and m.model != "<synthetic>" and who == self.lead:
             self.model = m.model
         mid = m.id or ""
-        if who == self.lead and mid and m.model != "<synthetic>" and m.usage is not None:
-            if self.partials:
-                if mid not in self.counted:
-                    self.final.setdefault(mid, usage_of(m.usage))
-            else:
-                self.provisional.setdefault(mid, usage_of(m.usage))
+        if who == self.lead and m.model != "<synthetic>" and m.usage is not None:
+            self.ledger.assistant(mid, usage_of(m.usage))
         blocks = m.content if isinstance(m.content, list) else []
         if isinstance(m.content, str) and m.content:
             self._text(who, ev.SAY, m.content, m.model, d)
@@ -278,7 +260,7 @@ class Mapper:
 
     def _user(self, d: Line) -> None:
         m = d.message
-        if m is None:
+        if not isinstance(m, Message):
             return
         who = self._who(d)
         content = m.content
@@ -339,7 +321,7 @@ class Mapper:
         elif st in ("task_progress", "task_notification") and d.task_id:
             u = task_usage(d.usage) if given(d.usage) else None
             if u is not None and u.total_tokens:
-                self.task_tokens[d.task_id] = max(self.task_tokens.get(d.task_id, 0), u.total_tokens)
+                self.ledger.task(d.task_id, u.total_tokens)
             if st == "task_notification":
                 self._task_done(d)
         elif st == "api_retry":
@@ -386,17 +368,12 @@ class Mapper:
         )
         if sub in self.s.agents:
             self.s.agents[sub].finished = True
-        total = self.task_tokens.pop(sub, 0)
-        self._usage(sub, f"task:{sub}", Usage(input=total), detail="unsplit")
+        self._usage(sub, f"task:{sub}", Usage(input=self.ledger.task_done(sub)), detail="unsplit")
 
     def _result(self, d: Line) -> None:
-        if not self.partials:
-            u = claude_usage(d.usage) if given(d.usage) else None
-            turn = usage_of(u) if u is not None else Usage()
-            if not turn.total:
-                for p in self.provisional.values():
-                    turn.add(p)
-            self.provisional.clear()
+        u = claude_usage(d.usage) if given(d.usage) else None
+        turn = self.ledger.result(usage_of(u) if u is not None else None)
+        if turn is not None:
             self._usage(self.lead, f"result:{self.off}", turn)
         reason = d.terminal_reason or ""
         if d.is_error and reason.startswith("aborted"):
