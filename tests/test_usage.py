@@ -405,3 +405,18 @@ def test_a_corrupt_index_is_ignored(tmp_path, monkeypatch):
     for junk in (b"\\x00garbage", b"[]", b'{"key": 1}', b'{"key": null, "sessions": 5}'):
         Path(index_path(str(home))).write_bytes(junk)
         assert _usage_json(["--by", "agent"]) == first
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_the_board_and_the_usage_report_price_a_session_alike(name):
+    """One cost function: a session's cost on the board is the sum the report makes of
+    the same responses (by session), whatever the models and their long-context rates."""
+    from huddle.views.board import board_json
+
+    h = claude_huddle(CLAUDE / name / "config")
+    by_session = {r["key"]: r for r in report(h, by="session")["rows"]}
+    for row in board_json(h)["sessions"]:
+        got = by_session.get(f"claude:{row['id']}")
+        if got is None or row.get("continues"):
+            continue  # nothing counted, or a fork whose copied responses count in the original
+        assert row["cost"]["usd"] == pytest.approx(got["cost_usd"], abs=1e-6)  # (the report rounds to 6 places)

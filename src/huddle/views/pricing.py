@@ -128,6 +128,12 @@ class Table:
         self._memo[model] = found
         return found
 
+    def cost(self, model: str, u: Usage) -> float | None:
+        """What one model response cost, in USD: the one cost function (the board's
+        session costs and `huddle usage` both sum it); None when the model is unpriced."""
+        p = self.price(model)
+        return p.request_cost(u) if p is not None else None
+
     def describe(self) -> dict:
         d: dict = {"as_of": self.as_of, "models": len(self.models)}
         if self.user_file:
@@ -278,53 +284,56 @@ def model_name(name: str) -> str:
     return name or UNKNOWN_MODEL
 
 
-_long_extra: weakref.WeakKeyDictionary[Session, tuple[tuple[int, int], int, float]] = weakref.WeakKeyDictionary()
+_long: weakref.WeakKeyDictionary[Session, tuple[tuple[int, int], int, float]] = weakref.WeakKeyDictionary()
 
 
 def session_cost(session: Session, table: Table | None = None) -> dict[str, Any]:
     """A session's cost for the board: `{"usd": float | None, "unpriced": [models]}`.
 
-    From `session.model_usage` (already counted once per response), so it costs a
-    dict walk. `usd` is the priced part; None when nothing in the session is priced.
-    Long-context requests (only some models have such rates) add their surcharge,
-    found by walking only the session's new usage events since the last call."""
+    The sum of `Table.cost` over the responses the session counts, the per-response
+    price `huddle usage` sums too, so the two agree. A price is linear in the tokens,
+    so for most models the sum is one call on the model's total (`model_usage`, already
+    counted once per response); a model with long-context rates is priced response by
+    response, walking only the usage events added since the last call. `usd` is the
+    priced part; None when nothing in the session is priced."""
     t = table or current()
     usd = 0.0
     priced = False
-    unpriced: list[str] = []
-    long_models = set()
+    unpriced: set[str] = set()
+    per_response = False
     for model, u in session.model_usage.items():
         if not u.total:
             continue
         p = t.price(model)
         if p is None:
-            unpriced.append(model_name(model))
-            continue
-        priced = True
-        usd += p.base.cost(u)
-        if p.long is not None:
-            long_models.add(model)
-    if long_models:
-        usd += _long_context_extra(session, t)
+            unpriced.add(model_name(model))
+        elif p.long is not None:
+            per_response = priced = True
+        else:
+            usd += t.cost(model, u) or 0.0
+            priced = True
+    if per_response:
+        usd += _per_response(session, t)
     if not priced:
         return {"usd": None if unpriced else 0.0, "unpriced": sorted(unpriced)}
     return {"usd": usd, "unpriced": sorted(unpriced)}
 
 
-def _long_context_extra(session: Session, t: Table) -> float:
-    """What long-context requests cost above base rates, walking new events only."""
-    key = (id(t), getattr(session, "epoch", 0))
-    seen = _long_extra.get(session)
-    start, extra = (seen[1], seen[2]) if seen is not None and seen[0] == key else (0, 0.0)
+def _per_response(session: Session, t: Table) -> float:
+    """The cost of the responses of models with long-context rates, new events only."""
+    key = (id(t), session.epoch)
+    seen = _long.get(session)
     events = session.events
+    start, usd = (seen[1], seen[2]) if seen is not None and seen[0] == key and seen[1] <= len(events) else (0, 0.0)
     for e in events[start:]:
-        if e.kind != USAGE or e.usage is None or e.copied:
+        u = e.usage
+        if e.kind != USAGE or u is None or e.copied:
             continue
         p = t.price(e.name)
         if p is not None and p.long is not None:
-            extra += p.request_cost(e.usage) - p.base.cost(e.usage)
+            usd += t.cost(e.name, u) or 0.0
     try:
-        _long_extra[session] = (key, len(events), extra)
+        _long[session] = (key, len(events), usd)
     except TypeError:  # an object without weak references: no memo, still right
         pass
-    return extra
+    return usd

@@ -29,7 +29,7 @@ from huddle.model import events as ev
 from huddle.model.events import Event, Usage
 from huddle.model.session import Session, iso, parse_time, project_name
 
-from .pricing import Price, Table, current, model_name
+from .pricing import Table, current, model_name
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
@@ -170,7 +170,6 @@ def aggregate(
     lines: dict[str, Line] = {}
     total = Line()
     by_source: dict[str, int] = {}
-    prices: dict[str, Price | None] = {}
     for s in counted["sessions"]:
         key_s = s["key"]
         src = s["source"]
@@ -186,8 +185,7 @@ def aggregate(
                 continue
             model = r[2]
             u = Usage(*r[3:8])
-            p = prices[model] if model in prices else prices.setdefault(model, t.price(model))
-            cost = p.request_cost(u) if p is not None else None
+            cost = t.cost(model, u)
             if by == "day":
                 key = _day(when)
             elif by == "session":
