@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from huddle.host.liveline import LineSplitter, LiveLine, is_partial
-from huddle.host.phrases import WIDTH
+from huddle.model.doing import WIDTH
 
 STREAMS = sorted((Path(__file__).parent / "fixtures" / "samples" / "claude-stream").glob("*/*.jsonl"))
 IDS = [f"{p.parent.name}/{p.stem}" for p in STREAMS]

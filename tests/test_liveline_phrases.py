@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from huddle.host.phrases import WIDTH, doing, fit, gerund, said, tool_phrase
+from huddle.model.doing import WIDTH, as_done, fit, gerund, said, tool_phrase
 
 
 def test_gerunds():
@@ -29,10 +29,10 @@ def test_gerunds():
 
 
 def test_a_description_is_said_as_being_done():
-    assert doing("Run the test suite") == "running the test suite"
-    assert doing("Git status") == "running git status"
-    assert doing("Tests for the parser") == "running tests for the parser"
-    assert doing("API smoke test") == "running API smoke test"
+    assert as_done("Run the test suite") == "running the test suite"
+    assert as_done("Git status") == "running git status"
+    assert as_done("Tests for the parser") == "running tests for the parser"
+    assert as_done("API smoke test") == "running API smoke test"
 
 
 def test_tools():
@@ -71,3 +71,24 @@ def test_what_the_agent_last_said():
 def test_never_longer_than_a_spinner_line(name, inp):
     for tool in (name, "Bash", "Read", "Agent", "Grep", "WebFetch", "TodoWrite", "TaskCreate"):
         assert len(tool_phrase(tool, inp)) <= WIDTH
+
+
+def test_the_board_and_the_live_line_word_a_tool_alike():
+    """One table of verbs: a call said from its event (the board's `doing`) and from its
+    whole input (the live line) use the same words."""
+    from huddle.model.doing import doing
+
+    cases = [
+        ("Read", "/home/dev/plan.md", {"file_path": "/home/dev/plan.md"}),
+        ("Edit", "src/app.py", {"file_path": "src/app.py"}),
+        ("Write", "/tmp/notes.md", {"file_path": "/tmp/notes.md"}),
+        ("Grep", "TODO", {"pattern": "TODO"}),
+        ("Glob", "**/*.py", {"pattern": "**/*.py"}),
+        ("WebSearch", "msgspec raw", {"query": "msgspec raw"}),
+        ("Bash", "pytest -q", {"command": "pytest -q"}),
+        ("TodoWrite", "3 todos", {}),
+    ]
+    for name, detail, inp in cases:
+        assert doing(name, detail) == tool_phrase(name, inp), name
+    for name in ("Bash", "exec_command", "file_system.bash", "AskUserQuestion", "request_user_input"):
+        assert doing(name, "") == tool_phrase(name, {}), name  # nothing known yet: the same bare words

@@ -14,12 +14,11 @@ import re
 
 import msgspec
 
+from huddle.model.doing import fit, said, tool_phrase
 from huddle.model.events import Usage
 from huddle.sources.claude.records import ClaudeUsage, Message, str_of, usage_of
 from huddle.sources.hosted.ledger import StreamLedger
 from huddle.sources.hosted.lines import Line, claude_usage, decode_any, decode_line, given, task_usage
-
-from .phrases import fit, said, tool_phrase
 
 PLAIN_KEEP = 200  # non-JSON lines kept (the last ones), to explain a failure
 _PARTIAL = re.compile(rb'"type"\s*:\s*"content_block_delta"')

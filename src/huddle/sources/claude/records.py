@@ -13,7 +13,8 @@ import re
 import msgspec
 from msgspec import Raw
 
-from huddle.model.events import Usage, one_line
+from huddle.model.doing import input_summary as summarize
+from huddle.model.events import Usage
 
 
 class Block(msgspec.Struct):
@@ -202,28 +203,14 @@ def strip_handback(text: str) -> str:
 
 
 def input_summary(name: str, raw: Raw) -> str:
-    """A short, telling summary of a tool's input (a command, a file, a pattern...)."""
+    """A short, telling summary of a tool's input (huddle.model.doing.input_summary)."""
     if len(raw) > 200_000:  # a huge Write: do not build it just to summarise it
         return f"{name} ({len(raw)} bytes of input)"
     try:
         val = _decode_any(raw)
     except msgspec.MsgspecError:
         return ""
-    if not isinstance(val, dict):
-        return one_line(str(val), 160) if val is not None else ""
-    for key in ("description", "command", "file_path", "path", "pattern", "url", "query", "prompt", "subject", "skill"):
-        v = val.get(key)
-        if isinstance(v, str) and v:
-            if key == "description" and isinstance(val.get("command"), str):
-                return one_line(f"{v}: {val['command']}", 160)
-            return one_line(v, 160)
-    if isinstance(val.get("questions"), list) and val["questions"]:
-        q = val["questions"][0]
-        if isinstance(q, dict) and isinstance(q.get("question"), str):
-            return one_line(q["question"], 160)
-    if isinstance(val.get("todos"), list):
-        return f"{len(val['todos'])} todos"
-    return one_line(msgspec.json.encode(val).decode(), 160)
+    return summarize(val)
 
 
 def first_match(rx: re.Pattern, text: str) -> str:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import re
 
-import msgspec
-
+from huddle.model.doing import input_summary
 from huddle.model.events import one_line
 from huddle.model.tools import WAIT_TOOLS
 
@@ -72,17 +71,10 @@ def call_summary(name: str, args: dict) -> str:
         chars = args.get("chars") or ""
         sid = args.get("session_id")
         return f"session {sid}: {one_line(chars, 60)}" if chars else f"poll session {sid}"
-    qs = args.get("questions")
-    if isinstance(qs, list) and qs and isinstance(qs[0], dict):
-        return one_line(str(qs[0].get("question") or qs[0].get("header") or ""), 160)
     if name in WAIT_TOOLS:
         who = args.get("targets") or args.get("ids") or []
         return ", ".join(str(w) for w in who) if isinstance(who, list) else str(who)
-    for key in ("task_name", "message", "target", "targets", "ids", "id", "query", "path", "url", "text"):
-        v = args.get(key)
-        if v:
-            return one_line(v if isinstance(v, str) else msgspec.json.encode(v).decode(), 160)
-    return one_line(msgspec.json.encode(args).decode(), 160) if args else ""
+    return input_summary(args)
 
 
 def harness_tag(text: str) -> str:

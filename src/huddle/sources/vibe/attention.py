@@ -15,6 +15,7 @@ import msgspec
 
 from huddle.model import events as ev
 from huddle.model.attention import NEEDS_YOU, WAITING, WORKING, YOUR_TURN
+from huddle.model.doing import input_summary
 from huddle.model.events import Event, one_line
 from huddle.model.tools import WAIT_TOOLS
 
@@ -87,7 +88,7 @@ class Callbacks:
             eff = detail.get("effect") if isinstance(detail, dict) else None
             eff = eff if isinstance(eff, dict) else {}
             tool = str(eff.get("toolName") or r.title or cb.kind)
-            about = vt.input_summary(eff.get("input")) or (r.title or "approval")
+            about = input_summary(eff.get("input")) or (r.title or "approval")
         t = ms(r.createdAt)
         self.clock.saw(t)
         self.waits[cid] = self.emit(

@@ -19,6 +19,7 @@ from msgspec import Raw
 
 from huddle.io.reader import RESET, LineReader
 from huddle.model import events as ev
+from huddle.model.doing import input_summary
 from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session, parse_time
 from huddle.model.tools import SHELL_TOOLS, SPAWN_TOOLS
@@ -312,7 +313,7 @@ class LegacyAgent:
                 ev.ORDER, off, n, t, id=tc.id, name=kind, detail=kind, text=body, truncated=cut
             )
             return
-        self.emit(ev.TOOL_CALL, off, n, t, id=tc.id, name=fn.name, detail=vt.input_summary(args))
+        self.emit(ev.TOOL_CALL, off, n, t, id=tc.id, name=fn.name, detail=input_summary(args))
 
     def _result(self, m: Message, text: str, off: int, n: int, t: float | None) -> None:
         cid = m.tool_call_id or ""

@@ -14,19 +14,6 @@ from huddle.model.events import one_line
 
 _decode = msgspec.json.Decoder().decode
 _RETURN_CODE = re.compile(r"Return code: (-?\d+)")
-_SUMMARY_KEYS = (
-    "command",
-    "file_path",
-    "path",
-    "pattern",
-    "url",
-    "query",
-    "task",
-    "message",
-    "agentName",
-    "agent_path",
-    "name",
-)
 
 
 def decode(raw: Raw | bytes | str | None, limit: int = 1 << 20):
@@ -37,28 +24,6 @@ def decode(raw: Raw | bytes | str | None, limit: int = 1 << 20):
         return _decode(raw)
     except msgspec.MsgspecError:
         return None
-
-
-def input_summary(val) -> str:
-    """A short, telling summary of a tool's input."""
-    if val is None:
-        return ""
-    if not isinstance(val, dict):
-        return one_line(str(val), 160)
-    for key in _SUMMARY_KEYS:
-        v = val.get(key)
-        if isinstance(v, str) and v:
-            return one_line(v, 160)
-    qs = val.get("questions")
-    if isinstance(qs, list) and qs and isinstance(qs[0], dict) and isinstance(qs[0].get("question"), str):
-        return one_line(qs[0]["question"], 160)
-    if isinstance(val.get("todos"), list):
-        return f"{len(val['todos'])} todos"
-    if isinstance(val.get("timeout_ms"), (int, float)):
-        return f"up to {val['timeout_ms'] / 1000:g} s"
-    if not val:
-        return ""
-    return one_line(msgspec.json.encode(val).decode(), 160)
 
 
 def question_text(detail) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from huddle.model import events as ev
+from huddle.model.doing import input_summary
 from huddle.model.events import Event, cap, one_line
 from huddle.model.session import Session
 from huddle.model.tools import ANSWER_TOOLS, MESSAGE_TOOLS, SHELL_TOOLS, SPAWN_TOOLS, STOP_TOOLS, WAIT_TOOLS
@@ -292,8 +293,8 @@ class StoreParser:
                 o = self.emit(ev.ORDER, t0, id=e.id, text=body, truncated=cut, name=str((inp or {}).get("agent") or ""))
                 self.family.order(o, self.agent, d.agentName or name, d.childSessionId, o.name, spawn)
             else:
-                self.emit(ev.TOOL_CALL, t0, id=e.id, name=tool, detail=vt.input_summary(inp))
-            about = (name or "sub-agents") if tool in WAIT_TOOLS else (name or vt.input_summary(inp))
+                self.emit(ev.TOOL_CALL, t0, id=e.id, name=tool, detail=input_summary(inp))
+            about = (name or "sub-agents") if tool in WAIT_TOOLS else (name or input_summary(inp))
             self.running[e.id] = (tool, t0, about)
             done |= 1
         self.effect_times[e.id] = (t0, t1 if status in _SETTLED else None)
