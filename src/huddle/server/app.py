@@ -30,12 +30,17 @@ from huddle.errors import BadRequest, HuddleError
 from huddle.views import api
 from huddle.views.board import parse_at
 
+from .protocol import GuardedH11Protocol
 from .security import Security, allowed_hosts
 from .stream import Hub
 from .watcher import Watcher
 
 STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 _encode = msgspec.json.Encoder().encode
+# asyncio accepts up to `backlog` connections per wake-up: a small one keeps a flood of
+# connections from outrunning the closes that the connection cap makes.
+BACKLOG = 64
+EXIT_DEADLINE = 5.0  # seconds from a stop signal to the process's end, whatever is stuck
 
 
 def json_response(data, status: int = 200) -> Response:
@@ -197,7 +202,7 @@ def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host.strip("[]"), port))
-    sock.listen(128)
+    sock.listen(BACKLOG)
     sock.set_inheritable(True)
     return sock
 
@@ -214,15 +219,29 @@ class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
         super().__init__(config)
         self.app = app
+        self._deadline: threading.Timer | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.app.state.huddle.close_streams()  # open event streams end, so the shutdown need not wait on them
+        if self._deadline is None:
+            # A graceful stop waits on open responses and on the watcher's thread (a read
+            # can block in the kernel): past the deadline the process ends anyway.
+            self._deadline = threading.Timer(EXIT_DEADLINE, os._exit, [128 + sig])
+            self._deadline.daemon = True
+            self._deadline.start()
         super().handle_exit(sig, frame)
 
 
 def make_server(app: Starlette) -> uvicorn.Server:
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2, access_log=False, timeout_keep_alive=30
+        app,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+        access_log=False,
+        timeout_keep_alive=30,
+        http=GuardedH11Protocol,  # head timeout and connection cap
+        backlog=BACKLOG,
     )
     return _Server(config, app)
 

@@ -4,7 +4,8 @@ This server can read every prompt a person ever typed, so it trusts nothing it
 did not hand out itself:
 - the Host must be the loopback name and port it serves (DNS rebinding);
 - a cross-origin request (a foreign Origin, Sec-Fetch-Site cross-site/same-site) is refused;
-- a request body over 256 KB is refused (no route takes one anyway);
+- a request body is refused (400, 413 over 256 KB) and its connection closed: no
+  route takes one;
 - off loopback, a token is required on every request: a header, or a cookie set
   from a `?token=` link (then the token leaves the address bar), compared in
   constant time;
@@ -13,6 +14,7 @@ did not hand out itself:
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import ipaddress
 import json
@@ -21,6 +23,7 @@ from urllib.parse import parse_qsl, urlencode
 
 BODY_MAX = 256 * 1024
 DRAIN_MAX = 4 << 20  # past this a body is not even read to the end
+BODY_WAIT = 5.0  # seconds a refused body may take to arrive
 TOKEN_HEADER = b"x-huddle-token"
 
 CSP = (
@@ -97,16 +100,12 @@ class Security:
             status, text = why
             return await _error(send_with_headers, status, text)
 
-        length = headers.get(b"content-length", b"0")
-        chunked = b"chunked" in headers.get(b"transfer-encoding", b"").lower()
-        if chunked or length != b"0" or scope["method"] not in ("GET", "HEAD"):
-            # Read (and drop) the body first: answering mid-upload makes clients see a reset.
-            size = await _drain(receive, DRAIN_MAX)
-            if size > self.body_max or not length.isdigit():
-                return await _error(send_with_headers, 413, f"request body over {self.body_max} bytes")
-            if scope["method"] not in ("GET", "HEAD"):
-                return await _error(send_with_headers, 405, "huddle's API only reads: use GET")
-            receive = _no_body
+        refused = await self._refuse_body(scope, headers, receive)
+        if refused is not None:
+            status, text = refused
+            return await _error(send_with_headers, status, text, close=True)
+        if scope["method"] not in ("GET", "HEAD"):
+            return await _error(send_with_headers, 405, "huddle's API only reads: use GET")
 
         token = self.token
         if token is not None:
@@ -116,6 +115,32 @@ class Security:
             if not ok:
                 return await _error(send_with_headers, 401, "a token is required: open the link huddle printed")
         await self.app(scope, receive, send_with_headers)
+
+    async def _refuse_body(self, scope, headers, receive) -> tuple[int, str] | None:
+        """No route takes a body, so any body is refused and the connection closed.
+        It is read (and dropped) first, up to DRAIN_MAX and for BODY_WAIT seconds at
+        most: answering mid-upload makes clients see a reset. The app never sees the
+        request, so nothing downstream waits on a body (or on a disconnect) that a
+        replaced `receive` would never deliver."""
+        length = headers.get(b"content-length")
+        chunked = b"chunked" in headers.get(b"transfer-encoding", b"").lower()
+        if length is None and not chunked:
+            return None
+        if length is not None and (not length.isdigit() or int(length) > DRAIN_MAX):
+            return 413, f"request body over {self.body_max} bytes"
+        if length == b"0" and not chunked:
+            return None
+        try:
+            size = await asyncio.wait_for(_drain(receive, DRAIN_MAX), BODY_WAIT)
+        except TimeoutError:
+            return 408, f"request body not sent within {BODY_WAIT:g} s"
+        if size > self.body_max:
+            return 413, f"request body over {self.body_max} bytes"
+        if scope["method"] not in ("GET", "HEAD"):
+            return 405, "huddle's API only reads: use GET"
+        if size:
+            return 400, "huddle's routes take no request body"
+        return None
 
     def _refuse(self, scope, headers) -> tuple[int, str] | None:
         host = headers.get(b"host", b"").decode("latin-1")
@@ -183,21 +208,14 @@ async def _drain(receive, limit: int) -> int:
     return size
 
 
-async def _no_body():
-    return {"type": "http.request", "body": b"", "more_body": False}
-
-
-async def _error(send, status: int, text: str) -> None:
+async def _error(send, status: int, text: str, close: bool = False) -> None:
     body = json.dumps({"error": text}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"cache-control", b"no-store"),
-            ],
-        }
-    )
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"cache-control", b"no-store"),
+    ]
+    if close:  # what is left of a refused body must not be read as the next request
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
