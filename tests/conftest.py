@@ -23,6 +23,8 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("VIBE_HOME", str(home / ".vibe"))
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    for var in ("XDG_STATE_HOME", "GEMINI_CLI_HOME", "HUDDLE_GEMINI_DIR", "HUDDLE_OPENCODE_DIR", "OPENCODE_DB"):
+        monkeypatch.delenv(var, raising=False)
     return home
 
 

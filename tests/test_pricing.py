@@ -41,8 +41,8 @@ def sample_models() -> set[str]:
     """Every model name the real agent programs wrote into the samples."""
     found: set[str] = set()
     rx = re.compile(rb'"(?:model|model_name|active_model)": ?"([^"]+)"')
-    for f in SAMPLES.rglob("*"):
-        if f.is_file() and f.suffix in (".jsonl", ".json"):
+    for f in SAMPLES.rglob("*"):  # not truth.json: the corpus driver wrote it (it names side calls no file holds)
+        if f.is_file() and f.suffix in (".jsonl", ".json") and f.name != "truth.json":
             found.update(m.decode() for m in rx.findall(f.read_bytes()))
     return found
 

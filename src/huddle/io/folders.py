@@ -2,7 +2,9 @@
 folder. The one resolver every caller uses (the status line too: standard library only).
 
 An agent source declares its folder as an environment variable and a default
-(`~/...` or `$XDG_DATA_HOME/...`, `$XDG_STATE_HOME/...`, `$XDG_CONFIG_HOME/...`);
+(`~/...` or `$XDG_DATA_HOME/...`, `$XDG_STATE_HOME/...`, `$XDG_CONFIG_HOME/...`, or
+`$VAR/...` for an agent's own variable that stands in for the home folder, such as
+`$GEMINI_CLI_HOME/.gemini`);
 `agent_folder` turns that declaration into a path the same way for every source.
 """
 
@@ -32,13 +34,16 @@ def xdg(env: Mapping[str, str], var: str) -> str:
 
 
 def expand(env: Mapping[str, str], default: str) -> str:
-    """`~/x` under the home folder, `$XDG_..._HOME/x` under that XDG folder."""
+    """`~/x` under the home folder, `$XDG_..._HOME/x` under that XDG folder, `$VAR/x`
+    under `$VAR` when it is set to an absolute path, else under the home folder."""
     if default == "~" or default.startswith("~/"):
         return os.path.join(user_home(env), default[2:])
     if default.startswith("$"):
         var, _, rest = default[1:].partition("/")
         if var in XDG_DEFAULTS:
             return os.path.join(xdg(env, var), rest)
+        base = env.get(var, "")
+        return os.path.join(base if base and os.path.isabs(base) else user_home(env), rest)
     return default
 
 

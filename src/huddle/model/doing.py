@@ -35,17 +35,37 @@ def _say(verb: str, bare: str, *names: str) -> None:
 
 _say("running", "running a command", *SHELL_TOOLS, "PowerShell", "unified_exec", "run_command")
 _say("editing", "editing a file", "Edit", "MultiEdit", "search_replace", "apply_patch", "edit_file", "str_replace")
+_say("editing", "editing a file", "replace", "edit", "patch")  # Gemini CLI, OpenCode
 _say("editing", "editing a notebook", "NotebookEdit")
-_say("writing", "writing a file", "Write", "write_file", "create_file")
-_say("reading", "reading a file", "Read", "NotebookRead", "read_file", "view", "view_image", "cat")
+_say("writing", "writing a file", "Write", "write_file", "create_file", "write")
+_say(
+    "reading",
+    "reading a file",
+    "Read",
+    "NotebookRead",
+    "read_file",
+    "view",
+    "view_image",
+    "cat",
+    "read",
+    "read_many_files",
+)
 _say("reading command output", "reading command output", "BashOutput")
-_say("searching for", "searching", "Grep", "grep", "search", "rg")
+_say("searching for", "searching", "Grep", "grep", "search", "rg", "search_file_content", "grep_search")
 _say("finding", "finding files", "Glob", "glob")
-_say("listing", "listing files", "LS", "list_dir", "ls")
-_say("searching the web for", "searching the web", "WebSearch", "web_search", "web_search_call")
-_say("fetching", "fetching a page", "WebFetch", "web_fetch", "fetch")
+_say("listing", "listing files", "LS", "list_dir", "ls", "list_directory", "list")
+_say(
+    "searching the web for",
+    "searching the web",
+    "WebSearch",
+    "web_search",
+    "web_search_call",
+    "google_web_search",
+    "websearch",
+)
+_say("fetching", "fetching a page", "WebFetch", "web_fetch", "fetch", "webfetch")
 _say("asking:", "asking you", *QUESTION_TOOLS)
-_say("updating the todo list", "updating the todo list", "TodoWrite", "update_plan", "todo")
+_say("updating the todo list", "updating the todo list", "TodoWrite", "update_plan", "todo", "todowrite", "write_todos")
 _say("adding a task:", "adding a task", "TaskCreate")
 _say("updating a task", "updating a task", "TaskUpdate")
 _say("listing tasks", "listing tasks", "TaskList")
@@ -328,6 +348,9 @@ SUMMARY_KEYS = (
     "command",
     "cmd",
     "file_path",
+    "filePath",  # OpenCode
+    "absolute_path",  # Gemini CLI
+    "dir_path",
     "path",
     "pattern",
     "url",

@@ -36,6 +36,7 @@ ROLES: dict[str, frozenset[str]] = {
             "request_user_input",  # Codex
             "ask_user_question",
             "ui.ask_user_question",  # Vibe
+            "ask_user",  # Gemini CLI
         }
     ),
     SHELL: frozenset(
@@ -48,6 +49,7 @@ ROLES: dict[str, frozenset[str]] = {
             "container.exec",
             "file_system.bash",  # Vibe (unified)
             "bash",  # Vibe (legacy)
+            "run_shell_command",  # Gemini CLI
         }
     ),
     SPAWN: frozenset(
@@ -58,13 +60,14 @@ ROLES: dict[str, frozenset[str]] = {
             "subagent.spawn",  # Vibe 2.26
             "agents.spawn",  # Vibe 3.x
             "task",  # Vibe (legacy)
+            "invoke_agent",  # Gemini CLI
         }
     ),
     MESSAGE: frozenset({"subagent.send_message", "agents.send_message"}),  # Vibe
     WAIT: frozenset({"wait_agent", "wait", "subagent.wait", "self.wait"}),  # Codex, Vibe
     ANSWER: frozenset({"subagent.wait"}),  # Vibe 2.26
     STOP: frozenset({"subagent.stop"}),  # Vibe
-    HANDBACK: frozenset({"SubagentHandback"}),  # Claude Code
+    HANDBACK: frozenset({"SubagentHandback", "complete_task"}),  # Claude Code, Gemini CLI
 }
 
 QUESTION_TOOLS = ROLES[QUESTION]

@@ -44,6 +44,14 @@ class Handle:
         """Every file this session is read from (for watching and read-back checks)."""
         return []
 
+    def read_record(self, path: str, offset: int, length: int) -> bytes:
+        """The raw record an event points at (`file`, `offset`, `length`), for read-back. A
+        line of a transcript by default; a source whose records are not byte spans (rows
+        of a database) overrides it."""
+        from huddle.io.reader import read_span
+
+        return read_span(path, offset, length)
+
     def live(self, at: float | None = None) -> dict[str, Any]:
         """The source's liveness signals for the attention state (pid file, lock...).
         `at` evaluates as of a past time, trusting such files as they are."""

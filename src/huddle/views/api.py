@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, overload
 import msgspec
 
 from huddle.errors import BadRequest, Forbidden, NotFound
-from huddle.io.reader import read_span
 from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.model.session import Session
@@ -412,7 +411,7 @@ def content(h: Huddle, sid: str, ref: object) -> JSON:
         raise Forbidden(f"{ref}: the file lies outside the agent folders")
     real = os.path.realpath(path)
     try:
-        raw = read_span(real, off, ln)
+        raw = handle.read_record(real, off, ln)
     except OSError as exc:
         raise NotFound(f"{ref}: cannot read {os.path.basename(path)} ({exc.strerror or exc})") from None
     main = here_nth[0]

@@ -121,8 +121,9 @@ def _result(rec: object, call_id: str) -> tuple[bool, Any, dict[str, Any] | None
             d.get("tool_use_id") == call_id
             or d.get("tool_call_id") == call_id
             or (d.get("call_id") == call_id and "output" in d)
+            or (d.get("id") == call_id and "response" in d)  # Gemini's functionResponse
         ):
-            for key in ("content", "output", "result", "tool_result"):
+            for key in ("content", "output", "result", "tool_result", "response"):
                 if key in d:
                     return True, d[key], d
     return False, None, None

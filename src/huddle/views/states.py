@@ -98,7 +98,7 @@ def classify(
         _apply_process_status(session, per, acts, proc, live)
     for aid, o in (live.get("agents") or {}).items():
         if aid in per and o.get("state"):
-            per[aid] = State(o["state"], o.get("since") or per[aid].since, o.get("waiting_for"))
+            per[aid] = State(o["state"], o.get("since") or per[aid].since, o.get("waiting_for"), o.get("doing") or "")
     if alive is False:
         for aid, st in per.items():
             if st.state != ENDED:

@@ -4,7 +4,14 @@ export const STATE_LABEL = {
   needs_you: "needs you", waiting: "waiting", working: "working",
   your_turn: "your turn", idle: "idle", ended: "ended",
 };
-export const SOURCE_LABEL = { claude: "Claude Code", codex: "Codex", vibe: "Mistral Vibe", hosted: "hosted" };
+export const SOURCE_LABEL = {
+  claude: "Claude Code",
+  codex: "Codex",
+  vibe: "Mistral Vibe",
+  gemini: "Gemini CLI",
+  opencode: "OpenCode",
+  hosted: "hosted",
+};
 
 export function el(tag, attrs, ...children) {
   const node = document.createElement(tag);

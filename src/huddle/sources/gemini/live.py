@@ -1,0 +1,135 @@
+"""Gemini CLI liveness and the lead's state, for the attention states (the live() contract).
+
+The CLI writes no pid file and no lock. Its chat file cannot tell three moments apart:
+a response whose tool calls wait for your approval, the same calls running (the calls
+are written only once they ran), and, after a final answer, an open TUI from one that
+quit. The process table can: a `gemini` process for the session (by `--session-id` /
+`--resume <id>` in its argv, else by its folder: the project's newest session) means
+alive, none means ended; a process running below it means a tool runs; none while
+tool calls are pending means an approval prompt, unless the run cannot ask (`-p`,
+`--yolo`, `--approval-mode yolo|auto_edit`). Without process access (or for a past
+time) the file alone decides: a pending tool call counts as working.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from huddle.io.proctable import Proc, ProcTable
+from huddle.model import events as ev
+from huddle.model.attention import NEEDS_YOU, WORKING, YOUR_TURN
+
+from .parser import ANSWERED, OPEN, TOOLS
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_WRAPPED = re.compile(r"trap '[^\n]*' EXIT\n(.*)\n\)\n__code=", re.S)  # run_shell_command's wrapper script
+NO_ASKING = ("-p", "--prompt", "--yolo", "-y")
+
+
+def is_gemini(p: Proc) -> bool:
+    for a in p.argv[:3]:
+        base = os.path.basename(a)
+        if base in ("gemini", "gemini.js") or "/@google/gemini-cli/" in a:
+            return True
+    return False
+
+
+def named_session(argv: list[str]) -> str | None:
+    """The session a gemini command line names (`--session-id X`, `--resume X`, `-r X`)."""
+    for i, a in enumerate(argv):
+        for flag in ("--session-id", "--resume", "-r"):
+            if a == flag and i + 1 < len(argv):
+                v = argv[i + 1]
+                return v if _UUID.match(v) else None
+            if a.startswith(flag + "="):
+                v = a.split("=", 1)[1]
+                return v if _UUID.match(v) else None
+    return None
+
+
+def find_process(view: ProcTable, sid: str, cwd: str, latest: str | None) -> Proc | None:
+    """The innermost gemini process running this session (the CLI relaunches itself once)."""
+    mine = []
+    for p in view:
+        if not is_gemini(p):
+            continue
+        named = named_session(p.argv)
+        if named == sid or (named is None and cwd and p.cwd == cwd and latest == sid):
+            mine.append(p)
+    if not mine:
+        return None
+    inner = [p for p in mine if not any(is_gemini(c) for c in view.below(p.pid))]
+    return (inner or mine)[0]
+
+
+def can_ask(argv: list[str]) -> bool:
+    if any(a in NO_ASKING for a in argv):
+        return False
+    for i, a in enumerate(argv):
+        if a == "--approval-mode" and i + 1 < len(argv) and argv[i + 1] in ("yolo", "auto_edit"):
+            return False
+        if a in ("--approval-mode=yolo", "--approval-mode=auto_edit"):
+            return False
+    return True
+
+
+def running_command(view: ProcTable, pid: int) -> str | None:
+    """What runs below the CLI: the command inside its shell wrapper, else the deepest argv."""
+    below = [p for p in view.below(pid) if not is_gemini(p)]
+    if not below:
+        return None
+    for p in below:
+        if len(p.argv) >= 3 and p.argv[1] == "-c":
+            m = _WRAPPED.search(p.argv[2])
+            if m:
+                return m.group(1).strip()
+    return " ".join(below[-1].argv) or "a tool"
+
+
+def lead_mark(parser, at: float | None) -> tuple[float | None, str]:
+    marks = parser.marks
+    if at is None:
+        return marks[-1] if marks else (None, "")
+    for t, what in reversed(marks):
+        if t is None or t <= at:
+            return t, what
+    return None, ""
+
+
+def live_signals(handle, at: float | None) -> dict:
+    s = handle.session
+    cf = handle.chats.get(handle.lead)
+    if cf is None or cf.parser is None:
+        return {}
+    since, mark = lead_mark(cf.parser, at)
+    view = handle.source.system.view(at)
+    out: dict = {}
+    proc = None
+    if view is not None:
+        proc = find_process(view, handle.lead, s.cwd, handle.source.latest(s.cwd))
+        out["alive"] = proc is not None
+        if proc is None:
+            return out
+        out["pid"] = proc.pid
+    agents: dict[str, dict] = {}
+    if _waits_on_sub_agent(s, handle.lead):
+        pass  # the generic rules: waiting on the sub-agent, whose own state shows
+    elif mark == ANSWERED:
+        agents[handle.lead] = {"state": YOUR_TURN, "since": since, "waiting_for": None}
+    elif mark == TOOLS and proc is not None:
+        cmd = running_command(view, proc.pid) if view is not None else None
+        if cmd is not None:
+            agents[handle.lead] = {"state": WORKING, "since": since, "waiting_for": None, "doing": f"running {cmd}"}
+        elif can_ask(proc.argv):
+            agents[handle.lead] = {"state": NEEDS_YOU, "since": since, "waiting_for": "approve a tool call"}
+    elif mark == OPEN:
+        pass  # the model's turn: the generic rules say working
+    if agents:
+        out["agents"] = agents
+    return out
+
+
+def _waits_on_sub_agent(s, lead: str) -> bool:
+    a = s.agents.get(lead)
+    return a is not None and any(c.kind == ev.ORDER for c in a.activity.open_calls.values())
