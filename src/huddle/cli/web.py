@@ -158,12 +158,13 @@ def transcripts(session_id: str, as_json: bool) -> None:
 @click.option("--limit", default=None, help="Messages per page (default 50).")
 @click.option("--after", default=None, help="Messages after this line.")
 @click.option("--before", default=None, help="Messages before this line.")
+@click.option("--around", default=None, metavar="REF", help="The messages around this one (a search result's ref).")
 @click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID/transcript returns.")
-def transcript(session_id, agent, limit, after, before, as_json: bool) -> None:
+def transcript(session_id, agent, limit, after, before, around, as_json: bool) -> None:
     """One agent's conversation, paged like the web app's."""
     from huddle.views import api
 
-    data = _ask(api.transcript, session_id, agent=agent, limit=limit, after=after, before=before)
+    data = _ask(api.transcript, session_id, agent=agent, limit=limit, after=after, before=before, around=around)
     if as_json:
         _emit(data)
         return

@@ -28,8 +28,10 @@ def cache_dir(huddle_home: str) -> str:
 
 
 class HandleCache:
-    def __init__(self, huddle_home: str, settings_key: tuple[Any, ...]) -> None:
-        self.path = os.path.join(cache_dir(huddle_home), "handles.pickle")
+    def __init__(self, huddle_home: str, settings_key: tuple[Any, ...], name: str = "handles.pickle") -> None:
+        # `name`: a reader with its own pace (the search index) keeps its own cache, so
+        # what it has seen is never moved on by another command's refresh
+        self.path = os.path.join(cache_dir(huddle_home), name)
         self.settings_key = settings_key  # a cache made for other folders is not ours
         self.blobs: dict[str, tuple[int, bytes]] = {}  # key -> (session version, pickle)
         self.note: str | None = None

@@ -20,7 +20,13 @@ from .coldread import read_in_parallel
 
 
 class Huddle:
-    def __init__(self, settings: Settings | None = None, sources: list[str] | None = None, cache: bool = False):
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        sources: list[str] | None = None,
+        cache: bool = False,
+        cache_name: str = "handles.pickle",
+    ):
         self.settings = settings or Settings.from_env()
         self.sources = all_sources(self.settings, sources)
         # adapters that failed to load, and names no adapter has, are said on every refresh
@@ -34,7 +40,7 @@ class Huddle:
         self.cache: HandleCache | None = None
         if cache and self.settings.huddle_home and not self.settings.usage_only:
             key = (tuple(sorted(self.settings.folders.items())), tuple(s.name for s in self.sources))
-            self.cache = HandleCache(self.settings.huddle_home, key)
+            self.cache = HandleCache(self.settings.huddle_home, key, cache_name)
             self.handles = self.cache.load(self.sources)
 
     # -- reading the disk ----------------------------------------------------------

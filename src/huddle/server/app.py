@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 from huddle import __version__
 from huddle.errors import BadRequest, HuddleError
 from huddle.views import api
+from huddle.views import search as search_view
 from huddle.views.board import parse_at
 
 from .protocol import GuardedH11Protocol
@@ -49,8 +50,17 @@ def json_response(data, status: int = 200) -> Response:
     )
 
 
+def _indexer(h):
+    """The search index's thread, when huddle has a home folder to keep the index in."""
+    from huddle.search import index_for
+    from huddle.search.live import LiveIndexer
+
+    index = index_for(h)
+    return LiveIndexer(h, index) if index is not None else None
+
+
 class State:
-    """What the routes share: the core, its watcher, the stream hub."""
+    """What the routes share: the core, its watcher, the stream hub, the search indexer."""
 
     def __init__(self, h, demo=None, watch_options: dict | None = None):
         self.h = h
@@ -58,6 +68,9 @@ class State:
         self.hub = Hub()
         self.loop: asyncio.AbstractEventLoop | None = None
         self.watcher = Watcher(h, self._publish, **(watch_options or {}))
+        self.indexer = _indexer(h)
+        if self.indexer is not None:
+            self.watcher.listeners.append(self.indexer.notify)
 
     def close_streams(self) -> None:
         """End every open stream now: a server shutting down waits for its open
@@ -112,6 +125,22 @@ def create_app(
             limit=q.get("limit"),
             after=q.get("after"),
             before=q.get("before"),
+            around=q.get("around"),
+        )
+
+    def search(request: Request):
+        q = request.query_params
+        return call(
+            search_view.search,
+            q.get("q"),
+            source=q.get("source"),
+            project=q.get("project"),
+            session=q.get("session"),
+            kind=q.get("kind"),
+            since=q.get("since"),
+            until=q.get("until"),
+            limit=q.get("limit"),
+            rank=q.get("rank"),
         )
 
     def content(request: Request):
@@ -154,10 +183,14 @@ def create_app(
         if st.demo is not None:
             st.demo.start()
         await asyncio.to_thread(st.watcher.start)
+        if st.indexer is not None:
+            st.indexer.start()
         try:
             yield
         finally:
             st.hub.close()
+            if st.indexer is not None:
+                await asyncio.to_thread(st.indexer.stop)
             await asyncio.to_thread(st.watcher.stop)
             if st.demo is not None:
                 await asyncio.to_thread(st.demo.stop)
@@ -165,6 +198,7 @@ def create_app(
     routes = [
         Route("/", page("index.html")),
         Route("/session/{id}", page("session.html")),
+        Route("/search", page("search.html")),
         Route("/favicon.ico", page("favicon.svg")),
         Route("/api/info", info),
         Route("/api/sessions", board),
@@ -173,6 +207,7 @@ def create_app(
         Route("/api/sessions/{id}/transcripts", transcripts),
         Route("/api/sessions/{id}/transcript", transcript),
         Route("/api/sessions/{id}/content/{ref}", content),
+        Route("/api/search", search),
         Route("/api/stream", stream),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
     ]

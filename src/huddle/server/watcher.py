@@ -47,6 +47,7 @@ class Watcher:
         self.poll_unwatched = poll_unwatched
         self.full_every = full_every
         self.use_watchfiles = use_watchfiles
+        self.listeners: list[Callable[[set[str]], None]] = []  # told the keys each refresh changed
         self.rows: dict[str, dict] = {}  # session key -> its board row as last sent
         self.pushed: dict[str, tuple[int, int]] = {}  # session key -> (epoch, events sent)
         self.wake = threading.Event()
@@ -116,6 +117,8 @@ class Watcher:
                 msgs = self._messages(changed | set(self.debounce.pending))
         if msgs:
             self.publish(msgs)
+        for fn in self.listeners:
+            fn(changed)
 
     def _ensure_watch(self) -> None:
         """Watch the agent folders that exist now; restart when that set changes."""

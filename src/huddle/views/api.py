@@ -326,25 +326,71 @@ def transcripts(h: Huddle, sid: str) -> JSON:
     return {"session": s.id, "lead": s.lead_id, "epoch": s.epoch, "agents": out}
 
 
+def _ref_parts(handle: Handle, ref: object, what: str = "ref") -> tuple[int, str | None, int, int, int]:
+    """A ref taken apart: (file index, that file or None, offset, length, which event of the record)."""
+    m = REF.match(ref) if isinstance(ref, str) else None
+    if m is None:
+        raise BadRequest(f"bad {what}: {str(ref)[:60]!r}")
+    fi, off, ln = (int(x) for x in m.groups()[:3])
+    try:
+        files = handle.files()
+    except Exception:  # an adapter's bug costs the read-back, not the route
+        files = []
+    return fi, files[fi] if fi < len(files) else None, off, ln, int(m.group(4) or 0)
+
+
+def _line_at(handle: Handle, s: Session, seqs: list[int], ref: object) -> int | None:
+    """The line of the message an event's ref names (a tool result's: its call's)."""
+    _fi, path, off, ln, which = _ref_parts(handle, ref)
+    if path is None:
+        return None
+    evs = s.events
+    for line, seq in enumerate(seqs):
+        e = evs[seq]
+        if e.offset == off and e.length == ln and e.file == path and _nth_of_record(e, evs) == which:
+            if e.kind == ev.TOOL_RESULT and e.id:  # shown on its call
+                for back in range(line, -1, -1):
+                    c = evs[seqs[back]]
+                    if c.kind in (ev.TOOL_CALL, ev.ORDER) and c.id == e.id:
+                        return back
+            return line
+    return None
+
+
 def transcript(
-    h: Huddle, sid: str, agent: object = None, limit: object = None, after: object = None, before: object = None
+    h: Huddle,
+    sid: str,
+    agent: object = None,
+    limit: object = None,
+    after: object = None,
+    before: object = None,
+    around: object = None,
 ) -> JSON:
     """GET /api/sessions/{id}/transcript: one agent's messages, paged by line (the
     message's position in that agent's flow). Default: the latest `limit`; `after=N`
-    the ones after line N (new messages); `before=M` the ones before line M (history).
-    `has_more` says whether more lie in the paging direction."""
+    the ones after line N (new messages); `before=M` the ones before line M (history);
+    `around=REF` the page around the message an event's ref names (a search result),
+    its line as `focus_line`. `has_more` says whether more lie in the paging
+    direction (earlier ones, for `around`; `has_after` says whether later ones do)."""
     handle = _handle(h, sid)
     s = handle.session
     who = s.lead_id if agent in (None, "") else check_id(agent, "agent id", AGENT_ID)
     count = check_int(limit, "limit", lo=1, hi=TRANSCRIPT_MAX, default=TRANSCRIPT_LIMIT)
     after_line = check_int(after, "after")
     before_line = check_int(before, "before")
-    if after_line is not None and before_line is not None:
-        raise BadRequest("give after or before, not both")
+    if sum(x not in (None, "") for x in (after_line, before_line, around)) > 1:
+        raise BadRequest("give one of after, before or around")
     lanes = _lanes_of(s)
     seqs = lanes.messages(s, who) if who in s.agents else []
     total = len(seqs)
-    if after_line is not None:
+    focus = _line_at(handle, s, seqs, around) if around not in (None, "") else None
+    if around not in (None, "") and focus is None:
+        raise NotFound(f"no message at {str(around)[:60]} in the flow of agent {who}")
+    if focus is not None:
+        start = max(0, min(focus - count // 2, total - count))
+        end = min(total, start + count)
+        has_more = start > 0
+    elif after_line is not None:
         start = min(total, after_line + 1)
         end = min(total, start + count)
         has_more = end < total
@@ -373,6 +419,7 @@ def transcript(
         "has_more": has_more,
         "first_line": start if msgs else None,
         "last_line": end - 1 if msgs else None,
+        **({"focus_line": focus, "has_after": end < total} if focus is not None else {}),
     }
 
 
@@ -391,18 +438,9 @@ def content(h: Huddle, sid: str, ref: object) -> JSON:
     files, and that file must resolve inside the agent folders."""
     handle = _handle(h, sid)
     s = handle.session
-    m = REF.match(ref) if isinstance(ref, str) else None
-    if m is None:
-        raise BadRequest(f"bad content ref: {str(ref)[:60]!r}")
-    fi, off, ln = (int(x) for x in m.groups()[:3])
-    which = int(m.group(4) or 0)
-    try:
-        files = handle.files()
-    except Exception:
-        files = []
-    if fi >= len(files):
+    fi, path, off, ln, which = _ref_parts(handle, ref, "content ref")
+    if path is None:
         raise NotFound(f"no file {fi} in session {s.id}")
-    path = files[fi]
     here = [e for e in s.events if e.offset == off and e.length == ln and e.file == path]
     here_nth = [e for e in here if _nth_of_record(e, s.events) == which]
     if not here_nth:

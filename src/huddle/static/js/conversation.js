@@ -3,6 +3,7 @@
 // jump to them when scrolled up. Heavy pieces are fetched only when opened.
 import { api, el, fmtClock, fmtTokens, oneLine, avatar } from "./common.js";
 import { label } from "./model.js";
+import { highlight, queryWords } from "./highlight.js";
 
 const PAGE = 50;
 const CLAMP = 1200; // characters shown before "Show more"
@@ -15,6 +16,8 @@ export function mountConversation(box, S) {
 
   let agent = null; // selected agent id
   let first = null, last = null, hasMore = false, loading = false, epoch = null;
+  let hasAfter = false; // opened in the middle (from a search): later messages load on scrolling down
+  let terms = []; // words from the search that opened it, marked wherever text appears
   const calls = new Map(); // call id -> its <details>, to attach results that come later
   let names = new Map();
 
@@ -31,16 +34,39 @@ export function mountConversation(box, S) {
         avatar(label(a), i), el("span", { class: "nm", text: label(a), title: a.name }), el("span", { class: "n", text: a.messages })))));
   }
 
-  async function select(id) {
+  function clear(id) {
     agent = id;
     for (const b of list.querySelectorAll("button")) b.classList.toggle("on", b.dataset.agent === id);
     calls.clear();
     chat.replaceChildren();
-    first = last = null; hasMore = false;
+    first = last = null; hasMore = false; hasAfter = false;
+  }
+
+  async function select(id) {
+    clear(id);
+    terms = [];
     const page = await api.transcript(S.id, { agent: id, limit: PAGE });
     epoch = page.epoch;
     take(page, "end");
     toBottom();
+  }
+
+  // Open at one message (a search result): the page around it, the message in view, its words marked.
+  async function focusOn(f) {
+    const id = f.agent && names.has(f.agent) ? f.agent : agent;
+    let page;
+    try { page = await api.transcript(S.id, { agent: id, limit: PAGE, around: f.ref }); } catch (e) { await select(id); return; }
+    clear(id);
+    terms = queryWords(f.q);
+    epoch = page.epoch;
+    take(page, "end");
+    hasAfter = !!page.has_after;
+    const node = chat.querySelector(`[data-line="${page.focus_line}"]`);
+    if (!node) return;
+    node.classList.add("focus");
+    for (const d of node.querySelectorAll("details")) d.open = true;
+    highlight(node, terms);
+    node.scrollIntoView({ block: "center" });
   }
 
   function take(page, where) {
@@ -77,12 +103,15 @@ export function mountConversation(box, S) {
     if (loading) { pending = true; return; }
     loading = true;
     try {
-      const stick = nearBottom();
-      const page = await api.transcript(S.id, last === null ? { agent, limit: PAGE } : { agent, limit: 500, after: last });
+      const history = hasAfter; // reading on from the middle, not new messages arriving
+      const stick = nearBottom() && !history;
+      const paging = last !== null;
+      const page = await api.transcript(S.id, paging ? { agent, limit: 500, after: last } : { agent, limit: PAGE });
       if (page.epoch !== epoch) { loading = false; await select(agent); return; }
       const before = chat.children.length;
       take(page, "end");
-      if (chat.children.length > before) { if (stick) toBottom(); else newBtn.hidden = false; }
+      if (paging) hasAfter = page.has_more;
+      if (chat.children.length > before && !history) { if (stick) toBottom(); else newBtn.hidden = false; }
     } finally {
       loading = false;
       if (pending) { pending = false; newer(); }
@@ -91,7 +120,7 @@ export function mountConversation(box, S) {
 
   chat.addEventListener("scroll", () => {
     if (chat.scrollTop < 150) older();
-    if (nearBottom()) newBtn.hidden = true;
+    if (nearBottom()) { newBtn.hidden = true; if (hasAfter) newer(); }
   });
 
   // -- one message -----------------------------------------------------------------
@@ -112,6 +141,7 @@ export function mountConversation(box, S) {
         let text = full;
         if (m.truncated && m.ref) { try { text = (await api.content(S.id, m.ref)).text || full; } catch (e) { /* keep what we have */ } }
         body.replaceChildren(text);
+        highlight(body, terms);
       });
       return el("div", {}, body, more);
     }
@@ -145,6 +175,7 @@ export function mountConversation(box, S) {
       } else if (!r) parts.push(el("p", { class: "faint", text: "No result yet." }));
     } catch (e) { parts.push(el("p", { class: "faint", text: `Could not load: ${e.message}` })); }
     pane.replaceChildren(...parts);
+    highlight(pane, terms);
   }
 
   function toolNode(m) {
@@ -219,10 +250,10 @@ export function mountConversation(box, S) {
   return {
     update() {},
     async show() {
-      if (started) return;
+      if (started) { if (S.focus) await focusOn(S.focus); return; }
       started = true;
       await agents();
-      await select(agent);
+      if (S.focus) await focusOn(S.focus); else await select(agent);
     },
     stop() {},
   };

@@ -89,6 +89,16 @@ function scheduleDetail() {
   detailTimer = setTimeout(async () => { detailTimer = null; try { await loadDetail(); changed([], false); } catch (e) { /* next change retries */ } }, 250);
 }
 
+// The hash names the tab, and may carry where to open it: `#conversation?agent=A&ref=R&q=words`
+// (a search result) opens that agent's conversation at that message, the words marked.
+function route() {
+  const raw = location.hash.slice(1);
+  const i = raw.indexOf("?");
+  const p = new URLSearchParams(i < 0 ? "" : raw.slice(i + 1));
+  S.focus = p.get("ref") ? { agent: p.get("agent") || null, ref: p.get("ref"), q: p.get("q") || "" } : null;
+  return i < 0 ? raw : raw.slice(0, i);
+}
+
 function show(name) {
   if (!TABS[name]) name = "call";
   current = name;
@@ -114,7 +124,7 @@ async function catchUp() {
 }
 
 async function main() {
-  window.addEventListener("hashchange", () => show(location.hash.slice(1)));
+  window.addEventListener("hashchange", () => show(route()));
   document.addEventListener("keydown", keys);
   const ready = loadAll();
   stream(id, {
@@ -124,7 +134,7 @@ async function main() {
     reset: (d) => { if (!d.session || d.session === id) loadAll(); },
   });
   await ready;
-  show(location.hash.slice(1));
+  show(route());
 }
 
 main().catch((e) => { const b = $("s-error"); b.hidden = false; b.textContent = `huddle: ${e.message}`; $("s-title").textContent = "Session not found"; });

@@ -1,0 +1,128 @@
+"""`huddle search`: full-text search over every session (what GET /api/search returns)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from huddle.search.text import COLUMNS
+
+BIG_BUILD = 50 << 20  # bytes: a first build this big shows a progress bar on a terminal
+
+
+def _progress_factory(console):
+    """A rich progress bar for a big first build on a terminal; None otherwise."""
+    state: dict = {}
+
+    def make(total: int):
+        if total < BIG_BUILD or not sys.stderr.isatty():
+            return None
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+        bar = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=True,
+        )
+        task = bar.add_task("building the search index", total=total)
+        bar.start()
+        state["bar"] = bar
+
+        def step(done: int, _total: int) -> None:
+            bar.update(task, completed=done)
+            if done >= total:
+                bar.stop()
+
+        return step
+
+    return make, state
+
+
+@click.command()
+@click.argument("query", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print what GET /api/search returns.")
+@click.option("--source", default=None, help="Only this agent (claude, codex, vibe...).")
+@click.option("--project", default=None, help="Only sessions of this project (the folder's name).")
+@click.option("--session", "session_id", default=None, metavar="ID", help="Only this session.")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(COLUMNS),
+    help="Only these messages (repeatable). Default: prompt, say, think; tool adds tool inputs and outputs.",
+)
+@click.option("--since", default=None, metavar="DATE", help="Only messages at or after DATE (YYYY-MM-DD or ISO 8601).")
+@click.option("--until", default=None, metavar="DATE", help="Only messages before DATE.")
+@click.option("--limit", default=None, help="At most this many results (default 20).")
+@click.option("--rank", is_flag=True, help="Most relevant first (default: newest first).")
+def search(query, as_json, source, project, session_id, kinds, since, until, limit, rank) -> None:
+    """Find messages in every session: words (all must be there), "a phrase",
+    prefix*, -word to leave out; tool: to include tool inputs and outputs."""
+    from rich.console import Console
+
+    from huddle.errors import HuddleError
+    from huddle.search.index import one_shot
+    from huddle.sources import Settings
+    from huddle.views.search import search as run
+
+    err = Console(stderr=True)
+    settings = Settings.from_env()
+    make, state = _progress_factory(err)
+    h, _index = one_shot(settings, make)
+    if "bar" in state:
+        state["bar"].stop()
+    for note in h.notes:
+        click.echo(f"huddle: {note}", err=True)
+    try:
+        data = run(
+            h,
+            " ".join(query),
+            source=source,
+            project=project,
+            session=session_id,
+            kind=",".join(kinds) or None,
+            since=since,
+            until=until,
+            limit=limit,
+            rank=rank,
+        )
+    except HuddleError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    print_results(data, Console())
+
+
+def print_results(data: dict, console) -> None:
+    from rich.text import Text
+
+    for note in data["notes"]:
+        console.print(Text(f"huddle: {note}", style="yellow"))
+    if not data["results"]:
+        console.print(Text("No messages found.", style="dim"))
+        return
+    for r in data["results"]:
+        when = (r["t"] or "")[:16].replace("T", " ")
+        head = Text(f"{when}  ", style="dim")
+        head.append(f"{r['source']} · {r['project'] or '(no project)'} · ", style="dim")
+        head.append(r["title"] or r["session"], style="bold")
+        head.append(f"  {r['agent_name']} · {r['kind']}", style="cyan")
+        console.print(head)
+        snip = r["snippet"]
+        body = Text("  " + snip["text"])
+        for a, b in snip["marks"]:
+            body.stylize("bold yellow", a + 2, b + 2)
+        console.print(body)
+        console.print(Text(f"  huddle show {r['session']}   (ref {r['ref']})", style="dim"))
+    if data["more"]:
+        console.print(Text("more results: --limit N, or narrow with --project, --since, --kind", style="dim"))
+
+
+COMMANDS = [search]

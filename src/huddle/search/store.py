@@ -1,0 +1,288 @@
+"""The search index on disk: one SQLite file under $HUDDLE_HOME/cache (never in an
+agent's folder), derived, safe to delete.
+
+- `fts` is a contentless FTS5 table (the words, no copy of the text: about a tenth
+  of the transcripts' size). Its rowid is the event's time in milliseconds shifted
+  left 21 bits plus a counter, so "newest first" is FTS5's own rowid order (it stops
+  after `limit` hits) and `--since` is a rowid range.
+- `rows` says where each indexed event lives (file, offset, length, which event of
+  its record, kind, agent): snippets are cut from the record read back.
+- `files` holds each transcript file's indexed length and the bytes before it; a
+  file rewritten in place gets a new id and its old rows go dead (SQLite 3.40 cannot
+  delete from a contentless table). When dead rows pile up the index is rebuilt.
+- Writers take the write lock first (BEGIN IMMEDIATE) and read what is indexed
+  inside it, so a server and a command indexing at once never index twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+
+FORMAT = "huddle-search/1"
+TAIL = 64  # bytes before a file's indexed length, to notice a rewrite
+COUNTER_BITS = 21
+MS_MAX = (1 << 42) - 1
+REBUILD_DEAD = 0.3  # rebuild when this share of the rows is dead (and there are many)
+REBUILD_MIN = 50_000
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);
+CREATE TABLE IF NOT EXISTS sessions(
+  id INTEGER PRIMARY KEY, key TEXT UNIQUE, source TEXT, sid TEXT, project TEXT,
+  version INTEGER, absent INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS files(
+  id INTEGER PRIMARY KEY, session INTEGER, path TEXT, done INTEGER NOT NULL DEFAULT 0,
+  tail BLOB, dead INTEGER NOT NULL DEFAULT 0, rows INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS files_live ON files(session, path) WHERE dead = 0;
+CREATE TABLE IF NOT EXISTS agents(id INTEGER PRIMARY KEY, session INTEGER, agent TEXT, UNIQUE(session, agent));
+CREATE TABLE IF NOT EXISTS rows(
+  rowid INTEGER PRIMARY KEY, file INTEGER, off INTEGER, len INTEGER, nth INTEGER, kind INTEGER, agent INTEGER);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+  prompt, say, think, tool, content='', tokenize='unicode61 remove_diacritics 2');
+"""
+
+
+class Damaged(Exception):
+    """The index file is not a usable database: delete it and build again."""
+
+
+def index_path(huddle_home: str, folders: dict[str, str]) -> str:
+    """One index per set of agent folders (a demo or a test home never clobbers yours)."""
+    digest = hashlib.sha1(settings_key(folders).encode()).hexdigest()[:12]
+    return os.path.join(huddle_home, "cache", f"search-{digest}.sqlite")
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    """A fault of the file itself (as opposed to a lock held by another process)."""
+    msg = str(exc).lower()
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg):
+        return False
+    return isinstance(exc, sqlite3.DatabaseError)
+
+
+def rowid_for(t_ms: int, counter: int) -> int:
+    return (min(max(t_ms, 0), MS_MAX) << COUNTER_BITS) | (counter & ((1 << COUNTER_BITS) - 1))
+
+
+def ms_of(rowid: int) -> int:
+    return rowid >> COUNTER_BITS
+
+
+class Store:
+    def __init__(self, path: str, settings_key: str):
+        self.path = path
+        self.settings_key = settings_key
+        self.db: sqlite3.Connection | None = None
+        self._agents: dict[tuple[int, str], int] = {}
+
+    # -- life --------------------------------------------------------------------------
+
+    def open(self) -> sqlite3.Connection:
+        if self.db is not None:
+            return self.db
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        try:
+            db = self._connect()
+        except sqlite3.Error as exc:
+            if not is_damage(exc):
+                raise
+            self.remove()
+            db = self._connect()
+        self.db = db
+        return db
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(SCHEMA)
+            got = dict(db.execute("SELECT k, v FROM meta").fetchall())
+            if got.get("format") != FORMAT or got.get("settings") != self.settings_key:
+                if got:
+                    db.close()
+                    self.remove()
+                    return self._connect()
+                with self.write(db):
+                    db.executemany(
+                        "INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)",
+                        [("format", FORMAT), ("settings", self.settings_key), ("counter", "0"), ("dead", "0")],
+                    )
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+        self._agents.clear()
+
+    def remove(self) -> None:
+        """Delete the index (it is rebuilt from the transcripts)."""
+        self.close()
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self.path + suffix)
+
+    @contextlib.contextmanager
+    def write(self, db: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction, holding the write lock from its start."""
+        db = db or self.open()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+
+    # -- what is indexed ------------------------------------------------------------------
+
+    def versions(self) -> dict[str, int]:
+        return dict(self.open().execute("SELECT key, version FROM sessions").fetchall())
+
+    def session(self, db: sqlite3.Connection, key: str, source: str, sid: str, project: str) -> int:
+        row = db.execute("SELECT id, project FROM sessions WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            cur = db.execute(
+                "INSERT INTO sessions(key, source, sid, project, version) VALUES (?, ?, ?, ?, -1)",
+                (key, source, sid, project),
+            )
+            return int(cur.lastrowid or 0)
+        if row[1] != project:
+            db.execute("UPDATE sessions SET project = ? WHERE id = ?", (project, row[0]))
+        return int(row[0])
+
+    def set_version(self, db: sqlite3.Connection, session: int, version: int) -> None:
+        db.execute("UPDATE sessions SET version = ?, absent = 0 WHERE id = ?", (version, session))
+
+    def mark_absent(self, db: sqlite3.Connection, present: set[str]) -> None:
+        """Sessions no longer on disk drop out of results (and come back unread if they return)."""
+        rows = db.execute("SELECT id, key, absent FROM sessions").fetchall()
+        gone = [(i,) for i, k, a in rows if k not in present and not a]
+        back = [(i,) for i, k, a in rows if k in present and a]
+        db.executemany("UPDATE sessions SET absent = 1 WHERE id = ?", gone)
+        db.executemany("UPDATE sessions SET absent = 0 WHERE id = ?", back)
+
+    def files(self, db: sqlite3.Connection, session: int) -> dict[str, tuple[int, int, bytes]]:
+        """Live files of a session: path -> (file id, indexed length, the bytes before it)."""
+        rows = db.execute("SELECT path, id, done, tail FROM files WHERE session = ? AND dead = 0", (session,))
+        return {p: (i, d, t or b"") for p, i, d, t in rows}
+
+    def new_file(self, db: sqlite3.Connection, session: int, path: str) -> int:
+        cur = db.execute("INSERT INTO files(session, path) VALUES (?, ?)", (session, path))
+        return int(cur.lastrowid or 0)
+
+    def kill_file(self, db: sqlite3.Connection, fid: int) -> None:
+        n = db.execute("SELECT rows FROM files WHERE id = ?", (fid,)).fetchone()
+        db.execute("UPDATE files SET dead = 1 WHERE id = ?", (fid,))
+        db.execute("UPDATE meta SET v = CAST(v AS INTEGER) + ? WHERE k = 'dead'", (int(n[0]) if n else 0,))
+
+    def set_done(self, db: sqlite3.Connection, fid: int, done: int, tail: bytes, added: int) -> None:
+        db.execute("UPDATE files SET done = ?, tail = ?, rows = rows + ? WHERE id = ?", (done, tail, added, fid))
+
+    def agent(self, db: sqlite3.Connection, session: int, agent: str) -> int:
+        key = (session, agent)
+        got = self._agents.get(key)
+        if got is not None:
+            return got
+        row = db.execute("SELECT id FROM agents WHERE session = ? AND agent = ?", key).fetchone()
+        if row is None:
+            cur = db.execute("INSERT INTO agents(session, agent) VALUES (?, ?)", key)
+            got = int(cur.lastrowid or 0)
+        else:
+            got = int(row[0])
+        self._agents[key] = got
+        return got
+
+    def counter(self, db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT v FROM meta WHERE k = 'counter'").fetchone()
+        return int(row[0]) if row else 0
+
+    def set_counter(self, db: sqlite3.Connection, n: int) -> None:
+        db.execute("UPDATE meta SET v = ? WHERE k = 'counter'", (str(n),))
+
+    def insert(self, db: sqlite3.Connection, rows: Sequence[tuple], texts: Sequence[tuple]) -> None:
+        """`rows`: (rowid, file, off, len, nth, kind, agent); `texts`: (rowid, prompt, say, think, tool)."""
+        try:
+            db.executemany("INSERT INTO rows(rowid, file, off, len, nth, kind, agent) VALUES (?,?,?,?,?,?,?)", rows)
+        except sqlite3.IntegrityError:
+            raise
+        db.executemany("INSERT INTO fts(rowid, prompt, say, think, tool) VALUES (?,?,?,?,?)", texts)
+
+    def taken(self, db: sqlite3.Connection, rowids: Sequence[int]) -> set[int]:
+        out: set[int] = set()
+        for i in range(0, len(rowids), 500):
+            part = rowids[i : i + 500]
+            q = f"SELECT rowid FROM rows WHERE rowid IN ({','.join('?' * len(part))})"
+            out.update(r[0] for r in db.execute(q, part))
+        return out
+
+    def stats(self) -> dict:
+        db = self.open()
+        meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
+        rows = db.execute("SELECT COALESCE(SUM(rows), 0) FROM files").fetchone()[0]
+        sessions = db.execute("SELECT COUNT(*) FROM sessions WHERE absent = 0").fetchone()[0]
+        try:
+            size = sum(os.path.getsize(self.path + s) for s in ("", "-wal") if os.path.exists(self.path + s))
+        except OSError:
+            size = 0
+        return {"sessions": int(sessions), "rows": int(rows), "dead_rows": int(meta.get("dead", 0)), "bytes": size}
+
+    def wants_rebuild(self) -> bool:
+        st = self.stats()
+        return st["dead_rows"] >= REBUILD_MIN and st["dead_rows"] >= REBUILD_DEAD * max(1, st["rows"])
+
+    # -- asking ------------------------------------------------------------------------------
+
+    def search(
+        self,
+        match: str,
+        *,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        sources: Sequence[str] = (),
+        project: str | None = None,
+        session: str | None = None,
+        rank: bool = False,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> list[tuple]:
+        """Hits: (rowid, path, off, len, nth, kind, agent, session key)."""
+        where = ["fts MATCH ?", "f.dead = 0", "s.absent = 0"]
+        args: list = [match]
+        if since_ms is not None:
+            where.append("fts.rowid >= ?")
+            args.append(rowid_for(since_ms, 0))
+        if until_ms is not None:
+            where.append("fts.rowid < ?")
+            args.append(rowid_for(until_ms, 0))
+        if sources:
+            where.append(f"s.source IN ({','.join('?' * len(sources))})")
+            args.extend(sources)
+        if project:
+            where.append("s.project = ?")
+            args.append(project)
+        if session:
+            where.append("(s.sid = ? OR s.key = ?)")
+            args.extend([session, session])
+        order = "fts.rank" if rank else "fts.rowid DESC"
+        sql = (
+            "SELECT fts.rowid, f.path, r.off, r.len, r.nth, r.kind, a.agent, s.key "
+            "FROM fts JOIN rows r ON r.rowid = fts.rowid JOIN files f ON f.id = r.file "
+            "JOIN sessions s ON s.id = f.session LEFT JOIN agents a ON a.id = r.agent "
+            f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ? OFFSET ?"
+        )
+        args.extend([limit, offset])
+        return self.open().execute(sql, args).fetchall()
+
+
+def settings_key(folders: dict[str, str]) -> str:
+    return json.dumps(sorted(folders.items()))

@@ -1,0 +1,102 @@
+// The search page: every session's messages, newest first; a result opens the
+// conversation at that message with the words marked.
+import { el, getJSON, SOURCE_LABEL, typing } from "./common.js";
+import { marked } from "./highlight.js";
+
+const $ = (id) => document.getElementById(id);
+const DEFAULT_KINDS = "prompt,say,think";
+
+export function sessionLink(r, q) {
+  const p = new URLSearchParams({ agent: r.agent, ref: r.ref, q });
+  return `/session/${encodeURIComponent(r.session)}#conversation?${p}`;
+}
+
+function kinds() {
+  const on = [...document.querySelectorAll('input[name="kind"]:checked')].map((i) => i.value).join(",");
+  return on === DEFAULT_KINDS ? "" : on;
+}
+
+function params() {
+  const p = new URLSearchParams();
+  const q = $("q").value.trim();
+  if (q) p.set("q", q);
+  const k = kinds();
+  if (k) p.set("kind", k);
+  if ($("source").value) p.set("source", $("source").value);
+  if ($("project").value.trim()) p.set("project", $("project").value.trim());
+  if ($("order").value) p.set("rank", "1");
+  return p;
+}
+
+function when(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return d.toLocaleString([], { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hour12: false });
+}
+
+function render(d, q) {
+  const state = $("state");
+  const bits = [];
+  if (d.index && d.index.building) {
+    const p = d.index.progress || {};
+    const pct = p.total_bytes ? ` (${Math.round((100 * p.done_bytes) / p.total_bytes)}%)` : "";
+    bits.push(`The index is being built${pct}: results so far.`);
+  }
+  for (const n of d.notes || []) bits.push(n);
+  if (!d.results.length && q) bits.push("No messages found.");
+  else if (d.results.length) bits.push(`${d.results.length}${d.more ? "+" : ""} result${d.results.length === 1 ? "" : "s"}, ${d.order === "rank" ? "most relevant" : "newest"} first`);
+  state.textContent = bits.join(" ");
+  $("results").replaceChildren(...d.results.map((r) => el("li", { class: "result" },
+    el("a", { href: sessionLink(r, q), class: "r-link" },
+      el("div", { class: "r-head" },
+        el("span", { class: "r-title", text: r.title || r.session }),
+        el("span", { class: "r-meta", text: [SOURCE_LABEL[r.source] || r.source, r.project, r.agent_name, r.kind].filter(Boolean).join(" · ") }),
+        el("span", { class: "r-time", text: when(r.t) })),
+      el("div", { class: `r-snip k-${r.group}` }, marked(r.snippet.text, r.snippet.marks))))));
+  $("more").hidden = !d.more;
+}
+
+let seq = 0;
+async function run(push) {
+  const p = params();
+  const q = p.get("q") || "";
+  const url = `/search${p.toString() ? `?${p}` : ""}`;
+  if (push) history.pushState(null, "", url); else history.replaceState(null, "", url);
+  document.title = q ? `${q} · huddle search` : "huddle · search";
+  if (!q) { $("results").replaceChildren(); $("state").textContent = ""; $("more").hidden = true; return; }
+  const mine = ++seq;
+  $("state").textContent = "Searching…";
+  try {
+    const d = await getJSON(`/api/search?${p}`);
+    if (mine === seq) render(d, q);
+  } catch (e) {
+    if (mine === seq) $("state").textContent = `huddle: ${e.message}`;
+  }
+}
+
+function fromURL() {
+  const p = new URLSearchParams(location.search);
+  $("q").value = p.get("q") || "";
+  const k = (p.get("kind") || DEFAULT_KINDS).split(",");
+  for (const i of document.querySelectorAll('input[name="kind"]')) i.checked = k.includes(i.value);
+  $("source").value = p.get("source") || "";
+  $("project").value = p.get("project") || "";
+  $("order").value = p.get("rank") ? "1" : "";
+}
+
+async function main() {
+  for (const [k, label] of Object.entries(SOURCE_LABEL)) $("source").append(el("option", { value: k, text: label }));
+  fromURL();
+  $("go").addEventListener("click", () => run(true));
+  $("q").addEventListener("keydown", (ev) => { if (ev.key === "Enter") run(true); });
+  for (const i of document.querySelectorAll(".search-opts input, .search-opts select")) i.addEventListener("change", () => run(false));
+  window.addEventListener("popstate", () => { fromURL(); run(false); });
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key === "/" && !typing(ev.target)) { ev.preventDefault(); $("q").focus(); $("q").select(); }
+    else if (ev.key === "Escape" && !typing(ev.target)) location.href = "/";
+  });
+  $("q").focus();
+  await run(false);
+}
+
+main();

@@ -1,0 +1,256 @@
+"""`huddle search --json` and GET /api/search: the same dict, from the search index.
+
+Hits come from the index (huddle.search); everything shown about them (title,
+project, agent, the ref that opens the conversation there) from the core's own
+sessions, and the snippet from the event's record read back from its file, so the
+index stores no text. The query never fails: a term without words is dropped and
+said, a query with nothing to look for answers no results and says why.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from huddle.errors import BadRequest
+from huddle.io.reader import read_span
+from huddle.model.session import iso, project_name
+from huddle.search import Damaged, index_for
+from huddle.search.query import Query, parse
+from huddle.search.store import is_damage, ms_of
+from huddle.search.text import CODE_KIND, COLUMNS, DEFAULT_SCOPE, KIND_GROUP, fold_char, string_values
+
+from .api import check_id, check_int, files_index
+from .usage import parse_since
+
+if TYPE_CHECKING:
+    from huddle.core import Huddle
+
+LIMIT = 20
+LIMIT_MAX = 500
+SNIPPET = 220  # characters around the first hit
+SCAN_MAX = 1 << 20  # characters of one string looked through for the snippet
+_SOURCE = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")
+_decode = msgspec.json.Decoder().decode
+
+
+def _kinds(kind: object) -> tuple[str, ...] | None:
+    if kind in (None, ""):
+        return None
+    if not isinstance(kind, str):
+        raise BadRequest(f"bad kind: {kind!r}")
+    got = tuple(dict.fromkeys(k.strip() for k in kind.split(",") if k.strip()))
+    bad = [k for k in got if k not in COLUMNS]
+    if bad or not got:
+        raise BadRequest(f"bad kind: {kind[:40]!r} (want {', '.join(COLUMNS)})")
+    return got
+
+
+def _when(value: object, what: str) -> float | None:
+    if value in (None, ""):
+        return None
+    t = parse_since(value) if isinstance(value, str) else None
+    if t is None:
+        raise BadRequest(f"bad {what}: {str(value)[:40]!r} (use YYYY-MM-DD or ISO 8601)")
+    return t
+
+
+# -- snippets -----------------------------------------------------------------------------
+
+
+def _pattern(q: Query) -> re.Pattern[str] | None:
+    """Where the positive terms stand in folded text (any case, any separators)."""
+    alts = []
+    for t in q.positive:
+        body = r"[\W_]+".join(re.escape(w) for w in t.words)
+        alts.append(r"(?<![^\W_])" + body + (r"" if t.prefix else r"(?![^\W_])"))
+    return re.compile("|".join(alts)) if alts else None
+
+
+def _folded(s: str) -> str:
+    """Lower case without diacritics, same length (so positions carry over to the original)."""
+    return s.lower() if s.isascii() else "".join(map(fold_char, s))
+
+
+def snippet(raw: bytes, q: Query) -> dict:
+    """The string of the record that holds the most of the terms, cut around the first
+    hit, with the hits marked: {"text", "marks": [[start, end], ...]}."""
+    try:
+        rec = _decode(raw)
+        strings = string_values(rec, [])
+    except msgspec.DecodeError:
+        strings = [raw.decode("utf-8", "replace")]
+    pat = _pattern(q)
+    best, best_hits, best_score = "", [], (-1, 0)
+    for s in strings:
+        if len(s) < 2:
+            continue
+        folded = _folded(s[:SCAN_MAX])
+        hits = [(m.start(), m.end(), m.group(0)) for m in pat.finditer(folded)] if pat else []
+        distinct = len({re.sub(r"[\W_]+", " ", h[2]) for h in hits})
+        score = (distinct, len(s))
+        if score > best_score:
+            best, best_hits, best_score = s, hits, score
+    if not best_hits:
+        text = " ".join(best.split())[:SNIPPET]
+        return {"text": text, "marks": []}
+    first = best_hits[0][0]
+    start = max(0, min(first - SNIPPET // 3, len(best) - SNIPPET))
+    if start:
+        sp = best.find(" ", start, first)
+        start = sp + 1 if 0 <= sp < first else start
+    end = min(len(best), start + SNIPPET)
+    if end < len(best):
+        sp = best.rfind(" ", max(start, best_hits[0][1]), end)
+        end = sp if sp > best_hits[0][1] else end
+    lead = "…" if start else ""
+    text = lead + best[start:end].translate(_SPACES) + ("…" if end < len(best) else "")
+    shift = len(lead) - start
+    marks = [[a + shift, b + shift] for a, b, _ in best_hits if a >= start and b <= end]
+    return {"text": text, "marks": marks}
+
+
+_SPACES = str.maketrans({"\n": " ", "\r": " ", "\t": " "})
+
+
+# -- the route ------------------------------------------------------------------------------
+
+
+def _agent_name(s: Any, agent: str) -> str:
+    if agent == s.lead_id:
+        return "lead"
+    a = s.agents.get(agent)
+    if a is None:
+        return agent
+    return a.description or a.kind or a.name or agent
+
+
+def search(
+    h: Huddle,
+    q: object = None,
+    *,
+    source: object = None,
+    project: object = None,
+    session: object = None,
+    kind: object = None,
+    since: object = None,
+    until: object = None,
+    limit: object = None,
+    rank: object = False,
+) -> dict:
+    """GET /api/search?q=...: messages matching the query, newest first (or by
+    relevance with `rank`). The caller brings the index level first (the server's
+    indexing thread, or the command before it asks)."""
+    text = q if isinstance(q, str) else ""
+    if len(text) > 2000:
+        raise BadRequest("the query is too long (2,000 characters at most)")
+    kinds = _kinds(kind)
+    src = None
+    if source not in (None, ""):
+        if not isinstance(source, str) or not _SOURCE.match(source):
+            raise BadRequest(f"bad source: {str(source)[:40]!r}")
+        src = source
+    proj = project if isinstance(project, str) and project else None
+    sess = check_id(session) if session not in (None, "") else None
+    t_since, t_until = _when(since, "since"), _when(until, "until")
+    n = check_int(limit, "limit", lo=1, hi=LIMIT_MAX, default=LIMIT)
+    by_rank = rank in (True, "1", "true", "yes")
+    query = parse(text)
+    scope = kinds or (DEFAULT_SCOPE + (("tool",) if query.tool else ()))
+    notes = [f"ignored {d!r}: no word in it to look for" for d in query.dropped]
+    out: dict = {
+        "query": text,
+        "terms": [t.to_dict() for t in query.positive],
+        "excluded": [t.to_dict() for t in query.negative],
+        "scope": list(scope),
+        "order": "rank" if by_rank else "newest",
+        "filters": {
+            "source": src,
+            "project": proj,
+            "session": sess,
+            "since": iso(t_since),
+            "until": iso(t_until),
+        },
+        "results": [],
+        "more": False,
+        "notes": notes,
+    }
+    index = index_for(h)
+    match = query.fts(tuple(scope))
+    if index is None:
+        notes.append("search needs huddle's home folder (HUDDLE_HOME) for its index")
+        return out
+    out["index"] = _index_state(index)
+    if match is None:
+        if text.strip():
+            notes.append("nothing to look for: give at least one word that must be there")
+        return out
+    try:
+        hits = index.store.search(
+            match,
+            since_ms=None if t_since is None else int(t_since * 1000),
+            until_ms=None if t_until is None else int(t_until * 1000),
+            sources=(src,) if src else (),
+            project=proj,
+            session=sess,
+            rank=by_rank,
+            limit=n + 1,
+        )
+    except sqlite3.Error as exc:
+        if not is_damage(exc):
+            raise
+        index.reset()
+        notes.append("the search index was damaged: it is being built again")
+        out["index"] = _index_state(index)
+        return out
+    except Damaged:
+        notes.append("the search index was damaged: it is being built again")
+        return out
+    out["more"] = len(hits) > n
+    out["results"] = [r for r in (_result(h, hit, query) for hit in hits[:n]) if r is not None]
+    return out
+
+
+def _index_state(index: Any) -> dict:
+    st = index.store.stats()
+    done, total = index.progress
+    st["building"] = bool(index.building)
+    if index.building:
+        st["progress"] = {"done_bytes": done, "total_bytes": total}
+    return st
+
+
+def _result(h: Huddle, hit: tuple, q: Query) -> dict | None:
+    rowid, path, off, ln, nth, kind_code, agent, key = hit
+    handle = h.handles.get(key)
+    if handle is None:
+        return None
+    s = handle.session
+    fi = files_index(handle).get(path)
+    if fi is None:
+        return None
+    try:
+        raw = read_span(path, off, ln)
+    except OSError:
+        return None
+    if len(raw) < ln:
+        return None  # the file shrank since it was indexed: the next update sees to it
+    kind = CODE_KIND.get(kind_code, "")
+    ref = f"{fi}-{off}-{ln}" + (f"-{nth}" if nth else "")
+    return {
+        "session": s.id,
+        "key": s.key,
+        "source": s.source,
+        "title": s.title,
+        "project": project_name(s.cwd),
+        "agent": agent or s.lead_id,
+        "agent_name": _agent_name(s, agent or s.lead_id),
+        "kind": kind,
+        "group": KIND_GROUP.get(kind, ""),
+        "t": iso(ms_of(rowid) / 1000),
+        "ref": ref,
+        "snippet": snippet(raw, q),
+    }
