@@ -26,8 +26,9 @@ from huddle.views.usage import GROUPS
     metavar="DATE",
     help="Only usage at or after DATE (YYYY-MM-DD, UTC) or an ISO 8601 time.",
 )
+@click.option("--until", "until", default=None, metavar="DATE", help="Only usage before DATE (same forms as --since).")
 @click.pass_context
-def usage(ctx: click.Context, as_json: bool, by: str, since: str | None) -> None:
+def usage(ctx: click.Context, as_json: bool, by: str, since: str | None, until: str | None) -> None:
     """Token totals (input, output, cache read, cache write) and cost, for every
     agent, sub-agents included, each model response counted once."""
     from huddle.sources import Settings
@@ -39,6 +40,11 @@ def usage(ctx: click.Context, as_json: bool, by: str, since: str | None) -> None
         when = parse_since(since)
         if when is None:
             raise click.BadParameter(f"not a date: {since!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--since")
+    before = None
+    if until is not None:
+        before = parse_since(until)
+        if before is None:
+            raise click.BadParameter(f"not a date: {until!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--until")
     settings = Settings.from_env()
     table = current(settings.huddle_home)
     if table.problem:
@@ -47,7 +53,7 @@ def usage(ctx: click.Context, as_json: bool, by: str, since: str | None) -> None
     counted, notes = counted_from_index(settings)  # reads only what moved since the last run
     for note in notes:
         click.echo(f"huddle: {note}", err=True)
-    data = aggregate(counted, by=by, since=when, table=table, notes=notes)
+    data = aggregate(counted, by=by, since=when, table=table, notes=notes, until=before)
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:

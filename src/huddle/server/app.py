@@ -128,6 +128,10 @@ def create_app(
             around=q.get("around"),
         )
 
+    def usage(request: Request):
+        q = request.query_params
+        return call(api.usage, by=q.get("by"), since=q.get("since"), until=q.get("until"))
+
     def search(request: Request):
         q = request.query_params
         return call(
@@ -199,6 +203,7 @@ def create_app(
         Route("/", page("index.html")),
         Route("/session/{id}", page("session.html")),
         Route("/search", page("search.html")),
+        Route("/usage", page("usage.html")),
         Route("/favicon.ico", page("favicon.svg")),
         Route("/api/info", info),
         Route("/api/sessions", board),
@@ -208,6 +213,7 @@ def create_app(
         Route("/api/sessions/{id}/transcript", transcript),
         Route("/api/sessions/{id}/content/{ref}", content),
         Route("/api/search", search),
+        Route("/api/usage", usage),
         Route("/api/stream", stream),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
     ]

@@ -458,3 +458,25 @@ def content(h: Huddle, sid: str, ref: object) -> JSON:
     out = piece(raw, main)
     out.update(session=s.id, ref=ref, kinds=[e.kind for e in here], event=event_json(main, {path: fi}, s.events))
     return out
+
+
+# -- usage ------------------------------------------------------------------------------
+
+
+def usage(h: Huddle, by: object = None, since: object = None, until: object = None) -> JSON:
+    """GET /api/usage?by=day|session|project|model|agent&since=DATE&until=DATE: what
+    `huddle usage --json` prints (both are `usage.aggregate` over the counted rows)."""
+    from . import usage as u
+
+    group = by if by not in (None, "") else "day"
+    if group not in u.GROUPS:
+        raise BadRequest(f"bad by: {str(by)[:40]!r} (want {', '.join(u.GROUPS)})")
+    times = []
+    for what, value in (("since", since), ("until", until)):
+        t = None
+        if value not in (None, ""):
+            t = u.parse_since(value) if isinstance(value, str) else None
+            if t is None:
+                raise BadRequest(f"bad {what}: {str(value)[:40]!r} (use YYYY-MM-DD or ISO 8601)")
+        times.append(t)
+    return u.report(h, str(group), times[0], until=times[1])

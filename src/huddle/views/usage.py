@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -162,8 +163,10 @@ def aggregate(
     since: float | None = None,
     table: Table | None = None,
     notes: list[str] | None = None,
+    until: float | None = None,
 ) -> dict:
-    """A report from collected rows (see `collect`)."""
+    """A report from collected rows (see `collect`), of usage at or after `since` and
+    before `until` (unix seconds; either may be None)."""
     if by not in GROUPS:
         raise ValueError(f"by must be one of {', '.join(GROUPS)}")
     t = table or current()
@@ -182,6 +185,8 @@ def aggregate(
         for r in s["rows"]:
             when = r[0]
             if since is not None and (when is None or when < since):
+                continue
+            if until is not None and (when is None or when >= until):
                 continue
             model = r[2]
             u = Usage(*r[3:8])
@@ -206,6 +211,7 @@ def aggregate(
     return {
         "by": by,
         "since": iso(since),
+        **({"until": iso(until)} if until is not None else {}),
         "rows": rows,
         "totals": total.to_dict(),
         "unpriced": unpriced,
@@ -219,12 +225,40 @@ def aggregate(
     }
 
 
-def report(huddle: Huddle, by: str = "day", since: float | None = None, table: Table | None = None) -> dict[str, Any]:
+def report(
+    huddle: Huddle,
+    by: str = "day",
+    since: float | None = None,
+    table: Table | None = None,
+    until: float | None = None,
+) -> dict[str, Any]:
     """Token totals and cost grouped `by` day (UTC), session, project, model or agent,
-    from usage at or after `since` (unix seconds). Reads what `huddle` holds: call
-    `huddle.refresh()` first."""
+    from usage at or after `since` and before `until` (unix seconds). Reads what
+    `huddle` holds: call `huddle.refresh()` first."""
     t = table or current(huddle.settings.huddle_home)
-    return aggregate(collect(huddle.sessions()), by, since, t, getattr(huddle, "notes", None))
+    return aggregate(_collected(huddle), by, since, t, getattr(huddle, "notes", None), until)
+
+
+_collected_memo: weakref.WeakKeyDictionary[Any, tuple[int, dict]] = weakref.WeakKeyDictionary()
+
+
+def _collected(huddle: Huddle) -> dict:
+    """`collect` over the core's sessions, once per change of the core (a page asks
+    for several groupings of the same rows)."""
+    gen = getattr(huddle, "generation", None)
+    try:
+        got = _collected_memo.get(huddle)
+    except TypeError:
+        got = None
+    if got is not None and gen is not None and got[0] == gen:
+        return got[1]
+    counted = collect(huddle.sessions())
+    if gen is not None:
+        try:
+            _collected_memo[huddle] = (gen, counted)
+        except TypeError:
+            pass
+    return counted
 
 
 def _ordered(by: str, lines: dict[str, Line]) -> list[tuple[str, Line]]:
