@@ -23,7 +23,7 @@ PLANTED: list[tuple[str, str, str]] = [
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYPLANTED1KE",
         "[default]\naws_secret_access_key = {s}\nregion = eu-west-1",
     ),
-    ("gcp-api-key", "AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3namPLANTED", "curl 'https://maps.googleapis.com/x?key={s}'"),
+    ("gcp-api-key", "AIzaSyDaGmWKa4JsXZ-HjGw7ISLn_3naPLANTED", "curl 'https://maps.googleapis.com/x?key={s}'"),
     ("gcp-oauth-token", "ya29.a0AfH6SMBx3k9Lq2PLANTEDzzTokenValue_123", "access token: {s}"),
     ("gcp-oauth-secret", "GOCSPX-1a2b3c4d5e6f7g8h9i0jPLANTED", '"client_secret": "{s}"'),
     (

@@ -142,3 +142,18 @@ def test_any_text_never_fails(texts):
     assert len(out) == len(texts)
     for a, b in zip(texts, out):
         assert a == b or "[REDACTED:" in b
+
+
+def test_a_summary_cut_inside_a_secret_loses_the_part_it_kept():
+    """A tool call's one-line summary, cut at its width, can end in the first letters
+    of a secret that the rules see only whole (in the full input beside it)."""
+    r = Redactor()
+    full = "grep x; aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYPLANTED1KE"
+    out = r.value({"input": {"command": full}, "detail": full[:40] + "…", "title": "Let me check..."})
+    assert out == {
+        "input": {"command": "grep x; aws_secret_access_key = [REDACTED:aws-secret-key]"},
+        "detail": "grep x; aws_secret_access_key = [REDACTED:cut-secret]…",
+        "title": "Let me check...",
+    }
+    assert r.text("a long generated tail 9f8e7d6c5b4a3f2e1d…") == "a long generated tail 9f8e7d6c5b4a3f2e1d…"
+    assert r.value(["a long generated tail 9f8e7d6c5b4a3f2e1d…"]) == ["a long generated tail [REDACTED:cut-secret]…"]

@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 from huddle import __version__
 from huddle.errors import BadRequest, HuddleError
 from huddle.views import api
+from huddle.views import export as export_view
 from huddle.views import search as search_view
 from huddle.views.board import parse_at
 
@@ -132,6 +133,23 @@ def create_app(
         q = request.query_params
         return call(api.usage, by=q.get("by"), since=q.get("since"), until=q.get("until"))
 
+    def export(request: Request):
+        q = request.query_params
+        with h.lock:
+            sid = api.check_id(request.path_params["id"])
+        blob, media, name, summary = export_view.export_file(
+            h, sid, q.get("format"), redact=q.get("redact"), images=q.get("images")
+        )
+        return Response(
+            blob,
+            media_type=media,
+            headers={
+                "content-disposition": f'attachment; filename="{name}"',
+                "cache-control": "no-store",
+                "x-huddle-export": summary[:1000],
+            },
+        )
+
     def search(request: Request):
         q = request.query_params
         return call(
@@ -214,6 +232,7 @@ def create_app(
         Route("/api/sessions/{id}/content/{ref}", content),
         Route("/api/search", search),
         Route("/api/usage", usage),
+        Route("/api/sessions/{id}/export", export),
         Route("/api/stream", stream),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
     ]

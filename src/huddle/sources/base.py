@@ -66,6 +66,8 @@ class Source:
     name: ClassVar[str] = ""
     folder_env: ClassVar[str | None] = None
     default_folder: ClassVar[str | None] = None
+    # the shell command that resumes one of its sessions, `{id}` standing for the id ("" if none)
+    resume: ClassVar[str] = ""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

@@ -78,3 +78,13 @@ def unknown_sources(settings: Settings, names: Iterable[str] | None = None) -> l
     """Names asked for that no loaded adapter has (a typo in HUDDLE_SOURCES)."""
     wanted = list(names) if names else list(settings.only)
     return [n for n in wanted if n not in SOURCES]
+
+
+def resume_command(source: str, session_id: str) -> str | None:
+    """The command that resumes a session in its own agent, if that agent has one."""
+    import shlex
+
+    cls = source_classes().get(source)
+    if cls is None or not cls.resume:
+        return None
+    return cls.resume.format(id=shlex.quote(session_id))

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from huddle.model.attention import YOUR_TURN, urgency
 from huddle.model.session import Session, parse_time
+from huddle.sources.registry import resume_command
 
 from . import pricing
 from .states import Debouncer, State, classify, state_dict
@@ -57,6 +58,9 @@ def _build(
     d = s.summary()
     d["tokens"] = s.usage.total
     d["cost"] = session_cost(s, table)
+    resume = resume_command(s.source, s.id)
+    if resume:
+        d["resume"] = resume
     if problem:
         d.setdefault("error", problem)
     try:

@@ -375,6 +375,7 @@ class Redactor:
         self.rules = tuple(rules)
         self.user = tuple(Rule("user-pattern", p, group=1 if p.groups else 0) for p in extra)
         self.counts: dict[str, int] = {}
+        self.seen: set[str] = set()  # the secrets replaced so far (in memory only), for cut_tail
 
     @property
     def replaced(self) -> int:
@@ -394,14 +395,17 @@ class Redactor:
 
     def value(self, v: object) -> object:
         """Every string of a JSON-like value (dict keys too), redacted, as a new value.
-        The strings go through the rules in one pass, joined."""
+        The strings go through the rules in one pass, joined; then a string cut short
+        by a summary loses a last word that begins a secret (see `cut_tail`)."""
         strings: list[str] = []
         strings_of(v, strings)
         if not strings:
             return v
-        clean = self.texts(strings)
-        it = iter(clean)
-        return _rebuild(v, it)
+        clean = [self.cut_tail(x) for x in self.texts(strings)]
+        return _rebuild(v, iter(clean))
+
+    def cut_tail(self, s: str) -> str:
+        return _cut_tail(self, s) if s.endswith(("…", "...")) else s
 
     def texts(self, strings: list[str]) -> list[str]:
         """Many strings at once: joined, so the cost per string is a few bytes, not a pass."""
@@ -465,10 +469,31 @@ class Redactor:
                 continue  # never across two joined strings
             pieces.append(s[pos:a])
             pieces.append(MARK.format(name))
+            if b - a >= 6:
+                self.seen.add(s[a:b])
             pos = b
             self.counts[name] = self.counts.get(name, 0) + 1
         pieces.append(s[pos:])
         return "".join(pieces)
+
+
+_TAIL = re.compile(r"([^\s\"'`=:,;(){}\[\]<>]{4,})(…|\.\.\.)$")
+
+
+def _cut_tail(r: Redactor, s: str) -> str:
+    """A summary cut short (ending in an ellipsis) may end in the first part of a
+    secret, too short for any rule: its last word goes when it starts a secret seen
+    whole elsewhere, or looks generated (long, with digits and letters)."""
+    m = _TAIL.search(s)
+    if m is None:
+        return s
+    word = m.group(1)
+    known = any(sec.startswith(word) for sec in r.seen)
+    generated = len(word) >= 12 and any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
+    if not (known or generated) or word.startswith("[REDACTED"):
+        return s
+    r.counts["cut-secret"] = r.counts.get("cut-secret", 0) + 1
+    return s[: m.start(1)] + MARK.format("cut-secret") + m.group(2)
 
 
 def strings_of(v: object, out: list[str]) -> list[str]:

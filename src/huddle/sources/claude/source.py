@@ -258,6 +258,7 @@ class ClaudeSource(Source):
     name = "claude"
     folder_env = "CLAUDE_CONFIG_DIR"
     default_folder = "~/.claude"
+    resume = "claude --resume {id}"
 
     def __init__(self, settings):
         super().__init__(settings)

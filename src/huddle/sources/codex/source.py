@@ -242,6 +242,7 @@ class CodexSource(Source):
     name = "codex"
     folder_env = "CODEX_HOME"
     default_folder = "~/.codex"
+    resume = "codex resume {id}"
 
     def __init__(self, settings):
         super().__init__(settings)

@@ -267,6 +267,7 @@ class VibeSource(Source):
     name = "vibe"
     folder_env = "VIBE_HOME"
     default_folder = "~/.vibe"
+    resume = "vibe --resume {id}"
 
     def __init__(self, settings):
         super().__init__(settings)

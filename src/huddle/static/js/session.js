@@ -5,6 +5,7 @@ import { mountCall } from "./call.js";
 import { mountTree } from "./tree.js";
 import { mountConversation } from "./conversation.js";
 import { mountReplay } from "./replay.js";
+import { renderShare } from "./share.js";
 
 const $ = (id) => document.getElementById(id);
 const id = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
@@ -29,6 +30,7 @@ function header() {
     since ? el("span", { text: `${fmtDuration(Date.now() / 1000 - since)} in state` }) : null,
     el("span", { text: `${fmtTokens(d.tokens ?? 0)} tokens` }),
     el("span", { text: fmtCost(d.cost) }));
+  renderShare($("s-share"), d);
   const w = $("s-waiting");
   w.hidden = !(d.state === "needs_you" && d.waiting_for);
   w.textContent = d.waiting_for ? `Needs you: ${d.waiting_for}` : "";

@@ -1,0 +1,182 @@
+"""The Markdown export: the lead's conversation, each sub-agent's inlined (as a quote,
+one level deeper per generation) under the call that started it, tokens and cost per
+turn. Made from the export's data (already redacted and trimmed).
+
+Text from the transcript is never markup: code and tool pieces sit in fences longer
+than any run of backticks inside them, and an HTML tag in prose is written as text
+(`&lt;script>`), so a Markdown viewer that renders HTML renders none of the agent's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from huddle.model.events import one_line
+from huddle.model.session import iso
+
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+QUIET = frozenset({"usage", "title", "turn_end", "tool_result"})
+
+
+def _prose(text: str) -> str:
+    return _TAG.sub("&lt;", text or "").rstrip()
+
+
+def _fence(text: str, lang: str = "") -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    bar = "`" * max(3, longest + 1)
+    return f"{bar}{lang}\n{text.rstrip()}\n{bar}"
+
+
+def _tokens(n: int) -> str:
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.2f}M"
+
+
+def _usd(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return "<$0.01" if 0 < v < 0.01 else f"${v:,.2f}"
+
+
+def _name(a: dict | None, lead: str) -> str:
+    if a is None:
+        return "a sub-agent"
+    if a["id"] == lead:
+        return "Lead"
+    return a.get("description") or a.get("name") or a["id"]
+
+
+def markdown(data: dict) -> str:
+    s = data["session"]
+    lead = s["lead"]
+    agents = {a["id"]: a for a in data["agents"]}
+    lanes: dict[str, list[dict]] = {}
+    results: dict[tuple[str, str], dict] = {}
+    for e in data["events"]:
+        if e["kind"] == "tool_result":
+            results[(e["agent"], e.get("id", ""))] = e
+        if e["kind"] in QUIET:
+            continue
+        lanes.setdefault(e["agent"], []).append(e)
+    turns = {t["start_seq"]: t for t in data["turns"]}
+    out: list[str] = []
+    r = data["redaction"]
+    out.append(f"# {_prose(s['title'] or s['id'])}\n")
+    meta = [
+        f"- Session `{s['id']}` · {s['source']}" + (f" · project `{s['project']}`" if s["project"] else ""),
+        f"- {s['started_at'] or '?'} to {s['updated_at'] or '?'}",
+        f"- {_tokens(s['tokens'])} tokens · {_usd((s.get('cost') or {}).get('usd'))}",
+        f"- {len(agents)} agent{'s' if len(agents) != 1 else ''} · exported {data['exported_at']} by huddle {data['huddle']}",
+        (
+            f"- Redaction: {r['replaced']} secret{'s' if r['replaced'] != 1 else ''} replaced"
+            if r["enabled"]
+            else "- Not redacted"
+        ),
+    ]
+    if data["trimmed"]["pieces"]:
+        meta.append(
+            f"- {data['trimmed']['pieces']} heavy tool outputs trimmed (their full size is stated where they stand)"
+        )
+    out.append("\n".join(meta) + "\n")
+    shown: set[str] = set()
+
+    def emit(lines: list[str], depth: int) -> None:
+        prefix = "> " * depth
+        for block in lines:
+            for line in block.split("\n"):
+                out.append((prefix + line).rstrip() if line else prefix.rstrip())
+            out.append(prefix.rstrip())
+
+    def who(e: dict) -> str:
+        return "You" if e["kind"] == "prompt" else _name(agents.get(e["agent"]), lead)
+
+    def when(e: dict) -> str:
+        t = e.get("t")
+        return f" · {(iso(t) or '')[11:19]}" if t is not None else ""
+
+    def tool(e: dict) -> list[str]:
+        res = results.get((e["agent"], e.get("id", "")))
+        blocks = [
+            f"**{who(e)}** ran `{one_line(e.get('doing') or e.get('name') or 'a tool', 100).replace('`', '')}`{when(e)}"
+        ]
+        if e.get("input") is not None:
+            blocks.append(_fence(json.dumps(e["input"], indent=2, ensure_ascii=False), "json"))
+        if res is not None:
+            head = "Error:" if res.get("ok") is False or res.get("is_error") else "Result:"
+            info = res.get("output_trimmed")
+            if info:
+                head = f"{head[:-1]} ({info['bytes']:,} bytes, {info['lines']:,} lines in all; trimmed):"
+            blocks.append(head)
+            blocks.append(_fence(res.get("output") or "(empty)"))
+            if res.get("images"):
+                blocks.append(f"*{len(res['images'])} image(s) not shown in Markdown*")
+        return blocks
+
+    def lane(agent: str, depth: int) -> None:
+        shown.add(agent)
+        for e in lanes.get(agent, []):
+            if depth == 0 and e["seq"] in turns:
+                t = turns[e["seq"]]
+                unpriced = " (+ unpriced)" if t["unpriced"] else ""
+                emit(
+                    [f"## Turn {t['n']} · {_tokens(t['tokens'])} tokens · {_usd(t['cost_usd'])}{unpriced}"],
+                    depth,
+                )
+            k = e["kind"]
+            if k == "prompt":
+                emit([f"**You**{when(e)}", _prose(e.get("text", ""))], depth)
+            elif k == "say":
+                emit([f"**{who(e)}**{when(e)}", _prose(e.get("text", ""))], depth)
+            elif k == "think":
+                emit([f"*{who(e)} thought:*", _prose(e.get("text", ""))], depth)
+            elif k == "tool_call":
+                emit(tool(e), depth)
+            elif k == "order" and e["agent"] != e.get("target") and depth < 12:
+                sub = agents.get(e.get("target", ""))
+                u = (sub or {}).get("usage") or {}
+                tokens = sum(u.get(x, 0) for x in ("input", "output", "cache_read", "cache_write"))
+                kind = f" ({sub['type']})" if sub and sub.get("type") else ""
+                emit(
+                    [
+                        f"### ↳ {_prose(_name(sub, lead))}{kind} · {_tokens(tokens)} tokens",
+                        f"*Asked by {who(e)}:*",
+                        _prose(e.get("text") or e.get("detail") or ""),
+                    ],
+                    depth,
+                )
+                if e.get("target"):
+                    lane(e["target"], depth + 1)
+            elif k == "report":
+                emit(
+                    [
+                        f"*Report from {_prose(_name(agents.get(e.get('target', '')), lead))}:*",
+                        _prose(e.get("text", "")),
+                    ],
+                    depth,
+                )
+            elif k == "waiting":
+                emit([f"*Waiting for you: {_prose(e.get('detail') or e.get('name') or '')}*"], depth)
+            elif k == "error":
+                emit([f"*Error: {_prose(e.get('text', ''))}*"], depth)
+            elif k == "interrupt":
+                emit(["*Interrupted*"], depth)
+            elif k == "compaction":
+                emit(["*Conversation compacted*"], depth)
+
+    first = (lanes.get(lead) or [{}])[0].get("seq")
+    if data["turns"] and first not in turns:
+        t = data["turns"][0]
+        out.append(f"## Turn {t['n']} · {_tokens(t['tokens'])} tokens · {_usd(t['cost_usd'])}\n")
+    lane(lead, 0)
+    rest = [a for a in agents if a not in shown and a in lanes]
+    if rest:
+        out.append("## Other agents\n")
+        for a in rest:
+            emit([f"### {_prose(_name(agents[a], lead))}"], 1)
+            lane(a, 1)
+    return "\n".join(out).rstrip() + "\n"
