@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 import web_corpus
 from huddle.server import ServerThread
-from test_browser import browser, page  # noqa: F401 (the shared browser fixtures)
+from test_browser import SHOTS, browser, page  # noqa: F401 (the shared browser fixtures)
 
 pytestmark = pytest.mark.browser
 FAST = {"poll_watched": 0.5, "poll_unwatched": 0.2}
@@ -64,3 +65,75 @@ def test_the_search_page_narrows_and_says_when_nothing_is_found(tmp_path, page):
         page.fill("#q", '"--- NEAR( OR')
         page.press("#q", "Enter")
         expect(page.locator("#state")).to_contain_text("No messages found")
+
+
+def test_board_filters_grouping_and_copy_buttons(tmp_path, browser):  # noqa: F811
+    cfg = web_corpus.build(tmp_path)
+    h = web_corpus.core(cfg)
+    with ServerThread(h, watch_options=FAST) as srv:
+        ctx = browser.new_context(
+            viewport={"width": 1280, "height": 900}, permissions=["clipboard-read", "clipboard-write"]
+        )
+        pg = ctx.new_page()
+        errors: list[str] = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(srv.url)
+        n = len(h.sessions())
+        rows = pg.locator("#rows tr:not(.group-row)")
+        expect(rows).to_have_count(n)
+        states = pg.eval_on_selector_all("#rows tr", "trs => trs.map(t => t.className.match(/r-(\\w+)/)[1])")
+        pick = max(set(states), key=states.count)
+        pg.click(f".chip-state[data-state='{pick}']")
+        expect(rows).to_have_count(states.count(pick))
+        assert f"state={pick}" in pg.url
+        pg.click(f".chip-state[data-state='{pick}']")
+        pg.select_option("#f-agent", "codex")
+        codex = sum(1 for s in h.sessions() if s.source == "codex")
+        expect(rows).to_have_count(codex)
+        kinds = pg.eval_on_selector_all("#rows .c-kind", "cs => cs.map(c => c.textContent)")
+        assert kinds and all(k.startswith("Codex") for k in kinds)
+        pg.click("#clear-filters")
+        expect(rows).to_have_count(n)
+        # grouped by project: each header is followed by that project's sessions only
+        pg.check("#group-project")
+        expect(pg.locator("#rows tr.group-row").first).to_be_visible()
+        layout = pg.eval_on_selector_all(
+            "#rows tr",
+            "trs => trs.map(t => t.classList.contains('group-row') ? ['g', t.dataset.group] : ['r', t.querySelector('.c-project').textContent])",
+        )
+        group = None
+        for kind, name in layout:
+            if kind == "g":
+                group = name
+            else:
+                assert name == group or (name == "—" and group == "(no project)"), layout
+        assert len({name for kind, name in layout if kind == "g"}) == len(
+            {s.cwd.rstrip("/").rsplit("/", 1)[-1] for s in h.sessions()}
+        )
+        # a bookmarked filter comes back
+        pg.goto(srv.url + "?agent=claude&group=project")
+        expect(pg.locator("#f-agent")).to_have_value("claude")
+        claude = sum(1 for s in h.sessions() if s.source == "claude")
+        expect(rows).to_have_count(claude)
+        # copy buttons: the id and the command that resumes it
+        first = rows.first
+        sid = first.get_attribute("data-id")
+        first.hover()
+        first.locator(".row-copy button", has_text="ID").click()
+        assert pg.evaluate("navigator.clipboard.readText()") == sid
+        first.locator(".row-copy button", has_text="Resume").click()
+        assert pg.evaluate("navigator.clipboard.readText()") == f"claude --resume {sid}"
+        assert pg.url.startswith(srv.url), "copying did not open the session"
+        # the session page has them too, and the download menu
+        pg.goto(f"{srv.url}session/{sid}")
+        pg.locator("#s-share button", has_text="Resume").click()
+        assert pg.evaluate("navigator.clipboard.readText()") == f"claude --resume {sid}"
+        pg.click("#s-share button:has-text('Download')")
+        with pg.expect_download() as dl:
+            pg.click(".download-menu a[data-format='md']")
+        assert dl.value.suggested_filename.endswith(".md")
+        text = Path(dl.value.path()).read_text(encoding="utf-8")
+        assert text.startswith("# ") and "Redaction:" in text
+        assert not errors, errors
+        pg.screenshot(path=str(SHOTS / "board-filters.png"))
+        ctx.close()

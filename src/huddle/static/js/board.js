@@ -1,5 +1,7 @@
 // The board: every session, needs-you first, live.
 import { api, el, pill, stream, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, parseISO, now, typing, oneLine } from "./common.js";
+import { passes, groupOf, groupOrder, groupRow, setupFilters, active as filtering } from "./board-filters.js";
+import { copyButtons } from "./share.js";
 
 const rows = new Map(); // "source:id" -> row JSON
 const trs = new Map(); // "source:id" -> <tr>
@@ -13,9 +15,11 @@ const keyOf = (r) => `${r.source}:${r.id}`;
 
 function sortRows() {
   const f = $("filter").value.trim().toLowerCase();
-  order = [...rows.values()]
-    .filter((r) => !f || `${r.title} ${r.project} ${r.source} ${r.id}`.toLowerCase().includes(f))
-    .sort((a, b) => (a.urgency ?? 9) - (b.urgency ?? 9) || String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
+  const all = [...rows.values()];
+  const byGroup = groupOrder(all) || (() => 0);
+  order = all
+    .filter((r) => (!f || `${r.title} ${r.project} ${r.source} ${r.id}`.toLowerCase().includes(f)) && passes(r))
+    .sort((a, b) => byGroup(a, b) || (a.urgency ?? 9) - (b.urgency ?? 9) || String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
 }
 
 function kindOf(r) {
@@ -44,6 +48,7 @@ function renderRow(r, flash) {
     el("td", { class: "c-state" }, pill(r.state)),
     el("td", { class: "c-title" },
       el("a", { class: "t-title", href: `/session/${encodeURIComponent(r.id)}`, text: r.title || r.id, title: r.title || r.id }),
+      el("span", { class: "row-copy" }, copyButtons(r)),
       subline(r)),
     el("td", { class: "c-kind", text: kindOf(r) }),
     el("td", { class: "c-project", text: r.project || "—", title: r.cwd || "" }),
@@ -51,7 +56,7 @@ function renderRow(r, flash) {
     el("td", { class: "c-tokens", text: fmtTokens(r.tokens ?? 0) }),
     el("td", { class: "c-cost", text: fmtCost(r.cost) }));
   if (flash) tr.classList.add("flash");
-  tr.addEventListener("click", (ev) => { if (!ev.target.closest("a")) location.href = `/session/${encodeURIComponent(r.id)}`; });
+  tr.addEventListener("click", (ev) => { if (!ev.target.closest("a, button")) location.href = `/session/${encodeURIComponent(r.id)}`; });
   const old = trs.get(key);
   if (old) old.replaceWith(tr);
   trs.set(key, tr);
@@ -63,19 +68,25 @@ function paint() {
   const body = $("rows");
   const keep = new Set(order.map(keyOf));
   for (const [k, tr] of trs) if (!keep.has(k)) { tr.remove(); trs.delete(k); }
-  order.forEach((r, i) => {
-    let tr = trs.get(keyOf(r)) || renderRow(r, false);
-    if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] || null);
-  });
+  const want = [];
+  let group = null;
+  for (const r of order) {
+    const g = groupOf(r);
+    if (g !== null && g !== group) { want.push(groupRow(g, order)); group = g; }
+    want.push(trs.get(keyOf(r)) || renderRow(r, false));
+  }
+  want.forEach((tr, i) => { if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] || null); });
+  while (body.children.length > want.length) body.lastChild.remove();
   selected = Math.min(selected, Math.max(0, order.length - 1));
   markSelected();
   $("empty").hidden = rows.size > 0 || !loaded;
+  $("none-match").hidden = !(rows.size > 0 && !order.length && filtering());
   summary();
 }
 
 function markSelected() {
-  const body = $("rows");
-  [...body.children].forEach((tr, i) => tr.classList.toggle("sel", i === selected));
+  const on = order[selected] ? trs.get(keyOf(order[selected])) : null;
+  for (const tr of trs.values()) tr.classList.toggle("sel", tr === on);
 }
 
 function summary() {
@@ -108,6 +119,7 @@ function apply(data) {
   }
   for (const key of data.removed || []) { rows.delete(key); }
   paint();
+  redrawFilters();
 }
 
 async function load() {
@@ -158,8 +170,11 @@ function tick() {
   }
 }
 
+let redrawFilters = () => {};
+
 async function main() {
   setupNotify();
+  redrawFilters = setupFilters($("filters"), () => [...rows.values()], paint);
   $("filter").addEventListener("input", paint);
   document.addEventListener("keydown", keys);
   api.info().then((i) => { $("demo-badge").hidden = !i.demo; }).catch(() => {});

@@ -1,0 +1,124 @@
+// The board's filters (state, project, agent, last active) and grouping by project.
+// Kept out of board.js: the board asks `passes(row)` and `groupOf(row)`, and draws
+// the group headers this module makes. The choice lives in the address (?state=...),
+// so a filtered board can be bookmarked or shared.
+import { el, STATE_LABEL, SOURCE_LABEL, parseISO, now } from "./common.js";
+
+const SPANS = { "": "any time", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days", "30d": "last 30 days" };
+const SPAN_SECONDS = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
+const NO_PROJECT = "(no project)";
+
+const f = { states: new Set(), project: "", agent: "", span: "", group: false };
+let onChange = () => {};
+const headers = new Map(); // group -> its <tr>
+
+function read() {
+  const p = new URLSearchParams(location.search);
+  f.states = new Set((p.get("state") || "").split(",").filter((s) => s in STATE_LABEL));
+  f.project = p.get("project") || "";
+  f.agent = p.get("agent") || "";
+  f.span = p.get("active") in SPANS ? p.get("active") : "";
+  f.group = p.get("group") === "project";
+}
+
+function write() {
+  const p = new URLSearchParams(location.search);
+  const set = (k, v) => (v ? p.set(k, v) : p.delete(k));
+  set("state", [...f.states].join(","));
+  set("project", f.project);
+  set("agent", f.agent);
+  set("active", f.span);
+  set("group", f.group ? "project" : "");
+  const q = p.toString();
+  history.replaceState(null, "", `${location.pathname}${q ? `?${q}` : ""}${location.hash}`);
+}
+
+export function active() {
+  return f.states.size > 0 || !!f.project || !!f.agent || !!f.span;
+}
+
+export function passes(r) {
+  if (f.states.size && !f.states.has(r.state || "idle")) return false;
+  if (f.project && (r.project || NO_PROJECT) !== f.project) return false;
+  if (f.agent && r.source !== f.agent) return false;
+  if (f.span) {
+    const t = parseISO(r.updated_at);
+    if (t === null || now() - t > SPAN_SECONDS[f.span]) return false;
+  }
+  return true;
+}
+
+export function groupOf(r) {
+  return f.group ? r.project || NO_PROJECT : null;
+}
+
+// Sort key when grouping: projects by their most urgent session, then name.
+export function groupOrder(rows) {
+  if (!f.group) return null;
+  const best = new Map();
+  for (const r of rows) {
+    const g = groupOf(r);
+    best.set(g, Math.min(best.get(g) ?? 9, r.urgency ?? 9));
+  }
+  return (a, b) => {
+    const ga = groupOf(a), gb = groupOf(b);
+    return ga === gb ? 0 : (best.get(ga) - best.get(gb)) || ga.localeCompare(gb);
+  };
+}
+
+export function groupRow(g, rows) {
+  let tr = headers.get(g);
+  if (!tr) {
+    tr = el("tr", { class: "group-row", dataset: { group: g } }, el("td", { colspan: "7" }));
+    headers.set(g, tr);
+  }
+  const mine = rows.filter((r) => groupOf(r) === g);
+  const needs = mine.filter((r) => r.state === "needs_you").length;
+  tr.firstChild.replaceChildren(el("span", { class: "g-name", text: g }),
+    el("span", { class: "g-count", text: `${mine.length} session${mine.length === 1 ? "" : "s"}` }),
+    needs ? el("span", { class: "g-needs", text: `${needs} need${needs === 1 ? "s" : ""} you` }) : null);
+  return tr;
+}
+
+function select(id, label, options, value, onpick) {
+  const s = el("select", { class: "btn", id, "aria-label": label }, options.map(([v, t]) => el("option", { value: v, text: t, selected: v === value })));
+  s.addEventListener("change", () => { onpick(s.value); write(); onChange(); });
+  return s;
+}
+
+// Draw the filter bar into `box`; `rows()` gives the board's rows (for the choices).
+export function setupFilters(box, rows, changed) {
+  onChange = () => { changed(); draw(true); };
+  read();
+  let drawn = "";
+  function draw(force) {
+    const all = rows();
+    const sig = JSON.stringify([[...f.states], f.project, f.agent, f.span, f.group, all.map((r) => [r.project, r.source, r.state])]);
+    if (!force && (sig === drawn || box.contains(document.activeElement))) return; // nothing new, or in use
+    drawn = sig;
+    const projects = [...new Set(all.map((r) => r.project || NO_PROJECT))].sort();
+    if (f.project && !projects.includes(f.project)) projects.push(f.project);
+    const agents = [...new Set(all.map((r) => r.source))].sort();
+    if (f.agent && !agents.includes(f.agent)) agents.push(f.agent);
+    const chips = Object.keys(STATE_LABEL).map((s) => {
+      const n = all.filter((r) => (r.state || "idle") === s).length;
+      const b = el("button", { type: "button", class: `btn chip-state s-${s}${f.states.has(s) ? " on" : ""}`, dataset: { state: s }, "aria-pressed": f.states.has(s) ? "true" : "false",
+        text: `${STATE_LABEL[s]} ${n}` });
+      b.addEventListener("click", () => { f.states.has(s) ? f.states.delete(s) : f.states.add(s); write(); onChange(); });
+      return b;
+    });
+    const group = el("input", { type: "checkbox", id: "group-project", checked: f.group });
+    group.addEventListener("change", () => { f.group = group.checked; write(); onChange(); });
+    const clear = el("button", { type: "button", class: "btn", id: "clear-filters", text: "Clear", hidden: !active() });
+    clear.addEventListener("click", () => { f.states.clear(); f.project = f.agent = f.span = ""; write(); onChange(); });
+    box.replaceChildren(
+      el("div", { class: "chips-states", role: "group", "aria-label": "States" }, chips),
+      select("f-project", "Project", [["", "every project"], ...projects.map((p) => [p, p])], f.project, (v) => { f.project = v; }),
+      select("f-agent", "Agent", [["", "every agent"], ...agents.map((a) => [a, SOURCE_LABEL[a] || a])], f.agent, (v) => { f.agent = v; }),
+      select("f-active", "Last active", Object.entries(SPANS), f.span, (v) => { f.span = v; }),
+      el("label", { class: "muted" }, group, " group by project"),
+      clear);
+  }
+  draw(true);
+  return () => draw(false);
+}
