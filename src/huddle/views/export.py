@@ -29,6 +29,7 @@ from huddle.model.session import Session, iso, project_name
 from . import pricing
 from .content import piece
 from .redact import Redactor
+from .states import state_changes
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
@@ -262,6 +263,7 @@ def export_data(h: Huddle, sid: str, opts: Options | None = None) -> tuple[dict,
         table = pricing.current(h.settings.huddle_home)
         cost = pricing.session_cost(s, table)
         turns = _turns(s, table)
+        changes = dict(state_changes(s))  # the state each event left its agent in: the replay draws these
     redactor = Redactor(opts.patterns) if opts.redact else None
     stats = Stats()
     cut = _Cutter(redactor, opts.max_output, stats)
@@ -273,7 +275,11 @@ def export_data(h: Huddle, sid: str, opts: Options | None = None) -> tuple[dict,
     events = []
     for e in all_events:
         raw = records.get(e.file, {}).get(e.offset) if _needs_record(e) else None
-        events.append(_event(e, raw, opts, cut, stats))
+        d = _event(e, raw, opts, cut, stats)
+        st = changes.get(e.seq)
+        if st is not None:
+            d["state"] = st
+        events.append(d)
     data: dict[str, Any] = {
         "format": FORMAT,
         "exported_at": iso(time.time()),
