@@ -304,3 +304,50 @@ def test_the_index_lives_in_huddles_home_only(tmp_path):
     h, index = one_shot(cfg)
     attach(h, index)
     assert search(h, "project")["results"]
+
+
+def test_an_index_removed_or_damaged_while_serving_is_built_again(tmp_path):
+    cfg, _sid, _main = web_corpus.one_session(tmp_path)
+    with ServerThread(web_corpus.core(cfg), watch_options=FAST) as srv, httpx.Client(base_url=srv.url) as c:
+        assert srv.state.indexer.idle.wait(60)
+        assert c.get("/api/search", params={"q": "project"}).json()["results"]
+        path = index_path(cfg.huddle_home, cfg.folders)
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+        _wait_for(
+            lambda: os.path.exists(path) and c.get("/api/search", params={"q": "project"}).json()["results"],
+            "a rebuild",
+        )
+        # damaged under the server: the answer says so (never a 500) and the index comes back
+        srv.state.indexer.index.store.close()
+        with open(path, "r+b") as f:
+            f.write(b"garbage!" * 512)
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(path + suffix):
+                os.remove(path + suffix)
+        r = c.get("/api/search", params={"q": "project"})
+        assert r.status_code == 200
+        _wait_for(lambda: c.get("/api/search", params={"q": "project"}).json()["results"], "a rebuild after damage")
+
+
+def test_a_big_first_build_on_a_terminal_shows_a_progress_bar(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from huddle.cli import search as cli_search
+
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=100)
+    make, state = cli_search._progress_factory(console)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert make(cli_search.BIG_BUILD * 2) is None, "not on a terminal: no bar"
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert make(1000) is None, "a small build: no bar"
+    step = make(cli_search.BIG_BUILD * 2)
+    assert step is not None
+    step(cli_search.BIG_BUILD, cli_search.BIG_BUILD * 2)
+    step(cli_search.BIG_BUILD * 2, cli_search.BIG_BUILD * 2)
+    state["bar"].stop()
+    assert "building the search index" in out.getvalue()

@@ -91,16 +91,37 @@ class SearchIndex:
         self._seen: dict[str, tuple[weakref.ref[Session], int, int]] = {}  # key -> (session, epoch, events seen)
         self.building = False  # a first build is under way (the server's thread)
         self.progress = (0, 0)
+        self._seen_for = 0  # the store's resets when `_seen` was true
+
+    @property
+    def generation(self) -> int:
+        """Bumps whenever the file was deleted (damaged, removed, too many dead rows):
+        whoever keeps the index level starts over."""
+        return self.store.resets
 
     def reset(self) -> None:
         """Drop the index (damaged, or too many dead rows): it is built again from the core."""
         self.store.remove()
         self._seen.clear()
 
+    def vanished(self) -> bool:
+        """The file was removed (or replaced) under an open index: start over."""
+        db = self.store.db
+        if db is None:
+            return False
+        try:
+            st = os.stat(self.store.path)
+        except OSError:
+            return True
+        return self.store.identity is not None and (st.st_dev, st.st_ino) != self.store.identity
+
     # -- snapshots ----------------------------------------------------------------------
 
     def snapshot(self, h, keys: Iterable[str] | None = None) -> list[Snapshot]:
         """The new events of the sessions named (all by default). Call under `h.lock`."""
+        if self._seen_for != self.store.resets:  # the file went: nothing is known to be indexed
+            self._seen.clear()
+            self._seen_for = self.store.resets
         out = []
         handles = h.handles
         for key in sorted(handles) if keys is None else sorted(k for k in keys if k in handles):

@@ -14,7 +14,7 @@ from typing import Any
 from .index import SearchIndex
 from .store import Damaged
 
-RETRY = 30.0  # seconds before a failed round is tried again
+CHECK = 5.0  # seconds between looks when nothing wakes the thread (a failed round waits this too)
 
 
 class LiveIndexer:
@@ -28,6 +28,7 @@ class LiveIndexer:
         self.last_error: str | None = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._generation = index.generation
 
     def start(self) -> None:
         self.wake.set()
@@ -57,10 +58,16 @@ class LiveIndexer:
 
     def _run(self) -> None:
         while not self.stopping.is_set():
-            self.wake.wait(RETRY)
+            self.wake.wait(CHECK)
             self.wake.clear()
             if self.stopping.is_set():
                 break
+            if self.index.vanished():
+                self.index.reset()  # removed while serving: build it again
+            if self.index.generation != self._generation:
+                self._generation = self.index.generation
+                with self._lock:
+                    self.dirty = None
             keys = self._take()
             if keys is not None and not keys:
                 self.idle.set()
@@ -96,4 +103,4 @@ class LiveIndexer:
             if not pending:
                 self.idle.set()
             elif not failed:
-                self.wake.set()  # more came in meanwhile (a failure waits RETRY instead)
+                self.wake.set()  # more came in meanwhile (a failure waits CHECK instead)

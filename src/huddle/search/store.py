@@ -78,6 +78,8 @@ class Store:
         self.path = path
         self.settings_key = settings_key
         self.db: sqlite3.Connection | None = None
+        self.identity: tuple[int, int] | None = None  # (device, inode) of the file opened
+        self.resets = 0  # how many times the file was deleted to be built again
         self._agents: dict[tuple[int, str], int] = {}
 
     # -- life --------------------------------------------------------------------------
@@ -94,6 +96,8 @@ class Store:
             self.remove()
             db = self._connect()
         self.db = db
+        st = os.stat(self.path)
+        self.identity = (st.st_dev, st.st_ino)
         return db
 
     def _connect(self) -> sqlite3.Connection:
@@ -122,11 +126,13 @@ class Store:
         if self.db is not None:
             self.db.close()
             self.db = None
+        self.identity = None
         self._agents.clear()
 
     def remove(self) -> None:
         """Delete the index (it is rebuilt from the transcripts)."""
         self.close()
+        self.resets += 1
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.remove(self.path + suffix)
