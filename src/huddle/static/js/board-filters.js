@@ -74,9 +74,9 @@ export function groupRow(g, rows) {
   }
   const mine = rows.filter((r) => groupOf(r) === g);
   const needs = mine.filter((r) => r.state === "needs_you").length;
-  tr.firstChild.replaceChildren(el("span", { class: "g-name", text: g }),
-    el("span", { class: "g-count", text: `${mine.length} session${mine.length === 1 ? "" : "s"}` }),
-    needs ? el("span", { class: "g-needs", text: `${needs} need${needs === 1 ? "s" : ""} you` }) : null);
+  const parts = [el("span", { class: "g-name", text: g }), el("span", { class: "g-count", text: `${mine.length} session${mine.length === 1 ? "" : "s"}` })];
+  if (needs) parts.push(el("span", { class: "g-needs", text: `${needs} need${needs === 1 ? "s" : ""} you` }));
+  tr.firstChild.replaceChildren(...parts);
   return tr;
 }
 
