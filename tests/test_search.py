@@ -341,13 +341,32 @@ def test_a_big_first_build_on_a_terminal_shows_a_progress_bar(monkeypatch):
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=100)
     make, state = cli_search._progress_factory(console)
+    big = cli_search.BIG_BUILD * 2
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
-    assert make(cli_search.BIG_BUILD * 2) is None, "not on a terminal: no bar"
+    assert make("building the search index", big) is None, "not on a terminal: no bar"
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    assert make(1000) is None, "a small build: no bar"
-    step = make(cli_search.BIG_BUILD * 2)
-    assert step is not None
-    step(cli_search.BIG_BUILD, cli_search.BIG_BUILD * 2)
-    step(cli_search.BIG_BUILD * 2, cli_search.BIG_BUILD * 2)
+    assert make("building the search index", 1000) is None, "a small build: no bar"
+    assert make("reading sessions", 10) is None
+    read = make("reading sessions", cli_search.BIG_READ)
+    step = make("building the search index", big)
+    assert read is not None and step is not None
+    read(cli_search.BIG_READ, cli_search.BIG_READ)
+    step(big // 2, big)
+    state["bar"].refresh()
     state["bar"].stop()
-    assert "building the search index" in out.getvalue()
+    shown = out.getvalue()
+    assert "reading sessions" in shown and "building the search index" in shown
+
+
+def test_the_command_builds_with_progress_callbacks(tmp_path):
+    """one_shot reports both phases to whoever asks (the command's bars)."""
+    cfg = web_corpus.build(tmp_path, vibe=False)
+    heard: dict[str, list] = {}
+
+    def progress(what, total):
+        heard[what] = [total]
+        return lambda done, _total: heard[what].append(done)
+
+    one_shot(cfg, progress)
+    assert heard["reading sessions"][0] > 10 and heard["reading sessions"][-1] == heard["reading sessions"][0]
+    assert heard["building the search index"][0] > 0 and heard["building the search index"][-1] > 0

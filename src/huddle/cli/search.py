@@ -12,32 +12,36 @@ from huddle.search.text import COLUMNS
 BIG_BUILD = 50 << 20  # bytes: a first build this big shows a progress bar on a terminal
 
 
+BIG_READ = 200  # sessions: a first read this long shows a bar too
+
+
 def _progress_factory(console):
-    """A rich progress bar for a big first build on a terminal; None otherwise."""
+    """Rich progress bars for a big first build on a terminal (reading the sessions,
+    then indexing them); None for anything small or not on a terminal."""
     state: dict = {}
 
-    def make(total: int):
-        if total < BIG_BUILD or not sys.stderr.isatty():
+    def make(what: str, total: int):
+        small = total < (BIG_READ if what == "reading sessions" else BIG_BUILD)
+        if small or not sys.stderr.isatty():
             return None
-        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+        from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
-        bar = Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            DownloadColumn(),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=True,
-        )
-        task = bar.add_task("building the search index", total=total)
-        bar.start()
-        state["bar"] = bar
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                "{task.fields[count]}",
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            )
+            bar.start()
+        counter = MofNCompleteColumn() if what == "reading sessions" else DownloadColumn()
+        task = bar.add_task(what, total=total, count="")
 
         def step(done: int, _total: int) -> None:
-            bar.update(task, completed=done)
-            if done >= total:
-                bar.stop()
+            bar.update(task, completed=done, count=counter.render(bar.tasks[task]))
 
         return step
 

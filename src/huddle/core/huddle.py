@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 
 from huddle.io.boardfile import write_board
 from huddle.model.session import Session
@@ -45,10 +46,11 @@ class Huddle:
 
     # -- reading the disk ----------------------------------------------------------
 
-    def refresh(self, parallel: bool = False) -> set[str]:
+    def refresh(self, parallel: bool = False, progress: Callable[[int, int], None] | None = None) -> set[str]:
         """Find sessions and read what was appended. Returns the keys that changed.
         `parallel`: a one-shot command may read many new sessions in forked workers
-        (they come back without their whole timeline, as from the cache)."""
+        (they come back without their whole timeline, as from the cache).
+        `progress(done, total)` hears each session read (a long first read can say so)."""
         with self.lock:
             changed: set[str] = set()
             notes: list[str] = list(self.load_notes)
@@ -79,11 +81,13 @@ class Huddle:
                 new = {k: h for k, h in found.items() if self.handles.get(k) is not h}
                 done = read_in_parallel(new, self.sources)
                 found.update((k, new[k]) for k in done)
-            for key, h in found.items():
+            for i, (key, h) in enumerate(found.items()):
                 if self.handles.get(key) is not h:
                     changed.add(key)
                 if key not in done and self._refresh_one(h):
                     changed.add(key)
+                if progress is not None:
+                    progress(i + 1, len(found))
             self.handles = found
             if self.cache is not None:
                 if changed or not os.path.exists(self.cache.path):

@@ -311,12 +311,12 @@ class SearchIndex:
         return out
 
 
-def one_shot(settings, progress: Callable[[int], Progress | None] | None = None):
+def one_shot(settings, progress: Callable[[str, int], Progress | None] | None = None):
     """A core and its index made level, for a one-shot command: the core reads through
     the search's own handle cache (so it resumes where the index stopped, not where
     another command's refresh did); a session whose cached state does not match the
-    index is read whole. `progress(total_bytes)` may return a callback for a long build.
-    Returns (core, index)."""
+    index is read whole. `progress(what, total)` may return a callback for a long phase
+    ("sessions read", then "bytes indexed"). Returns (core, index)."""
     from huddle.core import Huddle
 
     index = SearchIndex(settings.huddle_home, settings.folders)
@@ -332,13 +332,13 @@ def one_shot(settings, progress: Callable[[int], Progress | None] | None = None)
     h = Huddle(settings, cache=True, cache_name="search-handles.pickle")
     for key in [k for k, hd in h.handles.items() if versions.get(k) != hd.session.version]:
         del h.handles[key]  # read again from the start: the index may lack part of it
-    h.refresh()
+    h.refresh(progress=_lazy(progress, "reading sessions") if progress is not None else None)
     for _attempt in range(2):
         try:
             with h.lock:
                 snaps = index.snapshot(h)
             total = index.bytes_to_do(snaps)
-            res = index.index(snaps, progress(total) if progress is not None else None, set(h.handles))
+            res = index.index(snaps, progress("building the search index", total) if progress else None, set(h.handles))
             for key in sorted(res.needs_complete):
                 h.complete(key)
                 index.update(h, {key})
@@ -349,3 +349,17 @@ def one_shot(settings, progress: Callable[[int], Progress | None] | None = None)
     if h.cache is not None:
         h.cache.save(h.handles)
     return h, index
+
+
+def _lazy(progress: Callable[[str, int], Progress | None], what: str) -> Progress:
+    """A callback that asks for its bar only once it knows the total."""
+    got: list[Progress | None] = []
+
+    def step(done: int, total: int) -> None:
+        if not got:
+            got.append(progress(what, total))
+        cb = got[0]
+        if cb is not None:
+            cb(done, total)
+
+    return step
