@@ -152,11 +152,11 @@ def _turns(s: Session, table: pricing.Table) -> list[dict]:
         i = turn_of(e, hint)
         sums[i].add(e.usage)
         responses[i] += 1
-        p = table.price(e.name)
-        if p is None:
+        c = table.cost(e.name, e.usage)
+        if c is None:
             unpriced[i].add(pricing.model_name(e.name))
         else:
-            costs[i] += p.request_cost(e.usage)
+            costs[i] += c
     for i, (seq, t) in enumerate(bounds):
         end = bounds[i + 1][0] - 1 if i + 1 < len(bounds) else len(s.events) - 1
         turns.append(
