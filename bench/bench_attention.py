@@ -17,8 +17,11 @@ The machine is shared: rounds are interleaved and repeated, figures are noisy.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -29,6 +32,8 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+from bench_server import bench_idle, start_server  # noqa: E402  (one server runner, one CPU reading)
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -109,6 +114,92 @@ def print_roundtrip(r: dict) -> None:
     )
 
 
+# -- a registry flip to painted ---------------------------------------------------------
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]  # fmt: skip
+
+
+def _proc_start(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        stat = f.read().decode()
+    return stat[stat.rfind(")") + 2 :].split()[19]
+
+
+class LiveClaude:
+    """One live session in the corpus: a real process and its registry file, flipped
+    in place as Claude Code rewrites it."""
+
+    def __init__(self, claude: Path):
+        import shutil
+
+        snap = HERE.parent / "tests" / "fixtures" / "samples" / "claude-live" / "03-working-bash-running"
+        shutil.copytree(snap / "config" / "projects", claude / "projects", dirs_exist_ok=True)
+        self.sid = json.loads((snap / "truth.json").read_text())["session_id"]
+        self.proc = subprocess.Popen(["sleep", "3600"])
+        self.path = claude / "sessions" / f"{self.proc.pid}.json"
+        self.path.parent.mkdir(exist_ok=True)
+        self.base = {"pid": self.proc.pid, "sessionId": self.sid, "procStart": _proc_start(self.proc.pid),
+                     "kind": "interactive", "version": "2.1.332"}  # fmt: skip
+        self.set("busy")
+
+    def set(self, status: str, waiting_for: str | None = None) -> None:
+        now = int(time.time() * 1000)
+        rec = {**self.base, "status": status, "updatedAt": now, "statusUpdatedAt": now}
+        if waiting_for:
+            rec["waitingFor"] = waiting_for
+        with open(self.path, "w") as f:
+            f.write(json.dumps(rec))
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def bench_flip(url: str, live: LiveClaude, flips: int, timeout_s: float = 120) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    key = f"claude:{live.sid}"
+    lags: list[float] = []
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        page = b.new_page()
+        page.goto(url)
+        page.wait_for_selector(f'tr[data-key="{key}"].r-working', timeout=120_000)
+        for i in range(flips):
+            want, status = ("needs_you", "waiting") if i % 2 == 0 else ("working", "busy")
+            page.evaluate(
+                """([key, want]) => {
+                window.__painted = null;
+                const obs = new MutationObserver(() => {
+                  const tr = document.querySelector(`tr[data-key="${key}"]`);
+                  if (tr && tr.classList.contains('r-' + want)) {
+                    requestAnimationFrame(() => { window.__painted = performance.timeOrigin + performance.now(); });
+                    obs.disconnect();
+                  }
+                });
+                obs.observe(document.getElementById('rows'), {childList: true, subtree: true, attributes: true});
+            }""",
+                [key, want],
+            )
+            t0 = time.time() * 1000
+            live.set(status, "permission prompt" if status == "waiting" else None)
+            page.wait_for_function("() => window.__painted !== null", timeout=timeout_s * 1000)
+            lags.append(page.evaluate("() => window.__painted") - t0)
+            time.sleep(0.3)  # let the page settle between flips (not part of any figure)
+        b.close()
+    return {"flips": flips, "lags": lags}
+
+
+def print_flip(r: dict, what: str) -> None:
+    xs = r["lags"]
+    print(
+        f"registry flip -> painted on the board ({what}), {r['flips']} flips: median {statistics.median(xs):.0f} ms, "
+        f"p90 {_pct(xs, 0.9):.0f} ms, max {max(xs):.0f} ms"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("what", nargs="*", default=["roundtrip", "flip", "idle"])
@@ -116,6 +207,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--flips", type=int, default=20)
     ap.add_argument("--idle", type=int, default=60)
+    ap.add_argument("--server-python", default=sys.executable, help="the interpreter (and so the checkout) that serves")
     args = ap.parse_args()
     from huddle.sources import Settings
 
@@ -123,6 +215,23 @@ def main() -> None:
         root = Path(tmp)
         corpus = _corpus(root / "big", args.sessions)
         settings = Settings(folders={"claude": str(corpus), "codex": str(root / "none"), "vibe": str(root / "none")})
+        if "flip" in args.what or "idle" in args.what:
+            live = LiveClaude(corpus)
+            env = {**os.environ, **settings.env(), "HUDDLE_HOME": str(root / "home")}
+            p, url = start_server(env, args.server_python)
+            try:
+                if "idle" in args.what:
+                    idle = bench_idle(p.pid, url, args.idle)
+                    print(
+                        f"idle CPU of huddle serve, {args.sessions} sessions + 1 live, a page connected, "
+                        f"{idle['seconds']} s: {idle['cpu_percent']:.2f}%   [target < 1%]"
+                    )
+                if "flip" in args.what:
+                    print_flip(bench_flip(url, live, args.flips), f"{args.sessions} sessions beside it")
+            finally:
+                p.terminate()
+                p.wait(timeout=30)
+                live.stop()
         if "roundtrip" in args.what:
             # A small board (the stall shows whole: one short body behind its headers) and
             # the big one (a 1 MB body sent in full segments, where Nagle matters less).

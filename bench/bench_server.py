@@ -59,9 +59,9 @@ def make_corpus(root: Path, n: int, mb: int) -> Path:
     return claude
 
 
-def start_server(env: dict) -> tuple[subprocess.Popen, str]:
+def start_server(env: dict, python: str = sys.executable) -> tuple[subprocess.Popen, str]:
     p = subprocess.Popen(
-        [sys.executable, "-m", "huddle", "serve", "--port", "0", "--no-open"],
+        [python, "-m", "huddle", "serve", "--port", "0", "--no-open"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

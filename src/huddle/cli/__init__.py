@@ -49,6 +49,8 @@ def status(as_json: bool, at: str | None, watch: bool) -> None:
     if watch:
         from .table import watch_table
 
+        h.refresh(parallel=True)
+        h.cache = None  # from here on the watcher reads appended bytes; no cache to rewrite per change
         watch_table(h)
         return
     h.refresh(parallel=when is None)

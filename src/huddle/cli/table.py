@@ -89,40 +89,44 @@ def print_table(data: dict, console: Console | None = None) -> None:
     console.print(table(data))
 
 
-def watch_table(h, interval: float = 0.5) -> None:
-    """Keep the board live in the terminal until Ctrl-C (or SIGTERM). When the output
-    is not a terminal, print the table again each time it changes."""
+def watch_table(h, interval: float = 1.0) -> None:
+    """Keep the board live in the terminal until Ctrl-C (or SIGTERM). The rows come from
+    the same watcher as the server's, so a change is on screen as soon as it is on the
+    board (the table is drawn again at least every `interval` for the "for" column).
+    When the output is not a terminal, print the table again each time it changes."""
     import signal
+    import threading
 
     from rich.live import Live
 
-    from huddle.views.board import board_json
-    from huddle.views.states import Debouncer
+    from huddle.live.watcher import Watcher
 
     def stop(*_):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    debounce = Debouncer()
+    moved = threading.Event()
+    w = Watcher(h, lambda msgs: moved.set())
     console = Console()
-    h.refresh()
-    data = board_json(h, debounce=debounce)
+    w.start()
     try:
         if not console.is_terminal:
             last = None
             while True:
+                data = w.board()
                 shown = [(s.get("id"), s.get("state"), s.get("title"), s.get("tokens")) for s in data["sessions"]]
                 if shown != last:
                     print_table(data, console)
                     console.file.flush()
                     last = shown
-                time.sleep(interval)
-                h.refresh()
-                data = board_json(h, debounce=debounce)
-        with Live(table(data), console=console, auto_refresh=False, screen=False) as live:
+                moved.wait(interval)
+                moved.clear()
+        with Live(table(w.board()), console=console, auto_refresh=False, screen=False) as live:
             while True:
-                time.sleep(interval)
-                h.refresh()
-                live.update(table(board_json(h, debounce=debounce)), refresh=True)
+                moved.wait(interval)
+                moved.clear()
+                live.update(table(w.board()), refresh=True)
     except KeyboardInterrupt:
         pass
+    finally:
+        w.stop()

@@ -66,6 +66,9 @@ class Huddle:
                 got = guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
                 if got:
                     found.update(got)
+                    # a flipped registry entry or a taken lock changes a row as surely as a line
+                    moved = guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append)
+                    changed.update(k for k in moved or () if k in got)
             agent_sources = [s for s in self.sources if s.roots()]
             if missing and len(missing) == len(agent_sources):
                 where = ", ".join(r for s in missing for r in s.roots())

@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from huddle import __version__
 from huddle.errors import BadRequest, HuddleError
+from huddle.live.watcher import Watcher
 from huddle.views import api
 from huddle.views import export as export_view
 from huddle.views import search as search_view
@@ -35,7 +36,6 @@ from huddle.views.board import parse_at
 from .protocol import GuardedH11Protocol
 from .security import Security, allowed_hosts
 from .stream import Hub
-from .watcher import Watcher
 
 STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 _encode = msgspec.json.Encoder().encode

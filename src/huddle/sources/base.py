@@ -89,6 +89,12 @@ class Source:
         staleness check)."""
         return self.roots()
 
+    def live_changed(self) -> set[str]:
+        """Keys of the sessions whose live signals (a registry entry, a lock) moved at the
+        last scan, though none of their files grew: the core reports them as changed, so
+        a watcher looks at their rows at once."""
+        return set()
+
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         """All sessions now on disk, reusing the handles in `known` where they are
         still the same session. Must be cheap: listings and stats only."""

@@ -85,8 +85,10 @@ def session_entry(
     at: float | None = None,
     debounce: Debouncer | None = None,
     table: pricing.Table | None = None,
+    fresh: bool = False,
 ) -> dict[str, Any]:
-    """One board row: the session summary, its state and each agent's."""
+    """One board row: the session summary, its state and each agent's. `fresh` builds it
+    again even if nothing it is built from moved (a row looked at because time passed)."""
     handle = h.handle(s.key)
     live: dict[str, Any] = {}
     problem = None
@@ -104,11 +106,11 @@ def session_entry(
         int(time.time() // RECHECK) if at is None else 0,
     )
     hit = _built.get(s)
-    if hit is None or hit[0] != key:
+    if hit is None or hit[0] != key or fresh:
         hit = _built[s] = (key, *_build(h, s, live, problem, at, table))
     row, st = dict(hit[1]), hit[2]
     if debounce is not None and at is None:
-        shown = debounce(s.key, st)
+        shown = debounce(s.key, st, signal=(live.get("alive"), live.get("status"), live.get("waiting_for")))
         if shown is not st:
             row.update(state_dict(shown))
             row["background"] = shown.background

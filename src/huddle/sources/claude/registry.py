@@ -36,6 +36,7 @@ class Registry:
         self.entries: dict[str, dict] = {}  # file name -> parsed content
         self._mtimes: dict[str, int] = {}
         self.by_session: dict[str, dict] = {}
+        self.moved: set[str] = set()  # session ids whose entry changed at the last refresh
         self.present = False
 
     def exists(self) -> bool:
@@ -76,6 +77,8 @@ class Registry:
             prev = by.get(sid)
             if prev is None or (val.get("updatedAt") or 0) > (prev.get("updatedAt") or 0):
                 by[sid] = val
+        prev = self.by_session
+        self.moved = {sid for sid in prev.keys() | by.keys() if prev.get(sid) != by.get(sid)}
         self.by_session = by
 
     def for_session(self, session_id: str, at: float | None = None) -> dict | None:

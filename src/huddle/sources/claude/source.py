@@ -278,6 +278,9 @@ class ClaudeSource(Source):
             subs = []
         return [self.projects, self.registry.folder, *subs]
 
+    def live_changed(self) -> set[str]:
+        return {f"claude:{sid}" for sid in self.registry.moved}
+
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
         self.registry.refresh()

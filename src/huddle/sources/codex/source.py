@@ -253,6 +253,8 @@ class CodexSource(Source):
         self._dirs: dict[str, tuple[int, list[str], list[str]]] = {}  # dir -> (mtime, subdirs, rollouts)
         self._threads: dict[str, ThreadInfo] = {}  # rollout path -> its meta
         self._bad: dict[str, tuple[int, str]] = {}  # rollout path -> (size, why)
+        self._locks: dict[str, int] = {}  # thread-writer lock file name -> inode
+        self._moved: set[str] = set()  # session keys whose thread lock came or went at the last scan
 
     @property
     def names(self) -> dict[str, str]:
@@ -294,7 +296,33 @@ class CodexSource(Source):
             if path in paths:
                 h = BrokenHandle(path, why)
                 found.setdefault(h.key, h)
+        moved = self._lock_changes()
+        if moved:
+            self.system.forget()  # a lock just taken must be read as held, not from last second's view
+        self._moved = {f"codex:{root}" for root, threads in groups.items() if any(i.id in moved for i, _ in threads)}
         return found
+
+    def live_changed(self) -> set[str]:
+        return self._moved
+
+    def _lock_changes(self) -> set[str]:
+        """Thread ids whose writer lock was created, removed or made anew since the last scan
+        (a dead holder leaves its lock in place: the rows of live sessions are looked at
+        every second for that)."""
+        folder = self.under("thread-writer-locks")
+        now: dict[str, int] = {}
+        try:
+            with os.scandir(folder) as it:
+                for e in it:
+                    if e.name.endswith(".lock"):
+                        try:
+                            now[e.name] = e.inode()
+                        except OSError:
+                            continue
+        except OSError:
+            pass
+        before, self._locks = self._locks, now
+        return {n[: -len(".lock")] for n in before.keys() | now.keys() if before.get(n) != now.get(n)}
 
     def _read_meta(self, path: str) -> None:
         try:

@@ -54,8 +54,15 @@ class Locks:
         self.exists = False
         self.locks: dict[str, Lock] = {}
         self._mtimes: dict[str, int] = {}
+        self.moved: set[str] = set()  # session ids whose lock changed at the last refresh
 
     def refresh(self) -> None:
+        before = {sid: (lk.pid, lk.acquired_at, lk.held) for sid, lk in self.locks.items()}
+        self._refresh()
+        after = {sid: (lk.pid, lk.acquired_at, lk.held) for sid, lk in self.locks.items()}
+        self.moved = {sid for sid in before.keys() | after.keys() if before.get(sid) != after.get(sid)}
+
+    def _refresh(self) -> None:
         try:
             names = set(os.listdir(self.folder))
         except OSError:

@@ -288,6 +288,9 @@ class VibeSource(Source):
         # a broken config.toml is worth a note even when there is nothing to read
         return os.path.isdir(self.root) or bool(self.config_note)
 
+    def live_changed(self) -> set[str]:
+        return {f"vibe:{sid}" for sid in self.locks.moved}
+
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         if self.config_note and not os.path.isdir(self.root):
             raise ValueError(self.config_note)

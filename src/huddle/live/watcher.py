@@ -1,10 +1,13 @@
 """Keeps the core fresh and turns what changed into stream messages.
 
 watchfiles is only a wake-up: whatever it says, the core's stat checks decide what
-changed (a missed or spurious notification costs nothing but a poll). A periodic
-poll covers filesystems where notifications do not work, and a slower full pass
-re-evaluates every row, for states that change with time or with a process dying
-(a killed agent leaves its files untouched).
+changed (a missed or spurious notification costs nothing but a poll). A changed file
+or live signal (a registry entry, a lock) re-evaluates that session's row at once.
+What changes with no file touched is looked at on a schedule kept per row: a live row
+(a process known, or working / waiting / needing you) every second (a process dies, a
+command starts, a file change waits for approval), a "your turn" row when it would turn
+idle, a held state when the debouncer lets it show. A slow full pass over every row
+stays as a safety net, not as the way anything is seen.
 
 The board rows are kept here, up to date row by row, so the board route answers
 from them instead of recomputing a thousand sessions per request.
@@ -17,14 +20,18 @@ import threading
 import time
 from collections.abc import Callable
 
+from huddle.model.session import parse_time
 from huddle.views import api
 from huddle.views.board import session_entry, sort_rows
-from huddle.views.states import Debouncer
+from huddle.views.states import ENDED, IDLE_AFTER, NEEDS_YOU, WAITING, WORKING, YOUR_TURN, Debouncer
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
-FULL_EVERY = 45.0  # seconds between full re-evaluations of every row (time, dead processes)
+HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process table, timers)
+FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
+LATER = 60.0  # seconds: a "your turn" row past its idle time (background work goes on)
 EVENTS_PER_MESSAGE = 500
+HOT_STATES = frozenset({WORKING, WAITING, NEEDS_YOU})
 
 Publish = Callable[[list[tuple[str, dict, str | None]]], None]
 
@@ -38,6 +45,7 @@ class Watcher:
         poll_watched: float = POLL_WATCHED,
         poll_unwatched: float = POLL_UNWATCHED,
         full_every: float = FULL_EVERY,
+        hot_every: float = HOT_EVERY,
         use_watchfiles: bool = True,
     ):
         self.h = h
@@ -46,19 +54,26 @@ class Watcher:
         self.poll_watched = poll_watched
         self.poll_unwatched = poll_unwatched
         self.full_every = full_every
+        self.hot_every = hot_every
         self.use_watchfiles = use_watchfiles
         self.listeners: list[Callable[[set[str]], None]] = []  # told the keys each refresh changed
+        self.idle_after = float(getattr(h, "idle_after", IDLE_AFTER))
         self.rows: dict[str, dict] = {}  # session key -> its board row as last sent
         self.pushed: dict[str, tuple[int, int]] = {}  # session key -> (epoch, events sent)
         self.wake = threading.Event()
         self.stopping = threading.Event()
         self.watching = False
+        self.watch_ready = threading.Event()  # set once the first watch is in place (or failed)
         self.ticks = 0
         self.last_error: str | None = None  # shown by /api/info
         self._watched: tuple[str, ...] = ()
         self._watch_stop: threading.Event | None = None
         self._threads: list[threading.Thread] = []
         self._last_full = 0.0
+        self._last_refresh = 0.0
+        self._refresh_cost = 0.0  # seconds the last refresh took
+        self.due: dict[str, float] = {}  # session key -> when (monotonic) to look at its row again
+        self.on_rows: list[Callable[[list[dict], list[str]], None]] = []  # told each changed row (notifications)
 
     # -- life ------------------------------------------------------------------------
 
@@ -67,6 +82,9 @@ class Watcher:
         with self.h.lock:
             self.h.refresh()
             self._full_pass(publish=False)
+        self._ensure_watch()
+        if self._watched:
+            self.watch_ready.wait(5)  # from here on, no change goes unnoticed until the poll
         t = threading.Thread(target=self._run, name="huddle-refresh", daemon=True)
         t.start()
         self._threads.append(t)
@@ -93,32 +111,56 @@ class Watcher:
     # -- the loop --------------------------------------------------------------------
 
     def _run(self) -> None:
+        want = False  # watchfiles said something moved: refresh as soon as the gap allows
         while not self.stopping.is_set():
             self._ensure_watch()
-            wait = self.poll_watched if self.watching else self.poll_unwatched
-            if self.debounce.pending:
-                wait = min(wait, self.debounce.hold + 0.05)
-            self.wake.wait(wait)
+            poll = self.poll_watched if self.watching else self.poll_unwatched
+            next_refresh = self._last_refresh + (self._gap() if want else poll)
+            if self.wake.wait(max(0.0, min(next_refresh, self._next_due()) - time.monotonic())):
+                want = True
             self.wake.clear()
             if self.stopping.is_set():
                 break
+            refresh = time.monotonic() >= self._last_refresh + (self._gap() if want else poll)
             try:
-                self.tick()
+                self.tick(refresh=refresh)
             except Exception as exc:  # the loop must outlive any one bad round
                 self.last_error = f"refresh: {type(exc).__name__}: {exc}"
+            if refresh:
+                want = False
 
-    def tick(self) -> None:
+    def _gap(self) -> float:
+        """The least time between two refreshes: four times what the last one cost, so
+        agents writing all the time cost at most a fifth of a core (a few ms on a small
+        board, ~0.1-0.2 s on a thousand sessions)."""
+        return min(1.0, 4 * self._refresh_cost)
+
+    def _next_due(self) -> float:
+        held = [t + self.debounce.hold for _st, t in self.debounce.pending.values()]
+        return min([*self.due.values(), *held, self._last_full + self.full_every])
+
+    def tick(self, refresh: bool = True) -> None:
+        """One round: read what changed on disk (`refresh`), then look at the rows that
+        changed or fell due."""
         with self.h.lock:
-            changed = self.h.refresh()
+            t0 = time.monotonic()
+            changed = self.h.refresh() if refresh else set()
+            now = time.monotonic()
             self.ticks += 1
-            if time.monotonic() - self._last_full >= self.full_every:
+            if refresh:
+                self._last_refresh, self._refresh_cost = now, now - t0
+            if now - self._last_full >= self.full_every:
                 msgs = self._full_pass()
             else:
-                msgs = self._messages(changed | set(self.debounce.pending))
+                due = {k for k, t in self.due.items() if t <= now}
+                msgs = self._messages(changed | due | set(self.debounce.pending), fresh=due)
+            for key in changed & self.rows.keys():  # one more look soon: a lock taken a moment ago
+                self.due[key] = min(self.due.get(key, now + self.hot_every), now + self.hot_every)
         if msgs:
             self.publish(msgs)
-        for fn in self.listeners:
-            fn(changed)
+        if refresh:
+            for fn in self.listeners:
+                fn(changed)
 
     def _ensure_watch(self) -> None:
         """Watch the agent folders that exist now; restart when that set changes."""
@@ -139,23 +181,25 @@ class Watcher:
         self._threads.append(t)
 
     def _watch(self, roots: tuple[str, ...], stop: threading.Event) -> None:
+        """watchfiles' RustNotify (its documented core, used here rather than `watch()` so
+        the moment its watches are in place is known): a wake-up per batch of changes."""
         try:
-            import watchfiles
+            from watchfiles._rust_notify import RustNotify
 
-            self.watching = True
-            for _ in watchfiles.watch(
-                *roots,
-                watch_filter=None,
-                debounce=150,
-                step=50,
-                stop_event=stop,
-                rust_timeout=5000,
-                raise_interrupt=False,
-            ):
-                self.wake.set()
+            with RustNotify(list(roots), False, False, 300, True, True) as notify:
+                self.watching = True
+                self.wake.set()  # whatever moved while the watches were being set up
+                self.watch_ready.set()
+                while not stop.is_set():
+                    got = notify.watch(50, 50, 5000, stop)
+                    if got == "stop":
+                        break
+                    if isinstance(got, set) and got:
+                        self.wake.set()
         except Exception:  # no inotify, too many watches...: the poll carries on alone
             pass
         finally:
+            self.watch_ready.set()
             if self._watch_stop is stop:
                 self.watching = False
 
@@ -167,27 +211,47 @@ class Watcher:
         msgs = self._messages(keys)
         return msgs if publish else []
 
-    def _messages(self, keys: set[str]) -> list[tuple[str, dict, str | None]]:
+    def _messages(self, keys: set[str], fresh: set[str] | None = None) -> list[tuple[str, dict, str | None]]:
         h = self.h
         out: list[tuple[str, dict, str | None]] = []
-        changed_rows, removed = [], []
+        changed_rows: list[dict] = []
+        removed: list[str] = []
         table = api.pricing_table(h) if keys else None
+        wall, mono = time.time(), time.monotonic()
         for key in sorted(keys):
             handle = h.handles.get(key)
             if handle is None:
                 if self.rows.pop(key, None) is not None:
                     removed.append(key)
                 self.pushed.pop(key, None)
+                self.due.pop(key, None)
                 continue
             s = handle.session
-            row = session_entry(h, s, debounce=self.debounce, table=table)
+            row = session_entry(h, s, debounce=self.debounce, table=table, fresh=fresh is not None and key in fresh)
             if self.rows.get(key) != row:
                 self.rows[key] = row
                 changed_rows.append(row)
+            self._schedule(key, row, wall, mono)
             out.extend(self._new_events(key, handle))
         if changed_rows or removed:
             out.append(("board", {"sessions": changed_rows, "removed": removed}, None))
+            for fn in self.on_rows:
+                fn(changed_rows, removed)
         return out
+
+    def _schedule(self, key: str, row: dict, wall: float, mono: float) -> None:
+        """When to look at this row again with no file touched (see the module doc)."""
+        states = {row.get("state")} | {a.get("state") for a in row.get("agents") or ()}
+        if states & HOT_STATES or (row.get("pid") is not None and row.get("state") != ENDED):
+            self.due[key] = mono + self.hot_every
+            return
+        if row.get("state") == YOUR_TURN:
+            since = parse_time(row.get("state_since")) or parse_time(row.get("updated_at"))
+            if since is not None:
+                left = since + self.idle_after - wall  # past it and still your turn: background work
+                self.due[key] = mono + (max(self.hot_every, left + 0.05) if left > 0 else LATER)
+                return
+        self.due.pop(key, None)
 
     def _new_events(self, key: str, handle) -> list[tuple[str, dict, str | None]]:
         s = handle.session

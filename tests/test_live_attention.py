@@ -1,0 +1,172 @@
+"""Attention within a second, on every surface: a live signal changes (a real process's
+Claude registry file flips, a Codex thread lock is taken and released by another
+process, a Vibe session lock likewise), and GET /api/sessions, the SSE stream and the
+board in Chromium all show it within a second of the change.
+
+The watcher's safety nets (the stat poll, the full pass) are set far beyond the test's
+deadline, so what is seen here came the fast way: the change itself, or the row's own
+schedule. Waits are bounded by the deadline, never fixed sleeps."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+import pytest
+
+from conftest import SAMPLES
+from huddle.core import Huddle
+from huddle.server import ServerThread
+from huddle.sources import Settings
+from live_agents import WITHIN, ClaudeProcess, LockHolder, Stream, api_row, claude_live, wait_until
+from test_browser import browser, page  # noqa: F401  (the shared Chromium fixtures)
+
+pytestmark = pytest.mark.browser
+
+SLOW_NETS = {"poll_watched": 600.0, "full_every": 600.0}
+
+
+def seen_everywhere(srv, stream: Stream, pg, key: str, state: str, t0: float, late: float = 0.0) -> dict:
+    """The row `key` in `state` on the API, the stream and the painted board, each by
+    t0 + WITHIN (+ `late`: a change no file tells of waits for the row's next look)."""
+    deadline = t0 + WITHIN + late
+    row = wait_until(lambda: (r := api_row(srv.url, key)) and r["state"] == state and r, deadline, f"API {state}")
+    stream.row(key, lambda r: r["state"] == state, t0, deadline)
+    left_ms = max(1.0, (deadline - time.time()) * 1000)
+    pg.wait_for_function(
+        "([k, s]) => { const tr = document.querySelector(`tr[data-key=\"${k}\"]`); return tr && tr.classList.contains('r-' + s); }",
+        arg=[key, state],
+        timeout=left_ms,
+    )
+    return row
+
+
+@pytest.fixture
+def served():
+    made = []
+
+    def start(settings: Settings, pg):
+        h = Huddle(settings)
+        srv = ServerThread(h, watch_options=SLOW_NETS).start()
+        made.append(srv)
+        assert srv.state.watcher.watching or wait_until(lambda: srv.state.watcher.watching, time.time() + 10, "watch")
+        stream = Stream(srv.url)
+        made.append(stream)
+        pg.goto(srv.url)
+        pg.wait_for_selector("#rows tr")
+        return srv, stream
+
+    yield start
+    for m in reversed(made):
+        (m.close if isinstance(m, Stream) else m.stop)()
+
+
+@pytest.fixture
+def claude_working(tmp_path, page, served):  # noqa: F811
+    """A live Claude session (a real process, its registry file saying busy) on a served
+    board, shown working: (server, stream, key, the process)."""
+    settings, sid, config = claude_live(tmp_path)
+    claude = ClaudeProcess(config, sid, "busy")
+    try:
+        srv, stream = served(settings, page)
+        key = f"claude:{sid}"
+        wait_until(lambda: (r := api_row(srv.url, key)) and r["state"] == "working", time.time() + 10, "working")
+        yield srv, stream, key, claude
+    finally:
+        claude.stop()
+
+
+def test_claude_registry_busy_waiting_busy(page, claude_working):  # noqa: F811
+    srv, stream, key, claude = claude_working
+    t0 = time.time()
+    claude.set("waiting", "permission prompt")
+    row = seen_everywhere(srv, stream, page, key, "needs_you", t0)
+    assert "permission prompt" in row["waiting_for"] and "Bash" in row["waiting_for"]
+    assert page.locator(f'tr[data-key="{key}"] .why').inner_text().startswith("permission prompt")
+
+    t0 = time.time()
+    claude.set("busy")
+    seen_everywhere(srv, stream, page, key, "working", t0)
+
+
+def test_claude_process_death_is_seen_without_a_file_change(page, claude_working):  # noqa: F811
+    """SIGKILL leaves the registry file as it was: the row's own schedule sees the pid go."""
+    srv, stream, key, claude = claude_working
+    t0 = time.time()
+    claude.stop()
+    # the schedule looks at a live row every second: up to one period, then the deadline
+    seen_everywhere(srv, stream, page, key, "ended", t0, late=srv.state.watcher.hot_every)
+
+
+def codex_home(tmp_path):
+    snap = SAMPLES / "codex-live" / "06-your-turn-tui" / "codex_home"
+    home = tmp_path / "codex"
+    shutil.copytree(snap / "sessions", home / "sessions")
+    (home / "thread-writer-locks").mkdir()
+    truth = json.loads((snap.parent / "truth.json").read_text())[0]
+    none = str(tmp_path / "none")
+    settings = Settings(folders={"claude": none, "codex": str(home), "vibe": none}, huddle_home=str(tmp_path / "hh"))
+    return settings, truth["thread_id"], home
+
+
+def taken_then_released(srv, stream: Stream, pg, key: str, take, held_state: str) -> None:
+    """Ended with no process on it; another process takes the lock (`take()`): `held_state`
+    everywhere within a second, with that process's pid; it lets go: ended again."""
+    assert api_row(srv.url, key)["state"] == "ended"
+    t0 = time.time()
+    holder = take()
+    try:
+        row = seen_everywhere(srv, stream, pg, key, held_state, t0)
+        assert row["pid"] == holder.pid
+        t0 = time.time()
+        holder.release()
+        seen_everywhere(srv, stream, pg, key, "ended", t0)
+    finally:
+        holder.kill()
+
+
+def test_codex_thread_lock_taken_and_released(tmp_path, page, served):  # noqa: F811
+    settings, thread, home = codex_home(tmp_path)
+    srv, stream = served(settings, page)
+    take = lambda: LockHolder(home / "thread-writer-locks" / f"{thread}.lock")  # noqa: E731
+    # loaded by a live process; its turn ended long ago (the sample's time): idle, not ended
+    taken_then_released(srv, stream, page, f"codex:{thread}", take, "idle")
+
+
+def vibe_home(tmp_path, sample: str = "3.0.3-unified-approval-waiting"):
+    home = tmp_path / "vibe"
+    shutil.copytree(SAMPLES / "vibe" / sample / "logs", home / "logs")
+    active = home / "logs" / "session" / "active"
+    (sid,) = {p.name.split(".")[0] for p in active.glob("*.lock.json")}
+    for p in active.glob(f"{sid}.lock*"):
+        p.unlink()  # the recorded process is long gone: this test plays a live one
+    none = str(tmp_path / "none")
+    settings = Settings(folders={"claude": none, "codex": none, "vibe": str(home)}, huddle_home=str(tmp_path / "hh"))
+    return settings, sid, active
+
+
+def test_vibe_session_lock_taken_and_released(tmp_path, page, served):  # noqa: F811
+    settings, sid, active = vibe_home(tmp_path)
+    srv, stream = served(settings, page)
+    take = lambda: LockHolder(active / f"{sid}.lock", active / f"{sid}.lock.json", sid)  # noqa: E731
+    taken_then_released(srv, stream, page, f"vibe:{sid}", take, "needs_you")  # the approval it stopped on
+
+
+def test_the_demo_shows_its_needs_you_moment_on_the_board(page):  # noqa: F811
+    """38 s into the story the lead asks permission to push (a live registry file for this
+    very process); 10 s later it is allowed. Played 4x faster here."""
+    from huddle.demo import Demo
+
+    d = Demo(speed=4.0)
+    with ServerThread(d.huddle(), demo=d, watch_options=SLOW_NETS) as srv:
+        page.goto(srv.url)
+        key = f"claude:{d.session_id}"
+        row = page.locator(f'tr[data-key="{key}"]')
+        row.wait_for()
+        page.wait_for_selector(f'tr[data-key="{key}"].r-needs_you', timeout=30_000)
+        assert d.step == "permission"
+        assert "git push" in row.locator(".why").inner_text()
+        assert page.title().startswith("(1) huddle")
+        page.wait_for_selector(f'tr[data-key="{key}"]:not(.r-needs_you)', timeout=10_000)
+        assert d.step != "permission"
