@@ -20,10 +20,11 @@ import threading
 import time
 from collections.abc import Callable
 
+from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
 from huddle.model.session import parse_time
 from huddle.views import api
 from huddle.views.board import session_entry, sort_rows
-from huddle.views.states import ENDED, IDLE_AFTER, NEEDS_YOU, WAITING, WORKING, YOUR_TURN, Debouncer
+from huddle.views.states import Debouncer
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
@@ -31,7 +32,6 @@ HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process ta
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
 LATER = 60.0  # seconds: a "your turn" row past its idle time (background work goes on)
 EVENTS_PER_MESSAGE = 500
-HOT_STATES = frozenset({WORKING, WAITING, NEEDS_YOU})
 
 Publish = Callable[[list[tuple[str, dict, str | None]]], None]
 
@@ -242,7 +242,7 @@ class Watcher:
     def _schedule(self, key: str, row: dict, wall: float, mono: float) -> None:
         """When to look at this row again with no file touched (see the module doc)."""
         states = {row.get("state")} | {a.get("state") for a in row.get("agents") or ()}
-        if states & HOT_STATES or (row.get("pid") is not None and row.get("state") != ENDED):
+        if states & ACTIVE or (row.get("pid") is not None and row.get("state") != ENDED):
             self.due[key] = mono + self.hot_every
             return
         if row.get("state") == YOUR_TURN:
