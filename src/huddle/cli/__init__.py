@@ -82,7 +82,7 @@ def _register_optional() -> None:
     """Commands that live in their own modules (web, host, usage...)."""
     import importlib
 
-    for mod in ("web", "host", "usage", "search", "export"):
+    for mod in ("web", "host", "usage", "search", "export", "otel"):
         try:
             m = importlib.import_module(f"huddle.cli.{mod}")
         except ModuleNotFoundError as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 
 from huddle.io.boardfile import write_board
 from huddle.model.session import Session
@@ -119,6 +119,32 @@ class Huddle:
                 self.handles[h.key] = nh
                 return nh.session
             return h.session
+
+    def read_whole(self, keys: Iterable[str]) -> Iterator[Session]:
+        """Each of these sessions with its whole timeline, one at a time and not kept:
+        for exporters that walk a whole history in the memory of one session. A session
+        already complete is given as it is; the others are read again from their files."""
+        wanted: dict[str, list[str]] = {}
+        for key in keys:
+            h = self.handle(key)
+            if h is not None:
+                wanted.setdefault(h.session.source, []).append(h.key)
+        for src in self.sources:
+            names = wanted.get(src.name)
+            if not names:
+                continue
+            fresh: dict[str, Handle] = {}
+            for key in names:
+                h = self.handles.get(key)
+                if h is not None and h.session.complete:
+                    yield h.session
+                    continue
+                if not fresh:
+                    fresh = guarded(f"{src.name} scan", src.scan, {}) or {}
+                nh = fresh.pop(key, None)
+                if nh is not None:
+                    self._refresh_one(nh)
+                    yield nh.session
 
     def write_board_cache(self, board: dict) -> None:
         """Leave the board where the standard-library status line can read it."""

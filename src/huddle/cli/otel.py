@@ -1,0 +1,114 @@
+"""`huddle otel`: sessions as OpenTelemetry GenAI traces, to any OTLP/HTTP endpoint."""
+
+from __future__ import annotations
+
+import socket
+import sys
+
+import click
+
+from huddle.errors import HuddleError
+
+
+def redactor():
+    """The exports' redaction, for --with-content (text leaves the machine as the exports
+    let it leave)."""
+    try:
+        from huddle.views import redact
+    except ImportError:
+        raise HuddleError(
+            "--with-content needs huddle's redaction (huddle.views.redact), not in this install"
+        ) from None
+    return redact.redact_text
+
+
+@click.command()
+@click.argument("ids", nargs=-1, metavar="[ID]...")
+@click.option(
+    "--endpoint",
+    metavar="URL",
+    default=None,
+    help="OTLP/HTTP endpoint, e.g. http://127.0.0.1:4318 (/v1/traces is added). "
+    "Default: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces.",
+)
+@click.option("--since", default=None, metavar="DATE", help="Only spans from DATE on (YYYY-MM-DD, UTC, or ISO 8601).")
+@click.option("--follow", is_flag=True, help="Keep sending what sessions add; a cursor under $HUDDLE_HOME resumes.")
+@click.option(
+    "--with-content", is_flag=True, help="Include prompt and output text (redacted as the exports are). Off by default."
+)
+@click.option("--machine", default=None, metavar="NAME", help="host.name of the traces (default: this host's name).")
+@click.option(
+    "--every", default=2.0, show_default=True, type=click.FloatRange(0.1, 3600), help="--follow: seconds between looks."
+)
+def otel(
+    ids: tuple[str, ...],
+    endpoint: str | None,
+    since: str | None,
+    follow: bool,
+    with_content: bool,
+    machine: str | None,
+    every: float,
+) -> None:
+    """Send sessions (all, or the IDs given) as OTLP traces: one trace per session,
+    invoke_agent / chat / execute_tool spans with the files' own times and tokens.
+    OTEL_EXPORTER_OTLP_HEADERS is honoured (an API key, say); it is never printed."""
+    from huddle.views.usage import parse_since
+
+    when = None
+    if since is not None:
+        when = parse_since(since)
+        if when is None:
+            raise click.BadParameter(f"not a date: {since!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--since")
+    try:
+        _otel(list(ids), endpoint, when, follow, with_content, machine or socket.gethostname(), every)
+    except HuddleError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _otel(
+    ids: list[str], endpoint: str | None, since: float | None, follow: bool, content: bool, machine: str, every: float
+) -> None:
+    from huddle.core import Huddle
+    from huddle.otel.cursor import Cursor
+    from huddle.otel.export import Exporter, Sender, check_sdk, shown, traces_endpoint
+
+    check_sdk()
+    url = traces_endpoint(endpoint)
+    if url is None:
+        raise HuddleError("no endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
+    redact = redactor() if content else None
+    h = Huddle(cache=True)
+    sender = Sender(url, machine)
+    cursor = Cursor(h.settings.huddle_home, url) if h.settings.huddle_home else None
+    ex = Exporter(h, sender, redact=redact, since=since, cursor=cursor)
+    where = shown(url)
+    try:
+        if not follow:
+            ex.run(ids)
+            for note in h.notes:
+                click.echo(f"huddle: {note}", err=True)
+            click.echo(f"huddle: sent {sender.sent:,} spans of {ex.sessions:,} sessions to {where}", err=True)
+            return
+        click.echo(f"huddle: following sessions into {where} (Ctrl+C to stop)", err=True)
+        last = [0]
+
+        def cycle() -> None:
+            if sender.sent != last[0]:
+                click.echo(f"huddle: sent {sender.sent - last[0]:,} spans", err=True)
+                last[0] = sender.sent
+
+        def failed(msg: str) -> None:
+            click.echo(f"huddle: {msg}; trying again", err=True)
+
+        try:
+            ex.follow(ids, every=every, on_error=failed, on_cycle=cycle)
+        except KeyboardInterrupt:
+            click.echo(f"huddle: stopped; {sender.sent:,} spans sent", err=True)
+    finally:
+        sender.close()
+        if cursor is not None:
+            cursor.close()
+        sys.stderr.flush()
+
+
+COMMANDS = [otel]
