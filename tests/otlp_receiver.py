@@ -77,17 +77,18 @@ class Receiver:
                                     schema_url=ss.schema_url,
                                 )
                             )
+                # kept before the answer: a sender that got its answer finds its spans here
+                with receiver.changed:
+                    receiver.spans.extend(got)
+                    receiver.requests += 1
+                    receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    receiver.changed.notify_all()
                 out = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("content-type", "application/x-protobuf")
                 self.send_header("content-length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)
-                with receiver.changed:
-                    receiver.spans.extend(got)
-                    receiver.requests += 1
-                    receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
-                    receiver.changed.notify_all()
 
             def log_message(self, *args):
                 pass

@@ -27,6 +27,7 @@ from typing import Any
 
 from huddle.model import events as ev
 from huddle.model.events import Event, Usage
+from huddle.model.identity import Occurrences
 from huddle.model.session import Agent, Session
 
 from . import semconv as sc
@@ -134,19 +135,13 @@ class _Builder:
         self.agent_spans: dict[str, SpanPlan] = {}
         self.calls: dict[str, SpanPlan] = {}  # call id -> its open execute_tool span
         self.call_spans: dict[str, SpanPlan] = {}  # call id -> its span, open or closed
-        self.occurrence: dict[str, int] = {}
+        self.names = Occurrences()
         self.last_t: dict[str, float] = {}  # agent -> its latest known time
         self.input_t: dict[str, tuple[float, bool]] = {}  # agent -> when its next request began
         self.last_chat: dict[str, SpanPlan] = {}  # agent -> its latest chat span (content)
         self.pending_input: dict[str, list[dict]] = {}  # agent -> input messages for its next response
         self.pending_output: dict[str, list[dict]] = {}  # agent -> outputs before any response
         self.default_model = ""
-
-    def key(self, kind: str, agent: str, ident: str) -> str:
-        base = f"{kind}:{agent}:{ident}"
-        n = self.occurrence.get(base, 0)
-        self.occurrence[base] = n + 1
-        return base if n == 0 else f"{base}#{n}"
 
     def span(self, key: str, name: str, kind: str, agent: str, start: int, attrs: Attrs) -> SpanPlan:
         p = SpanPlan(key, span_id_of(self.trace_id, key), name, kind, agent, start, attrs)
@@ -215,7 +210,7 @@ class _Builder:
         if est or start_est:
             attrs["huddle.time.estimated"] = True
         p = self.span(
-            self.key("chat", e.agent, e.id or "-"),
+            self.names.key("chat", e.agent, e.id),
             f"chat {model}" if model else "chat",
             CLIENT,
             e.agent,
@@ -251,7 +246,7 @@ class _Builder:
         if self.redact is not None and (e.detail or (spawn and e.text)):
             args = {"description": e.detail, "prompt": e.text} if spawn else {"summary": e.detail}
             attrs[sc.TOOL_ARGUMENTS] = {k: self.text(v) for k, v in args.items() if v}
-        p = self.span(self.key("tool", e.agent, e.id or "-"), f"execute_tool {tool}", INTERNAL, e.agent, _ns(t), attrs)
+        p = self.span(self.names.key("tool", e.agent, e.id), f"execute_tool {tool}", INTERNAL, e.agent, _ns(t), attrs)
         if e.id:
             p.closed = False
             self.calls[e.id] = p
