@@ -33,10 +33,22 @@ def main(ctx: click.Context) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the board as JSON (what GET /api/sessions returns).")
 @click.option("--at", "at", default=None, help="Evaluate states as of a past time (ISO 8601 or unix seconds).")
 @click.option("--watch", is_flag=True, help="Keep the table live in the terminal.")
-def status(as_json: bool, at: str | None, watch: bool) -> None:
+@click.option("--hub", "hub", default=None, metavar="DSN", help="Every machine's sessions, from a PostgreSQL hub.")
+@click.option("--machine", default=None, metavar="NAME", help="With --hub: only the sessions this machine holds.")
+def status(as_json: bool, at: str | None, watch: bool, hub: str | None, machine: str | None) -> None:
     """Every session, who needs you first."""
     from huddle.core import Huddle
     from huddle.views.board import board_json, parse_at
+
+    if hub is not None:
+        from .hub import hub_board
+        from .table import print_table
+
+        data = hub_board(hub, machine)
+        _emit_json(data) if as_json else print_table(data)
+        return
+    if machine is not None:
+        raise click.BadParameter("--machine goes with --hub", param_hint="--machine")
 
     when = None
     if at is not None:
@@ -82,7 +94,7 @@ def _register_optional() -> None:
     """Commands that live in their own modules (web, host, usage...)."""
     import importlib
 
-    for mod in ("web", "host", "usage", "search", "export", "otel"):
+    for mod in ("web", "host", "usage", "search", "export", "otel", "hub"):
         try:
             m = importlib.import_module(f"huddle.cli.{mod}")
         except ModuleNotFoundError as exc:

@@ -14,10 +14,10 @@ from huddle.views.usage import GROUPS
 @click.option(
     "--by",
     "by",
-    type=click.Choice(GROUPS),
+    type=click.Choice((*GROUPS, "machine")),
     default="day",
     show_default=True,
-    help="Group by UTC day, session, project, model or agent type.",
+    help="Group by UTC day, session, project, model or agent type (or machine, with --hub).",
 )
 @click.option(
     "--since",
@@ -27,8 +27,18 @@ from huddle.views.usage import GROUPS
     help="Only usage at or after DATE (YYYY-MM-DD, UTC) or an ISO 8601 time.",
 )
 @click.option("--until", "until", default=None, metavar="DATE", help="Only usage before DATE (same forms as --since).")
+@click.option("--hub", "hub", default=None, metavar="DSN", help="Every machine's usage, from a PostgreSQL hub.")
+@click.option("--machine", default=None, metavar="NAME", help="With --hub: only the sessions this machine holds.")
 @click.pass_context
-def usage(ctx: click.Context, as_json: bool, by: str, since: str | None, until: str | None) -> None:
+def usage(
+    ctx: click.Context,
+    as_json: bool,
+    by: str,
+    since: str | None,
+    until: str | None,
+    hub: str | None = None,
+    machine: str | None = None,
+) -> None:
     """Token totals (input, output, cache read, cache write) and cost, for every
     agent, sub-agents included, each model response counted once."""
     from huddle.sources import Settings
@@ -45,11 +55,22 @@ def usage(ctx: click.Context, as_json: bool, by: str, since: str | None, until: 
         before = parse_since(until)
         if before is None:
             raise click.BadParameter(f"not a date: {until!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--until")
+    if hub is None and (by == "machine" or machine is not None):
+        raise click.BadParameter("machines are the hub's: add --hub DSN", param_hint="--by machine / --machine")
     settings = Settings.from_env()
     table = current(settings.huddle_home)
     if table.problem:
         click.echo(f"huddle: {table.problem}", err=True)
         ctx.exit(1)
+    if hub is not None:
+        from .hub import hub_usage
+
+        data = hub_usage(hub, by, when, table, machine, until=before)
+        if as_json:
+            click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        else:
+            print_report(data)
+        return
     counted, notes = counted_from_index(settings)  # reads only what moved since the last run
     for note in notes:
         click.echo(f"huddle: {note}", err=True)

@@ -37,7 +37,7 @@ def _ask(fn, *args, **kw):
         raise click.ClickException(str(exc)) from None
 
 
-def _run(h, host: str, port: int, open_browser: bool, demo=None) -> None:
+def _run(h, host: str, port: int, open_browser: bool, demo=None, watcher=None, what: str = "") -> None:
     from huddle.server import bind, create_app, make_server, url_for
     from huddle.server.security import is_loopback, new_token
 
@@ -49,9 +49,9 @@ def _run(h, host: str, port: int, open_browser: bool, demo=None) -> None:
             raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         sock = bind(host, 0)  # the usual port is taken: any free one will do
     port = sock.getsockname()[1]
-    server = make_server(create_app(h, host=host, port=port, token=token, demo=demo))
+    server = make_server(create_app(h, host=host, port=port, token=token, demo=demo, watcher=watcher))
     url = url_for(host, port, token)
-    what = "the built-in demo" if demo is not None else "your sessions"
+    what = what or ("the built-in demo" if demo is not None else "your sessions")
     click.echo(f"huddle: serving {what} at {url}")
     if token:
         click.echo("huddle: not on loopback, so every request needs the token in that link (or header X-Huddle-Token)")
@@ -72,11 +72,18 @@ def _run(h, host: str, port: int, open_browser: bool, demo=None) -> None:
     "--open/--no-open", "open_browser", default=True, show_default=True, help="Open the web app in a browser."
 )
 @click.option("--demo", "force_demo", is_flag=True, help="Serve the built-in demo instead of your sessions.")
-def serve(host: str, port: int, open_browser: bool, force_demo: bool) -> None:
+@click.option("--hub", "hub", default=None, metavar="DSN", help="Show every machine's sessions from a PostgreSQL hub.")
+def serve(host: str, port: int, open_browser: bool, force_demo: bool, hub: str | None = None) -> None:
     """Serve the web app (the demo when no agent folders exist)."""
     from huddle.core import Huddle
 
     h = Huddle()
+    if hub is not None:
+        from .hub import hub_watcher
+
+        watcher, what = hub_watcher(hub)
+        _run(h, host, port, open_browser, watcher=watcher, what=what)
+        return
     if force_demo or not h.has_agent_folders():
         from huddle.demo import Demo
 

@@ -63,13 +63,14 @@ def _indexer(h):
 class State:
     """What the routes share: the core, its watcher, the stream hub, the search indexer."""
 
-    def __init__(self, h, demo=None, watch_options: dict | None = None):
+    def __init__(self, h, demo=None, watch_options: dict | None = None, watcher=None):
         self.h = h
         self.demo = demo
         self.hub = Hub()
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.watcher = Watcher(h, self._publish, **(watch_options or {}))
-        self.indexer = _indexer(h)
+        # `watcher(h, publish)` makes another source of board rows (huddle serve --hub)
+        self.watcher = watcher(h, self._publish) if watcher else Watcher(h, self._publish, **(watch_options or {}))
+        self.indexer = _indexer(h) if watcher is None else None
         if self.indexer is not None:
             self.watcher.listeners.append(self.indexer.notify)
 
@@ -87,9 +88,15 @@ class State:
 
 
 def create_app(
-    h, host: str = "127.0.0.1", port: int = 0, token: str | None = None, demo=None, watch_options: dict | None = None
+    h,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    demo=None,
+    watch_options: dict | None = None,
+    watcher=None,
 ) -> Starlette:
-    st = State(h, demo=demo, watch_options=watch_options)
+    st = State(h, demo=demo, watch_options=watch_options, watcher=watcher)
 
     def call(fn, *args, **kw):
         with h.lock:
@@ -103,7 +110,11 @@ def create_app(
                 raise BadRequest(f"not a time: {at[:40]!r} (use ISO 8601 or unix seconds)")
             return call(api.sessions, at=when)
         t0 = time.perf_counter()
-        response = json_response(st.watcher.board())
+        data = st.watcher.board()
+        machine = request.query_params.get("machine")
+        if machine:  # a hub's board: one machine's sessions (those it holds a copy of)
+            data = {**data, "sessions": [r for r in data["sessions"] if machine in (r.get("machines") or ())]}
+        response = json_response(data)
         response.headers["server-timing"] = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}"
         return response
 
@@ -317,12 +328,15 @@ class ServerThread:
         token: str | None = None,
         demo=None,
         watch_options: dict | None = None,
+        watcher=None,
     ):
         self.sock = bind(host, port)
         self.host = host
         self.port = self.sock.getsockname()[1]
         self.token = token
-        self.app = create_app(h, host=host, port=self.port, token=token, demo=demo, watch_options=watch_options)
+        self.app = create_app(
+            h, host=host, port=self.port, token=token, demo=demo, watch_options=watch_options, watcher=watcher
+        )
         self.server = make_server(self.app)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 

@@ -1,0 +1,110 @@
+"""`huddle push` and the `--hub DSN` side of status, usage and serve."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import click
+
+from huddle.errors import HuddleError
+
+
+def _fail(exc: HuddleError) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@click.command()
+@click.argument("dsn", metavar="DSN")
+@click.option("--watch", is_flag=True, help="Keep pushing what sessions add, within seconds; reconnects with back-off.")
+@click.option(
+    "--machine", default=None, metavar="NAME", help="This machine's name on the hub (default: its host name)."
+)
+@click.option(
+    "--with-content", is_flag=True, help="Include prompt text (full titles, what a state is doing). Off by default."
+)
+@click.option(
+    "--every", default=2.0, show_default=True, type=click.FloatRange(0.1, 3600), help="--watch: seconds between looks."
+)
+def push(dsn: str, watch: bool, machine: str | None, with_content: bool, every: float) -> None:
+    """Write this machine's sessions, agents and model responses to a PostgreSQL hub
+    (DSN: a libpq connection string or postgresql:// URL; the password may come from
+    PGPASSFILE or PGPASSWORD instead). Pushing again writes only what changed; the
+    same session pushed twice, or from a copy of its files, counts once."""
+    from huddle.core import Huddle
+    from huddle.hub import describe
+    from huddle.hub.push import Pusher
+
+    name = machine or socket.gethostname()
+    p = Pusher(Huddle(cache=True), dsn, name, with_content=with_content)
+    where = describe(dsn)
+    try:
+        if not watch:
+            n, r = p.run()
+            click.echo(f"huddle: pushed {n:,} sessions, {r:,} responses to {where} as {name}", err=True)
+            return
+        click.echo(f"huddle: pushing to {where} as {name} (Ctrl+C to stop)", err=True)
+
+        def pushed(n: int, r: int) -> None:
+            click.echo(f"huddle: pushed {n:,} sessions, {r:,} responses", err=True)
+
+        def failed(msg: str, delay: float) -> None:
+            click.echo(f"huddle: {msg}; trying again in {delay:.0f} s", err=True)
+
+        try:
+            p.watch(every=every, on_push=pushed, on_error=failed)
+        except KeyboardInterrupt:
+            click.echo("huddle: stopped", err=True)
+    except HuddleError as exc:
+        raise _fail(exc) from None
+    finally:
+        p.close()
+
+
+def hub_board(dsn: str, machine: str | None) -> dict:
+    from huddle.hub import connect
+    from huddle.hub.read import board
+
+    try:
+        conn = connect(dsn)
+        try:
+            return board(conn, machine)
+        finally:
+            conn.close()
+    except HuddleError as exc:
+        raise _fail(exc) from None
+
+
+def hub_usage(dsn: str, by: str, since: float | None, table, machine: str | None, until: float | None = None) -> dict:
+    from huddle.hub import connect, describe, driver, scrub
+    from huddle.hub.read import usage_report
+
+    try:
+        conn = connect(dsn)
+        try:
+            return usage_report(conn, by, since, table, machine, until=until)
+        except driver().Error as exc:
+            raise _fail(HuddleError(f"the hub ({describe(dsn)}): {scrub(str(exc), dsn)}")) from None
+        finally:
+            conn.close()
+    except HuddleError as exc:
+        raise _fail(exc) from None
+
+
+def hub_watcher(dsn: str):
+    """For `huddle serve --hub`: a board source reading the hub, and what to call it."""
+    from huddle.hub import describe, driver
+    from huddle.hub.watcher import HubWatcher
+
+    try:
+        driver()
+    except HuddleError as exc:
+        raise _fail(exc) from None
+    return (lambda h, publish: HubWatcher(h, publish, dsn)), f"every machine's sessions from {describe(dsn)}"
+
+
+def emit(data) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+COMMANDS = [push]
