@@ -277,3 +277,17 @@ def test_without_psycopg_the_message_is_one_line(monkeypatch):
     r = CliRunner().invoke(main, ["push", "host=127.0.0.1"])
     assert r.exit_code == 1
     assert r.output.strip() == "Error: the hub needs psycopg: pip install 'huddle[hub]'"
+
+
+def test_with_content_is_redacted_on_the_hub(tmp_path, dsn):
+    from test_otel import SECRET, _with_secret
+
+    config = _with_secret(tmp_path)
+    env = machine_env(tmp_path, "s", claude=config)
+    run(env, "push", dsn, "--machine", "s", "--with-content")
+    board = json.loads(run(env, "status", "--hub", dsn, "--json").stdout)
+    text = json.dumps(board)
+    assert "Look around this project" in text  # the title is the prompt, with content
+    i = text.find(SECRET)
+    assert i < 0, text[max(0, i - 300) : i + 60]
+    assert "[REDACTED:" in text

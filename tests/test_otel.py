@@ -447,3 +447,41 @@ def test_follow_keeps_trying_when_the_endpoint_is_down(tmp_path):
         t.join(10)
         sender.close()
     assert all("could not send" in m for m in errors)
+
+
+SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def _with_secret(tmp_path: Path) -> Path:
+    """01-basic-tools with a GitHub token pasted into its first prompt."""
+    dst = tmp_path / "config"
+    shutil.copytree(CLAUDE / "01-basic-tools" / "config", dst)
+    for f in dst.glob("projects/*/*.jsonl"):
+        out = []
+        for line in f.read_text().splitlines():
+            d = json.loads(line)
+            if d.get("type") == "user" and isinstance(d["message"]["content"], str):
+                d["message"]["content"] = f"Token {SECRET}. " + d["message"]["content"]
+            out.append(json.dumps(d))
+        f.write_text("\n".join(out) + "\n")
+    return dst
+
+
+def test_with_content_sends_text_redacted_as_the_exports_do(tmp_path):
+    config = _with_secret(tmp_path)
+    runner = CliRunner()
+    with Receiver() as rx:
+        r = runner.invoke(main, ["otel", "--endpoint", rx.url, "--with-content"], env=claude_env(config))
+        assert r.exit_code == 0, r.output
+        assert "secrets redacted" in r.stderr
+        spans = list(rx.spans)
+    text = json.dumps([sp["attrs"] for sp in spans])
+    assert SECRET not in text and "[REDACTED:" in text
+    inputs = [
+        json.loads(sp["attrs"]["gen_ai.input.messages"]) for sp in spans if "gen_ai.input.messages" in sp["attrs"]
+    ]
+    assert any("NOTES.md" in p["content"] for m in inputs for msg in m for p in msg["parts"] if "content" in p)
+    outputs = [sp for sp in spans if "gen_ai.output.messages" in sp["attrs"]]
+    assert outputs
+    tools = [sp for sp in spans if sp["attrs"]["gen_ai.operation.name"] == "execute_tool"]
+    assert any("gen_ai.tool.call.arguments" in sp["attrs"] for sp in tools)

@@ -11,15 +11,11 @@ from huddle.errors import HuddleError
 
 
 def redactor():
-    """The exports' redaction, for --with-content (text leaves the machine as the exports
-    let it leave)."""
-    try:
-        from huddle.views import redact
-    except ImportError:
-        raise HuddleError(
-            "--with-content needs huddle's redaction (huddle.views.redact), not in this install"
-        ) from None
-    return redact.redact_text
+    """The exports' redaction (views.redact) for --with-content: text leaves the machine
+    with its secrets replaced, as an export's would be."""
+    from huddle.views.redact import Redactor
+
+    return Redactor()
 
 
 @click.command()
@@ -76,7 +72,8 @@ def _otel(
     url = traces_endpoint(endpoint)
     if url is None:
         raise HuddleError("no endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
-    redact = redactor() if content else None
+    red = redactor() if content else None
+    redact = red.text if red is not None else None
     h = Huddle(cache=True)
     sender = Sender(url, machine)
     cursor = Cursor(h.settings.huddle_home, url) if h.settings.huddle_home else None
@@ -88,6 +85,8 @@ def _otel(
             for note in h.notes:
                 click.echo(f"huddle: {note}", err=True)
             click.echo(f"huddle: sent {sender.sent:,} spans of {ex.sessions:,} sessions to {where}", err=True)
+            if red is not None and red.replaced:
+                click.echo(f"huddle: {red.replaced:,} secrets redacted from the content", err=True)
             return
         click.echo(f"huddle: following sessions into {where} (Ctrl+C to stop)", err=True)
         last = [0]

@@ -97,6 +97,11 @@ class Pusher:
         self.dsn = dsn
         self.machine = machine
         self.with_content = with_content
+        self.redactor: Any = None
+        if with_content:
+            from huddle.views.redact import Redactor
+
+            self.redactor = Redactor()
         self.conn: Any = None
         self.state: PushState | None = None
         self.hub_id = ""
@@ -135,7 +140,7 @@ class Pusher:
         table = pricing_table(self.h)
         out = []
         for s in self.h.sessions():
-            row = hub_row(session_entry(self.h, s, table=table), s, self.machine, self.with_content)
+            row = hub_row(session_entry(self.h, s, table=table), s, self.machine, self.with_content, self.redactor)
             n_usage = s.counts.get("usage", 0)
             labels = _digest(sorted((a, agent_label(s, a)) for a in s.agents))
             entry = [_digest(row), s.epoch, n_usage, labels]
@@ -186,7 +191,7 @@ class Pusher:
         c.execute(_SESSION_SQL, values)
         c.execute(_HOLDER_SQL, (s.key, self.machine, now))
         with c.cursor() as cur:
-            cur.executemany(_AGENT_SQL, agent_rows(s, self.with_content))
+            cur.executemany(_AGENT_SQL, agent_rows(s, self.with_content, self.redactor))
         before = self.state.sessions.get(s.key)
         start = 0
         if before is not None and before[1] == entry[1] and before[3] == entry[3]:

@@ -13,6 +13,7 @@ from huddle.model import events as ev
 from huddle.model.identity import Occurrences
 from huddle.model.session import Session
 from huddle.views.pricing import model_name
+from huddle.views.redact import Redactor
 from huddle.views.usage import agent_label
 
 
@@ -21,27 +22,30 @@ def plain_title(s: Session) -> str:
     return ev.one_line(t, 100) if t else ""
 
 
-def hub_row(row: dict, s: Session, machine: str, with_content: bool) -> dict:
-    """The board row as the hub keeps it: with the machine, and without text unless asked."""
+def hub_row(row: dict, s: Session, machine: str, with_content: bool, redactor: Redactor | None = None) -> dict:
+    """The board row as the hub keeps it: with the machine, and without text unless
+    asked (then with its secrets redacted, as the exports do)."""
     d = dict(row)
     d["machine"] = machine
-    if not with_content:
-        d["title"] = plain_title(s)
-        d.pop("doing", None)
-        if d.get("state") == "needs_you":
-            d["waiting_for"] = "your answer"
-        agents = []
-        for a in d.get("agents") or []:
-            a = dict(a)
-            a.pop("doing", None)
-            if a.get("state") == "needs_you":
-                a["waiting_for"] = "your answer"
-            agents.append(a)
-        d["agents"] = agents
+    if with_content:
+        v = (redactor or Redactor()).value(d)
+        return v if isinstance(v, dict) else d
+    d["title"] = plain_title(s)
+    d.pop("doing", None)
+    if d.get("state") == "needs_you":
+        d["waiting_for"] = "your answer"
+    agents = []
+    for a in d.get("agents") or []:
+        a = dict(a)
+        a.pop("doing", None)
+        if a.get("state") == "needs_you":
+            a["waiting_for"] = "your answer"
+        agents.append(a)
+    d["agents"] = agents
     return d
 
 
-def agent_rows(s: Session, with_content: bool) -> list[tuple]:
+def agent_rows(s: Session, with_content: bool, redactor: Redactor | None = None) -> list[tuple]:
     out = []
     for a in s.agents.values():
         u = a.usage
@@ -61,7 +65,7 @@ def agent_rows(s: Session, with_content: bool) -> list[tuple]:
                 u.cache_read,
                 u.cache_write,
                 u.cache_write_1h,
-                a.description if with_content else None,
+                (redactor or Redactor()).text(a.description) if with_content else None,
             )
         )
     return out
