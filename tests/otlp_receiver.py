@@ -31,8 +31,11 @@ class Span(dict):
 
 
 class Receiver:
-    def __init__(self, status: int = 200) -> None:
+    def __init__(self, status: int = 200, keep: bool = True) -> None:
         self.status = status  # answer this (e.g. 400) to test failures
+        self.keep = keep  # False: only count spans and sum their tokens (the bench's millions)
+        self.count = 0
+        self.tokens: dict[str, int] = {}  # GenAI usage attribute -> sum over every span
         self.spans: list[Span] = []
         self.requests = 0
         self.headers: list[dict[str, str]] = []
@@ -79,7 +82,13 @@ class Receiver:
                             )
                 # kept before the answer: a sender that got its answer finds its spans here
                 with receiver.changed:
-                    receiver.spans.extend(got)
+                    receiver.count += len(got)
+                    for sp in got:
+                        for k, v in sp["attrs"].items():
+                            if k.startswith(("gen_ai.usage.", "huddle.usage.")) and isinstance(v, int):
+                                receiver.tokens[k] = receiver.tokens.get(k, 0) + v
+                    if receiver.keep:
+                        receiver.spans.extend(got)
                     receiver.requests += 1
                     receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
                     receiver.changed.notify_all()

@@ -74,7 +74,7 @@ class Sender:
     """Finished spans to one endpoint, in batches; a batch that fails raises ExportFailed
     (after the exporter's own retries), and what was sent before it stays sent."""
 
-    def __init__(self, endpoint: str, machine: str, timeout: float = 10.0, batch: int = BATCH) -> None:
+    def __init__(self, endpoint: str, machine: str, timeout: float | None = None, batch: int = BATCH) -> None:
         check_sdk()
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
@@ -84,6 +84,7 @@ class Sender:
         # says what failed in one line of its own.
         logging.getLogger("opentelemetry.exporter").setLevel(logging.CRITICAL)
         self.endpoint = endpoint
+        # timeout None: OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT, else the exporter's 10 s
         self.exporter = OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
         self.resource = Resource.create(
             {"service.name": "huddle", "service.version": __version__, "host.name": machine}
