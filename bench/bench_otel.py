@@ -123,7 +123,8 @@ for _, r in df.iterrows():
     g = r.get("attributes.gen_ai")
     u = (g or {}).get("usage") if isinstance(g, dict) else None
     rows.append({
-        "span_id": r["context.span_id"], "parent_id": r["parent_id"] or None, "name": r["name"],
+        "span_id": r["context.span_id"], "name": r["name"],
+        "parent_id": r["parent_id"] if isinstance(r["parent_id"], str) and r["parent_id"] else None,  # NaN: a root
         "start": r["start_time"].value, "end": r["end_time"].value, "usage": u,
     })
 print(json.dumps({"spans": len(df), "rows": rows}, default=str))
