@@ -49,9 +49,7 @@ def huddle_reading(source: str, root: Path):
     from huddle.core import Huddle
     from huddle.sources import Settings
 
-    folders = {"claude_dir": "/nonexistent", "codex_home": "/nonexistent", "vibe_home": "/nonexistent"}
-    folders[{"claude": "claude_dir", "codex": "codex_home", "vibe": "vibe_home"}[source]] = str(root)
-    return Huddle(Settings(huddle_home="/nonexistent", **folders), sources=[source])
+    return Huddle(Settings(folders={source: str(root)}, huddle_home="/nonexistent"), sources=[source])
 
 
 def read_all(h) -> int:
