@@ -175,7 +175,10 @@ def test_a_bad_line_costs_one_line():
     h, _ = board()
     clean, broken = h.session("hosted:clean"), h.session("hosted:bad")
     assert broken.skipped_lines == 2 and str(bad / "events.jsonl") in broken.problems[0]
-    assert broken.usage == clean.usage and broken.counts == clean.counts
+    usage = lambda s: [(e.id, e.usage) for e in s.events if e.kind == "usage"]  # noqa: E731
+    assert usage(broken) == usage(clean) and broken.counts == clean.counts
+    # the same responses in two sessions count in one of them only (model/ledger.py)
+    assert sorted([broken.usage.total, clean.usage.total])[0] == 0
 
 
 GOOD = (
@@ -215,5 +218,5 @@ def test_hostile_logs_never_take_the_board_down(lines):
     h, rows = board()
     s = h.session("hosted:hostile")
     assert s is not None and s.error is None
-    assert "hostile" in rows
+    assert "hostile" in rows or (not s.has_conversation and s.started_at is None)  # nothing to show: off the board
     shutil.rmtree(d)

@@ -20,7 +20,8 @@ from huddle import __version__
 from huddle.io.boardfile import atomic_write
 from huddle.sources.base import Handle, Source
 
-FORMAT = f"huddle-cache/1 {__version__}"
+# Bump when what a read derives changes: a cached session keeps what it derived then.
+FORMAT = f"huddle-cache/2 {__version__}"
 
 
 def cache_dir(huddle_home: str) -> str:

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 
 from huddle.io.boardfile import write_board
+from huddle.model.ledger import Ledger
 from huddle.model.session import Session
 from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
 from huddle.sources.registry import unknown_sources
@@ -39,6 +40,7 @@ class Huddle:
         self.lock = threading.RLock()  # the server refreshes from a thread
         self.generation = 0  # bumps when anything changed
         self.cache: HandleCache | None = None
+        self.ledger = Ledger()  # a response seen in two sessions counts in one
         if cache and self.settings.huddle_home and not self.settings.usage_only:
             key = (tuple(sorted(self.settings.folders.items())), tuple(s.name for s in self.sources))
             self.cache = HandleCache(self.settings.huddle_home, key, cache_name)
@@ -91,7 +93,12 @@ class Huddle:
                     changed.add(key)
                 if progress is not None:
                     progress(i + 1, len(found))
+            for src in self.sources:
+                mine = {k: h for k, h in found.items() if k.startswith(src.name + ":")}
+                if mine:
+                    changed |= guarded(f"{src.name} settle", src.settle, mine, on_error=notes.append) or set()
             self.handles = found
+            changed |= self.ledger.sync({k: h.session for k, h in found.items()})
             if self.cache is not None:
                 if changed or not os.path.exists(self.cache.path):
                     self.cache.save(self.handles)
@@ -113,10 +120,13 @@ class Huddle:
                 return h.session
             src = next((s for s in self.sources if s.name == h.session.source), None)
             fresh = guarded("rescan", src.scan, {}) if src is not None else None
-            if fresh and h.key in fresh:
+            if src is not None and fresh and h.key in fresh:
                 nh = fresh[h.key]
                 self._refresh_one(nh)
                 self.handles[h.key] = nh
+                mine = {k: x for k, x in self.handles.items() if k.startswith(src.name + ":")}
+                guarded(f"{src.name} settle", src.settle, mine)
+                self.ledger.sync({k: x.session for k, x in self.handles.items()})
                 return nh.session
             return h.session
 

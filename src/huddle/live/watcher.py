@@ -23,7 +23,7 @@ from collections.abc import Callable
 from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
 from huddle.model.session import parse_time
 from huddle.views import api
-from huddle.views.board import session_entry, sort_rows
+from huddle.views.board import listed, session_entry, sort_rows
 from huddle.views.states import Debouncer
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
@@ -228,6 +228,11 @@ class Watcher:
                 continue
             s = handle.session
             row = session_entry(h, s, debounce=self.debounce, table=table, fresh=fresh is not None and key in fresh)
+            if not listed(row):  # nothing said or done yet: off the board (still readable by id)
+                if self.rows.pop(key, None) is not None:
+                    removed.append(key)
+                self.due.pop(key, None)
+                continue
             if self.rows.get(key) != row:
                 self.rows[key] = row
                 changed_rows.append(row)

@@ -72,6 +72,34 @@ class Usage(msgspec.Struct, omit_defaults=True, gc=False):
         self.cache_write += other.cache_write
         self.cache_write_1h += other.cache_write_1h
 
+    def sub(self, other: Usage) -> None:
+        self.input -= other.input
+        self.output -= other.output
+        self.cache_read -= other.cache_read
+        self.cache_write -= other.cache_write
+        self.cache_write_1h -= other.cache_write_1h
+
+    def largest(self, other: Usage) -> Usage:
+        """Each field at its larger value: the final counts of a response whose records
+        carry partial ones (Claude writes one record per block while it streams)."""
+        return Usage(
+            max(self.input, other.input),
+            max(self.output, other.output),
+            max(self.cache_read, other.cache_read),
+            max(self.cache_write, other.cache_write),
+            max(self.cache_write_1h, other.cache_write_1h),
+        )
+
+    def problem(self) -> str:
+        """What is wrong with these counts, "" when each is a non-negative integer.
+        Checked for every source where events enter a session (a negative count would
+        be a negative cost)."""
+        for name in USAGE_FIELDS:
+            v = getattr(self, name)
+            if type(v) is not int or v < 0:
+                return f"usage {name} is {v!r}, not a count"
+        return ""
+
     @property
     def total(self) -> int:
         return self.input + self.output + self.cache_read + self.cache_write
@@ -87,6 +115,9 @@ class Usage(msgspec.Struct, omit_defaults=True, gc=False):
             "cache_write": self.cache_write,
             **({"cache_write_1h": self.cache_write_1h} if self.cache_write_1h else {}),
         }
+
+
+USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 
 
 class Event(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
@@ -107,6 +138,8 @@ class Event(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
     target: str = ""  # order/report: the sub-agent's id
     usage: Usage | None = None
     copied: bool = False  # copied from another session (fork history): not counted again
+    counted_in: str = ""  # usage: the same response counts in that session (model/ledger.py)
+    origin: str = ""  # usage: the session id the record names when it is not this one (a copy)
     seq: int = -1  # position in its session's timeline, set by the session
 
 

@@ -15,6 +15,9 @@ from typing import Any
 from . import events as ev
 from .events import Event, Usage
 
+# What makes a session worth a row: someone said or did something.
+CONVERSATION = (ev.PROMPT, ev.SAY, ev.THINK, ev.TOOL_CALL, ev.TOOL_RESULT, ev.ORDER, ev.REPORT, ev.USAGE, ev.WAITING)
+
 
 class Activity:
     """What an agent is in the middle of, kept up to date event by event."""
@@ -145,12 +148,16 @@ class Session:
         self.started_at: float | None = None
         self.updated_at: float | None = None
         self.continues: str | None = None  # an earlier session this one carries on
+        self.parent_session: str | None = None  # an orphan sub-agent: the session it names, absent here
+        self.usage_note = ""  # what the files cannot tell about the usage (a count never made final)
         self.live: dict[str, Any] = {}  # the source's liveness signals (pid file, lock...)
         self.next_seq = 0
         self.complete = True  # False when loaded from the cache without its timeline
         self.version = 0  # bumps on every change, for caches and live pushes
         self.epoch = 0  # bumps when the timeline was rebuilt (a file was rewritten)
         self.time_estimated = False
+        self.counted_elsewhere = 0  # usage events whose response counts in another session
+        self.usage_epoch = 0  # bumps when usage already counted changed (raise_usage, recount_usage)
 
     # -- building ------------------------------------------------------------------
 
@@ -196,8 +203,14 @@ class Session:
                 if a.updated_at is None or t > a.updated_at:
                     a.updated_at = t
             if k == ev.USAGE:
-                if e.usage is not None and not e.copied:
-                    self._count_usage(a, e.name, e.usage)
+                u = e.usage
+                if u is not None:
+                    bad = u.problem()
+                    if bad:  # counts that are not counts cost their line, never the totals
+                        self.problem(e.file, e.offset, bad)
+                        e.usage = None
+                    elif not e.copied and not e.counted_in:
+                        self._count_usage(a, e.name, u)
             elif k == ev.PROMPT:
                 if not self.first_prompt:
                     self.first_prompt = e.text
@@ -226,6 +239,44 @@ class Session:
         if model:
             a.model = model
 
+    def raise_usage(self, e: Event, u: Usage) -> None:
+        """A later record of the same response `e` counted: keep the largest of each
+        field (Claude writes one record per content block while a response streams, and
+        the early ones can carry a partial `output_tokens`). Works whether `e` is still
+        waiting to be added or was counted already, in this read or an earlier one."""
+        old = e.usage
+        if old is None or u.problem():
+            return
+        new = old.largest(u)
+        if new == old:
+            return
+        e.usage = new
+        if e.seq < 0 or e.copied or e.counted_in:
+            return  # not counted yet (or not here): add_all counts the new value
+        delta = Usage(*new.to_tuple())
+        delta.sub(old)
+        a = self.agents.get(e.agent)
+        if a is not None:
+            a.usage.add(delta)
+        self.usage.add(delta)
+        m = self.model_usage.get(e.name)
+        if m is not None:
+            m.add(delta)
+        self.usage_epoch += 1
+        self.version += 1
+
+    def recount_usage(self) -> None:
+        """Sum the usage events again (which of them count moved: model/ledger.py)."""
+        self.usage = Usage()
+        self.model_usage = {}
+        for a in self.agents.values():
+            a.usage = Usage()
+        for e in self.events:
+            if e.kind == ev.USAGE and e.usage is not None and not e.copied and not e.counted_in:
+                self._count_usage(self.agents.get(e.agent) or self.agent(e.agent), e.name, e.usage)
+        self.usage_epoch += 1
+        self.version += 1
+
     def problem(self, path: str, offset: int, what: str) -> None:
         """A bad line: counted, described in one line, never fatal."""
         self.skipped_lines += 1
@@ -246,7 +297,7 @@ class Session:
         timeline ask the core to read the session again (`complete` is False)."""
         d = self.__dict__.copy()
         d["events"] = [
-            (e.seq, e.t, e.agent, e.name, e.id, e.file, e.offset, e.copied, *e.usage.to_tuple())
+            (e.seq, e.t, e.agent, e.name, e.id, e.file, e.offset, e.copied, *e.usage.to_tuple(), e.counted_in, e.origin)
             for e in self.events
             if e.kind == ev.USAGE and e.usage is not None
         ]
@@ -268,6 +319,8 @@ class Session:
                 offset=r[6],
                 copied=r[7],
                 usage=Usage(*r[8:13]),
+                counted_in=r[13],
+                origin=r[14],
             )
             for r in rows
         ]
@@ -278,6 +331,13 @@ class Session:
     def title(self) -> str:
         t = self.custom_title or self.ai_title or self.first_prompt or self.last_prompt
         return ev.one_line(t, 100) if t else ""
+
+    @property
+    def has_conversation(self) -> bool:
+        """Anything said or done: a file holding only a summary, a snapshot or nothing
+        at all has none (it stays readable by id, but off the board)."""
+        counts = self.counts
+        return any(counts.get(k) for k in CONVERSATION)
 
     @property
     def lead(self) -> Agent | None:
@@ -337,6 +397,8 @@ class Session:
             "events": dict(self.counts),
             "skipped_lines": self.skipped_lines,
             **({"continues": self.continues} if self.continues else {}),
+            **({"parent_session": self.parent_session} if self.parent_session else {}),
+            **({"usage_note": self.usage_note} if self.usage_note else {}),
             **({"times_estimated": True} if self.time_estimated else {}),
             **({"error": self.error} if self.error else {}),
         }

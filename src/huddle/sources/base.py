@@ -100,6 +100,12 @@ class Source:
         still the same session. Must be cheap: listings and stats only."""
         raise NotImplementedError
 
+    def settle(self, handles: dict[str, Handle]) -> set[str]:
+        """After a round of reads: what one session's files say about another (a title
+        written in another file). `handles`: this source's sessions, all read. Returns
+        the keys it changed. Must be cheap when nothing of the kind is there."""
+        return set()
+
 
 T = TypeVar("T")
 

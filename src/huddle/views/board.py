@@ -76,7 +76,15 @@ def _build(
             a.update(state_dict(ast))
     if live.get("pid") is not None:
         d["pid"] = live["pid"]
+    if not s.has_conversation and s.started_at is None and not d.get("error") and not live.get("alive"):
+        d["empty"] = True  # nothing said or done, ever (a 0-byte or summary-only file): off the board
     return d, st
+
+
+def listed(row: dict[str, Any]) -> bool:
+    """Whether a board row is shown: a session with no conversation is not (`huddle show
+    ID` still reads it)."""
+    return not row.get("empty")
 
 
 def session_entry(
@@ -127,7 +135,7 @@ def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def board_json(h: Huddle, at: float | None = None, debounce: Debouncer | None = None) -> dict[str, Any]:
     table = pricing_table(h)
     rows = [session_entry(h, s, at=at, debounce=debounce, table=table) for s in h.sessions()]
-    sort_rows(rows)
+    rows = sort_rows([r for r in rows if listed(r)])
     out: dict[str, Any] = {"sessions": rows}
     if h.notes:
         out["notes"] = list(h.notes)

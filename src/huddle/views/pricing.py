@@ -284,7 +284,7 @@ def model_name(name: str) -> str:
     return name or UNKNOWN_MODEL
 
 
-_long: weakref.WeakKeyDictionary[Session, tuple[tuple[int, int], int, float]] = weakref.WeakKeyDictionary()
+_long: weakref.WeakKeyDictionary[Session, tuple[tuple[int, int, int], int, float]] = weakref.WeakKeyDictionary()
 
 
 def session_cost(session: Session, table: Table | None = None) -> dict[str, Any]:
@@ -321,13 +321,13 @@ def session_cost(session: Session, table: Table | None = None) -> dict[str, Any]
 
 def _per_response(session: Session, t: Table) -> float:
     """The cost of the responses of models with long-context rates, new events only."""
-    key = (id(t), session.epoch)
+    key = (id(t), session.epoch, session.usage_epoch)  # counted usage moved: walk them all again
     seen = _long.get(session)
     events = session.events
     start, usd = (seen[1], seen[2]) if seen is not None and seen[0] == key and seen[1] <= len(events) else (0, 0.0)
     for e in events[start:]:
         u = e.usage
-        if e.kind != USAGE or u is None or e.copied:
+        if e.kind != USAGE or u is None or e.copied or e.counted_in:
             continue
         p = t.price(e.name)
         if p is not None and p.long is not None:

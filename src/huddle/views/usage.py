@@ -63,7 +63,7 @@ def counted_usage(
             continue
         src = s.source
         for e in s.events:
-            if e.kind != ev.USAGE or e.usage is None or e.copied:
+            if e.kind != ev.USAGE or e.usage is None or e.copied or e.counted_in:
                 continue
             if e.id and owner.setdefault((src, e.id), s.key) != s.key:
                 dupes += 1
@@ -273,7 +273,7 @@ def _ordered(by: str, lines: dict[str, Line]) -> list[tuple[str, Line]]:
 
 # -- the index: counted rows kept between runs of `huddle usage` -------------------------
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2  # bump when what is counted changes
 SETTLE = 2.0  # seconds: a file or folder that moved this close to a read is checked again
 
 
