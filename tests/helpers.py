@@ -16,3 +16,28 @@ def claude_huddle(config_dir: Path | str, huddle_home: Path | str = NOWHERE) -> 
     h = Huddle(s, sources=["claude"])
     h.refresh()
     return h
+
+
+def grow_in_pieces(config: Path, steps) -> Huddle:
+    """Empty every session file of a copied config dir, then write each back in the
+    pieces `steps` says ((file index, fraction of what is left, refresh after?)),
+    refreshing one Huddle along the way; the rest last. Returns that Huddle, refreshed."""
+    files = sorted(config.glob("projects/**/*.jsonl"))
+    contents = {f: f.read_bytes() for f in files}
+    for f in files:
+        f.write_bytes(b"")
+    h = claude_huddle(config)
+    pos = dict.fromkeys(files, 0)
+    for i, frac, refresh in steps:
+        f = files[i % len(files)]
+        end = pos[f] + int((len(contents[f]) - pos[f]) * frac)
+        with open(f, "ab") as out:
+            out.write(contents[f][pos[f] : end])
+        pos[f] = end
+        if refresh:
+            h.refresh()
+    for f in files:
+        with open(f, "ab") as out:
+            out.write(contents[f][pos[f] :])
+    h.refresh()
+    return h

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLES
-from helpers import claude_huddle
+from helpers import claude_huddle, grow_in_pieces
 
 SCENARIO = SAMPLES / "claude" / "12-nested-and-custom-agents" / "config"
 
@@ -33,24 +33,7 @@ STEPS = st.lists(
 def test_appending_in_random_pieces_gives_the_same_session(tmp_path_factory, steps):
     dst = tmp_path_factory.mktemp("live") / "config"
     shutil.copytree(SCENARIO, dst)
-    files = sorted(dst.glob("projects/**/*.jsonl"))
-    contents = {f: f.read_bytes() for f in files}
-    for f in files:
-        f.write_bytes(b"")
-    h = claude_huddle(dst)
-    pos = dict.fromkeys(files, 0)
-    for i, frac, refresh in steps:
-        f = files[i]
-        end = pos[f] + int((len(contents[f]) - pos[f]) * frac)
-        with open(f, "ab") as out:
-            out.write(contents[f][pos[f] : end])
-        pos[f] = end
-        if refresh:
-            h.refresh()
-    for f in files:
-        with open(f, "ab") as out:
-            out.write(contents[f][pos[f] :])
-    h.refresh()
+    h = grow_in_pieces(dst, steps)
     (s,) = h.sessions()
     assert s.usage.to_dict() == WHOLE.usage.to_dict()
     assert sorted(digest(s), key=repr) == sorted(digest(WHOLE), key=repr)

@@ -23,6 +23,7 @@ from .records import (
     SUMMARY_TAG,
     TASK_ID_TAG,
     TOOL_USE_ID_TAG,
+    WARMUP,
     Block,
     Record,
     agent_input,
@@ -32,12 +33,15 @@ from .records import (
     decode_record,
     error_text,
     first_match,
+    harness_blocks,
     input_summary,
     report_of,
     str_of,
     summary_text,
     usage_of,
 )
+
+PARTIAL_MIN_CHARS = 80  # below this a response is too short to judge its count by
 
 
 class FileParser:
@@ -54,12 +58,16 @@ class FileParser:
         self.session = session
         self.shared = shared
         self.path = path
-        self.agent = agent
+        self.agent = agent  # who the record being read is from
         self.is_sub = is_sub
+        self.lead = agent  # this file's own agent
+        self.file_is_sub = is_sub
+        # the session id a main file's records carry; another one marks a copied record
+        self.own_session = "" if is_sub or agent.startswith("agent-") else agent
         # Only model responses carry usage: other records are passed over unread.
         self.usage_only = usage_only
         self.last_t: float | None = None
-        self.seen_first_prompt = False
+        self.prompted: set[str] = set()  # agents whose first prompt was read
         self.out: list[Event] = []
 
     # -- helpers -------------------------------------------------------------------
@@ -89,6 +97,8 @@ class FileParser:
             self.session.problem(self.path, off, f"not JSON ({exc})")
             return
         t = r.type
+        if not t and r.message is not None and r.message.role in ("assistant", "user"):
+            t = r.message.role  # a record that names no type (tools' fixtures): its message says
         if t in SKIP_TYPES:
             return
         if r.timestamp:
@@ -97,6 +107,21 @@ class FileParser:
                 self.last_t = ts
         if r.cwd and not self.session.cwd:
             self.session.cwd = r.cwd
+        mark = len(self.out)
+        try:
+            self._record(r, t, off, line)
+        except Exception as exc:  # decoded, but holding what the code did not expect: costs its line
+            del self.out[mark:]
+            self.session.problem(self.path, off, f"unexpected {t or 'record'}: {type(exc).__name__}: {exc}")
+
+    def _record(self, r: Record, t: str, off: int, line: bytes) -> None:
+        if r.isSidechain and not self.file_is_sub:
+            # 1.0.x / early 2.0.x: a sub-agent's records inline in the session file
+            self.agent = self._sidechain(r)
+            self.is_sub = True
+        elif self.agent != self.lead:
+            self.agent = self.lead
+            self.is_sub = self.file_is_sub
         n = len(line)
         if t == "assistant":
             self._assistant(r, off, n)
@@ -112,6 +137,12 @@ class FileParser:
             if r.customTitle != self.shared.custom_title:
                 self.shared.custom_title = r.customTitle
                 self.emit(ev.TITLE, off, n, text=r.customTitle)
+        elif t == "summary" and r.leafUuid:
+            # Older versions write summaries of *other* sessions at the top of a file: one
+            # belongs to the session holding its leafUuid (placed across the folder: summaries.py).
+            text = summary_text(line)
+            if text:
+                self.shared.summaries[r.leafUuid] = text
         elif t in ("ai-title", "summary"):
             title = r.aiTitle or r.title or ""
             if not title and t == "summary":
@@ -128,6 +159,37 @@ class FileParser:
         elif t == "permission-mode" and r.permissionMode:
             self.shared.permission_mode = r.permissionMode
 
+    def _sidechain(self, r: Record) -> str:
+        """The inline sub-agent a sidechain record belongs to. A sidechain starts at a
+        record with no parent (its order, the text of a `Task` call of its caller);
+        the rest follow `parentUuid`."""
+        st = self.shared
+        agent = st.sidechain_of.get(r.parentUuid) if r.parentUuid else None
+        if agent is None and r.parentUuid and st.sidechain_of:
+            agent = st.last_sidechain  # a parent we never saw: the sidechain being written
+        if agent is None:
+            agent = "sidechain-" + (r.uuid or f"{len(st.sidechain_of)}")[:36]
+            st.last_sidechain = agent
+            caller = self.lead
+            call = self._task_call_for(_order_text(r))
+            if call is not None:
+                cid, caller = call
+                st.agent_by_call[cid] = agent
+            self.session.agent(agent, parent=caller, name=agent, file=self.path)
+        if r.uuid:
+            st.sidechain_of[r.uuid] = agent
+        return agent
+
+    def _task_call_for(self, order: str) -> tuple[str, str] | None:
+        """The open `Task` call whose prompt is this sidechain's order (else the oldest
+        open one: parallel calls start their sidechains in any order)."""
+        calls = self.shared.open_calls
+        if not calls:
+            return None
+        pick = next((c for c in calls if order and c[1] == order), calls[0])
+        calls.remove(pick)
+        return pick[0], pick[2]
+
     # -- record kinds --------------------------------------------------------------
 
     def _assistant(self, r: Record, off: int, n: int) -> None:
@@ -136,10 +198,20 @@ class FileParser:
             return
         copied = bool(r.requestSessionId) and r.requestSessionId != (r.sessionId or self.session.id)
         mid = m.id or ""
-        if m.usage is not None and mid and mid not in self.shared.counted and m.model != "<synthetic>":
-            self.shared.counted.add(mid)
-            if not copied:
-                self.emit(ev.USAGE, off, n, id=mid, name=m.model or "", usage=usage_of(m.usage))
+        if m.usage is not None and mid and m.model != "<synthetic>":
+            counted = self.shared.counted
+            if mid not in counted:
+                origin = r.sessionId if r.sessionId and r.sessionId != self.own_session and self.own_session else ""
+                counted[mid] = (
+                    None
+                    if copied
+                    else self.emit(ev.USAGE, off, n, id=mid, name=m.model or "", usage=usage_of(m.usage), origin=origin)
+                )
+            else:
+                first = counted[mid]
+                if first is not None:  # a later record of the response: its counts may be the final ones
+                    self.session.raise_usage(first, usage_of(m.usage))
+            self._check_output(mid, m)
         if self.usage_only:
             return
         blocks = m.content if isinstance(m.content, list) else []
@@ -164,12 +236,34 @@ class FileParser:
                     self.out.remove(e)
             self.emit(ev.TURN_END, off, n, id=mid, copied=copied)
 
+    def _check_output(self, mid: str, m) -> None:
+        """Whether a response's output count can be its final one, from what it wrote: a
+        token is a few characters, so 20 characters or more per counted token means the
+        file kept only a count from the start of the stream (Claude Code 2.1.50 never
+        writes the final one; a response cut by an interrupt has none either)."""
+        st = self.shared
+        chars = st.chars.get(mid, 0)
+        c = m.content
+        if isinstance(c, str):
+            chars += len(c)
+        elif c:
+            for b in c:
+                chars += len(b.text or "") + len(b.thinking or "") + (len(b.input) if b.type == "tool_use" else 0)
+        st.chars[mid] = chars
+        e = st.counted.get(mid)
+        if e is not None and e.usage is not None and chars >= PARTIAL_MIN_CHARS and e.usage.output * 20 < chars:
+            st.partial_output.add(mid)
+        else:
+            st.partial_output.discard(mid)
+
     def _tool_use(self, b: Block, off: int, n: int, copied: bool) -> None:
         name = b.name or ""
         cid = b.id or ""
         if name in SPAWN_TOOLS:
             inp = agent_input(b.input)
             self.shared.agent_calls[cid] = self.agent
+            if not self.file_is_sub and not copied:
+                self.shared.open_calls.append((cid, (inp.get("prompt") or "").strip(), self.agent))
             self.emit(
                 ev.ORDER,
                 off,
@@ -194,22 +288,45 @@ class FileParser:
             return
         c = m.content
         if isinstance(c, str):
-            self._user_text(r, c, off, n)
+            self._user_text(r, self._unwrap(c, off, n), off, n)
             return
         if not c:
             return
+        # One user record is one prompt: its text blocks and images together, minus the
+        # harness context riding along (IDE blocks, reminders).
+        texts: list[str] = []
+        images = 0
         for b in c:
             if b.type == "tool_result":
                 self._tool_result(r, b, off, n)
             elif b.type == "text" and b.text:
                 if INTERRUPT.match(b.text):
                     self.emit(ev.INTERRUPT, off, n, text=b.text)
-                else:
-                    self._user_text(r, b.text, off, n)
+                    continue
+                rest = self._unwrap(b.text, off, n)
+                if rest.strip():
+                    texts.append(rest)
             elif b.type == "image":
-                self.emit(ev.PROMPT if not r.isMeta else ev.CONTEXT, off, n, text="[image]", name="image")
+                images += 1
+        if images:
+            texts.append("[image]" if images == 1 else f"[{images} images]")
+        if texts:
+            self._user_text(r, "\n\n".join(texts), off, n, name="image" if images and len(texts) == 1 else "")
 
-    def _user_text(self, r: Record, text: str, off: int, n: int) -> None:
+    def _unwrap(self, text: str, off: int, n: int) -> str:
+        """Harness wrappers at the start of a user text (`<ide_opened_file>`,
+        `<ide_selection>`, `<system-reminder>`...) go to the context lane; the rest is returned."""
+        if not text.startswith("<") and not text.lstrip().startswith("<"):
+            return text
+        for tag, inner, rest in harness_blocks(text):
+            t, cut = cap(inner)
+            self.emit(ev.CONTEXT, off, n, name=tag, text=t, truncated=cut)
+            text = rest
+        return text
+
+    def _user_text(self, r: Record, text: str, off: int, n: int, name: str = "") -> None:
+        if not text.strip():
+            return
         if r.isCompactSummary:
             t, cut = cap(text)
             self.emit(ev.CONTEXT, off, n, name="compact_summary", text=t, truncated=cut)
@@ -233,14 +350,16 @@ class FileParser:
         t, cut = cap(text)
         if self.is_sub:
             # A sub-agent's prompts come from its lead, not from the human.
-            first = not self.seen_first_prompt and r.parentUuid is None
-            self.seen_first_prompt = True
+            first = self.agent not in self.prompted and r.parentUuid is None
+            self.prompted.add(self.agent)
             if first:
                 self.shared.sub_orders.setdefault(self.agent, t)
+                if t.strip() == WARMUP:
+                    self.shared.warmups.add(self.agent)
                 return  # the lead's ORDER event already carries this text
             self.emit(ev.ORDER, off, n, text=t, truncated=cut, target=self.agent)
             return
-        self.emit(ev.PROMPT, off, n, text=t, truncated=cut)
+        self.emit(ev.PROMPT, off, n, text=t, truncated=cut, name=name)
 
     def _tool_result(self, r: Record, b: Block, off: int, n: int) -> None:
         cid = b.tool_use_id or ""
@@ -250,6 +369,8 @@ class FileParser:
         detail = ""
         if lead is not None:
             res = agent_result(r.toolUseResult)
+            if res is not None and res.agentId:  # the link before meta.json existed (2.0.x, 2.1.50)
+                self.shared.agent_by_call.setdefault(cid, res.agentId)
             if res is not None and (res.isAsync or res.status == "async_launched"):
                 detail = "background"
                 if res.agentId:
@@ -307,15 +428,60 @@ class SessionState:
     """What spans the files of one Claude session while it is read."""
 
     def __init__(self) -> None:
-        self.counted: set[str] = set()  # message ids whose usage was counted
+        # message id -> its usage event (None: a copy, never counted). Kept so that a later
+        # record of the same response, in this read or a later append, raises it to the final counts.
+        self.counted: dict[str, Event | None] = {}
         self.agent_calls: dict[str, str] = {}  # Agent tool_use id -> the agent that called it
         self.agent_by_call: dict[str, str] = {}  # Agent tool_use id -> sub-agent id (from meta.json)
         self.sub_orders: dict[str, str] = {}  # sub-agent id -> its first prompt
+        self.warmups: set[str] = set()  # sub-agents whose order was "Warmup" (2.0.x pre-warming)
+        # inline sidechains (1.0.x): record uuid -> its sub-agent; Task calls not yet started
+        self.sidechain_of: dict[str, str] = {}
+        self.summaries: dict[str, str] = {}  # leafUuid -> summary text, from this session's file
+        self.chars: dict[str, int] = {}  # message id -> characters its records wrote
+        self.partial_output: set[str] = set()  # message ids whose output count cannot be final
+        self.last_sidechain = ""
+        self.open_calls: list[tuple[str, str, str]] = []  # (call id, prompt, calling agent)
         self.background_agents: set[str] = set()
         self.background_shells: dict[str, str] = {}  # task id -> Bash call id
         self.custom_title = ""
         self.ai_title = ""
         self.permission_mode = ""
+
+    def usage_note(self) -> str:
+        n = len(self.partial_output)
+        if not n:
+            return ""
+        total = sum(1 for e in self.counted.values() if e is not None)
+        return (
+            f"{n} of {total} responses hold only a partial output count (the file never got the final one): "
+            "output tokens and cost are a lower bound"
+        )
+
+    def __getstate__(self) -> dict:
+        # The cache keeps a session's usage events apart (Session.__getstate__): keep
+        # only their place here, and find them again on load (`relink`).
+        d = self.__dict__.copy()
+        d["counted"] = {mid: (e.seq if e is not None else None) for mid, e in self.counted.items()}
+        return d
+
+    def relink(self, session: Session) -> None:
+        """After a load from the cache: the usage events again, by their place."""
+        by_seq = {e.seq: e for e in session.events if e.kind == ev.USAGE}
+        places: dict = self.counted  # seq numbers, as the cache kept them
+        self.counted = {mid: (None if seq is None else by_seq.get(seq)) for mid, seq in places.items()}
+
+
+def _order_text(r: Record) -> str:
+    """The text of a sidechain's first record (its order)."""
+    m = r.message
+    if m is None:
+        return ""
+    if isinstance(m.content, str):
+        return m.content.strip()
+    if m.content:
+        return "\n".join(b.text for b in m.content if b.type == "text" and b.text).strip()
+    return ""
 
 
 # What `huddle usage` needs: model responses (usage) and what names a session (typed
@@ -328,4 +494,8 @@ _TITLE_PREFIXES = (b'{"type":"custom-title"', b'{"type":"ai-title"', b'{"type":"
 def wanted_for_usage(line: bytes) -> bool:
     if line.find(b'"type":"user"', 0, 512) >= 0:
         return line.find(b'"role":"user","content":"', 0, 768) >= 0
-    return line.startswith(_TITLE_PREFIXES) or line.find(b'"type":"assistant"') >= 0
+    return (
+        line.startswith(_TITLE_PREFIXES)
+        or line.find(b'"type":"assistant"') >= 0
+        or line.find(b'"role":"assistant"') >= 0  # a record naming no type (tools' fixtures)
+    )

@@ -9,6 +9,7 @@ adds block and record types every release.
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 import msgspec
 from msgspec import Raw
@@ -29,15 +30,19 @@ class Block(msgspec.Struct):
     is_error: bool | None = None
 
 
+# A token count: a negative one decodes as a bad line (counted, described), never a negative cost.
+Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
 class CacheCreation(msgspec.Struct):
-    ephemeral_1h_input_tokens: int | None = 0
+    ephemeral_1h_input_tokens: Count | None = 0
 
 
 class ClaudeUsage(msgspec.Struct):
-    input_tokens: int | None = 0
-    output_tokens: int | None = 0
-    cache_read_input_tokens: int | None = 0
-    cache_creation_input_tokens: int | None = 0
+    input_tokens: Count | None = 0
+    output_tokens: Count | None = 0
+    cache_read_input_tokens: Count | None = 0
+    cache_creation_input_tokens: Count | None = 0
     cache_creation: CacheCreation | None = None  # 5m / 1h split of the cache writes
 
 
@@ -65,7 +70,9 @@ class Record(msgspec.Struct):
     sessionId: str | None = None
     agentId: str | None = None
     cwd: str | None = None
+    uuid: str | None = None
     parentUuid: str | None = None
+    isSidechain: bool | None = None
     isMeta: bool | None = None
     isCompactSummary: bool | None = None
     isAbortedMidStream: bool | None = None
@@ -77,6 +84,7 @@ class Record(msgspec.Struct):
     aiTitle: str | None = None
     title: str | None = None
     lastPrompt: str | None = None
+    leafUuid: str | None = None
     attachment: Attachment | None = None
     content: Raw = Raw(b"null")
     compactMetadata: Raw = Raw(b"null")
@@ -131,6 +139,9 @@ SKIP_TYPES = frozenset(
         "agent-setting",
     }
 )
+# Claude Code 2.0.x starts three sub-agents per process with this order and no Agent call,
+# to warm the prompt cache: their tokens are spent, but nobody asked for them.
+WARMUP = "Warmup"
 # Attachments that are per-request bookkeeping (the environment, date, tool and skill
 # listings re-sent every turn), not context a person would want to see. They are a
 # third of a transcript's bytes: recognised from their first bytes, never decoded.
@@ -211,6 +222,25 @@ def input_summary(name: str, raw: Raw) -> str:
     except msgspec.MsgspecError:
         return ""
     return summarize(val)
+
+
+# Context the harness puts at the start of a user's text: the IDE's open file and
+# selection (VS Code), reminders, hook output. Never the human's words.
+HARNESS_BLOCK = re.compile(
+    r"\s*<(ide_opened_file|ide_selection|ide_diagnostics|system-reminder|user-prompt-submit-hook)>(.*?)</\1>\s*",
+    re.S,
+)
+
+
+def harness_blocks(text: str) -> list[tuple[str, str, str]]:
+    """The harness blocks leading `text`: (tag, inner text, the text after it), in order."""
+    out: list[tuple[str, str, str]] = []
+    while True:
+        m = HARNESS_BLOCK.match(text)
+        if m is None:
+            return out
+        text = text[m.end() :]
+        out.append((m.group(1), m.group(2).strip(), text))
 
 
 def first_match(rx: re.Pattern, text: str) -> str:

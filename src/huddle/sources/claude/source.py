@@ -12,8 +12,11 @@ from huddle.model import events as ev
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 
+from . import summaries
 from .parser import FileParser, SessionState
+from .project_agents import agent_id_of, choose_parent, is_agent_file, session_ids
 from .registry import Registry
+from .summaries import SummarySearch
 
 
 def _read_json(path: str) -> dict | None:
@@ -51,6 +54,9 @@ class ClaudeHandle(Handle):
         self.source = source
         self.path = path
         self.dir = path[: -len(".jsonl")]
+        # 2.0.x sub-agent files beside the session file (path -> agent id), given by the scan
+        self.project_agents: dict[str, str] = {}
+        self.candidates: list[str] = []  # an orphan agent file: the sessions it names
         self._fresh()
 
     def _fresh(self) -> None:
@@ -60,12 +66,22 @@ class ClaudeHandle(Handle):
         lead = s.agent(s.id, parent=None, name="main", file=self.path)
         lead.kind = "main"
         self.usage_only = self.source.settings.usage_only
+        self.summary_search = SummarySearch()
+        self.summary_title = ""
         self.parser = FileParser(s, self.state, self.path, s.id, is_sub=False, usage_only=self.usage_only)
         self.subs: dict[str, SubFile] = {}
         self.order_events: dict[str, ev.Event] = {}  # Agent call id -> its ORDER
         self.report_events: dict[str, list[ev.Event]] = {}  # Agent call id -> its REPORTs
         self.sub_dir_mtime = -1
         self.title_mtime = -1
+
+    def __setstate__(self, d: dict) -> None:
+        d.setdefault("project_agents", {})
+        d.setdefault("candidates", [])
+        d.setdefault("summary_search", SummarySearch())
+        d.setdefault("summary_title", "")
+        self.__dict__.update(d)
+        self.state.relink(self.session)
 
     def files(self) -> list[str]:
         return [self.path] + [sf.path for sf in self.subs.values()]
@@ -82,7 +98,7 @@ class ClaudeHandle(Handle):
             s.reset()
             self._fresh()
             self.reader.check()
-        elif status == SAME and not self.subs and not self.has_dir:
+        elif status == SAME and not self.subs and not self.project_agents and not self.has_dir:
             return False  # the common case on a board of old sessions: one stat, done
         self._find_subs()
         for sf in self.subs.values():
@@ -102,6 +118,7 @@ class ClaudeHandle(Handle):
                 self._drain(sf.parser, sf.reader)
         if s.version != before:
             self._link()
+            s.usage_note = self.state.usage_note()
         return s.version != before
 
     def _drain(self, parser: FileParser, reader: LineReader) -> None:
@@ -125,6 +142,10 @@ class ClaudeHandle(Handle):
         out.clear()
 
     def _find_subs(self) -> None:
+        for path, agent_id in self.project_agents.items():
+            if path not in self.subs:
+                self.subs[path] = SubFile(path, agent_id)
+                self.session.agent(agent_id, parent=self.session.id, file=path).name = agent_id
         if not self.has_dir:
             return
         base = os.path.join(self.dir, "subagents")
@@ -196,6 +217,12 @@ class ClaudeHandle(Handle):
                 order.target = sub_id
                 sub.order_seq = order.seq
                 sub.order = sub.order or order.text
+                if not sub.tool_use_id:
+                    sub.tool_use_id = call
+                if not sub.kind:  # no meta.json (before 2.1.105): the call says what it is
+                    sub.kind = order.name
+                    sub.description = sub.description or order.detail
+                    sub.name = f"{sub.kind}: {sub.description}" if sub.description else sub.kind
                 if sub.parent == s.id and order.agent != s.id and order.agent in s.agents:
                     sub.parent = order.agent
             for report in self.report_events.get(call, ()):
@@ -205,6 +232,24 @@ class ClaudeHandle(Handle):
             sub = s.agents.get(sub_id)
             if sub is not None and not sub.order:
                 sub.order = text
+        for sub_id in self.state.warmups:
+            sub = s.agents.get(sub_id)
+            if sub is not None and not sub.tool_use_id:  # counted, but not a sub-agent anyone asked for
+                sub.quiet = True
+                sub.kind = sub.kind or "warmup"
+                sub.name = "warm-up"
+
+    def summaries(self) -> dict[str, str]:
+        return self.state.summaries
+
+    def set_summary_title(self, title: str) -> bool:
+        """The summary its leaves earn (summaries.settle); an ai-title of its own wins."""
+        if title == self.summary_title or self.state.ai_title:
+            return False
+        self.summary_title = title
+        self.session.ai_title = title
+        self.session.version += 1
+        return True
 
     def _read_custom_title(self) -> None:
         path = os.path.join(self.dir, "custom-title.json")
@@ -281,6 +326,9 @@ class ClaudeSource(Source):
     def live_changed(self) -> set[str]:
         return {f"claude:{sid}" for sid in self.registry.moved}
 
+    def settle(self, handles: dict[str, Handle]) -> set[str]:
+        return summaries.settle([h for h in handles.values() if isinstance(h, ClaudeHandle)])
+
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
         self.registry.refresh()
@@ -288,6 +336,8 @@ class ClaudeSource(Source):
             projects = os.scandir(self.projects)
         except OSError:
             return found
+        # 2.0.x agent files whose parent is known already: no need to read their first lines
+        linked = {path: key for key, h in known.items() if isinstance(h, ClaudeHandle) for path in h.project_agents}
         with projects:
             for p in projects:
                 if not p.is_dir(follow_symlinks=False):
@@ -297,14 +347,16 @@ class ClaudeSource(Source):
                 except OSError:
                     continue
                 with entries:
-                    files, dirs = [], set()
+                    files, agents, dirs = {}, [], set()
                     for f in entries:
                         if f.is_dir(follow_symlinks=False):
                             dirs.add(f.name)
                         elif f.name.endswith(".jsonl") and f.is_file(follow_symlinks=False):
-                            files.append(f)
-                for f in files:
-                    sid = f.name[: -len(".jsonl")]
+                            if is_agent_file(f.name):
+                                agents.append(f)
+                            else:
+                                files[f.name[: -len(".jsonl")]] = f
+                for sid, f in files.items():
                     key = f"claude:{sid}"
                     h = known.get(key)
                     if not isinstance(h, ClaudeHandle) or h.path != f.path:
@@ -312,5 +364,40 @@ class ClaudeSource(Source):
                     # Most sessions have no <session>/ folder (no sub-agents): the listing
                     # already says so, which spares a stat per session per refresh.
                     h.has_dir = sid in dirs
+                    h.project_agents = {}
                     found[key] = h
+                for f in sorted(agents, key=lambda e: e.name):
+                    self._place_agent(f, files, known, linked, found)
         return found
+
+    def _place_agent(self, f: os.DirEntry, files: dict, known: dict, linked: dict, found: dict) -> None:
+        """A 2.0.x agent file: into its parent session's handle, or an orphan session."""
+        parent_key = linked.get(f.path)
+        if parent_key in found:
+            found[parent_key].project_agents[f.path] = agent_id_of(f.name)
+            return
+        stem = f.name[: -len(".jsonl")]
+        key = f"claude:{stem}"
+        orphan = known.get(key)
+        if isinstance(orphan, ClaudeHandle) and orphan.path == f.path and orphan.candidates:
+            candidates = orphan.candidates
+        else:
+            candidates = session_ids(f.path)
+        sizes = {}
+        for sid in candidates:
+            entry = files.get(sid)
+            if entry is not None:
+                try:
+                    sizes[sid] = entry.stat(follow_symlinks=False).st_size
+                except OSError:
+                    pass
+        parent = choose_parent(candidates, sizes)
+        if parent is not None and f"claude:{parent}" in found:
+            found[f"claude:{parent}"].project_agents[f.path] = agent_id_of(f.name)
+            return
+        if not isinstance(orphan, ClaudeHandle) or orphan.path != f.path:
+            orphan = ClaudeHandle(self, f.path, stem)
+        orphan.candidates = candidates
+        orphan.has_dir = False
+        orphan.session.parent_session = candidates[0] if candidates else None
+        found[key] = orphan
