@@ -242,11 +242,31 @@ def test_an_unreadable_rollout_costs_its_own_row(tmp_path):
     home = Home(root)
     home.refresh()
     rows = home.sessions()
-    errors = sorted(s.error for s in rows.values() if s.error)
-    assert len(errors) == 2  # the third has no whole first line yet: it waits, no verdict
-    assert "not a session_meta" in errors[0] + errors[1] and "rollout-2026-11-30T09-00-00" in " ".join(errors)
-    good = [s for s in rows.values() if not s.error]
+    assert not [s for s in rows.values() if s.error]
+    # no session_meta (garbage, or another record first): still read, named by its file, said so;
+    # the third has no whole first line yet: no verdict
+    garbage, other = (rows[f"codex:01a22a99-0000-7000-8000-00000000000{i}"] for i in (0, 1))
+    assert garbage.skipped_lines == 1 and "not a session_meta" in garbage.problems[0]
+    assert other.skipped_lines == 0 and "not a session_meta: named by its file" in other.problems[0]
+    assert "codex:01a22a99-0000-7000-8000-000000000002" not in rows
+    good = [s for s in rows.values() if s.counts.get(ev.SAY)]
     assert len(good) == 1 and good[0].counts.get(ev.SAY) == 1
+
+
+def test_a_rollout_without_session_meta_gets_an_id_show_accepts(tmp_path):
+    from huddle.sources.codex.records import id_from_name
+    from huddle.views.api import check_id
+
+    for name in (
+        "rollout-2026-01-01T00-00-00-rollout_model_switch",
+        "-odd name (1)",
+        "rollout-x-01a22a99-0000-7000-8000-0000000000ff",
+    ):
+        assert check_id(id_from_name(f"/x/{name}.jsonl")) == id_from_name(f"/x/{name}.jsonl")
+    assert (
+        id_from_name("/x/rollout-1-01a22a99-0000-7000-8000-0000000000ff.jsonl")
+        == "01a22a99-0000-7000-8000-0000000000ff"
+    )
 
 
 def test_orphan_children_stay_together_under_their_missing_root(tmp_path):
@@ -296,3 +316,28 @@ def test_a_reasoning_summary_given_as_text_costs_nothing(tmp_path):
     home.refresh()
     (s,) = home.sessions().values()
     assert s.error is None and s.counts.get(ev.SAY) == 1
+
+
+def test_a_reasoning_item_with_a_plain_string_summary_reads_on(tmp_path):
+    root = tmp_path / "codex_home"
+    shutil.copytree(CODEX / "qa__v0.96.0" / "codex_home" / "sessions", root / "sessions")
+    (f,) = (root / "sessions").rglob("*.jsonl")
+    clean = Home(root)
+    clean.refresh()
+    (before,) = clean.sessions().values()
+    lines = f.read_bytes().splitlines(keepends=True)
+    out = []
+    for line in lines:
+        d = json.loads(line)
+        p = d.get("payload") or {}
+        if d.get("type") == "response_item" and p.get("type") == "reasoning":
+            p["summary"] = "Answering directly"  # one string, not a list of parts
+            line = (json.dumps(d) + "\n").encode()
+        out.append(line)
+    f.write_bytes(b"".join(out))
+    home = Home(root)
+    home.refresh()
+    (s,) = home.sessions().values()
+    assert s.error is None and s.skipped_lines == 0
+    assert [e.text for e in s.events if e.kind == ev.THINK] == ["Answering directly"]
+    assert s.counts.get(ev.SAY) == before.counts.get(ev.SAY) and s.usage == before.usage

@@ -12,6 +12,7 @@ release adds record, item and field types.
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import UTC, datetime
 
@@ -85,6 +86,7 @@ class ThreadInfo:
         "history_start",
         "id",
         "nickname",
+        "note",
         "originator",
         "parent",
         "role",
@@ -107,6 +109,7 @@ class ThreadInfo:
         self.agent_path = m.agent_path or ""
         self.role = m.agent_role or ""
         self.guardian = m.thread_source == "guardian_review"
+        self.note = ""  # what was odd about its first line
         self.source = ""
         parent = m.parent_thread_id or ""
         try:
@@ -147,12 +150,40 @@ def read_meta(path: str, limit: int = 1 << 20) -> tuple[ThreadInfo | None, str]:
     if nl < 0:
         return None, "" if len(head) < limit else "first line longer than 1 MB"
     try:
-        line = _decode_meta_line(head[:nl])
+        line: MetaLine | None = _decode_meta_line(head[:nl])
+        why = ""
     except msgspec.MsgspecError as exc:
-        return None, f"first line is not a session_meta ({exc})"
-    if line.type != "session_meta" or line.payload is None or not line.payload.id:
-        return None, f"first line is a {line.type or 'record without type'}, not a session_meta"
-    return ThreadInfo(line.payload), ""
+        line, why = None, f"first line is not a session_meta ({exc})"
+    if line is not None and line.type == "session_meta" and line.payload is not None and line.payload.id:
+        return ThreadInfo(line.payload), ""
+    # No session_meta (a trimmed file, a tool's fixture, a bad first line): still a thread,
+    # named by its file; the lines say what they can.
+    meta = line.payload if line is not None and line.type == "session_meta" and line.payload is not None else Meta()
+    meta.id = id_from_name(path)
+    info = ThreadInfo(meta)
+    if line is None:
+        info.note = f"{why}: named by its file"
+    elif line.type == "session_meta":
+        info.note = "its session_meta has no id: named by its file"
+    else:
+        info.note = f"first line is a {line.type or 'record without type'}, not a session_meta: named by its file"
+    return info, ""
+
+
+_UUID_TAIL = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+def id_from_name(path: str) -> str:
+    """A thread id from a rollout's name when its records give none: the uuid that ends
+    a real rollout's name, else the name made safe for a URL (`huddle show` takes it)."""
+    name = os.path.basename(path)
+    if name.endswith(".jsonl"):
+        name = name[: -len(".jsonl")]
+    m = _UUID_TAIL.search(name)
+    if m:
+        return m.group(0)
+    safe = re.sub(r"[^A-Za-z0-9._:-]", "-", name).lstrip("-._:")
+    return safe[:200] or "rollout"
 
 
 # -- every other line --------------------------------------------------------------------

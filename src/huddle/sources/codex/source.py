@@ -22,7 +22,7 @@ from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 
 from .live import SystemCache, live_signals
-from .records import ThreadInfo, read_meta
+from .records import ThreadInfo, id_from_name, read_meta
 from .thread import Links, ThreadParser
 
 
@@ -74,6 +74,8 @@ class CodexHandle(Handle):
         s = self.session
         is_lead = info.id == self.root
         self.threads[info.id] = ThreadFile(info, path, self.root, ThreadParser(s, self.links, info, path, is_lead))
+        if info.note and len(s.problems) < 50:
+            s.problems.append(f"{path}: {info.note}")
         if is_lead:
             a = s.agent(info.id)
             a.file = path
@@ -220,7 +222,7 @@ class BrokenHandle(Handle):
     """A rollout whose first line is not a readable session_meta: listed with an error."""
 
     def __init__(self, path: str, why: str):
-        super().__init__("codex", _id_from_name(path))
+        super().__init__("codex", id_from_name(path))
         self.path = path
         self.session.error = f"{path}: {why}"
 
@@ -229,12 +231,6 @@ class BrokenHandle(Handle):
 
     def files(self) -> list[str]:
         return [self.path]
-
-
-def _id_from_name(path: str) -> str:
-    # Only to name an error row for a file whose own records cannot be read.
-    name = os.path.basename(path)[: -len(".jsonl")]
-    return name[-36:] if len(name) >= 36 else name
 
 
 @register

@@ -113,6 +113,14 @@ class ThreadParser:
         if ln.timestamp:
             self._ts = ln.timestamp
         n = len(line)
+        mark = len(self.out)
+        try:
+            self._dispatch(t, ln, p, off, n)
+        except Exception as exc:  # a line that decoded but holds what the code did not expect
+            del self.out[mark:]  # it costs its own line, never the session
+            self.session.problem(self.path, off, f"unexpected {t or 'line'}: {type(exc).__name__}: {exc}")
+
+    def _dispatch(self, t: str, ln, p, off: int, n: int) -> None:
         if t == "session_meta":
             self._meta(p)
         elif (self.copying or self.info.history_start is not None) and self._copied(t, ln.ordinal, p):
@@ -188,8 +196,9 @@ class ThreadParser:
         if ty == "message":
             self._message(it, off, n)
         elif ty == "reasoning":
-            parts = it.summary if isinstance(it.summary, list) else ()  # a string only in turn_context
-            text = "\n\n".join(p.text for p in parts if p.text)
+            summ = it.summary
+            # a list of parts; some writers give one plain string (turn_context's shape)
+            text = summ if isinstance(summ, str) else "\n\n".join(p.text for p in summ or () if p.text)
             if text:
                 s, cut = cap(text)
                 self.emit(ev.THINK, off, n, text=s, truncated=cut, id=it.id or "")

@@ -201,7 +201,12 @@ class LegacyAgent:
             first = self.last_t is None
             times = spread(start if first else self.last_t, end, len(msgs), first)
             for (m, off, n), t in zip(msgs, times):
-                self._message(m, off, n, t)
+                mark = len(self.out)
+                try:
+                    self._message(m, off, n, t)
+                except Exception as exc:  # decoded, but not what the code expects: it costs its line
+                    del self.out[mark:]
+                    self.session.problem(self.path, off, f"message of unexpected shape ({type(exc).__name__}: {exc})")
             self.last_t = times[-1]
             if self.last_t is not None:
                 self.session.time_estimated = True

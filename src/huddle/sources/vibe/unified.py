@@ -142,18 +142,19 @@ class StoreParser:
     def record(self, path: str, off: int, n: int, rec: vr.Record, usage_only: bool = False) -> None:
         self.where = (path, off, n)
         t = rec.type
-        if usage_only:
-            if t == "action_result":
-                self._action_result(rec, path, off)
-            elif t == "core_input":
-                self._core_input(rec, path, off)
-            return
-        if 0 <= rec.sequence <= self.applied:
+        if not usage_only and 0 <= rec.sequence <= self.applied:
             if rec.sequence < self.applied:
                 self.problem(path, off, f"journal sequence {rec.sequence} after {self.applied}: out of order, skipped")
             return
-        self.applied = max(self.applied, rec.sequence)
+        mark = len(self.out)
         try:
+            if usage_only:
+                if t == "action_result":
+                    self._action_result(rec, path, off)
+                elif t == "core_input":
+                    self._core_input(rec, path, off)
+                return
+            self.applied = max(self.applied, rec.sequence)
             if t == "projection_delta":
                 for op in vr.decode_delta(rec.payload).delta:
                     self._op(op)
@@ -166,7 +167,8 @@ class StoreParser:
             elif t == "callback_resolved":
                 r = vr.decode_callback_resolved(rec.payload)
                 self.callbacks.resolved(r.callback_id, r.result, self.clock.last_t, estimated=False)
-        except Exception as exc:  # msgspec errors: one bad record costs that record
+        except Exception as exc:  # msgspec errors, odd values: one bad record costs that record
+            del self.out[mark:]
             self.problem(path, off, f"{t} record of unexpected shape ({type(exc).__name__}: {exc})")
 
     def _op(self, op: vr.Op) -> None:
