@@ -25,6 +25,7 @@ HUDDLE = os.path.join(os.path.dirname(sys.executable), "huddle")
 CLI_SESSIONS = 3  # the per-session --json twins: for this many sessions of each home (the routes do all)
 CONTENT_REFS = 12  # read-back spans per session
 USAGE_GROUPS = ("day", "session", "project", "model", "agent")
+SEARCH_WORDS = ("the", "error", "README")  # words most sample sessions hold
 AT = "2099-01-01T00:00:00Z"  # states as of a time long after every sample: the same for both runs
 
 
@@ -148,6 +149,10 @@ def main() -> None:
             put("GET /api/info", "-", {k: v for k, v in (info or {}).items() if k != "watching"})
             put("GET /api/sessions", "-", board)
             put(f"GET /api/sessions?at={AT}", "-", srv.get(f"/api/sessions?at={AT}"))
+            for by in USAGE_GROUPS:
+                put(f"GET /api/usage?by={by}", "-", srv.get(f"/api/usage?by={by}"))
+            for word in SEARCH_WORDS:
+                put("GET /api/search?q=", word, srv.get(f"/api/search?q={q(word)}&limit=200"))
         for sid in ids:
             put("GET /api/sessions/{id}", sid, srv.get(f"/api/sessions/{q(sid)}"))
             evs = events_all(srv, sid)
@@ -157,6 +162,7 @@ def main() -> None:
             agents = [a["id"] for a in tr.get("agents", [])] if isinstance(tr, dict) else []
             for a in agents:
                 put("GET /api/sessions/{id}/transcript?agent=", f"{sid} {a}", transcript_all(srv, sid, a))
+            put("GET /api/sessions/{id}/export?format=json", sid, srv.get(f"/api/sessions/{q(sid)}/export?format=json"))
             refs = [e["ref"] for e in evs if isinstance(e, dict) and e.get("ref")]
             step = max(1, len(refs) // CONTENT_REFS)
             for ref in refs[::step][:CONTENT_REFS]:
@@ -175,7 +181,10 @@ def main() -> None:
     put(f"huddle status --json --at {AT}", "-", cli("status", "--json", "--at", AT))
     for by in USAGE_GROUPS:
         put(f"huddle usage --json --by {by}", "-", cli("usage", "--json", "--by", by))
+    for word in SEARCH_WORDS:
+        put("huddle search WORD --json", word, cli("search", word, "--json", "--limit", "200"))
     for sid in sorted(ids)[:CLI_SESSIONS]:
+        put("huddle export ID --format json", sid, cli("export", sid, "--format", "json"))
         put("huddle show ID --json", sid, cli("show", sid, "--json"))
         put("huddle events ID --json", sid, cli("events", sid, "--json", "--limit", "5000"))
         put("huddle transcripts ID --json", sid, cli("transcripts", sid, "--json"))

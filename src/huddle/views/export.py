@@ -147,7 +147,7 @@ def _turns(s: Session, table: pricing.Table) -> list[dict]:
     for e in s.events:
         while hint + 1 < len(bounds) and e.seq >= bounds[hint + 1][0]:
             hint += 1
-        if e.kind != ev.USAGE or e.usage is None or e.copied:
+        if e.kind != ev.USAGE or e.usage is None or e.copied or e.counted_in:  # counted in another session
             continue
         i = turn_of(e, hint)
         sums[i].add(e.usage)
