@@ -86,3 +86,43 @@ def test_a_line_the_gemini_cli_writes_appears_live(tmp_path, page):  # noqa: F81
         page.locator(".chat .msg", has_text="A set holds unique items, unordered.").wait_for()
         page.goto(srv.url)
         expect(page.locator("#rows tr")).to_contain_text("Gemini CLI")
+
+
+def opencode_data(root: Path, scenario: str) -> Path:
+    data = root / "oc" / ".local" / "share" / "opencode"
+    shutil.copytree(SAMPLES / "opencode" / scenario / "home" / ".local" / "share" / "opencode", data)
+    return data
+
+
+def test_an_opencode_session_with_its_sub_agent_and_a_live_write(tmp_path, page):  # noqa: F811
+    from opencode_writer import Writer
+
+    data = opencode_data(tmp_path, "07-subagent")
+    h = core(tmp_path, opencode=str(data))
+    (s,) = h.sessions()
+    with ServerThread(h, watch_options=FAST) as srv:
+        page.goto(srv.url)
+        row = page.locator("#rows tr")
+        expect(row).to_have_count(1)
+        expect(row).to_contain_text("OpenCode · 2 agents")
+        expect(row).to_contain_text("Count Python files with helper")
+        page.goto(f"{srv.url}session/{s.id}#tree")
+        expect(page.locator(".tree .node")).to_have_count(2)
+        expect(page.locator(".tree")).to_contain_text("There is 1 Python file: app.py.")
+        page.goto(f"{srv.url}session/{s.id}#conversation")
+        page.locator(".chat .msg", has_text="The sub-agent counted 1 Python file (app.py).").wait_for()
+        with Writer(data / "opencode.db") as w:  # OpenCode, still running, answers once more
+            (msg,) = w.run("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC LIMIT 1", s.id)
+            now = int(time.time() * 1000)
+            text = {"type": "text", "text": "Written by OpenCode just now.", "time": {"start": now, "end": now}}
+            w.run(
+                "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
+                "prt_zzzzbrowser",
+                msg[0],
+                s.id,
+                now,
+                now,
+                json.dumps(text),
+            )
+            w.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", s.id)
+            page.locator(".chat .msg", has_text="Written by OpenCode just now.").wait_for()

@@ -19,9 +19,9 @@ from huddle.views.usage import report
 
 SAMPLES = Path(__file__).parent / "fixtures" / "samples"
 # Models in the samples that have no published price: Codex's guardian alias, and the
-# scripted fake model Vibe was driven with.
+# scripted fake model Vibe and OpenCode were driven with.
 # "<synthetic>": what Claude Code names its own error messages (never counted as usage)
-NO_PUBLISHED_PRICE = {"codex-auto-review", "fake", "fake-model", "<synthetic>"}
+NO_PUBLISHED_PRICE = {"codex-auto-review", "fake", "fake-model", "fake/fake-model", "<synthetic>"}
 
 
 def test_builtin_table_is_dated_and_complete():

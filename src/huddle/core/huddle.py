@@ -71,6 +71,7 @@ class Huddle:
                     # a flipped registry entry or a taken lock changes a row as surely as a line
                     moved = guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append)
                     changed.update(k for k in moved or () if k in got)
+                notes.extend(src.notes)
             agent_sources = [s for s in self.sources if s.roots()]
             if missing and len(missing) == len(agent_sources):
                 where = ", ".join(r for s in missing for r in s.roots())

@@ -37,6 +37,7 @@ ROLES: dict[str, frozenset[str]] = {
             "ask_user_question",
             "ui.ask_user_question",  # Vibe
             "ask_user",  # Gemini CLI
+            "question",  # OpenCode
         }
     ),
     SHELL: frozenset(
@@ -48,7 +49,7 @@ ROLES: dict[str, frozenset[str]] = {
             "local_shell",
             "container.exec",
             "file_system.bash",  # Vibe (unified)
-            "bash",  # Vibe (legacy)
+            "bash",  # Vibe (legacy), OpenCode
             "run_shell_command",  # Gemini CLI
         }
     ),
@@ -59,7 +60,7 @@ ROLES: dict[str, frozenset[str]] = {
             "spawn_agent",  # Codex
             "subagent.spawn",  # Vibe 2.26
             "agents.spawn",  # Vibe 3.x
-            "task",  # Vibe (legacy)
+            "task",  # Vibe (legacy), OpenCode
             "invoke_agent",  # Gemini CLI
         }
     ),

@@ -47,6 +47,8 @@ class Snapshot:
     start: int  # index of the first event in `events` within the timeline
     events: list[Event]
     t0: float | None
+    read: Callable[[str, int, int], bytes] | None = None  # the handle's, where records are not byte spans
+    token: bytes | None = None  # then: what names its records' numbering (see Handle.record_token)
 
 
 @dataclass
@@ -125,7 +127,9 @@ class SearchIndex:
         out = []
         handles = h.handles
         for key in sorted(handles) if keys is None else sorted(k for k in keys if k in handles):
-            s = handles[key].session
+            handle = handles[key]
+            s = handle.session
+            token = handle.record_token()
             seen = self._seen.get(key)
             start = 0
             if seen is not None and seen[1] == s.epoch and seen[2] <= len(s.events) and seen[0]() is s:
@@ -143,6 +147,8 @@ class SearchIndex:
                     start=start,
                     events=s.events[start:],
                     t0=s.started_at,
+                    read=handle.read_record if token is not None else None,
+                    token=token,
                 )
             )
         return out
@@ -199,7 +205,8 @@ class SearchIndex:
                     plan.append((path, store.new_file(db, sid, path), evs))
                     continue
                 fid, done, tail = rec
-                if min(e.offset for e, _ in evs) < done and not _unchanged(path, done, tail):
+                same = tail == sn.token if sn.token is not None else _unchanged(path, done, tail)
+                if min(e.offset for e, _ in evs) < done and not same:
                     if not sn.complete:
                         res.needs_complete.add(sn.key)
                         return  # read it whole first: nothing of it is written now
@@ -211,7 +218,7 @@ class SearchIndex:
                 store.set_version(db, sid, sn.version)
         for i, (path, fid, evs) in enumerate(plan):
             for chunk in _chunks(evs):
-                self._index_chunk(sid, path, fid, chunk, sn.t0, res)
+                self._index_chunk(sid, path, fid, chunk, sn.t0, res, sn)
                 if progress is not None:
                     progress(res.bytes, total)
                 self.progress = (res.bytes, total)
@@ -224,9 +231,9 @@ class SearchIndex:
         res.sessions += 1
 
     def _index_chunk(
-        self, sid: int, path: str, fid: int, evs: list[tuple[Event, int]], t0: float | None, res: Result
+        self, sid: int, path: str, fid: int, evs: list[tuple[Event, int]], t0: float | None, res: Result, sn: Snapshot
     ) -> None:
-        texts = self._texts(path, [e for e, _ in evs])
+        texts = self._texts(path, [e for e, _ in evs], sn.read)
         last_t = t0 if t0 is not None else time.time()
         store = self.store
         with store.write() as db:
@@ -256,11 +263,14 @@ class SearchIndex:
             store.insert(db, rows, fts)
             store.set_counter(db, counter)
             if end > done:
-                try:
-                    with open(path, "rb") as f:
-                        tail = _tail(f, end)
-                except OSError:
-                    tail = b""
+                if sn.token is not None:
+                    tail = sn.token
+                else:
+                    try:
+                        with open(path, "rb") as f:
+                            tail = _tail(f, end)
+                    except OSError:
+                        tail = b""
                 store.set_done(db, fid, end, tail, len(rows))
         res.rows += len(rows)
 
@@ -283,8 +293,9 @@ class SearchIndex:
         return out_rows, out_fts
 
     @staticmethod
-    def _texts(path: str, evs: list[Event]) -> list[str]:
-        """Each event's text, its record read back where the event does not hold it all."""
+    def _texts(path: str, evs: list[Event], read: Callable[[str, int, int], bytes] | None = None) -> list[str]:
+        """Each event's text, its record read back where the event does not hold it all
+        (by `read`, the source's own, where records are not byte spans of the file)."""
         out: list[str] = []
         f = None
         last: tuple[int, int, bytes] | None = None
@@ -293,11 +304,14 @@ class SearchIndex:
                 p = None
                 if needs_record(e):
                     try:
-                        if f is None:
-                            f = open(path, "rb")  # noqa: SIM115 (one open per chunk, closed below)
                         if last is None or last[:2] != (e.offset, e.length):
-                            f.seek(e.offset)
-                            last = (e.offset, e.length, f.read(e.length))
+                            if read is not None:
+                                last = (e.offset, e.length, read(path, e.offset, e.length))
+                            else:
+                                if f is None:
+                                    f = open(path, "rb")  # noqa: SIM115 (one open per chunk, closed below)
+                                f.seek(e.offset)
+                                last = (e.offset, e.length, f.read(e.length))
                         p = piece(last[2], e)
                     except (OSError, ValueError):
                         p = None

@@ -44,6 +44,12 @@ class Handle:
         """Every file this session is read from (for watching and read-back checks)."""
         return []
 
+    def record_token(self) -> bytes | None:
+        """None when events point at byte spans of files (a file's bytes tell whether it
+        was rewritten); a source whose records are numbered otherwise (database rows)
+        returns what names its numbering, which changes whenever the numbers start over."""
+        return None
+
     def read_record(self, path: str, offset: int, length: int) -> bytes:
         """The raw record an event points at (`file`, `offset`, `length`), for read-back. A
         line of a transcript by default; a source whose records are not byte spans (rows
@@ -72,6 +78,7 @@ class Source:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.folder = settings.folder(self.name)  # "" when this source has none here
+        self.notes: list[str] = []  # one line per problem its last scan met and lived with (the board shows them)
 
     def under(self, *parts: str) -> str:
         """A path inside this source's folder, or "" when it has no folder."""

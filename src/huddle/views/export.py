@@ -25,6 +25,7 @@ from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.model.events import Event, Usage
 from huddle.model.session import Session, iso, project_name
+from huddle.sources.base import Handle
 
 from . import pricing
 from .content import piece
@@ -225,16 +226,25 @@ def _needs_record(e: Event) -> bool:
     )
 
 
-def _read(path: str, evs: list[Event]) -> dict[int, bytes]:
-    """The records of these events, one open per file."""
-    out: dict[int, bytes] = {}
+def _read(handle: Handle, path: str, evs: list[Event]) -> dict[tuple[int, int], bytes]:
+    """The records of these events, one open per file (a source whose records are not
+    byte spans, database rows, gives each back itself)."""
+    out: dict[tuple[int, int], bytes] = {}
+    if type(handle).read_record is not Handle.read_record:
+        for e in evs:
+            if (e.offset, e.length) not in out:
+                try:
+                    out[(e.offset, e.length)] = handle.read_record(path, e.offset, e.length)
+                except OSError:
+                    pass
+        return out
     try:
         with open(path, "rb") as f:
             for e in evs:
-                if e.offset in out:
+                if (e.offset, e.length) in out:
                     continue
                 f.seek(e.offset)
-                out[e.offset] = f.read(min(e.length, 64 << 20))
+                out[(e.offset, e.length)] = f.read(min(e.length, 64 << 20))
     except OSError:
         pass
     return out
@@ -271,10 +281,10 @@ def export_data(h: Huddle, sid: str, opts: Options | None = None) -> tuple[dict,
     for e in all_events:
         if e.file and e.offset >= 0 and e.length > 0 and _needs_record(e):
             by_file.setdefault(e.file, []).append(e)
-    records: dict[str, dict[int, bytes]] = {path: _read(path, evs) for path, evs in by_file.items()}
+    records = {path: _read(handle, path, evs) for path, evs in by_file.items()}
     events = []
     for e in all_events:
-        raw = records.get(e.file, {}).get(e.offset) if _needs_record(e) else None
+        raw = records.get(e.file, {}).get((e.offset, e.length)) if _needs_record(e) else None
         d = _event(e, raw, opts, cut, stats)
         st = changes.get(e.seq)
         if st is not None:

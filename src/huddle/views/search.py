@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from huddle.errors import BadRequest
-from huddle.io.reader import read_span
 from huddle.model.session import iso, project_name
 from huddle.search import Damaged, index_for
 from huddle.search.query import Query, parse
@@ -233,7 +232,7 @@ def _result(h: Huddle, hit: tuple, q: Query) -> dict | None:
     if fi is None:
         return None
     try:
-        raw = read_span(path, off, ln)
+        raw = handle.read_record(path, off, ln)
     except OSError:
         return None
     if len(raw) < ln:

@@ -1,0 +1,183 @@
+"""OpenCode's SQLite database, opened so that huddle never writes a byte to it.
+
+OpenCode keeps every project's sessions in one database in WAL mode: `opencode.db`
+(often only 4 KB: the data sits in `opencode.db-wal` until a checkpoint) and the
+wal-index `opencode.db-shm`. How SQLite's ways of opening treat those files (each
+checked on copies of the samples, fingerprinted before and after; see the tests):
+
+- read-write (a plain `sqlite3.connect`): closing the last connection checkpoints the
+  WAL into the database and deletes `-wal` and `-shm`. Never.
+- `mode=ro`: no writes to the database or the WAL, but a reader still writes the
+  wal-index: its read marks, and the whole index when it rebuilds it, under a write
+  lock on `-shm`; and with no `-wal`/`-shm` present it creates both.
+- `immutable=1`: no locks and no `-shm`, but it ignores the WAL entirely: on a live
+  OpenCode database it sees an empty or stale file. Only right when no `-wal` exists.
+- `mode=ro&readonly_shm=1`: opens `-shm` read-only. With a writer running, SQLite maps
+  its wal-index read-only and takes only read locks; with none, it builds a private
+  index in memory from the WAL. Nothing is written. With `-shm` missing it refuses
+  (and it would create an empty `-wal` if that were missing, so it is never asked to).
+
+So: `-wal` and `-shm` present -> `mode=ro&readonly_shm=1`; no `-wal` -> `immutable=1`
+(the file is the whole database); `-wal` without `-shm` (a crash) or a database file
+of 0 bytes (SQLite would delete a `-wal` beside it) -> a private copy in a temporary
+folder. The one window left: OpenCode deleting its `-wal` between the check and the
+open (only at its exit); SQLite would then create an empty one.
+
+A connection in WAL mode holds a read lock on the database for as long as it is open,
+which keeps OpenCode from checkpointing at exit: connections are opened for one
+refresh and closed right after. `busy_timeout` is short: a locked database costs
+this refresh (one line), never a wait.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sqlite3
+import tempfile
+import time
+import urllib.parse
+from collections.abc import Iterator
+
+BUSY_MS = 200
+WAL_HEAD = 32  # the WAL header: magic, page size, checkpoint sequence, salts
+
+
+class DbError(Exception):
+    """The database cannot be read now: one line naming the file and why."""
+
+
+def stamp(path: str) -> tuple | None:
+    """What moves whenever OpenCode commits anything, read without SQLite: the database
+    file's and the WAL's identity, size and mtime, and the WAL header (its salts change
+    when the WAL restarts). None when there is no database."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    out: tuple = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    try:
+        wst = os.stat(path + "-wal")
+        with open(path + "-wal", "rb") as f:
+            head = f.read(WAL_HEAD)
+        out += (wst.st_ino, wst.st_size, wst.st_mtime_ns, head)
+    except OSError:
+        out += (None,)
+    return out
+
+
+class Database:
+    """One OpenCode database: a connection per refresh, strictly read-only."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+        self._copy: str | None = None
+        self.opened_at = 0.0
+        self.opens = 0  # for the benches and tests: how often SQLite was asked
+
+    def __getstate__(self) -> dict:
+        d = self.__dict__.copy()
+        d["_conn"], d["_copy"] = None, None
+        return d
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None and self._pid == os.getpid()
+
+    def conn(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        self._conn = None  # one inherited across a fork is the parent's: leave it alone
+        self._conn = self._open()
+        self._pid = os.getpid()
+        self.opened_at = time.monotonic()
+        return self._conn
+
+    def close(self) -> None:
+        c, self._conn = self._conn, None
+        if c is not None and self._pid == os.getpid():
+            try:
+                c.close()
+            except sqlite3.Error:
+                pass
+        if self._copy is not None:
+            shutil.rmtree(self._copy, ignore_errors=True)
+            self._copy = None
+
+    def _open(self) -> sqlite3.Connection:
+        path = self.path
+        try:
+            size = os.stat(path).st_size
+        except OSError as exc:
+            raise DbError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        has_wal = os.path.exists(path + "-wal")
+        has_shm = os.path.exists(path + "-shm")
+        if has_wal and has_shm and size > 0:
+            uri = _uri(path, "mode=ro&readonly_shm=1")
+        elif not has_wal and size > 0:
+            uri = _uri(path, "mode=ro&immutable=1")
+        elif size == 0 and not has_wal:
+            raise DbError(f"{path}: empty database file")
+        else:
+            uri = self._private_copy()
+        self.opens += 1
+        try:
+            c = sqlite3.connect(uri, uri=True, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
+            c.execute("PRAGMA query_only = ON")
+        except sqlite3.Error as exc:
+            raise DbError(f"{path}: cannot open read-only ({exc})") from None
+        return c
+
+    def _private_copy(self) -> str:
+        """A WAL without its index (or beside an empty file): SQLite would have to write to
+        read it, so read a copy of both in a folder of our own."""
+        d = tempfile.mkdtemp(prefix="huddle-opencode-")
+        try:
+            for suffix in ("", "-wal"):
+                if os.path.exists(self.path + suffix):
+                    shutil.copyfile(self.path + suffix, os.path.join(d, "opencode.db" + suffix))
+        except OSError as exc:
+            shutil.rmtree(d, ignore_errors=True)
+            raise DbError(f"{self.path}: cannot copy to read ({exc.strerror or exc})") from None
+        self._copy = d
+        return _uri(os.path.join(d, "opencode.db"), "mode=ro")
+
+    def query(self, sql: str, args: tuple = ()) -> list[tuple]:
+        try:
+            return self.conn().execute(sql, args).fetchall()
+        except sqlite3.OperationalError as exc:
+            msg = str(exc)
+            if "locked" in msg or "busy" in msg:
+                raise DbError(f"{self.path}: locked by another process ({msg}); read again next time") from None
+            raise DbError(f"{self.path}: {msg}") from None
+        except sqlite3.DatabaseError as exc:
+            raise DbError(f"{self.path}: not readable ({exc})") from None
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Queries that see one moment of the database (a read transaction, kept short)."""
+        self.query("BEGIN")
+        try:
+            yield
+        finally:
+            try:
+                self.conn().execute("COMMIT")
+            except sqlite3.Error:
+                pass
+
+    def tables(self) -> set[str]:
+        return {r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+    def identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino)
+
+
+def _uri(path: str, params: str) -> str:
+    return "file:" + urllib.parse.quote(os.path.abspath(path)) + "?" + params

@@ -1,0 +1,321 @@
+"""OpenCode states on the live snapshots of a real 1.18.33 TUI session (each with its truth:
+the state and the processes below OpenCode at that moment), its lock folders, sessions
+changing while huddle reads (only the changed ones are read, nothing at all when nothing
+changed), and a real process on this machine."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+from huddle.io.proctable import Proc, ProcTable
+from huddle.model import events as ev
+from huddle.sources import Settings
+from huddle.sources.opencode import OpenCodeSource
+from huddle.sources.opencode.live import Processes, lock_pids
+from huddle.views.states import classify
+from opencode_writer import Writer
+
+OPENCODE = SAMPLES / "opencode"
+LIVE = OPENCODE / "08-interactive-approval" / "live"
+SNAPSHOTS = sorted(p.name for p in LIVE.iterdir() if (p / "truth.json").exists())
+STATE = {
+    "needs-you-approval": "needs_you",
+    "working-tool-running": "working",
+    "your-turn-finished": "your_turn",
+    "ended-after-exit": "ended",
+}
+# byte-identical to the finished state: only the process table tells the TUI has exited
+FILES_CANNOT_TELL = {"04-ended-after-exit"}
+CWD = "/home/dev/work/proj"
+SID = "ses_dcef0f2aeffeV1elxP0UOfZR2z"
+
+
+def snapshot_data(snap: str) -> Path:
+    d = LIVE / snap / "home" / ".local" / "share" / "opencode"
+    if not d.exists():  # stored once: SAME_AS.txt names the identical snapshot
+        d = LIVE / "03-your-turn-finished" / "home" / ".local" / "share" / "opencode"
+    return d
+
+
+def recorded(truth: dict) -> ProcTable:
+    """The OpenCode TUI (unless it had exited) and, below it, the processes the truth lists."""
+    if truth.get("process_exited"):
+        return ProcTable([])
+    procs = [Proc(100, 1, ["opencode"], CWD)]
+    for i, cmd in enumerate(truth["processes"]):
+        argv = cmd.split(" ", 2) if " -c " in cmd else cmd.split(" ")
+        procs.append(Proc(101 + i, 100 + i, argv, CWD))
+    return ProcTable(procs)
+
+
+def read(data: Path, view: ProcTable | None = None, state_dir: str = "/nonexistent"):
+    src = OpenCodeSource(Settings(folders={"opencode": str(data), "opencode-state": state_dir}))
+    src.system.recorded = view
+    (h,) = src.scan({}).values()
+    h.refresh()
+    return src, h
+
+
+@pytest.mark.parametrize("snap", SNAPSHOTS)
+def test_snapshot_with_its_recorded_processes(snap):
+    truth = json.loads((LIVE / snap / "truth.json").read_text())
+    _, h = read(snapshot_data(snap), recorded(truth))
+    live = h.live()
+    st, per = classify(h.session, live, now=truth["at"])
+    assert st.state == STATE[truth["state"]]
+    assert per[SID].state == st.state
+    assert live["alive"] is (truth["state"] != "ended-after-exit")
+    if st.state == "needs_you":
+        assert st.waiting_for == "approve bash: sleep 8; echo slept"
+    if st.state == "working":
+        assert st.doing == "running sleep 8; echo slept"
+
+
+@pytest.mark.parametrize("snap", SNAPSHOTS)
+def test_snapshot_from_its_files_alone(snap):
+    truth = json.loads((LIVE / snap / "truth.json").read_text())
+    _, h = read(snapshot_data(snap))
+    at = truth["at"]
+    st, _ = classify(h.session, h.live(at=at), at=at)
+    if snap in FILES_CANNOT_TELL:
+        assert st.state != STATE[truth["state"]]
+    else:
+        assert st.state == STATE[truth["state"]]
+
+
+def test_approved_and_running_even_before_its_output_starts():
+    """A bash part with no metadata yet, but its command runs below OpenCode: working."""
+    truth = json.loads((LIVE / "01-needs-you-approval" / "truth.json").read_text())
+    view = ProcTable([Proc(100, 1, ["opencode"], CWD), Proc(101, 100, ["/usr/bin/bash", "-c", "sleep 8; echo slept"])])
+    _, h = read(snapshot_data("01-needs-you-approval"), view)
+    st, _ = classify(h.session, h.live(), now=truth["at"])
+    assert st.state == "working"
+
+
+def test_which_process_works_on_which_session():
+    newest = {CWD: "ses_b"}
+    view = ProcTable(
+        [
+            Proc(10, 1, ["opencode", "run", "--session", "ses_a", "hi"], "/elsewhere"),
+            Proc(11, 1, ["node", "/usr/lib/node_modules/opencode-ai/bin/opencode"], CWD),
+            Proc(12, 11, ["/usr/lib/node_modules/opencode-ai/bin/.opencode"], CWD),  # the binary below its wrapper
+            Proc(13, 1, ["/opt/oc/opencode-renamed"], "/x"),  # named by a lock
+        ]
+    )
+    p = Processes(view, [13], newest)
+    assert p.by_session["ses_a"].pid == 10 and p.by_session["ses_b"].pid == 12 and not p.daemon
+    assert Processes(ProcTable([Proc(20, 1, ["opencode", "serve"], CWD)]), [], newest).daemon
+
+
+def test_the_lock_folders_name_their_pid(tmp_path):
+    state = OPENCODE / "02-shell" / "home" / ".local" / "state" / "opencode"
+    assert lock_pids(str(state)) == [13558]
+    (tmp_path / "locks" / "x.lock").mkdir(parents=True)
+    (tmp_path / "locks" / "x.lock" / "meta.json").write_text("{not json")
+    assert lock_pids(str(tmp_path)) == []
+
+
+def test_a_daemon_that_may_hold_any_session_leaves_liveness_unknown():
+    view = ProcTable([Proc(20, 1, ["opencode", "serve", "--port", "4096"], CWD)])
+    _, h = read(snapshot_data("03-your-turn-finished"), view)
+    assert "alive" not in h.live()
+
+
+# -- change detection ---------------------------------------------------------------------------
+
+
+class Counting:
+    """Every statement the source sends SQLite, by the session it names."""
+
+    def __init__(self, src: OpenCodeSource):
+        self.sql: list[tuple[str, tuple]] = []
+        orig = src.database
+
+        def database(path):
+            db = orig(path)
+            if not getattr(db, "_counted", False):
+                q = db.query
+
+                def query(sql, args=()):
+                    self.sql.append((sql, args))
+                    return q(sql, args)
+
+                db.query = query
+                db._counted = True
+            return db
+
+        src.database = database
+
+
+def test_nothing_changed_asks_sqlite_nothing_and_one_change_reads_one_session(tmp_path):
+    data = tmp_path / "oc"
+    shutil.copytree(OPENCODE / "07-subagent" / "home" / ".local" / "share" / "opencode", data)
+    src = OpenCodeSource(Settings(folders={"opencode": str(data)}))
+    spy = Counting(src)
+    handles = src.scan({})
+    for h in handles.values():
+        h.refresh()
+    db = src.database(str(data / "opencode.db"))
+    opens = db.opens
+    spy.sql.clear()
+    for _ in range(3):
+        handles = src.scan(handles)
+        assert not any(h.refresh() for h in handles.values())
+    assert spy.sql == [] and db.opens == opens  # stats only
+    (h,) = handles.values()
+    child = next(m for m in h.members if m != h.root)
+    with Writer(data / "opencode.db") as w:
+        (msg,) = w.run("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC LIMIT 1", child)
+        w.run(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
+            "prt_zzzznew",
+            msg[0],
+            child,
+            1796119393999,
+            1796119393999,
+            json.dumps({"type": "text", "text": "one more word", "time": {"start": 1, "end": 2}}),
+        )
+        w.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", child)
+    handles = src.scan(handles)
+    for hd in handles.values():
+        hd.refresh()
+    read_for = {args[0] for sql, args in spy.sql if "session_id = ?" in sql}
+    assert read_for == {child}  # the lead's rows were not read again
+    assert h.session.events[-1].text == "one more word" and h.session.events[-1].agent == child
+    assert src.lists == 2  # the session list: once at the start, once after the change
+
+
+def test_a_session_streaming_row_by_row_equals_a_fresh_read(tmp_path):
+    """Rows appear and change in place (a tool part running, then completed; a message
+    completing with its last step) the way OpenCode writes them; reading after every
+    write gives each event once, the same as one read of the finished session."""
+    data = tmp_path / "oc"
+    shutil.copytree(OPENCODE / "02-shell" / "home" / ".local" / "share" / "opencode", data)
+    fresh = OpenCodeSource(Settings(folders={"opencode": str(data)}))
+    (f,) = fresh.scan({}).values()
+    f.refresh()
+    want = sorted(((e.kind, e.id, e.text, e.ok) for e in f.session.events), key=repr)
+    sid = f.root
+    with Writer(data / "opencode.db") as w:
+        parts = w.run("SELECT id, message_id, time_updated, data FROM part WHERE session_id = ? ORDER BY id", sid)
+        msgs = {m[0]: m for m in w.run("SELECT id, time_updated, data FROM message WHERE session_id = ?", sid)}
+        w.run("DELETE FROM part WHERE session_id = ?", sid)
+        w.run("DELETE FROM message WHERE session_id = ?", sid)
+        src = OpenCodeSource(Settings(folders={"opencode": str(data)}))
+        handles: dict = {}
+        _bump_and_read(w, src, handles, sid)
+        for pid, mid, tu, raw in parts:
+            if not w.run("SELECT 1 FROM message WHERE id = ?", mid):
+                m = json.loads(msgs[mid][2])
+                m.get("time", {}).pop("completed", None)
+                m.pop("finish", None)
+                w.run(
+                    "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?)",
+                    mid,
+                    sid,
+                    msgs[mid][1] - 10,
+                    tu - 2,
+                    json.dumps(m),
+                )
+                _bump_and_read(w, src, handles, sid)
+            d = json.loads(raw)
+            if d.get("type") == "tool":
+                running = json.loads(raw)
+                running["state"] = {"status": "running", "input": d["state"]["input"], "time": d["state"]["time"]}
+                _put_part(w, pid, mid, sid, tu - 1, running)
+                _bump_and_read(w, src, handles, sid)
+            _put_part(w, pid, mid, sid, tu, d)
+            if d.get("type") == "step-finish":
+                w.run("UPDATE message SET data = ?, time_updated = ? WHERE id = ?", msgs[mid][2], msgs[mid][1], mid)
+            _bump_and_read(w, src, handles, sid)
+    (h,) = handles.values()
+    got = sorted(((e.kind, e.id, e.text, e.ok) for e in h.session.events), key=repr)
+    assert got == want
+    assert h.session.usage.to_dict() == f.session.usage.to_dict()
+
+
+def _put_part(w: Writer, pid: str, mid: str, sid: str, tu: int, d: dict) -> None:
+    w.run(
+        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT(id) DO UPDATE SET data = excluded.data, time_updated = excluded.time_updated",
+        pid,
+        mid,
+        sid,
+        tu,
+        tu,
+        json.dumps(d),
+    )
+
+
+def _bump_and_read(w: Writer, src, handles: dict, sid: str) -> None:
+    w.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", sid)
+    new = src.scan(handles)
+    handles.clear()
+    handles.update(new)
+    for hd in handles.values():
+        hd.refresh()
+
+
+# -- this machine's /proc -------------------------------------------------------------------------
+
+
+def test_a_real_process_on_this_machine(tmp_path):
+    home = tmp_path / "h"
+    shutil.copytree(LIVE / "01-needs-you-approval" / "home", home)
+    data = home / ".local" / "share" / "opencode"
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    exe = tmp_path / "bin" / "opencode"
+    exe.parent.mkdir()
+    exe.write_text("import time\nprint('ready', flush=True)\ntime.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, str(exe), "--session", SID], stdout=subprocess.PIPE, cwd=proj)
+    try:
+        assert p.stdout.readline() == b"ready\n"
+        src = OpenCodeSource(Settings(folders={"opencode": str(data)}))
+        (h,) = src.scan({}).values()
+        h.refresh()
+        live = h.live()
+        assert live["alive"] is True and live["pid"] == p.pid
+        st, _ = classify(h.session, live)
+        assert st.state == "needs_you"
+    finally:
+        p.kill()
+        p.wait()
+    src.system._view = None
+    assert h.live()["alive"] is False
+    assert any(e.kind == ev.TOOL_CALL for e in h.session.events)
+
+
+def test_a_row_written_with_an_old_clock_is_found_through_the_event_log(tmp_path):
+    data = tmp_path / "oc"
+    shutil.copytree(OPENCODE / "01-qa" / "home" / ".local" / "share" / "opencode", data)
+    src = OpenCodeSource(Settings(folders={"opencode": str(data)}))
+    handles = src.scan({})
+    for hd in handles.values():
+        hd.refresh()
+    (h,) = handles.values()
+    with Writer(data / "opencode.db") as w:
+        (mid,) = w.run("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC LIMIT 1", h.root)[0]
+        part = {"type": "text", "text": "from a clock an hour behind", "time": {"start": 1, "end": 2}}
+        _put_part(w, "prt_zzzzskew", mid, h.root, 1796119000000, part)  # before everything read so far
+        ((seq,),) = w.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ? RETURNING seq", h.root)
+        ev_data = {"sessionID": h.root, "part": {"id": "prt_zzzzskew", "messageID": mid, **part}}
+        w.run(
+            "INSERT INTO event (id, aggregate_id, seq, type, data) VALUES (?, ?, ?, ?, ?)",
+            "evt_zzzzskew",
+            h.root,
+            seq,
+            "message.part.updated.1",
+            json.dumps(ev_data),
+        )
+    handles = src.scan(handles)
+    for hd in handles.values():
+        hd.refresh()
+    assert h.session.events[-1].text == "from a clock an hour behind"
