@@ -370,3 +370,16 @@ def test_the_command_builds_with_progress_callbacks(tmp_path):
     one_shot(cfg, progress)
     assert heard["reading sessions"][0] > 10 and heard["reading sessions"][-1] == heard["reading sessions"][0]
     assert heard["building the search index"][0] > 0 and heard["building the search index"][-1] > 0
+
+
+def test_a_lost_handle_cache_never_hides_new_lines(tmp_path):
+    """Without the search's own handle cache the sessions are read afresh: what the index
+    holds is checked against the files, never taken on a version number."""
+    cfg, sid, main = web_corpus.one_session(tmp_path)
+    one_shot(cfg)
+    os.remove(os.path.join(cfg.huddle_home, "cache", "search-handles.pickle"))
+    web_corpus.append_say(main, "after the cache went the pelicanfrost came")
+    h, index = one_shot(cfg)
+    attach(h, index)
+    assert [r["session"] for r in search(h, "pelicanfrost")["results"]] == [sid]
+    assert index.store.stats()["dead_rows"] == 0, "nothing indexed twice"

@@ -119,8 +119,10 @@ class SearchIndex:
 
     # -- snapshots ----------------------------------------------------------------------
 
-    def snapshot(self, h, keys: Iterable[str] | None = None) -> list[Snapshot]:
-        """The new events of the sessions named (all by default). Call under `h.lock`."""
+    def snapshot(self, h, keys: Iterable[str] | None = None, versions: dict[str, int] | None = None) -> list[Snapshot]:
+        """The new events of the sessions named (all by default). Call under `h.lock`.
+        `versions` (the index's record of each session's version) lets a session that
+        has not changed since it was indexed be passed over without a look at its events."""
         if self._seen_for != self.store.resets:  # the file went: nothing is known to be indexed
             self._seen.clear()
             self._seen_for = self.store.resets
@@ -129,6 +131,8 @@ class SearchIndex:
         for key in sorted(handles) if keys is None else sorted(k for k in keys if k in handles):
             handle = handles[key]
             s = handle.session
+            if versions is not None and versions.get(key) == s.version and key not in self._seen:
+                continue  # indexed as it stands (a session's version moves with every event)
             token = handle.record_token()
             seen = self._seen.get(key)
             start = 0
@@ -346,22 +350,27 @@ def one_shot(settings, progress: Callable[[str, int], Progress | None] | None = 
     h = Huddle(settings, cache=True, cache_name="search-handles.pickle")
     for key in [k for k, hd in h.handles.items() if versions.get(k) != hd.session.version]:
         del h.handles[key]  # read again from the start: the index may lack part of it
+    cached = dict(h.handles)
     h.refresh(progress=_lazy(progress, "reading sessions") if progress is not None else None)
+    # a version says "nothing new" only for a handle that went on from the cache the
+    # index was written with (a session read afresh counts its versions anew)
+    versions = {k: versions[k] for k, hd in cached.items() if h.handles.get(k) is hd and k in versions}
     for _attempt in range(2):
         try:
             with h.lock:
-                snaps = index.snapshot(h)
+                snaps = index.snapshot(h, versions=versions)
             total = index.bytes_to_do(snaps)
             res = index.index(snaps, progress("building the search index", total) if progress else None, set(h.handles))
             for key in sorted(res.needs_complete):
                 h.complete(key)
                 index.update(h, {key})
+            if res.needs_complete and h.cache is not None:
+                h.cache.save(h.handles)  # those sessions were read whole: keep where they stand
             break
         except Damaged:
+            versions = {}
             h = Huddle(settings)  # the index is gone: read everything again
             h.refresh()
-    if h.cache is not None:
-        h.cache.save(h.handles)
     return h, index
 
 
