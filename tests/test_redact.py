@@ -157,3 +157,17 @@ def test_a_summary_cut_inside_a_secret_loses_the_part_it_kept():
     }
     assert r.text("a long generated tail 9f8e7d6c5b4a3f2e1d…") == "a long generated tail 9f8e7d6c5b4a3f2e1d…"
     assert r.value(["a long generated tail 9f8e7d6c5b4a3f2e1d…"]) == ["a long generated tail [REDACTED:cut-secret]…"]
+
+
+def test_a_secret_said_in_many_places_counts_in_each_and_in_place_is_the_same():
+    key = "AKIAQ3EGRT7PLANTED01"
+    value = {"a": [f"k={key}", f"k={key}", ("t", f"x {key}")], f"k={key}": {"n": 1, "s": "plain text here"}}
+    r1, r2 = Redactor(), Redactor()
+    copy = r1.value(value)
+    assert r1.counts == {"aws-access-key": 4}
+    import copy as copying
+
+    mine = copying.deepcopy(value)
+    same = r2.value(mine, in_place=True)
+    assert same is mine and same == copy and r2.counts == r1.counts
+    assert key not in repr(copy) and value["a"][0] == f"k={key}", "the copy leaves the original alone"

@@ -12,6 +12,7 @@ in the data itself, never merely hidden by the page that shows it.
 
 from __future__ import annotations
 
+import bisect
 import re
 import time
 from dataclasses import dataclass, field
@@ -130,14 +131,16 @@ def _turns(s: Session, table: pricing.Table) -> list[dict]:
     if not bounds or (s.events and bounds[0][0] > 0):
         bounds.insert(0, (0, s.events[0].t if s.events else None))
 
+    # each turn's start time, never before the one before it (so a bisection finds the turn)
+    starts_t: list[float] = []
+    for _seq, t in bounds:
+        prev = starts_t[-1] if starts_t else float("-inf")
+        starts_t.append(prev if t is None else max(prev, t))
+
     def turn_of(e: Event, i_hint: int) -> int:
-        # by time when both have one (sub-agents' lines are read after the lead's), else by order
+        # by time when it has one (sub-agents' lines are read after the lead's), else by order
         if e.t is not None:
-            i = 0
-            for j, (_seq, t) in enumerate(bounds):
-                if t is not None and t <= e.t:
-                    i = j
-            return i
+            return max(0, bisect.bisect_right(starts_t, e.t) - 1)
         return i_hint
 
     sums = [Usage() for _ in bounds]
@@ -316,7 +319,7 @@ def export_data(h: Huddle, sid: str, opts: Options | None = None) -> tuple[dict,
         "pricing": table.describe(),
     }
     if redactor is not None:
-        clean = redactor.value(data)
+        clean = redactor.value(data, in_place=True)  # the data was just built: changed where it stands
         assert isinstance(clean, dict)
         data = clean
     data["redaction"] = (

@@ -21,7 +21,7 @@ the secret (the value of `API_KEY=...`, a URL's password) only that part goes.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .redact_rules import RULES, Rule
 
@@ -97,16 +97,32 @@ class Redactor:
             out = self._apply(out, self._spans(out, self.user))
         return out
 
-    def value(self, v: object) -> object:
-        """Every string of a JSON-like value (dict keys too), redacted, as a new value.
-        The strings go through the rules in one pass, joined; then a string cut short
-        by a summary loses a last word that begins a secret (see `cut_tail`)."""
-        strings: list[str] = []
-        strings_of(v, strings)
+    def value(self, v: object, in_place: bool = False) -> object:
+        """Every string of a JSON-like value (dict keys too), redacted: a new value, or
+        `v` itself changed where it must be (`in_place`, for data just built). Each
+        distinct string goes through the rules once, all of them joined in one pass;
+        then a string cut short by a summary loses a last word that begins a secret
+        (see `cut_tail`). Counts are of places, so a secret said twice counts twice."""
+        strings = strings_of(v, [])
         if not strings:
             return v
-        clean = [self.cut_tail(x) for x in self.texts(strings)]
-        return _rebuild(v, iter(clean))
+        seen_n: dict[str, int] = {}
+        for x in strings:
+            seen_n[x] = seen_n.get(x, 0) + 1
+        uniq = list(seen_n)
+        changed: dict[str, str] = {}
+        for a, b in zip(uniq, self.texts(uniq)):
+            if b.endswith(("…", "...")):
+                b = self.cut_tail(b)
+            if b != a:
+                changed[a] = b
+                extra = seen_n[a] - 1
+                if extra:
+                    for name in _MARKS.findall(b):
+                        self.counts[name] = self.counts.get(name, 0) + extra
+        if not changed:
+            return v
+        return _replace(v, changed) if in_place else _rebuild_with(v, changed)
 
     def cut_tail(self, s: str) -> str:
         return _cut_tail(self, s) if s.endswith(("…", "...")) else s
@@ -202,36 +218,83 @@ def _cut_tail(r: Redactor, s: str) -> str:
 
 def strings_of(v: object, out: list[str]) -> list[str]:
     """Every string of a JSON-like value, dict keys included, depth first (into `out`)."""
-    if isinstance(v, str):
-        out.append(v)
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            if isinstance(k, str):
+    t = type(v)
+    if t is str:
+        out.append(v)  # type: ignore[arg-type]
+    elif t is dict:
+        for k, x in v.items():  # type: ignore[attr-defined]
+            if type(k) is str:
                 out.append(k)
-            strings_of(x, out)
+            tx = type(x)
+            if tx is str:
+                out.append(x)
+            elif tx is dict or tx is list or tx is tuple:
+                strings_of(x, out)
+    elif t is list or t is tuple:
+        for x in v:  # type: ignore[attr-defined]
+            tx = type(x)
+            if tx is str:
+                out.append(x)
+            elif tx is dict or tx is list or tx is tuple:
+                strings_of(x, out)
+    elif isinstance(v, str):  # a str subclass
+        out.append(str(v))
+    elif isinstance(v, dict):
+        strings_of(dict(v), out)
     elif isinstance(v, (list, tuple)):
-        for x in v:
-            strings_of(x, out)
+        strings_of(list(v), out)
     return out
 
 
-def _rebuild(v: object, it: Iterable[str]) -> object:
-    nxt = iter(it).__next__
-    return _rebuild_with(v, nxt)
+_MARKS = re.compile(r"\[REDACTED:([a-z-]+)\]")
 
 
-def _rebuild_with(v: object, nxt: Callable[[], str]) -> object:
+def _rebuild_with(v: object, changed: dict[str, str]) -> object:
+    """A copy of `v` with the strings in `changed` replaced."""
     if isinstance(v, str):
-        return nxt()
+        return changed.get(v, v)
     if isinstance(v, dict):
-        out = {}
-        for k, x in v.items():
-            key = nxt() if isinstance(k, str) else k
-            out[key] = _rebuild_with(x, nxt)
-        return out
+        return {(changed.get(k, k) if isinstance(k, str) else k): _rebuild_with(x, changed) for k, x in v.items()}
     if isinstance(v, (list, tuple)):
-        return [_rebuild_with(x, nxt) for x in v]
+        return [_rebuild_with(x, changed) for x in v]
     return v
+
+
+def _replace(v: object, changed: dict[str, str]) -> object:
+    """`v` with the strings in `changed` replaced where they stand (containers kept)."""
+    t = type(v)
+    if t is str:
+        return changed.get(v, v)  # type: ignore[call-overload]
+    if t is dict:
+        d: dict = v  # type: ignore[assignment]
+        if any(type(k) is str and k in changed for k in d):
+            items = list(d.items())
+            d.clear()
+            for k, x in items:
+                d[changed.get(k, k) if type(k) is str else k] = x
+        for k, x in d.items():
+            tx = type(x)
+            if tx is str:
+                if x in changed:
+                    d[k] = changed[x]
+            elif tx is dict or tx is list:
+                _replace(x, changed)
+            elif tx is tuple:
+                d[k] = _replace(list(x), changed)
+        return d
+    if t is list:
+        lst: list = v  # type: ignore[assignment]
+        for i, x in enumerate(lst):
+            tx = type(x)
+            if tx is str:
+                if x in changed:
+                    lst[i] = changed[x]
+            elif tx is dict or tx is list:
+                _replace(x, changed)
+            elif tx is tuple:
+                lst[i] = _replace(list(x), changed)
+        return lst
+    return _rebuild_with(v, changed)
 
 
 def redact(text: str) -> tuple[str, int]:
