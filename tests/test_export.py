@@ -291,3 +291,38 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         yield b
         b.close()
+
+
+def test_gemini_sessions_search_and_export_through_the_event_model(tmp_path):
+    """A source added beside the first three (Gemini CLI) is searched and exported with
+    no code of its own in either: both work on events."""
+    import shutil
+
+    from conftest import SAMPLES
+    from huddle.core import Huddle
+    from huddle.search import SearchIndex, attach
+    from huddle.sources import Settings
+    from huddle.views.search import search
+
+    home = tmp_path / "gemini"
+    for scenario in sorted((SAMPLES / "gemini").glob("*/home/.gemini")):
+        shutil.copytree(scenario, home, dirs_exist_ok=True)
+    cfg = Settings(folders={"gemini": str(home)}, huddle_home=str(tmp_path / "hh"))
+    h = Huddle(cfg, sources=["gemini"])
+    h.refresh()
+    index = SearchIndex(cfg.huddle_home, cfg.folders)
+    index.update(h)
+    attach(h, index)
+    said = 0
+    for s in h.sessions():
+        data, _ = export_data(h, s.key)
+        md = render(data, "md").decode()
+        for e in data["events"]:
+            if e["kind"] == "say" and len(e["text"].split()) > 3:
+                said += 1
+                assert " ".join(e["text"].split()[:4]).replace("<", "&lt;") in " ".join(md.split())
+                word = max(e["text"].split(), key=len).strip(".,:;!?`'\"()*")
+                if word.isalpha():
+                    assert any(r["session"] == s.id for r in search(h, word, limit=200)["results"]), word
+        render(data, "html")
+    assert said > 3
