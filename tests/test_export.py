@@ -326,3 +326,30 @@ def test_gemini_sessions_search_and_export_through_the_event_model(tmp_path):
                     assert any(r["session"] == s.id for r in search(h, word, limit=200)["results"]), word
         render(data, "html")
     assert said > 3
+
+
+@pytest.mark.browser
+def test_a_big_export_opens_at_once_and_draws_the_rest_as_it_is_read(tmp_path, browser):
+    cfg, sid, main = web_corpus.one_session(tmp_path)
+    web_corpus.lengthen(main, 3200)
+    h = web_corpus.core(cfg)
+    data, _ = export_data(h, sid)
+    assert len(data["events"]) > 3000
+    path = tmp_path / "big.html"
+    path.write_bytes(render(data, "html"))
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    pg.goto(path.as_uri())
+    pg.wait_for_selector("body[data-ready='1']")
+    text = lambda: pg.evaluate("document.body.textContent")  # noqa: E731
+    assert "Starting an investigator" in text()
+    assert "history message 3199" not in text(), "drawn a chunk at a time"
+    sub = pg.locator("details.sub").first
+    assert sub.evaluate("d => d.querySelectorAll('.lane').length") == 0, "a sub-agent is drawn when opened"
+    sub.evaluate("d => { d.open = true; }")
+    expect(sub.locator(".lane .msg").first).to_be_attached()
+    deadline = time.monotonic() + 60
+    while "history message 3199" not in text() and time.monotonic() < deadline:
+        pg.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+        pg.wait_for_timeout(50)
+    assert "history message 3199" in text()
+    pg.close()

@@ -8,6 +8,8 @@ import { mountReplay } from "./replay.js";
 import { mountTree } from "./tree.js";
 
 const QUIET = new Set(["usage", "title", "turn_end"]);
+const EAGER = 3000; // events: a session up to this size is drawn whole at once
+const CHUNK = 400; // messages drawn at a time in a bigger one
 const usd = (v) => (v === null || v === undefined ? "—" : v > 0 && v < 0.01 ? "<$0.01" : `$${v.toFixed(2)}`);
 
 async function inflate() {
@@ -24,6 +26,7 @@ function pre(text, cls) { return el("pre", { class: cls || "out", text }); }
 // -- the nested conversation ---------------------------------------------------------
 
 function conversation(data) {
+  const BIG = data.events.length > EAGER;
   const lead = data.session.lead;
   const agents = new Map(data.agents.map((a, i) => [a.id, { ...a, index: i }]));
   const lanes = new Map();
@@ -84,17 +87,24 @@ function conversation(data) {
     const u = usageOf(e.target);
     const name = a ? label(a) : e.name || "a sub-agent";
     const r = results.get(`${e.agent} ${e.id}`);
-    const kids = lane(e.target, depth + 1);
-    const box = el("details", { class: "sub", open: depth < 1, dataset: { agent: e.target } },
+    const body = el("div", { class: "sub-body" },
+      el("div", { class: "msg delegation" }, el("div", { class: "who", text: `Asked by ${who(e)}` }), el("div", { class: "body", text: e.text || e.detail || "" })));
+    let filled = false;
+    const fill = () => {
+      if (filled) return;
+      filled = true;
+      body.append(lane(e.target, depth + 1));
+      if (r && r.output) body.append(el("div", { class: "msg delegation" }, el("div", { class: "who", text: "Result returned to the caller" }), el("div", { class: "body", text: r.output })));
+    };
+    const box = el("details", { class: "sub", open: !BIG && depth < 1, dataset: { agent: e.target } },
       el("summary", {},
         avatar(name, a ? a.index : 0),
         el("span", { class: "nm", text: `${name}` }),
         a && a.type ? el("span", { class: "badge", text: a.type }) : null,
         el("span", { class: "faint", text: `${fmtTokens(u ? (u.input || 0) + (u.output || 0) + (u.cache_read || 0) + (u.cache_write || 0) : 0)} tokens` })),
-      el("div", { class: "sub-body" },
-        el("div", { class: "msg delegation" }, el("div", { class: "who", text: `Asked by ${who(e)}` }), el("div", { class: "body", text: e.text || e.detail || "" })),
-        kids,
-        r && r.output ? el("div", { class: "msg delegation" }, el("div", { class: "who", text: "Result returned to the caller" }), el("div", { class: "body", text: r.output })) : null));
+      body);
+    if (BIG) box.addEventListener("toggle", () => { if (box.open) fill(); }); // a big session draws a sub-agent when it is opened
+    else fill();
     return el("div", { class: "msg wide", dataset: { seq: e.seq } }, box);
   }
 
@@ -126,20 +136,42 @@ function conversation(data) {
       el("span", { class: "faint", text: `${t.responses} model responses` }));
   }
 
+  // A lane's messages; a big session draws them CHUNK at a time as the reader scrolls on.
   function lane(agent, depth) {
     const box = el("div", { class: "lane" });
     shown.add(agent);
-    for (const e of lanes.get(agent) || []) {
-      if (depth === 0 && turns.has(e.seq)) box.append(turnHead(turns.get(e.seq)));
-      const n = message(e, depth);
-      if (n) box.append(n);
-    }
+    const items = lanes.get(agent) || [];
+    let i = 0;
+    const more = () => {
+      const end = BIG ? Math.min(items.length, i + CHUNK) : items.length;
+      const frag = document.createDocumentFragment();
+      for (; i < end; i++) {
+        const e = items[i];
+        if (depth === 0 && turns.has(e.seq)) frag.append(turnHead(turns.get(e.seq)));
+        const n = message(e, depth);
+        if (n) frag.append(n);
+      }
+      box.append(frag);
+      if (i < items.length) {
+        const mark = el("div", { class: "more-msgs", text: `${(items.length - i).toLocaleString()} more messages…` });
+        box.append(mark);
+        const seen = new IntersectionObserver((entries) => {
+          if (!entries.some((x) => x.isIntersecting)) return;
+          seen.disconnect();
+          mark.remove();
+          more();
+        }, { rootMargin: "1200px" });
+        seen.observe(mark);
+      }
+    };
+    more();
     return box;
   }
 
   const main = lane(lead, 0);
   if (data.turns.length && !turns.has((lanes.get(lead) || [{}])[0].seq)) main.prepend(turnHead(data.turns[0]));
-  const rest = [...agents.keys()].filter((id) => !shown.has(id) && lanes.has(id));
+  const ordered = new Set(data.events.filter((e) => e.kind === "order" && e.agent !== e.target).map((e) => e.target));
+  const rest = [...agents.keys()].filter((id) => id !== lead && !ordered.has(id) && lanes.has(id));
   if (rest.length) {
     main.append(el("h3", { class: "other-agents", text: "Other agents" }));
     for (const id of rest) {
@@ -179,13 +211,14 @@ function header(data) {
 async function main() {
   const app = document.getElementById("app");
   let data;
-  try { data = await inflate(); } catch (e) { app.replaceChildren(el("p", { class: "error-box", text: `This export could not be opened: ${e.message}` })); return; }
+  try { data = await inflate(); performance.mark("huddle:inflated"); } catch (e) { app.replaceChildren(el("p", { class: "error-box", text: `This export could not be opened: ${e.message}` })); return; }
   const detail = { ...data.session, tree: data.agents, lead: data.session.lead, time_estimated: data.session.time_estimated };
   const S = { id: data.session.id, detail, events: data.events, timeline: timeline(data.events), listeners: new Set() };
   const tabs = { conversation: el("section", { class: "tab", id: "tab-conversation" }), replay: el("section", { class: "tab", id: "tab-replay", hidden: true }), tree: el("section", { class: "tab", id: "tab-tree", hidden: true }) };
   const nav = el("nav", { class: "tabs", role: "tablist" }, ...Object.keys(tabs).map((k) => el("a", { role: "tab", href: `#${k}`, dataset: { tab: k }, text: k[0].toUpperCase() + k.slice(1) })));
   document.body.replaceChildren(...header(data), nav, el("main", {}, ...Object.values(tabs)));
   tabs.conversation.append(conversation(data));
+  performance.mark("huddle:built");
   const mounted = {};
   const mounts = { replay: mountReplay, tree: mountTree };
   const show = () => {
