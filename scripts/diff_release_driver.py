@@ -2,8 +2,9 @@
 
 Run by the python of the revision's own venv, with the home in the environment
 (CLAUDE_CONFIG_DIR, CODEX_HOME, VIBE_HOME, HOME, a fresh HUDDLE_HOME). Standard
-library only, and only huddle's public contracts: the `huddle` console script, its
-`--json` commands and the web app's read-only routes over real HTTP. Prints one JSON
+library only, and only huddle's public contracts: the `huddle` click group (its
+`--json` commands, run in this process) and the web app's read-only routes over real
+HTTP (`huddle serve` in a process of its own). Prints one JSON
 object: {route: {instance: answer}}.
 
     python diff_release_driver.py OUT.json [EXTRA_IDS.json]
@@ -30,13 +31,21 @@ AT = "2099-01-01T00:00:00Z"  # states as of a time long after every sample: the 
 
 
 def cli(*args: str) -> object:
-    p = subprocess.run([HUDDLE, *args], capture_output=True, text=True, timeout=600)
-    if p.returncode != 0:
-        return {"exit": p.returncode, "stderr": p.stderr.strip().splitlines()[-1:] or [""]}
+    """`huddle ARGS` as the console script runs it, in this process (click's runner):
+    the same code and output, without a process start per command."""
+    from click.testing import CliRunner
+
+    from huddle.cli import main as group
+
+    r = CliRunner().invoke(group, list(args), catch_exceptions=True)
+    out = getattr(r, "stdout", r.output)
+    if r.exit_code != 0:
+        why = r.exception if r.exception is not None and not isinstance(r.exception, SystemExit) else None
+        return {"exit": r.exit_code, "error": repr(why) if why else (r.output.strip().splitlines() or [""])[-1]}
     try:
-        return json.loads(p.stdout)
+        return json.loads(out)
     except ValueError:
-        return {"not_json": p.stdout[:200]}
+        return {"not_json": out[:200]}
 
 
 class Server:
@@ -87,6 +96,17 @@ class Server:
 
 def q(value: str) -> str:
     return urllib.parse.quote(value, safe="")
+
+
+def searched(srv: Server, word: str) -> object:
+    """A search once the server's index is built (it builds in the background)."""
+    deadline = time.monotonic() + 120
+    while True:
+        answer = srv.get(f"/api/search?q={q(word)}&limit=200")
+        index = answer.get("index") if isinstance(answer, dict) else None
+        if not isinstance(index, dict) or not index.get("building") or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
 
 
 def events_all(srv: Server, sid: str) -> list:
@@ -152,7 +172,7 @@ def main() -> None:
             for by in USAGE_GROUPS:
                 put(f"GET /api/usage?by={by}", "-", srv.get(f"/api/usage?by={by}"))
             for word in SEARCH_WORDS:
-                put("GET /api/search?q=", word, srv.get(f"/api/search?q={q(word)}&limit=200"))
+                put("GET /api/search?q=", word, searched(srv, word))
         for sid in ids:
             put("GET /api/sessions/{id}", sid, srv.get(f"/api/sessions/{q(sid)}"))
             evs = events_all(srv, sid)
