@@ -72,8 +72,11 @@ class ClaudeProcess:
         self.set(status)
 
     def set(self, status: str, waiting_for: str | None = None) -> None:
+        """Rewrite the file; statusUpdatedAt moves only when the status does (as Claude Code's)."""
         now = int(time.time() * 1000)
-        rec = {**self.base, "status": status, "updatedAt": now, "statusUpdatedAt": now}
+        if status != getattr(self, "status", None):
+            self.status, self.status_at = status, now
+        rec = {**self.base, "status": status, "updatedAt": now, "statusUpdatedAt": self.status_at}
         if waiting_for:
             rec["waitingFor"] = waiting_for
         with open(self.path, "w") as f:  # in place, as Claude Code rewrites it

@@ -17,16 +17,19 @@ def _emit_json(data) -> None:
 @click.group(invoke_without_command=True)
 @click.version_option(__version__, prog_name="huddle")
 @click.pass_context
-def main(ctx: click.Context) -> None:
+def main(ctx: click.Context, **serve_options) -> None:
     """See what all your AI coding agents are doing, live and afterwards.
 
     With no command, huddle serves its web app and opens it in your browser
-    (on built-in demo data when no agent folders exist).
+    (on built-in demo data when no agent folders exist); serve's options work here too
+    (`huddle --port 8000 --no-open`).
     """
     if ctx.invoked_subcommand is None:
         from .web import serve
 
-        ctx.invoke(serve)
+        ctx.invoke(serve, **serve_options)
+    elif any(ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT for k in serve_options):
+        raise click.UsageError(f"serve's options go without a command, not before {ctx.invoked_subcommand!r}")
 
 
 @main.command()
@@ -94,7 +97,7 @@ def _register_optional() -> None:
     """Commands that live in their own modules (web, host, usage...)."""
     import importlib
 
-    for mod in ("web", "host", "usage", "search", "export", "otel", "hub"):
+    for mod in ("web", "watch", "host", "usage", "search", "export", "otel", "hub"):
         try:
             m = importlib.import_module(f"huddle.cli.{mod}")
         except ModuleNotFoundError as exc:
@@ -106,6 +109,17 @@ def _register_optional() -> None:
 
 
 _register_optional()
+
+
+def _serve_options_on_the_group() -> None:
+    """A bare `huddle` is `huddle serve`: it takes the same options."""
+    serve = main.commands.get("serve")
+    if serve is not None:
+        have = {p.name for p in main.params}
+        main.params.extend(p for p in serve.params if p.name not in have)
+
+
+_serve_options_on_the_group()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import webbrowser
 
 import click
 
@@ -37,7 +36,10 @@ def _ask(fn, *args, **kw):
         raise click.ClickException(str(exc)) from None
 
 
-def _run(h, host: str, port: int, open_browser: bool, demo=None, watcher=None, what: str = "") -> None:
+def _run(
+    h, host: str, port: int, open_browser: bool, demo=None, watcher=None, what: str = "", notify: bool = False
+) -> None:
+    from huddle.live.desktop import open_page
     from huddle.server import bind, create_app, make_server, url_for
     from huddle.server.security import is_loopback, new_token
 
@@ -49,16 +51,45 @@ def _run(h, host: str, port: int, open_browser: bool, demo=None, watcher=None, w
             raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         sock = bind(host, 0)  # the usual port is taken: any free one will do
     port = sock.getsockname()[1]
-    server = make_server(create_app(h, host=host, port=port, token=token, demo=demo, watcher=watcher))
+    app = create_app(h, host=host, port=port, token=token, demo=demo, watcher=watcher)
+    server = make_server(app)
     url = url_for(host, port, token)
     what = what or ("the built-in demo" if demo is not None else "your sessions")
     click.echo(f"huddle: serving {what} at {url}")
     if token:
         click.echo("huddle: not on loopback, so every request needs the token in that link (or header X-Huddle-Token)")
+    rows = app.state.huddle.watcher
+    notifier = _notifier(url_for(host, port)) if notify and hasattr(rows, "listen") else None
+    if notifier is not None:
+        rows.listen(notifier)
     click.echo("huddle: press Ctrl+C to stop")
     if open_browser:
-        threading.Timer(0.6, webbrowser.open, [url]).start()
-    server.run(sockets=[sock])
+
+        def opened() -> None:
+            if not open_page(url):
+                click.echo("huddle: no graphical browser to open here: open that address in yours")
+
+        threading.Timer(0.6, opened).start()
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn stops gracefully, then raises the Ctrl-C again: done, not failed
+        pass
+    finally:
+        if notifier is not None:
+            notifier.close_all()
+
+
+def _notifier(url: str):
+    """Desktop notifications for the server, or one line saying why there are none."""
+    from huddle.live.desktop import Unavailable, pick
+    from huddle.live.notify import Notifier
+
+    try:
+        backend = pick()
+    except Unavailable as exc:
+        click.echo(f"huddle: desktop notifications off: {exc}", err=True)
+        return None
+    return Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True))
 
 
 @click.command()
@@ -73,7 +104,15 @@ def _run(h, host: str, port: int, open_browser: bool, demo=None, watcher=None, w
 )
 @click.option("--demo", "force_demo", is_flag=True, help="Serve the built-in demo instead of your sessions.")
 @click.option("--hub", "hub", default=None, metavar="DSN", help="Show every machine's sessions from a PostgreSQL hub.")
-def serve(host: str, port: int, open_browser: bool, force_demo: bool, hub: str | None = None) -> None:
+@click.option(
+    "--notify/--no-notify",
+    default=True,
+    show_default=True,
+    help="A desktop notification when a session needs you (one per wait, closed when answered).",
+)
+def serve(
+    host: str, port: int, open_browser: bool, force_demo: bool, hub: str | None = None, notify: bool = True
+) -> None:
     """Serve the web app (the demo when no agent folders exist)."""
     from huddle.core import Huddle
 
@@ -90,9 +129,9 @@ def serve(host: str, port: int, open_browser: bool, force_demo: bool, hub: str |
         if not force_demo:
             click.echo("huddle: no agent folders found (~/.claude, ~/.codex, ~/.vibe): showing the demo", err=True)
         d = Demo()
-        _run(d.huddle(), host, port, open_browser, demo=d)
+        _run(d.huddle(), host, port, open_browser, demo=d, notify=notify)
         return
-    _run(h, host, port, open_browser)
+    _run(h, host, port, open_browser, notify=notify)
 
 
 @click.command()

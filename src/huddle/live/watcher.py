@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
 from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
 from huddle.model.session import parse_time
@@ -34,6 +35,14 @@ LATER = 60.0  # seconds: a "your turn" row past its idle time (background work g
 EVENTS_PER_MESSAGE = 500
 
 Publish = Callable[[list[tuple[str, dict, str | None]]], None]
+
+
+class Listener(Protocol):
+    def prime(self, rows: Iterable[dict]) -> None:
+        """The board as it stands when the listener joins (or the watcher starts)."""
+
+    def rows(self, changed: list[dict], removed: list[str]) -> None:
+        """Rows that changed (as sent to the pages) and keys that went."""
 
 
 class Watcher:
@@ -73,7 +82,8 @@ class Watcher:
         self._last_refresh = 0.0
         self._refresh_cost = 0.0  # seconds the last refresh took
         self.due: dict[str, float] = {}  # session key -> when (monotonic) to look at its row again
-        self.on_rows: list[Callable[[list[dict], list[str]], None]] = []  # told each changed row (notifications)
+        self.row_listeners: list[Listener] = []  # told each changed row (notifications)
+        self.started = False
 
     # -- life ------------------------------------------------------------------------
 
@@ -85,9 +95,20 @@ class Watcher:
         self._ensure_watch()
         if self._watched:
             self.watch_ready.wait(5)  # from here on, no change goes unnoticed until the poll
+        with self.h.lock:
+            self.started = True
+            for li in self.row_listeners:
+                li.prime(list(self.rows.values()))
         t = threading.Thread(target=self._run, name="huddle-refresh", daemon=True)
         t.start()
         self._threads.append(t)
+
+    def listen(self, li: Listener) -> None:
+        """Tell `li` of every row change from now on (primed with the board as it stands)."""
+        with self.h.lock:
+            self.row_listeners.append(li)
+            if self.started:
+                li.prime(list(self.rows.values()))
 
     def stop(self) -> None:
         self.stopping.set()
@@ -158,6 +179,10 @@ class Watcher:
                 self.due[key] = min(self.due.get(key, now + self.hot_every), now + self.hot_every)
         if msgs:
             self.publish(msgs)
+            for kind, data, _ in msgs:
+                if kind == "board":
+                    for li in self.row_listeners:
+                        li.rows(data["sessions"], data["removed"])
         if refresh:
             for fn in self.listeners:
                 fn(changed)
@@ -240,8 +265,6 @@ class Watcher:
             out.extend(self._new_events(key, handle))
         if changed_rows or removed:
             out.append(("board", {"sessions": changed_rows, "removed": removed}, None))
-            for fn in self.on_rows:
-                fn(changed_rows, removed)
         return out
 
     def _schedule(self, key: str, row: dict, wall: float, mono: float) -> None:

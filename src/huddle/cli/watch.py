@@ -1,0 +1,97 @@
+"""`huddle watch`: follow every session without a page open; one line per change of
+state, and with --notify a desktop notification whenever one needs you."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterable
+
+import click
+
+from huddle.model.attention import NEEDS_YOU
+
+LABEL = {"needs_you": "needs you", "your_turn": "your turn"}
+
+
+class Lines:
+    """A watcher listener that says each change of a session's state in one line."""
+
+    def __init__(self, echo=click.echo) -> None:
+        self.echo = echo
+        self.states: dict[str, str | None] = {}
+
+    def prime(self, rows: Iterable[dict]) -> None:
+        for r in rows:
+            self.states[f"{r['source']}:{r['id']}"] = r.get("state")
+
+    def rows(self, changed: list[dict], removed: list[str]) -> None:
+        for r in changed:
+            key = f"{r['source']}:{r['id']}"
+            st = r.get("state")
+            if self.states.get(key) == st:
+                continue
+            self.states[key] = st
+            why = r.get("waiting_for") if st in (NEEDS_YOU, "waiting") else r.get("doing")
+            title = " ".join(str(r.get("title") or r.get("id")).split())[:70]
+            line = f"{time.strftime('%H:%M:%S')}  {LABEL.get(str(st), str(st)):<9}  {title}  ({r['source']}, {r['id'][:8]})"
+            self.echo(line + (f": {' '.join(str(why).split())[:160]}" if why else ""))
+        for key in removed:
+            self.states.pop(key, None)
+
+
+@click.command()
+@click.option("--notify/--no-notify", default=False, help="A desktop notification when a session needs you.")
+@click.option(
+    "--url",
+    default=None,
+    help="The web app's address, so a clicked notification opens the session (with desktop-notifier).",
+)
+def watch(notify: bool, url: str | None) -> None:
+    """Follow every session from the terminal, without a page open: one line per change
+    of state; with --notify, one desktop notification per wait (which session, which
+    agent, why), closed when it is answered. Ctrl-C stops."""
+    from huddle.core import Huddle
+    from huddle.live.desktop import Unavailable, pick
+    from huddle.live.notify import Notifier
+    from huddle.live.watcher import Watcher
+
+    notifier = None
+    if notify:
+        try:
+            backend = pick()
+        except Unavailable as exc:
+            raise click.ClickException(str(exc)) from None
+        notifier = Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True))
+    h = Huddle(cache=True)
+    h.refresh(parallel=True)
+    h.cache = None  # the watcher reads appended bytes from here on
+    for note in h.notes:
+        click.echo(f"huddle: {note}", err=True)
+    w = Watcher(h, lambda msgs: None)
+    w.listen(Lines())
+    if notifier is not None:
+        w.listen(notifier)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    w.start()
+    need = sum(1 for r in w.rows.values() if r.get("state") == NEEDS_YOU)
+    click.echo(
+        f"huddle: watching {len(w.rows)} sessions ({need} need you now)"
+        + (f"; notifications through {notifier.backend.name}" if notifier else "")
+        + "; Ctrl+C to stop",
+        err=True,
+    )
+    try:
+        while not stop.wait(1.0):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        w.stop()
+        if notifier is not None:
+            notifier.close_all()
+
+
+COMMANDS = [watch]

@@ -1,0 +1,220 @@
+"""How a notification reaches the desktop.
+
+- Linux: the freedesktop Notifications service on the D-Bus session bus, spoken to
+  directly (jeepney, pure Python): Notify, and CloseNotification when the wait ends.
+  Without jeepney, `notify-send` (libnotify) shows them; it cannot close them, so an
+  answered wait replaces its notification with a short-lived "answered".
+- macOS: `osascript` (display notification); notifications there close themselves.
+- Anywhere, with the optional extra (`pip install 'huddle[notify]'`): desktop-notifier,
+  whose notifications open the session's page when clicked.
+
+`pick()` chooses; HUDDLE_NOTIFY=dbus|notify-send|osascript|desktop-notifier forces one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from typing import Any
+
+APP = "huddle"
+BUS_NAME = "org.freedesktop.Notifications"
+BUS_PATH = "/org/freedesktop/Notifications"
+
+
+class Unavailable(Exception):
+    """No way to show desktop notifications here (said in one line)."""
+
+
+class DBus:
+    """org.freedesktop.Notifications over the session bus, with jeepney."""
+
+    name = "dbus"
+
+    def __init__(self) -> None:
+        try:
+            from jeepney import DBusAddress
+            from jeepney.io.blocking import open_dbus_connection
+        except ImportError as exc:
+            raise Unavailable("jeepney is not installed") from exc
+        try:
+            self.conn = open_dbus_connection(bus="SESSION")
+        except Exception as exc:  # no bus address, no bus
+            raise Unavailable(f"no D-Bus session bus ({type(exc).__name__}: {exc})") from exc
+        self.addr = DBusAddress(BUS_PATH, bus_name=BUS_NAME, interface=BUS_NAME)
+        self.lock = threading.Lock()
+
+    def _call(self, method: str, signature: str, args: tuple) -> Any:
+        from jeepney import new_method_call
+        from jeepney.wrappers import unwrap_msg
+
+        with self.lock:
+            reply = self.conn.send_and_get_reply(new_method_call(self.addr, method, signature, args), timeout=5)
+        return unwrap_msg(reply)
+
+    def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
+        hints = {"urgency": ("y", 2), "category": ("s", "im.received"), "desktop-entry": ("s", APP)}
+        rid = replaces if isinstance(replaces, int) else 0
+        (nid,) = self._call("Notify", "susssasa{sv}i", (APP, rid, "dialog-question", summary, body, [], hints, 0))
+        return nid
+
+    def close(self, handle: object) -> None:
+        if isinstance(handle, int):
+            self._call("CloseNotification", "u", (handle,))
+
+    def stop(self) -> None:
+        self.conn.close()
+
+
+class NotifySend:
+    """libnotify's notify-send: shows and replaces; cannot close."""
+
+    name = "notify-send"
+
+    def __init__(self) -> None:
+        self.exe = shutil.which("notify-send")
+        if not self.exe:
+            raise Unavailable("notify-send is not installed (Debian: libnotify-bin)")
+
+    def _run(self, *args: str) -> int | None:
+        out = subprocess.run(
+            [self.exe or "notify-send", f"--app-name={APP}", "--print-id", *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        if out.returncode != 0:
+            raise RuntimeError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}")
+        try:
+            return int(out.stdout.strip().split()[0])
+        except (ValueError, IndexError):
+            return None
+
+    def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
+        extra = [f"--replace-id={replaces}"] if isinstance(replaces, int) else []
+        return self._run("--urgency=critical", "--icon=dialog-question", *extra, "--", summary, body)
+
+    def close(self, handle: object) -> None:
+        if isinstance(handle, int):  # replaced by a note that goes away by itself
+            self._run(f"--replace-id={handle}", "--urgency=low", "--expire-time=3000", "--", "Answered", "")
+
+
+def _applescript(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Osascript:
+    """macOS: display notification through AppleScript."""
+
+    name = "osascript"
+
+    def __init__(self) -> None:
+        self.exe = shutil.which("osascript")
+        if sys.platform != "darwin" or not self.exe:
+            raise Unavailable("osascript is macOS only")
+
+    def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
+        script = f"display notification {_applescript(body)} with title {_applescript(summary)}"
+        subprocess.run([self.exe or "osascript", "-e", script], capture_output=True, timeout=10, check=True)
+        return None
+
+    def close(self, handle: object) -> None:
+        return None
+
+
+class Notifier:
+    """desktop-notifier (optional extra): click a notification to open the session."""
+
+    name = "desktop-notifier"
+
+    def __init__(self) -> None:
+        try:
+            from desktop_notifier import DesktopNotifier
+        except ImportError as exc:
+            raise Unavailable("desktop-notifier is not installed (pip install 'huddle[notify]')") from exc
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="huddle-notify", daemon=True)
+        self.thread.start()
+        self.dn = DesktopNotifier(app_name=APP)
+
+    def _run(self, coro) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=10)
+
+    def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
+        from desktop_notifier import Urgency
+
+        if isinstance(replaces, str):
+            self.close(replaces)
+        clicked = (lambda: open_page(url)) if url else None
+        return self._run(self.dn.send(summary, body, urgency=Urgency.Critical, on_clicked=clicked, timeout=0))
+
+    def close(self, handle: object) -> None:
+        if isinstance(handle, str):
+            self._run(self.dn.clear(handle))
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+def _detached(argv: list[str]) -> None:
+    dn = subprocess.DEVNULL
+    subprocess.Popen(argv, stdin=dn, stdout=dn, stderr=dn, start_new_session=True)
+
+
+def open_page(url: str | None) -> bool:
+    """Open `url` in a graphical browser, detached from this terminal; never a console
+    browser (lynx, w3m...), which would take over the terminal huddle runs in. Returns
+    whether one was started (if not, the caller says where to go)."""
+    import webbrowser
+
+    if not url:
+        return False
+    try:
+        if sys.platform == "darwin":
+            _detached(["open", url])
+            return True
+        if sys.platform.startswith("win"):
+            return webbrowser.open(url)
+        if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            return False  # no graphical session: a browser started now would be a console one
+        for opener in (["xdg-open"], ["gio", "open"]):
+            if shutil.which(opener[0]):
+                _detached([*opener, url])
+                return True
+        b = webbrowser.get()
+        if type(b) is webbrowser.GenericBrowser:  # one that runs in the terminal (www-browser, lynx...)
+            return False
+        return b.open(url)
+    except (OSError, webbrowser.Error):
+        return False
+
+
+BACKENDS: dict[str, type] = {
+    "desktop-notifier": Notifier,
+    "dbus": DBus,
+    "notify-send": NotifySend,
+    "osascript": Osascript,
+}
+
+
+def pick(name: str | None = None) -> Any:
+    """The first backend that works here (or the one named / in HUDDLE_NOTIFY)."""
+    name = name or os.environ.get("HUDDLE_NOTIFY") or None
+    if name:
+        if name not in BACKENDS:
+            raise Unavailable(f"no notification backend {name!r} (one of {', '.join(BACKENDS)})")
+        return BACKENDS[name]()
+    order = (
+        ["desktop-notifier", "osascript"] if sys.platform == "darwin" else ["desktop-notifier", "dbus", "notify-send"]
+    )
+    why = []
+    for n in order:
+        try:
+            return BACKENDS[n]()
+        except Unavailable as exc:
+            why.append(f"{n}: {exc}")
+    raise Unavailable("no desktop notifications here (" + "; ".join(why) + ")")

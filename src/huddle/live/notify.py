@@ -1,0 +1,126 @@
+"""Desktop notifications: one per wait, saying which session, which agent and why.
+
+A `Notifier` is told each board row as it changes (the watcher's `on_rows`). A row that
+rises into "needs you" shows one notification; the same wait never shows twice; a new
+wait of the same session replaces it; the notification is closed when the wait ends
+(answered, interrupted, the session gone). Waits already there when huddle starts are
+on the board, not notified: a restart does not ring again for what you have seen.
+
+How a notification reaches the desktop is `desktop.py`'s business.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from huddle.model.attention import NEEDS_YOU
+
+SOURCE_LABEL = {"claude": "Claude Code", "codex": "Codex", "vibe": "Mistral Vibe", "hosted": "huddle run"}
+
+
+class Backend(Protocol):
+    name: str
+
+    def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
+        """Show a notification; returns a handle for `close` (or None)."""
+        ...
+
+    def close(self, handle: object) -> None: ...
+
+
+def row_key(row: dict[str, Any]) -> str:
+    return f"{row.get('source')}:{row.get('id')}"
+
+
+def agent_label(a: dict[str, Any]) -> str:
+    """How an agent is called: the lead is the lead; a sub-agent by its label (the
+    server's), its task, its name."""
+    if not a.get("parent"):
+        return "the lead"
+    return str(a.get("label") or a.get("description") or a.get("name") or a.get("id") or "a sub-agent")
+
+
+def notice(row: dict[str, Any]) -> tuple[str, str]:
+    """(summary, body) for a row that needs you: the session, then who and why."""
+    title = str(row.get("title") or row.get("id") or "a session")
+    if len(title) > 70:
+        title = title[:69] + "…"
+    who = [agent_label(a) for a in row.get("agents") or () if a.get("state") == NEEDS_YOU and not a.get("quiet")]
+    source = SOURCE_LABEL.get(str(row.get("source")), str(row.get("source") or ""))
+    where = " · ".join(p for p in (source, str(row.get("project") or "")) if p)
+    why = str(row.get("waiting_for") or "it waits for your answer")
+    if len(why) > 300:
+        why = why[:299] + "…"
+    agent = who[-1] if who else "the lead"
+    agent = agent[:1].upper() + agent[1:]
+    return f"{title} needs you", f"{agent} ({where})\n{why}" if where else f"{agent}\n{why}"
+
+
+def wait_id(row: dict[str, Any]) -> object:
+    """What tells one wait from the next: when it began (its text may be refined while
+    it lasts), or its text when no time is known."""
+    return row.get("state_since") or row.get("waiting_for")
+
+
+class Notifier:
+    def __init__(self, backend: Backend, url: str | None = None, on_error=None) -> None:
+        self.backend = backend
+        self.url = url  # the web app's address, for click-to-open: url + "session/<id>"
+        self.shown: dict[str, tuple[object, object]] = {}  # row key -> (wait id, backend handle)
+        self.seen: dict[str, object] = {}  # row key -> wait id known before we started
+        self.sent = 0
+        self.on_error = on_error
+        self.lock = threading.Lock()
+
+    def prime(self, rows: Iterable[dict[str, Any]]) -> None:
+        """The board as it stood at start: its waits are not news."""
+        with self.lock:
+            for r in rows:
+                if r.get("state") == NEEDS_YOU:
+                    self.seen[row_key(r)] = wait_id(r)
+
+    def rows(self, changed: list[dict[str, Any]], removed: list[str]) -> None:
+        with self.lock:
+            for r in changed:
+                key = row_key(r)
+                if r.get("state") != NEEDS_YOU:
+                    self.seen.pop(key, None)
+                    self._close(key)
+                    continue
+                wid = wait_id(r)
+                if self.seen.get(key) == wid:
+                    continue  # already waiting when we started
+                self.seen.pop(key, None)
+                held = self.shown.get(key)
+                if held is not None and held[0] == wid:
+                    continue  # the same wait: never twice
+                summary, body = notice(r)
+                url = f"{self.url}session/{r.get('id')}" if self.url else None
+                handle = self._call(self.backend.show, summary, body, url, held[1] if held else None)
+                if held is not None and handle != held[1]:
+                    self._call(self.backend.close, held[1])
+                self.shown[key] = (wid, handle)
+                self.sent += 1
+            for key in removed:
+                self.seen.pop(key, None)
+                self._close(key)
+
+    def close_all(self) -> None:
+        with self.lock:
+            for key in list(self.shown):
+                self._close(key)
+
+    def _close(self, key: str) -> None:
+        held = self.shown.pop(key, None)
+        if held is not None and held[1] is not None:
+            self._call(self.backend.close, held[1])
+
+    def _call(self, fn, *args):
+        try:
+            return fn(*args)
+        except Exception as exc:  # a desktop that will not listen must not stop the board
+            if self.on_error is not None:
+                self.on_error(f"notifications ({self.backend.name}): {type(exc).__name__}: {exc}")
+            return None
