@@ -84,10 +84,12 @@ def test_needs_you_first():
 
 
 def test_table_is_readable_and_escapes_nothing():
-    out = run("status", env={"CLAUDE_CONFIG_DIR": str(CLAUDE / "06-named-session" / "config"), "COLUMNS": "200"})
+    out = run(
+        "status", "--all", env={"CLAUDE_CONFIG_DIR": str(CLAUDE / "06-named-session" / "config"), "COLUMNS": "200"}
+    )
     assert out.returncode == 0
     assert "Greeting app check" in out.stdout and "ended" in out.stdout
-    out = run("status", env={"CLAUDE_CONFIG_DIR": str(CLAUDE / "07-errors" / "config"), "COLUMNS": "200"})
+    out = run("status", "--all", env={"CLAUDE_CONFIG_DIR": str(CLAUDE / "07-errors" / "config"), "COLUMNS": "200"})
     assert "[[scn:errors]] Try a few things" in out.stdout  # brackets are text, not markup
 
 
@@ -122,7 +124,7 @@ def test_watch_keeps_the_table_live(tmp_path):
     shutil.copytree(CLAUDE / "06-named-session" / "config", cfg)
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(tmp_path / "hh"), "COLUMNS": "200"}
     p = subprocess.Popen(
-        [sys.executable, "-m", "huddle", "status", "--watch"],
+        [sys.executable, "-m", "huddle", "status", "--watch", "--all"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,

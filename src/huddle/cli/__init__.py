@@ -8,6 +8,7 @@ import sys
 import click
 
 from huddle import __version__
+from huddle.views.select import RECENT
 
 
 def _emit_json(data) -> None:
@@ -38,16 +39,51 @@ def main(ctx: click.Context, **serve_options) -> None:
 @click.option("--watch", is_flag=True, help="Keep the table live in the terminal.")
 @click.option("--hub", "hub", default=None, metavar="DSN", help="Every machine's sessions, from a PostgreSQL hub.")
 @click.option("--machine", default=None, metavar="NAME", help="With --hub: only the sessions this machine holds.")
-def status(as_json: bool, at: str | None, watch: bool, hub: str | None, machine: str | None) -> None:
-    """Every session, who needs you first."""
+@click.option("--all", "show_all", is_flag=True, help="Every session (the table shows the live and recent ones).")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    metavar="STATE",
+    help="Only these states (needs-you, waiting, working, your-turn, idle, ended; repeat or comma-separate).",
+)
+@click.option("--project", default=None, help="Only sessions whose project or folder contains this.")
+@click.option(
+    "--since",
+    default=None,
+    metavar="WHEN",
+    help=f"Sessions that moved since WHEN (2h, 3d, 30m, 1w, a date, ISO 8601) and every live one "
+    f"[table default: {RECENT}].",
+)
+def status(
+    as_json: bool,
+    at: str | None,
+    watch: bool,
+    show_all: bool,
+    states: tuple[str, ...],
+    project: str | None,
+    since: str | None,
+    hub: str | None = None,
+    machine: str | None = None,
+) -> None:
+    """Every session, who needs you first. The table lists the live ones and those that
+    moved in the last day (--all for every one); the id column's short ids work wherever
+    a session id does. --json prints what GET /api/sessions returns with the same filters."""
     from huddle.core import Huddle
+    from huddle.errors import HuddleError
     from huddle.views.board import board_json, parse_at
+    from huddle.views.select import Select
 
+    window = since if since is not None or show_all or as_json else RECENT
+    try:
+        pick = Select(list(states) or None, project, window)
+    except HuddleError as exc:
+        raise click.UsageError(str(exc)) from None
     if hub is not None:
         from .hub import hub_board
         from .table import print_table
 
-        data = hub_board(hub, machine)
+        data = pick.apply(hub_board(hub, machine))
         _emit_json(data) if as_json else print_table(data)
         return
     if machine is not None:
@@ -66,7 +102,7 @@ def status(as_json: bool, at: str | None, watch: bool, hub: str | None, machine:
 
         h.refresh(parallel=True)
         h.cache = None  # from here on the watcher reads appended bytes; no cache to rewrite per change
-        watch_table(h)
+        watch_table(h, pick=pick)
         return
     h.refresh(parallel=when is None)
     data = board_json(h, at=when)
@@ -74,12 +110,13 @@ def status(as_json: bool, at: str | None, watch: bool, hub: str | None, machine:
         h.write_board_cache(data)
     for note in h.notes:
         click.echo(f"huddle: {note}", err=True)
+    shown = pick.apply(data)
     if as_json:
-        _emit_json(data)
-    else:
-        from .table import print_table
+        _emit_json(shown)
+        return
+    from .table import print_table, shown_line
 
-        print_table(data)
+    print_table(shown, footer=shown_line(len(shown["sessions"]), len(data["sessions"]), window, pick, since))
 
 
 @main.command(context_settings={"ignore_unknown_options": True})

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from huddle.model.session import parse_time
+from huddle.views.numbers import short_tokens
 
 STYLE = {
     "needs_you": "bold red",
@@ -48,48 +51,131 @@ def money(cost: dict | None) -> str:
     return f"${cost['usd']:.2f}" + ("+" if cost.get("unpriced") else "")
 
 
-def table(data: dict, now: float | None = None) -> Table:
-    t = Table(box=None, pad_edge=False, expand=False, header_style="bold")
-    t.add_column("state", no_wrap=True)
-    t.add_column("for", justify="right", no_wrap=True)
-    t.add_column("agent", no_wrap=True)
-    t.add_column("title", overflow="ellipsis", no_wrap=True, max_width=48)
-    t.add_column("project", overflow="ellipsis", no_wrap=True, max_width=18)
-    t.add_column("subs", justify="right")
-    t.add_column("tokens", justify="right", no_wrap=True)
-    t.add_column("cost", justify="right", no_wrap=True)
-    t.add_column("what", overflow="ellipsis", no_wrap=True, max_width=50)
-    for s in data.get("sessions", []):
+def short_ids(rows: list[dict], least: int = 8) -> dict[str, str]:
+    """The shortest start of each id (at least `least` characters) that no other row
+    shares: what the id column shows and what every command accepts."""
+    ids = [str(r.get("id") or "") for r in rows]
+    out = {}
+    for i in ids:
+        n = min(least, len(i))
+        while n < len(i) and any(o != i and o.startswith(i[:n]) for o in ids):
+            n += 1
+        out[i] = i[:n]
+    return out
+
+
+def _cut(text: str, width: int) -> str:
+    """`text` in at most `width` cells, an ellipsis where it was cut."""
+    if cell_len(text) <= width:
+        return text
+    while text and cell_len(text) > width - 1:
+        text = text[:-1]
+    return text + "…"
+
+
+def _what(s: dict) -> str:
+    if s.get("error"):
+        return "error: " + str(s["error"])
+    what = s.get("waiting_for") or s.get("doing") or ""
+    if s.get("background"):
+        what = (what + " · " if what else "") + "; ".join(s["background"])
+    return " ".join(str(what).split())
+
+
+def table(data: dict, now: float | None = None, width: int = 120) -> Table:
+    """The board in `width` columns: id, state, for how long, agent, title, project,
+    tokens, cost at 120 and more (what it waits on or does beside the title, in its own
+    column from 140); at 80 the project goes and the title takes what is left."""
+    rows = data.get("sessions", [])
+    sid = short_ids(rows)
+    cells: list[dict[str, Any]] = []
+    for s in rows:
         state = s.get("state") or ""
-        what = s.get("waiting_for") or s.get("doing") or ""
-        if s.get("background"):
-            what = (what + " · " if what else "") + "; ".join(s["background"])
-        if s.get("error"):
-            what = "error: " + s["error"]
         subs = sum(1 for a in s.get("agents", []) if a.get("parent") and not a.get("quiet"))
-        t.add_row(
-            Text(LABEL.get(state, state), style=STYLE.get(state, "")),
-            Text(ago(s.get("state_since") or s.get("updated_at"), now)),
-            Text(s.get("source", "")),
-            Text(s.get("title") or s.get("id", "")),
-            Text(s.get("project", "")),
-            Text(str(subs) if subs else ""),
-            Text(f"{s.get('tokens', 0):,}"),
-            Text(money(s.get("cost"))),
-            Text(what, style="red" if s.get("error") else ""),
+        cells.append(
+            {
+                "id": sid.get(str(s.get("id") or ""), ""),
+                "state": (LABEL.get(state, state), STYLE.get(state, "")),
+                "for": ago(s.get("state_since") or s.get("updated_at"), now),
+                "agent": str(s.get("source", "")) + (f" +{subs}" if subs else ""),
+                "title": " ".join(str(s.get("title") or s.get("id", "")).split()),
+                "project": str(s.get("project") or ""),
+                "tokens": short_tokens(int(s.get("tokens") or 0)),
+                "cost": money(s.get("cost")),
+                "what": _what(s),
+                "error": bool(s.get("error")),
+            }
         )
+    fixed = ["id", "state", "for", "agent", "tokens", "cost"]
+    head = {"id": "id", "state": "state", "for": "for", "agent": "agent", "tokens": "tokens", "cost": "cost"}
+    span = {k: max([cell_len(head[k])] + [cell_len(c[k][0] if k == "state" else c[k]) for c in cells]) for k in fixed}
+    gap = 2
+    free = width - sum(span.values()) - gap * len(fixed)  # for title, project and what
+    show_project = width >= 100 and free >= 40
+    project_w = min(16, max([7] + [len(c["project"]) for c in cells])) if show_project else 0
+    free -= project_w + gap if show_project else 0
+    show_what = width >= 140 and free >= 70
+    what_w = min(60, max(free // 2, 20)) if show_what else 0
+    free -= what_w + gap if show_what else 0
+    title_w = max(10, free)
+
+    t = Table(box=None, pad_edge=False, expand=False, header_style="bold", padding=(0, 1))
+    t.add_column("id", no_wrap=True, style="dim", width=span["id"])
+    t.add_column("state", no_wrap=True, width=span["state"])
+    t.add_column("for", justify="right", no_wrap=True, width=span["for"])
+    t.add_column("agent", no_wrap=True, width=span["agent"])
+    t.add_column("title", width=title_w)  # each cell cuts itself (a why may take a second line)
+    if show_project:
+        t.add_column("project", overflow="ellipsis", no_wrap=True, width=project_w)
+    t.add_column("tokens", justify="right", no_wrap=True, width=span["tokens"])
+    t.add_column("cost", justify="right", no_wrap=True, width=span["cost"])
+    if show_what:
+        t.add_column("what", overflow="ellipsis", no_wrap=True, width=what_w)
+    for c in cells:
+        title = Text(_cut(c["title"], title_w))
+        if not show_what and c["what"]:
+            if c["error"] or c["state"][0] in (LABEL["needs_you"], LABEL["waiting"]):
+                # what it waits on matters more than the title: a line of its own
+                title.append("\n" + _cut("↳ " + c["what"], title_w), style="red" if c["error"] else "bold")
+            elif cell_len(title.plain) + 4 < title_w:  # what it does, beside the title while there is room
+                title.append(_cut("  " + c["what"], title_w - cell_len(title.plain)), style="dim")
+        row = [Text(c["id"]), Text(c["state"][0], style=c["state"][1]), Text(c["for"]), Text(c["agent"]), title]
+        if show_project:
+            row.append(Text(c["project"]))
+        row += [Text(c["tokens"]), Text(c["cost"])]
+        if show_what:
+            row.append(Text(c["what"], style="red" if c["error"] else ""))
+        t.add_row(*row)
     return t
 
 
-def print_table(data: dict, console: Console | None = None) -> None:
+def shown_line(shown: int, total: int, window: str | None, pick, since: str | None) -> str | None:
+    """What the table leaves out, and how to see it."""
+    if shown == total:
+        return None
+    why = []
+    if window and since is None:
+        why.append(f"live, or moved in the last {window}")
+    elif since:
+        why.append(f"live, or moved since {since}")
+    if pick.states:
+        why.append("state " + ", ".join(sorted(pick.states)))
+    if pick.project:
+        why.append(f"project ~ {pick.project}")
+    return f"{shown} of {total} sessions ({'; '.join(why)}); --all for every one"
+
+
+def print_table(data: dict, console: Console | None = None, footer: str | None = None) -> None:
     console = console or Console()
     if not data.get("sessions"):
-        console.print(Text("No agent sessions found.", style="dim"))
+        console.print(Text(footer or "No agent sessions found.", style="dim"), soft_wrap=True)
         return
-    console.print(table(data))
+    console.print(table(data, width=console.width))
+    if footer:
+        console.print(Text(footer, style="dim"), soft_wrap=True)
 
 
-def watch_table(h, interval: float = 1.0) -> None:
+def watch_table(h, interval: float = 1.0, pick=None) -> None:
     """Keep the board live in the terminal until Ctrl-C (or SIGTERM). The rows come from
     the same watcher as the server's, so a change is on screen as soon as it is on the
     board (the table is drawn again at least every `interval` for the "for" column).
@@ -113,7 +199,7 @@ def watch_table(h, interval: float = 1.0) -> None:
         if not console.is_terminal:
             last = None
             while True:
-                data = w.board()
+                data = pick.apply(w.board()) if pick else w.board()
                 shown = [(s.get("id"), s.get("state"), s.get("title"), s.get("tokens")) for s in data["sessions"]]
                 if shown != last:
                     print_table(data, console)
@@ -121,11 +207,16 @@ def watch_table(h, interval: float = 1.0) -> None:
                     last = shown
                 moved.wait(interval)
                 moved.clear()
-        with Live(table(w.board()), console=console, auto_refresh=False, screen=False) as live:
+        with Live(
+            table(pick.apply(w.board()) if pick else w.board(), width=console.width),
+            console=console,
+            auto_refresh=False,
+            screen=False,
+        ) as live:
             while True:
                 moved.wait(interval)
                 moved.clear()
-                live.update(table(w.board()), refresh=True)
+                live.update(table(pick.apply(w.board()) if pick else w.board(), width=console.width), refresh=True)
     except KeyboardInterrupt:
         pass
     finally:

@@ -11,6 +11,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 
+from huddle.errors import BadRequest, HuddleError, NotFound
 from huddle.io.boardfile import write_board
 from huddle.model.ledger import Ledger
 from huddle.model.session import Session
@@ -19,6 +20,8 @@ from huddle.sources.registry import unknown_sources
 
 from .cache import HandleCache
 from .coldread import read_in_parallel
+
+MIN_PREFIX = 4  # characters of a session id that may name it, when no other starts so
 
 
 class Huddle:
@@ -182,7 +185,10 @@ class Huddle:
         with self.lock:
             return [h.session for h in self.handles.values()]
 
-    def handle(self, id: str) -> Handle | None:
+    def find(self, id: str) -> Handle:
+        """The session named by its key (`claude:<id>`), its id, or a unique start of its
+        id of at least MIN_PREFIX characters (what the board's short id column shows).
+        NotFound when none; BadRequest, naming some, when several start so."""
         with self.lock:
             h = self.handles.get(id)
             if h is not None:
@@ -190,6 +196,19 @@ class Huddle:
             for h in self.handles.values():
                 if h.session.id == id:
                     return h
+            if len(id) >= MIN_PREFIX:
+                hits = [h for h in self.handles.values() if h.session.id.startswith(id) or h.key.startswith(id)]
+                if len(hits) == 1:
+                    return hits[0]
+                if hits:
+                    some = ", ".join(sorted(h.key for h in hits)[:4])
+                    raise BadRequest(f"{id!r} starts {len(hits)} session ids ({some}...): give more of it")
+            raise NotFound(f"no session {id}")
+
+    def handle(self, id: str) -> Handle | None:
+        try:
+            return self.find(id)
+        except HuddleError:
             return None
 
     def session(self, id: str) -> Session | None:

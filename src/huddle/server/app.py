@@ -32,6 +32,7 @@ from huddle.views import api
 from huddle.views import export as export_view
 from huddle.views import search as search_view
 from huddle.views.board import parse_at
+from huddle.views.select import Select
 
 from .protocol import GuardedH11Protocol
 from .security import Security, allowed_hosts
@@ -103,18 +104,20 @@ def create_app(
             return json_response(fn(h, *args, **kw))
 
     def board(request: Request):
-        at = request.query_params.get("at")
+        q = request.query_params
+        pick = Select(q.getlist("state") or None, q.get("project"), q.get("since"))
+        at = q.get("at")
         if at:
             when = parse_at(at)
             if when is None:
                 raise BadRequest(f"not a time: {at[:40]!r} (use ISO 8601 or unix seconds)")
-            return call(api.sessions, at=when)
+            return call(lambda h, **kw: pick.apply(api.sessions(h, **kw)), at=when)
         t0 = time.perf_counter()
         data = st.watcher.board()
         machine = request.query_params.get("machine")
         if machine:  # a hub's board: one machine's sessions (those it holds a copy of)
             data = {**data, "sessions": [r for r in data["sessions"] if machine in (r.get("machines") or ())]}
-        response = json_response(data)
+        response = json_response(pick.apply(data))
         response.headers["server-timing"] = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}"
         return response
 

@@ -74,10 +74,7 @@ def check_int(value: object, what: str, lo: int = 0, hi: int = 1 << 53, default:
 
 def _handle(h: Huddle, sid: str) -> Handle:
     check_id(sid)
-    handle = h.handle(sid)
-    if handle is None:
-        raise NotFound(f"no session {sid}")
-    return handle
+    return h.find(sid)  # a unique start of an id names it too
 
 
 # -- events as JSON ---------------------------------------------------------------------

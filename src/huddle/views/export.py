@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from huddle import __version__
-from huddle.errors import BadRequest, NotFound
+from huddle.errors import BadRequest
 from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.model.events import Event, Usage
@@ -258,9 +258,7 @@ def export_data(h: Huddle, sid: str, opts: Options | None = None) -> tuple[dict,
     unless `opts.redact` is off. Returns (data, the redactor with its counts)."""
     opts = opts or Options()
     with h.lock:  # a consistent picture of the session; the reading and redacting happen after
-        handle = h.handle(sid)
-        if handle is None:
-            raise NotFound(f"no session {sid}")
+        handle = h.find(sid)  # an id, or a unique start of one
         s = h.complete(handle.key) or handle.session
         all_events = list(s.events)
         tree = s.tree_order()

@@ -14,6 +14,7 @@ import re
 
 from huddle.model.events import one_line
 from huddle.model.session import iso
+from huddle.views.numbers import short_tokens
 
 _TAG = re.compile(r"<(?=[A-Za-z/!?])")
 QUIET = frozenset({"usage", "title", "turn_end", "tool_result"})
@@ -29,12 +30,7 @@ def _fence(text: str, lang: str = "") -> str:
     return f"{bar}{lang}\n{text.rstrip()}\n{bar}"
 
 
-def _tokens(n: int) -> str:
-    if n < 1000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.2f}M"
+_tokens = short_tokens
 
 
 def _usd(v: float | None) -> str:

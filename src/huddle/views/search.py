@@ -154,6 +154,8 @@ def search(
         src = source
     proj = project if isinstance(project, str) and project else None
     sess = check_id(session) if session not in (None, "") else None
+    if sess is not None:
+        sess = h.find(sess).session.id  # a unique start of an id names it too
     t_since, t_until = _when(since, "since"), _when(until, "until")
     n = check_int(limit, "limit", lo=1, hi=LIMIT_MAX, default=LIMIT)
     by_rank = rank in (True, "1", "true", "yes")

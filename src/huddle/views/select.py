@@ -1,0 +1,85 @@
+"""Which board rows to show: `huddle status --state/--project/--since/--all` and the
+same filters on GET /api/sessions (`?state=&project=&since=`), so the CLI's --json is the
+route's answer with the same filters.
+
+`since` keeps the sessions that moved since then and every live one (a session that
+waits on you is shown however long ago it last wrote). The table, with no filter, shows
+the live and the recent (`RECENT`); `--all` shows everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from huddle.errors import BadRequest
+from huddle.model.attention import ENDED, IDLE, STATES
+from huddle.model.session import parse_time
+
+from .usage import parse_since
+
+RECENT = "24h"  # the table's default window
+ALIASES = {s.replace("_", "-"): s for s in STATES} | {"waiting-on-subagent": "waiting", "needs": "needs_you"}
+
+
+def parse_states(values: Iterable[str] | str | None) -> frozenset[str] | None:
+    """`needs_you,working` or repeated values, `needs-you` spelled either way."""
+    if values is None:
+        return None
+    items = [values] if isinstance(values, str) else list(values)
+    out = set()
+    for item in items:
+        for v in item.split(","):
+            v = v.strip().lower()
+            if not v:
+                continue
+            v = ALIASES.get(v, v)
+            if v not in STATES:
+                raise BadRequest(f"bad state: {v[:30]!r} (one of {', '.join(STATES)})")
+            out.add(v)
+    return frozenset(out) or None
+
+
+def parse_window(value: str | None) -> float | None:
+    if value is None or value == "":
+        return None
+    t = parse_since(value)
+    if t is None:
+        raise BadRequest(f"bad since: {value[:40]!r} (2h, 3d, 30m, 1w, a date or an ISO 8601 time)")
+    return t
+
+
+def is_live(row: dict[str, Any]) -> bool:
+    return row.get("state") not in (ENDED, IDLE)
+
+
+class Select:
+    def __init__(self, states: object = None, project: object = None, since: object = None) -> None:
+        self.states = parse_states(states if isinstance(states, (str, list, tuple)) else None)
+        self.project = project.strip().lower() if isinstance(project, str) and project.strip() else None
+        self.since_text = since if isinstance(since, str) and since else None
+        self.since = parse_window(self.since_text)
+
+    @property
+    def any(self) -> bool:
+        return bool(self.states or self.project or self.since is not None)
+
+    def keeps(self, row: dict[str, Any]) -> bool:
+        if self.states and row.get("state") not in self.states:
+            return False
+        if self.project:
+            where = f"{row.get('project') or ''}\n{row.get('cwd') or ''}".lower()
+            if self.project not in where:
+                return False
+        if self.since is not None and not is_live(row):
+            t = parse_time(row.get("updated_at"))
+            if t is None or t < self.since:
+                return False
+        return True
+
+    def apply(self, board: dict[str, Any]) -> dict[str, Any]:
+        if not self.any:
+            return board
+        out = dict(board)
+        out["sessions"] = [r for r in board.get("sessions", []) if self.keeps(r)]
+        return out

@@ -1,0 +1,166 @@
+"""`huddle status` in a terminal's width, short ids that every command takes, and which
+sessions the table lists (live and recent by default; --all, --state, --project, --since)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from rich.cells import cell_len
+
+import web_corpus
+from huddle.server import ServerThread
+from live_agents import ClaudeProcess, claude_live
+
+OLD = "2026-01-01"  # before every sample was recorded
+
+
+def huddle(env: dict, *args: str, columns: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "huddle", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env, "COLUMNS": str(columns)},
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("table")
+    settings = web_corpus.build(root)
+    return settings, settings.env()
+
+
+@pytest.fixture
+def with_live(tmp_path, corpus):
+    """The samples plus one live session that needs you (a real process, its registry file)."""
+    _, env = corpus
+    _, sid, config = claude_live(tmp_path, "05-needs-you-bash-permission")
+    claude = ClaudeProcess(config, sid, "waiting")
+    claude.set("waiting", "permission prompt")
+    both = {**env, "CLAUDE_CONFIG_DIR": str(config)}
+    yield both, sid
+    claude.stop()
+
+
+def lines_of(out: str) -> list[str]:
+    return [x for x in out.splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_table_fits_its_width(corpus, columns):
+    _, env = corpus
+    out = huddle(env, "status", "--all", columns=columns)
+    assert out.returncode == 0, out.stderr
+    lines = lines_of(out.stdout)
+    assert len(lines) > 20
+    assert max(cell_len(x) for x in lines) <= columns
+    head = lines[0].split()
+    if columns >= 120:  # complete: every column
+        assert head == ["id", "state", "for", "agent", "title", "project", "tokens", "cost"]
+    else:  # readable: the project gives way to the title
+        assert head == ["id", "state", "for", "agent", "title", "tokens", "cost"]
+    for x in lines[1:]:
+        assert "$" in x or x.rstrip().endswith("?") or x.split()[-1][0].isdigit()  # tokens and cost are never cut
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_session_that_needs_you_says_why_at_any_width(with_live, columns):
+    env, sid = with_live
+    out = huddle(env, "status", columns=columns)
+    assert out.returncode == 0, out.stderr
+    lines = lines_of(out.stdout)
+    (at,) = [i for i, x in enumerate(lines) if x.startswith(sid[:8])]
+    assert "needs you" in lines[at]
+    assert "permission prompt: Bash" in lines[at] + lines[at + 1]  # beside the title, or under it
+    assert max(cell_len(x) for x in lines_of(out.stdout)) <= columns
+
+
+def test_the_default_lists_the_live_and_recent(with_live):
+    env, sid = with_live
+    out = huddle(env, "status")
+    rows = [x for x in lines_of(out.stdout)[1:-1] if not x.lstrip().startswith("↳")]
+    assert [x.split()[0] for x in rows] == [sid[:8]]  # the samples are days old; the live one shows
+    assert "of" in lines_of(out.stdout)[-1] and "--all" in lines_of(out.stdout)[-1]
+    every = lines_of(huddle(env, "status", "--all").stdout)
+    assert len(every) > 10
+    since = lines_of(huddle(env, "status", "--since", OLD).stdout)
+    assert len(since) == len(every) and since[1].startswith(sid[:8])
+    recent = lines_of(huddle(env, "status", "--since", "2h").stdout)
+    assert [x.split()[0] for x in recent[1:-1] if not x.lstrip().startswith("↳")] == [sid[:8]]
+    ended = lines_of(huddle(env, "status", "--all", "--state", "ended").stdout)[1:]
+    assert ended and all("ended" in x for x in ended[:-1])
+    needs = lines_of(huddle(env, "status", "--all", "--state", "needs-you,working").stdout)
+    assert [x.split()[0] for x in needs[1:-1] if not x.lstrip().startswith("↳")] == [sid[:8]]
+    proj = lines_of(huddle(env, "status", "--all", "--project", "ws").stdout)[1:-1]
+    assert proj and all(" ws " in x for x in proj)
+    bad = huddle(env, "status", "--state", "sleepy")
+    assert bad.returncode == 2 and "bad state" in bad.stderr and "Traceback" not in bad.stderr
+    bad = huddle(env, "status", "--since", "soonish")
+    assert bad.returncode == 2 and "bad since" in bad.stderr
+
+
+def test_json_takes_the_same_filters_as_the_route(corpus):
+    settings, env = corpus
+    args = {"state": "ended", "since": OLD, "project": "proj"}
+    out = huddle(env, "status", "--json", "--state", "ended", "--since", OLD, "--project", "proj")
+    cli = json.loads(out.stdout)
+    assert cli["sessions"] and all(r["state"] == "ended" for r in cli["sessions"])
+    whole = json.loads(huddle(env, "status", "--json").stdout)
+    assert len(whole["sessions"]) > len(cli["sessions"])  # --json has no default window
+    with ServerThread(web_corpus.core(settings)) as srv:
+        route = httpx.get(srv.url + "api/sessions", params=args).json()
+        assert [r["id"] for r in route["sessions"]] == [r["id"] for r in cli["sessions"]]
+        assert httpx.get(srv.url + "api/sessions", params={"state": "nope"}).status_code == 400
+
+
+def test_every_command_takes_a_unique_prefix(corpus):
+    settings, env = corpus
+    board = json.loads(huddle(env, "status", "--json").stdout)["sessions"]
+    claude = next(r for r in board if r["source"] == "claude")
+    sid, short = claude["id"], claude["id"][:8]
+    full = huddle(env, "show", sid, "--json")
+    assert huddle(env, "show", short, "--json").stdout == full.stdout
+    for cmd in (["events"], ["transcripts"], ["transcript"]):
+        a, b = huddle(env, *cmd, sid, "--json"), huddle(env, *cmd, short, "--json")
+        assert a.returncode == 0 and a.stdout == b.stdout, cmd
+    exported = huddle(env, "export", short, "--format", "json", "-o", "-")
+    assert exported.returncode == 0 and sid in exported.stdout
+    # two Codex sessions start alike: say so, naming them, and ask for more
+    codex = sorted(r["id"] for r in board if r["source"] == "codex")
+    common = os.path.commonprefix(codex[:2])  # noqa: RUF071  (characters are what a prefix is)
+    assert len(common) >= 4
+    amb = huddle(env, "show", common)
+    assert amb.returncode == 1 and "give more of it" in amb.stderr and codex[0] in amb.stderr
+    assert huddle(env, "show", "zzzzzz").returncode == 1
+    with ServerThread(web_corpus.core(settings)) as srv:
+        assert httpx.get(f"{srv.url}api/sessions/{short}").json()["id"] == sid
+        assert httpx.get(f"{srv.url}api/sessions/{common}").status_code == 400
+
+
+def test_short_ids_grow_until_unique():
+    from huddle.cli.table import short_ids
+
+    rows = [{"id": "01a22a65-fb46"}, {"id": "01a22a65-b42b"}, {"id": "80ec2ba4-1111"}]
+    assert short_ids(rows) == {
+        "01a22a65-fb46": "01a22a65-f",
+        "01a22a65-b42b": "01a22a65-b",
+        "80ec2ba4-1111": "80ec2ba4",
+    }
+
+
+def test_since_takes_durations():
+    from huddle.views.usage import parse_since
+
+    now = time.time()
+    assert parse_since("2h", now) == now - 7200
+    assert parse_since("3d", now) == now - 3 * 86400
+    assert parse_since("30m", now) == now - 1800
+    assert parse_since("1w", now) == now - 7 * 86400
+    assert parse_since("2026-01-01") is not None and parse_since("h") is None
