@@ -106,7 +106,7 @@ def claude_live(root: Path, snapshot: str = "03-working-bash-running") -> tuple[
 # -- a lock held by another process --------------------------------------------------------
 
 _HOLD = r"""
-import fcntl, json, os, sys
+import fcntl, json, os, sys, time
 lock, meta, sid, acquired = sys.argv[1:5]
 if meta:  # Vibe: who holds it, beside the lock
     with open(meta + ".tmp", "w") as f:
@@ -114,7 +114,7 @@ if meta:  # Vibe: who holds it, beside the lock
     os.replace(meta + ".tmp", meta)
 fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
 fcntl.flock(fd, fcntl.LOCK_EX)
-print("held", flush=True)
+print("held", time.time(), flush=True)
 sys.stdin.readline()  # until told to let go: a clean unload removes the files
 os.unlink(lock)
 if meta:
@@ -129,8 +129,10 @@ class LockHolder:
     def __init__(self, lock: Path, meta: Path | None = None, session_id: str = ""):
         args = [sys.executable, "-c", _HOLD, str(lock), str(meta or ""), session_id, iso_now()]
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self.taken_at = time.time()
-        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "held"
+        assert self.proc.stdout is not None
+        said = self.proc.stdout.readline().split()
+        assert said[:1] == ["held"], said
+        self.taken_at = float(said[1])  # when the flock was taken, by the holder's own clock read
         self.pid = self.proc.pid
 
     def release(self) -> None:

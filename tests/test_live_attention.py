@@ -27,18 +27,46 @@ pytestmark = pytest.mark.browser
 SLOW_NETS = {"poll_watched": 600.0, "full_every": 600.0}
 
 
-def seen_everywhere(srv, stream: Stream, pg, key: str, state: str, t0: float, late: float = 0.0) -> dict:
-    """The row `key` in `state` on the API, the stream and the painted board, each by
-    t0 + WITHIN (+ `late`: a change no file tells of waits for the row's next look)."""
-    deadline = t0 + WITHIN + late
-    row = wait_until(lambda: (r := api_row(srv.url, key)) and r["state"] == state and r, deadline, f"API {state}")
-    stream.row(key, lambda r: r["state"] == state, t0, deadline)
-    left_ms = max(1.0, (deadline - time.time()) * 1000)
-    pg.wait_for_function(
-        "([k, s]) => { const tr = document.querySelector(`tr[data-key=\"${k}\"]`); return tr && tr.classList.contains('r-' + s); }",
-        arg=[key, state],
-        timeout=left_ms,
-    )
+BOUND = 15.0  # seconds a check may wait before it fails; the figure asserted is the one measured
+
+ARM = """([k, s]) => {
+  window.__seen = window.__seen || {};
+  const name = k + ' ' + s;
+  delete window.__seen[name];
+  const look = () => {
+    const tr = document.querySelector(`tr[data-key="${k}"]`);
+    if (tr && tr.classList.contains('r-' + s) && !(name in window.__seen)) {
+      window.__seen[name] = performance.timeOrigin + performance.now();
+      return true;
+    }
+    return false;
+  };
+  const obs = new MutationObserver(() => { if (look()) obs.disconnect(); });
+  obs.observe(document.getElementById('rows'), {childList: true, subtree: true, attributes: true});
+}"""
+
+
+def arm(pg, key: str, state: str) -> None:
+    """Before a change: the page notes the moment the row `key` is drawn in `state`."""
+    pg.evaluate(ARM, [key, state])
+
+
+def seen_everywhere(
+    srv, stream: Stream, pg, key: str, state: str, t0: float, late: float = 0.0, armed: float | None = None
+) -> dict:
+    """The row `key` in `state` on the API, the stream and the painted board (armed with
+    `arm` before the change at t0), each within WITHIN of the change (+ `late`: a change no
+    file tells of waits for the row's next look). Each surface is timed on its own, so a
+    slow check does not eat another's second."""
+    budget = WITHIN + late
+    row = wait_until(lambda: (r := api_row(srv.url, key)) and r["state"] == state and r, t0 + BOUND, f"API {state}")
+    api_at = time.time()
+    sse_at, _ = stream.row(key, lambda r: r["state"] == state, t0 if armed is None else armed, t0 + BOUND)
+    name = f"{key} {state}"
+    pg.wait_for_function("(n) => window.__seen && n in window.__seen", arg=name, timeout=BOUND * 1000)
+    painted_at = pg.evaluate("(n) => window.__seen[n]", name) / 1000
+    took = {"api": api_at - t0, "stream": sse_at - t0, "painted": painted_at - t0}
+    assert all(v <= budget for v in took.values()), f"{state} took longer than {budget:.1f} s: {took}"
     return row
 
 
@@ -79,12 +107,14 @@ def claude_working(tmp_path, page, served):  # noqa: F811
 
 def test_claude_registry_busy_waiting_busy(page, claude_working):  # noqa: F811
     srv, stream, key, claude = claude_working
+    arm(page, key, "needs_you")
     t0 = time.time()
     claude.set("waiting", "permission prompt")
     row = seen_everywhere(srv, stream, page, key, "needs_you", t0)
     assert "permission prompt" in row["waiting_for"] and "Bash" in row["waiting_for"]
     assert page.locator(f'tr[data-key="{key}"] .why').inner_text().startswith("permission prompt")
 
+    arm(page, key, "working")
     t0 = time.time()
     claude.set("busy")
     seen_everywhere(srv, stream, page, key, "working", t0)
@@ -93,6 +123,7 @@ def test_claude_registry_busy_waiting_busy(page, claude_working):  # noqa: F811
 def test_claude_process_death_is_seen_without_a_file_change(page, claude_working):  # noqa: F811
     """SIGKILL leaves the registry file as it was: the row's own schedule sees the pid go."""
     srv, stream, key, claude = claude_working
+    arm(page, key, "ended")
     t0 = time.time()
     claude.stop()
     # the schedule looks at a live row every second: up to one period, then the deadline
@@ -114,11 +145,13 @@ def taken_then_released(srv, stream: Stream, pg, key: str, take, held_state: str
     """Ended with no process on it; another process takes the lock (`take()`): `held_state`
     everywhere within a second, with that process's pid; it lets go: ended again."""
     assert api_row(srv.url, key)["state"] == "ended"
-    t0 = time.time()
+    arm(pg, key, held_state)
+    armed = time.time()
     holder = take()
     try:
-        row = seen_everywhere(srv, stream, pg, key, held_state, t0)
+        row = seen_everywhere(srv, stream, pg, key, held_state, holder.taken_at, armed=armed)
         assert row["pid"] == holder.pid
+        arm(pg, key, "ended")
         t0 = time.time()
         holder.release()
         seen_everywhere(srv, stream, pg, key, "ended", t0)
