@@ -164,6 +164,7 @@ def test_every_rule_of_the_table_is_reachable():
         rules.Signals(asks=True),
         rules.Signals(orders=True),
         rules.Signals(exited=True),
+        rules.Signals(ordered=True, is_lead=False),
         rules.Signals(done=True, is_lead=False),
         rules.Signals(turn_open=True),
         rules.Signals(),

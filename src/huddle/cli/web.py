@@ -162,7 +162,7 @@ def show(session_id: str, as_json: bool) -> None:
     for a in data["tree"]:
         u = a["usage"]
         tokens = sum(u.values())
-        click.echo(f"{'  ' * (a['depth'] + 1)}{a['name']}  {a.get('state', '')}  {tokens:,} tokens")
+        click.echo(f"{'  ' * (a['depth'] + 1)}{a['label']}  {a.get('state', '')}  {tokens:,} tokens")
 
 
 @click.command()
@@ -195,7 +195,7 @@ def transcripts(session_id: str, as_json: bool) -> None:
         _emit(data)
         return
     for a in data["agents"]:
-        click.echo(f"{a['id']:<40} {a['messages']:>6}  {a['name']}")
+        click.echo(f"{a['id']:<40} {a['messages']:>6}  {a['label']}")
 
 
 @click.command()

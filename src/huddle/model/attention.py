@@ -43,7 +43,7 @@ def urgency(state: str | None) -> int:
 class Signals:
     """What the transcript says of one agent (from its Activity)."""
 
-    __slots__ = ("asks", "done", "exited", "is_lead", "orders", "turn_open")
+    __slots__ = ("asks", "done", "exited", "is_lead", "ordered", "orders", "turn_open")
 
     def __init__(
         self,
@@ -53,6 +53,7 @@ class Signals:
         done: bool = False,
         turn_open: bool = False,
         is_lead: bool = True,
+        ordered: bool = False,
     ) -> None:
         self.asks = asks  # an open waiting event, or an open call of a QUESTION tool
         self.orders = orders  # an open order to a sub-agent
@@ -60,6 +61,7 @@ class Signals:
         self.done = done  # a sub-agent that reported back or that its files say finished
         self.turn_open = turn_open
         self.is_lead = is_lead
+        self.ordered = ordered  # a sub-agent whose lead's order to it is still open (no report yet)
 
 
 # The transcript rules, first match wins: (state, rule).
@@ -67,6 +69,7 @@ TRANSCRIPT: tuple[tuple[str, str], ...] = (
     (NEEDS_YOU, "asks"),  # a question or permission prompt is open
     (WAITING, "orders"),  # an order to a sub-agent is open
     (ENDED, "exited"),  # its process exited
+    (WORKING, "ordered"),  # a sub-agent given work its lead still waits on (before its first line too)
     (ENDED, "done"),  # a sub-agent that is done, between turns
     (WORKING, "turn_open"),
     (YOUR_TURN, "otherwise"),
@@ -76,6 +79,8 @@ TRANSCRIPT: tuple[tuple[str, str], ...] = (
 def _holds(rule: str, s: Signals) -> bool:
     if rule == "done":
         return not s.is_lead and s.done and not s.turn_open
+    if rule == "ordered":
+        return not s.is_lead and s.ordered
     return rule == "otherwise" or bool(getattr(s, rule))
 
 

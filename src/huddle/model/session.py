@@ -103,6 +103,16 @@ class Agent:
         self.activity = Activity()
         self.event_count = 0
 
+    @property
+    def label(self) -> str:
+        """What a sub-agent is called on every surface (pages, CLI, notifications): its
+        task, with its own name when that says more (a Codex nickname: "Bacon
+        (/root/count_files)"). The lead is "Lead" (`Session.label_of`)."""
+        name, task = self.name, self.description
+        if task and name and name != self.id and task not in name:
+            return f"{name} ({task})"
+        return task or name or self.id
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -343,6 +353,9 @@ class Session:
     def lead(self) -> Agent | None:
         return self.agents.get(self.lead_id)
 
+    def label_of(self, a: Agent) -> str:
+        return "Lead" if a.id == self.lead_id else a.label
+
     def tree_order(self) -> list[Agent]:
         """Agents lead first, then depth-first by start time."""
         children: dict[str | None, list[Agent]] = {}
@@ -387,6 +400,7 @@ class Session:
                     "id": a.id,
                     "parent": None if a.id == self.lead_id else (a.parent or self.lead_id),
                     "name": a.name,
+                    "label": self.label_of(a),
                     "type": a.kind,
                     "tool_use_id": a.tool_use_id,
                     "usage": a.usage.to_dict(),

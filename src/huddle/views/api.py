@@ -20,7 +20,7 @@ from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.model.session import Session
 
-from .states import state_changes
+from .states import state_changes, target_changes, waiting_on
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
@@ -124,12 +124,16 @@ def timeline_json(s: Session, files: dict[str, int], start: int, end: int) -> li
     these, never with rules of their own."""
     evs = s.events
     changes = state_changes(s)
+    targets = target_changes(s)
     out = []
     for e in evs[start:end]:
         d = event_json(e, files, evs)
         st = changes.get(e.seq)
         if st is not None:
             d["state"] = st
+        sub = targets.get(e.seq)
+        if sub is not None:
+            d["target_state"] = sub  # the sub-agent this order starts (or report ends)
         out.append(d)
     return out
 
@@ -182,6 +186,7 @@ def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
     tree: list[JSON] = []
     for a in s.tree_order():
         d = a.to_dict()
+        d["label"] = s.label_of(a)
         if a.id == s.lead_id:
             d["parent"] = None
         elif d["parent"] not in s.agents:
@@ -194,6 +199,8 @@ def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
             if key in b:
                 d[key] = b[key]
         act = a.activity
+        if d.get("state") == "needs_you" and (on := waiting_on(act)) is not None:
+            d["waiting_call"], d["waiting_kind"] = on  # the call to mark "waiting for your approval"
         d["open_calls"] = [event_json(e, files, s.events) for e in act.open_calls.values()]
         d["waits"] = [event_json(e, files, s.events) for e in act.waits.values()]
         d["background_work"] = [event_json(e, files, s.events) for e in act.background.values()]
@@ -313,6 +320,7 @@ def transcripts(h: Huddle, sid: str) -> JSON:
             {
                 "id": a.id,
                 "name": a.name,
+                "label": s.label_of(a),
                 "type": a.kind,
                 "parent": None if a.id == s.lead_id else (a.parent or s.lead_id),
                 "description": a.description,

@@ -266,6 +266,7 @@ def export_data(h: Huddle, sid: str, opts: Options | None = None) -> tuple[dict,
         depth: dict[str, int] = {}
         for a in tree:
             d = a.to_dict()
+            d["label"] = s.label_of(a)
             d["parent"] = None if a.id == s.lead_id else (d["parent"] if d["parent"] in s.agents else s.lead_id)
             depth[a.id] = 0 if d["parent"] is None else depth.get(d["parent"], 0) + 1
             d["depth"] = depth[a.id]

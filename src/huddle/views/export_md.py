@@ -44,7 +44,7 @@ def _name(a: dict | None, lead: str) -> str:
         return "a sub-agent"
     if a["id"] == lead:
         return "Lead"
-    return a.get("description") or a.get("name") or a["id"]
+    return a.get("label") or a.get("description") or a.get("name") or a["id"]
 
 
 def markdown(data: dict) -> str:

@@ -41,8 +41,9 @@ def _call_words(e: ev.Event) -> str:
     return f"{e.name}: {e.detail}" if e.detail else e.name
 
 
-def signals(agent: Agent, act: Activity, is_lead: bool) -> rules.Signals:
-    """What the attention rules read of one agent's transcript."""
+def signals(agent: Agent, act: Activity, is_lead: bool, ordered: bool = False) -> rules.Signals:
+    """What the attention rules read of one agent's transcript (`ordered`: its lead's
+    order to it is open)."""
     asks = bool(act.waits) or any(c.kind == ev.TOOL_CALL and c.name in QUESTION_TOOLS for c in act.open_calls.values())
     return rules.Signals(
         asks=asks,
@@ -51,13 +52,36 @@ def signals(agent: Agent, act: Activity, is_lead: bool) -> rules.Signals:
         done=agent.report is not None or bool(agent.finished),
         turn_open=act.turn_open,
         is_lead=is_lead,
+        ordered=ordered,
     )
 
 
-def agent_state(agent: Agent, act: Activity, is_lead: bool, session: Session) -> State:
-    """The transcript rules (`huddle.model.attention.TRANSCRIPT`), said in words."""
-    state, _rule = rules.transcript_rule(signals(agent, act, is_lead))
+def waiting_on(act: Activity) -> tuple[str, str] | None:
+    """For an agent that needs you: the call it waits on and for what, "answer" (a
+    question) or "approval" (a permission prompt: the newest open tool call), so a page
+    can say so on that call instead of "running"."""
+    if act.waits:
+        w = list(act.waits.values())[-1]
+        return (w.id or "", "answer" if w.name in QUESTION_TOOLS else "approval")
+    calls = [c for c in act.open_calls.values() if c.kind == ev.TOOL_CALL]
+    if not calls:
+        return None
+    c = max(calls, key=lambda c: (c.t or 0, c.seq))
+    return (c.id or "", "answer" if c.name in QUESTION_TOOLS else "approval")
+
+
+def open_orders(acts: dict[str, Activity]) -> dict[str, ev.Event]:
+    """Sub-agent id -> its lead's order to it, while the lead still waits on its report."""
+    return {c.target: c for act in acts.values() for c in act.open_calls.values() if c.kind == ev.ORDER and c.target}
+
+
+def agent_state(agent: Agent, act: Activity, is_lead: bool, session: Session, order: ev.Event | None = None) -> State:
+    """The transcript rules (`huddle.model.attention.TRANSCRIPT`), said in words.
+    `order`: the lead's open order to this sub-agent, if any."""
+    state, rule = rules.transcript_rule(signals(agent, act, is_lead, ordered=order is not None and not is_lead))
     open_calls = list(act.open_calls.values())
+    if rule == "ordered" and order is not None and not act.turn_open and not open_calls:
+        return State(WORKING, order.t if act.last_t is None else act.last_t, doing="starting on its task")
     if state == NEEDS_YOU:
         if act.waits:
             w = list(act.waits.values())[-1]
@@ -87,9 +111,10 @@ def classify(
     now = at if at is not None else (now if now is not None else time.time())
     acts = activity_at(session, at) if at is not None else {a.id: a.activity for a in session.agents.values()}
     per: dict[str, State] = {}
+    orders = open_orders(acts)
     for a in session.agents.values():
         act = acts.get(a.id) or Activity()
-        per[a.id] = agent_state(a, act, a.id == session.lead_id, session)
+        per[a.id] = agent_state(a, act, a.id == session.lead_id, session, orders.get(a.id))
     lead_act = acts.get(session.lead_id) or Activity()
 
     proc = live.get("status")  # a process-reported status: busy / waiting / shell / idle
@@ -191,6 +216,8 @@ class _Trail:
         self.acts: dict[str, Activity] = {}
         self.last: dict[str, str] = {}
         self.changes: dict[int, str] = {}
+        self.target_changes: dict[int, str] = {}  # an order's or report's seq -> its sub-agent's new state
+        self.orders: dict[str, ev.Event] = {}  # sub-agent -> its lead's open order to it
 
     def update(self, s: Session) -> None:
         evs = s.events
@@ -200,24 +227,45 @@ class _Trail:
             if act is None:
                 act = self.acts[e.agent] = Activity()
             act.apply(e)
-            agent = s.agents.get(e.agent) or Agent(e.agent)
-            st = agent_state(agent, act, e.agent == s.lead_id, s).state
+            if e.kind in (ev.ORDER, ev.REPORT, ev.TOOL_RESULT, ev.TURN_END, ev.INTERRUPT):
+                self.orders = open_orders(self.acts)  # the same open orders as classify() reads
+            st = self._state(s, e.agent)
             if self.last.get(e.agent) != st:
                 self.last[e.agent] = st
                 self.changes[e.seq] = st
+            if e.kind in (ev.ORDER, ev.REPORT) and e.target and e.target != e.agent:
+                # an order starts its sub-agent's work, a report ends it: said on the event
+                sub = self._state(s, e.target)
+                if self.last.get(e.target) != sub:
+                    self.last[e.target] = sub
+                    self.target_changes[e.seq] = sub
         self.done = len(evs)
+
+    def _state(self, s: Session, aid: str) -> str:
+        agent = s.agents.get(aid) or Agent(aid)
+        act = self.acts.get(aid) or Activity()
+        return agent_state(agent, act, aid == s.lead_id, s, self.orders.get(aid)).state
 
 
 _trails: weakref.WeakKeyDictionary[Session, _Trail] = weakref.WeakKeyDictionary()
 
 
-def state_changes(s: Session) -> dict[int, str]:
-    """seq -> the state that event left its agent in, where it changed (see _Trail)."""
+def _trail(s: Session) -> _Trail:
     trail = _trails.get(s)
     if trail is None or trail.epoch != s.epoch or trail.done > len(s.events):
         trail = _trails[s] = _Trail(s.epoch)
     trail.update(s)
-    return trail.changes
+    return trail
+
+
+def state_changes(s: Session) -> dict[int, str]:
+    """seq -> the state that event left its agent in, where it changed (see _Trail)."""
+    return _trail(s).changes
+
+
+def target_changes(s: Session) -> dict[int, str]:
+    """seq of an order or report -> the state it left its sub-agent in, where it changed."""
+    return _trail(s).target_changes
 
 
 def state_dict(st: State) -> dict[str, Any]:

@@ -18,8 +18,15 @@ function sortRows() {
   const all = [...rows.values()];
   const byGroup = groupOrder(all) || (() => 0);
   order = all
-    .filter((r) => (!f || `${r.title} ${r.project} ${r.source} ${r.id}`.toLowerCase().includes(f)) && passes(r))
+    .filter((r) => (!f || haystack(r).includes(f)) && passes(r))
     .sort((a, b) => byGroup(a, b) || (a.urgency ?? 9) - (b.urgency ?? 9) || String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
+}
+
+// What the filter box searches: the title, project, agent program ("Mistral Vibe"), id,
+// and every agent's name ("Bacon", "Explore").
+function haystack(r) {
+  const agents = (r.agents || []).filter((a) => !a.quiet).map((a) => `${a.label || ""} ${a.name || ""} ${a.type || ""}`);
+  return `${r.title} ${r.project} ${r.source} ${SOURCE_LABEL[r.source] || ""} ${r.id} ${agents.join(" ")}`.toLowerCase();
 }
 
 function kindOf(r) {

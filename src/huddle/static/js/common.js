@@ -104,10 +104,24 @@ export function fmtCost(cost) {
   return cost.unpriced && cost.unpriced.length ? `${s}+` : s;
 }
 
+// A time on a session page: the clock today, with its date on any other day (a session
+// read days later must not look like this morning's).
 export function fmtClock(t) {
   if (t === null || t === undefined) return "";
+  const clock = fmtTime(t);
+  if (new Date(t * 1000).toDateString() === new Date().toDateString()) return clock;
+  return `${fmtDate(t)} ${clock}`;
+}
+
+export function fmtTime(t) {
+  return new Date(t * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+}
+
+export function fmtDate(t) {
+  if (t === null || t === undefined) return "";
   const d = new Date(t * 1000);
-  return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
+  const year = d.getFullYear() !== new Date().getFullYear() ? { year: "numeric" } : {};
+  return d.toLocaleDateString([], { weekday: "short", day: "numeric", month: "short", ...year });
 }
 
 export function tokensOf(u) {
@@ -125,12 +139,6 @@ export function avatar(name, index) {
   const a = el("span", { class: "avatar", text: initials(name), "aria-hidden": "true" });
   a.style.background = colorFor(index);
   return a;
-}
-
-export function agentLabel(a) {
-  if (!a) return "?";
-  if (!a.parent) return "lead";
-  return a.description || a.name || a.id;
 }
 
 export function oneLine(text, n) {

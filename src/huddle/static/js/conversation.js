@@ -4,6 +4,7 @@
 import { api, el, fmtClock, fmtTokens, oneLine, avatar } from "./common.js";
 import { label } from "./model.js";
 import { highlight, queryWords } from "./highlight.js";
+import { markdown } from "./markdown.js";
 
 const PAGE = 50;
 const CLAMP = 1200; // characters shown before "Show more"
@@ -12,7 +13,15 @@ export function mountConversation(box, S) {
   const list = el("ul", { class: "agents-list", "aria-label": "Agents" });
   const chat = el("div", { class: "chat", tabindex: "0", "aria-live": "polite" });
   const newBtn = el("button", { class: "btn primary new-msgs", type: "button", hidden: true, text: "New messages ↓" });
-  box.replaceChildren(el("div", { class: "convo" }, el("div", {}, list), el("div", { class: "chat-wrap" }, chat, newBtn)));
+  // Harness rows (reminders, notes, wrappers the agent program adds): one toggle for all, remembered.
+  const harness = el("input", { type: "checkbox", id: "show-harness" });
+  const harnessN = el("span", { class: "n" });
+  harness.checked = localStorage.getItem("huddle.harness") === "1";
+  const harnessBar = el("label", { class: "harness-toggle", for: "show-harness" }, harness, " harness messages ", harnessN);
+  const showHarness = () => { chat.classList.toggle("show-harness", harness.checked); localStorage.setItem("huddle.harness", harness.checked ? "1" : "0"); };
+  harness.addEventListener("change", showHarness);
+  showHarness();
+  box.replaceChildren(el("div", { class: "convo" }, el("div", {}, list), el("div", { class: "chat-wrap" }, harnessBar, chat, newBtn)));
 
   let agent = null; // selected agent id
   let first = null, last = null, hasMore = false, loading = false, epoch = null;
@@ -84,6 +93,9 @@ export function mountConversation(box, S) {
     }
     if (page.last_line !== null && (last === null || page.last_line > last)) last = page.last_line;
     historyMarker();
+    const n = chat.querySelectorAll(".msg.context").length;
+    harnessN.textContent = `(${n})`;
+    harnessBar.hidden = n === 0;
   }
 
   function historyMarker() {
@@ -124,23 +136,27 @@ export function mountConversation(box, S) {
   });
 
   // -- one message -----------------------------------------------------------------
+  const typed = (m) => m.kind === "context" && m.name === "command"; // a slash command the person typed
+
   function who(m) {
-    if (m.kind === "prompt") return "You";
+    if (m.kind === "prompt" || typed(m)) return "You";
     const a = names.get(m.agent);
     return a ? label(a) : m.agent;
   }
 
-  function textBlock(m, cls) {
-    const body = el("div", { class: cls || "body" });
+  // `md`: the agent's words, rendered as Markdown (safely: markdown.js); a person's, as typed.
+  function textBlock(m, cls, md = false) {
+    const body = el("div", { class: (cls || "body") + (md ? " rich" : "") });
     const full = m.text || "";
     const cut = full.length > CLAMP;
-    body.append(cut ? full.slice(0, CLAMP) + "…" : full);
+    const show = (text) => body.replaceChildren(md ? markdown(text) : text);
+    show(cut ? full.slice(0, CLAMP) + "…" : full);
     if (cut || m.truncated) {
       const more = el("button", { class: "more", type: "button", text: "Show more" });
       more.addEventListener("click", async () => {
         let text = full;
         if (m.truncated && m.ref) { try { text = (await api.content(S.id, m.ref)).text || full; } catch (e) { /* keep what we have */ } }
-        body.replaceChildren(text);
+        show(text);
         highlight(body, terms);
       });
       return el("div", {}, body, more);
@@ -153,8 +169,15 @@ export function mountConversation(box, S) {
       m.copied ? el("span", { text: "copied from the earlier session" }) : null);
   }
 
-  function resultStatus(r) {
-    if (!r) return el("span", { class: "st run", text: "running…" });
+  // A call with no result yet: running, or the one its agent waits on you for (the server says which).
+  function resultStatus(r, m) {
+    if (!r) {
+      const a = m && S.detail && (S.detail.tree || []).find((x) => x.id === m.agent);
+      if (a && a.state === "needs_you" && a.waiting_call && a.waiting_call === m.id) {
+        return el("span", { class: "st wait", text: a.waiting_kind === "answer" ? "waiting for your answer" : "waiting for your approval" });
+      }
+      return el("span", { class: "st run", text: "running…" });
+    }
     if (r.ok === false) return el("span", { class: "st bad", text: "failed" });
     return el("span", { class: "st ok", text: r.detail === "background" ? "in background" : `done · ${fmtTokens(r.size || 0)}B` });
   }
@@ -180,7 +203,7 @@ export function mountConversation(box, S) {
 
   function toolNode(m) {
     const pane = el("div", { class: "pane" });
-    const st = resultStatus(m.result);
+    const st = resultStatus(m.result, m);
     const summaryText = m.kind === "order" ? `asked ${label(names.get(m.target) || { parent: 1, name: m.name })}: ${m.detail || oneLine(m.text, 80)}` : m.doing || m.name;
     const d = el("details", { class: "tool" }, el("summary", {}, el("span", { class: "what", text: summaryText, title: m.detail || "" }), st), pane);
     d._m = m;
@@ -194,7 +217,7 @@ export function mountConversation(box, S) {
       case "prompt":
         return el("div", { class: "msg human", dataset: { line: m.line } }, header(m), textBlock(m));
       case "say":
-        return el("div", { class: `msg agent${m.copied ? " copied" : ""}`, dataset: { line: m.line } }, header(m), textBlock(m));
+        return el("div", { class: `msg agent${m.copied ? " copied" : ""}`, dataset: { line: m.line } }, header(m), textBlock(m, null, true));
       case "think":
         return el("div", { class: "msg agent wide", dataset: { line: m.line } },
           el("details", { class: "think" }, el("summary", { text: `Thinking · ${oneLine(m.text, 90)}` }), el("div", { class: "pane", text: m.text })));
@@ -208,11 +231,12 @@ export function mountConversation(box, S) {
       }
       case "order":
         if (m.agent === agent) return el("div", { class: "msg delegation wide", dataset: { line: m.line } }, header(m), toolNode(m));
-        return el("div", { class: "msg delegation", dataset: { line: m.line } }, header(m), el("div", { class: "who", text: `Order from ${who(m)}` }), textBlock(m));
+        return el("div", { class: "msg delegation", dataset: { line: m.line } }, header(m), el("div", { class: "who", text: `Order from ${who(m)}` }), textBlock(m, null, true));
       case "report":
         return el("div", { class: "msg delegation", dataset: { line: m.line } }, header(m),
-          el("div", { class: "who", text: `Report from ${label(names.get(m.target) || { parent: 1, name: "a sub-agent" })}` }), textBlock(m));
+          el("div", { class: "who", text: `Report from ${label(names.get(m.target) || { parent: 1, name: "a sub-agent" })}` }), textBlock(m, null, true));
       case "context": {
+        if (typed(m)) return el("div", { class: "msg human command", dataset: { line: m.line } }, header(m), el("div", { class: "body", text: m.text || "" }));
         const pane = el("div", { class: "pane", text: m.text || "" });
         const d = el("details", { class: "ctx" }, el("summary", { text: `context · ${m.name || "harness"}` }), pane);
         if (m.ref) d.addEventListener("toggle", async () => {
@@ -248,7 +272,9 @@ export function mountConversation(box, S) {
 
   let started = false;
   return {
-    update() {},
+    update() { // the session's states moved: the call a person is asked about says so
+      for (const d of calls.values()) if (!d._m.result) d.querySelector(".st").replaceWith(resultStatus(null, d._m));
+    },
     async show() {
       if (started) { if (S.focus) await focusOn(S.focus); return; }
       started = true;

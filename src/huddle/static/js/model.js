@@ -54,12 +54,13 @@ export function modelAt(detail, tl, at) {
           if (e.id) a.open.set(e.id, e);
           const sub = agents.get(e.target);
           if (sub && sub.joined === null) sub.joined = e.tt;
+          if (sub && e.target_state) sub.state = e.target_state; // the server's word: it starts working
         }
         break;
       case "report": {
         a.open.delete(e.id);
         const sub = agents.get(e.target);
-        if (sub && sub !== a) { sub.left = e.tt; sub.report = e.text; sub.open.clear(); }
+        if (sub && sub !== a) { sub.left = e.tt; sub.report = e.text; sub.open.clear(); if (e.target_state) sub.state = e.target_state; }
         break;
       }
       case "turn_end": case "interrupt": a.open.clear(); a.waits.clear(); break;
@@ -92,7 +93,7 @@ export function nowDoing(a, byId) {
 export function label(info) {
   if (!info) return "?";
   if (!info.parent) return "Lead";
-  return info.description || info.name || info.id;
+  return info.label || info.description || info.name || info.id; // the server's one name for it
 }
 
 // One event in a few words, for feeds.
