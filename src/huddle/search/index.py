@@ -170,15 +170,26 @@ class SearchIndex:
             present = set(h.handles) if keys is None else None
         return self.index(snaps, progress, present)
 
-    def index(self, snaps: list[Snapshot], progress: Progress | None = None, present: set[str] | None = None) -> Result:
+    def index(
+        self,
+        snaps: list[Snapshot],
+        progress: Progress | None = None,
+        present: set[str] | None = None,
+        stop: Callable[[], bool] | None = None,
+    ) -> Result:
+        """Index the snapshots' events. `stop()` is asked between write transactions: a
+        server shutting down waits for one transaction, not a whole first build."""
         res = Result()
         total = self.bytes_to_do(snaps)
         self.progress = (0, total)
+        gen = self.store.resets
         try:
             for sn in snaps:
-                self._index_session(sn, res, progress, total)
+                if stop is not None and stop():
+                    return res
+                self._index_session(sn, res, progress, total, gen, stop)
             if present is not None:
-                with self.store.write() as db:
+                with self.store.write(expect=gen) as db:
                     self.store.mark_absent(db, present)
         except sqlite3.Error as exc:
             if is_damage(exc):
@@ -187,7 +198,15 @@ class SearchIndex:
             raise
         return res
 
-    def _index_session(self, sn: Snapshot, res: Result, progress: Progress | None, total: int) -> None:
+    def _index_session(
+        self,
+        sn: Snapshot,
+        res: Result,
+        progress: Progress | None,
+        total: int,
+        gen: int,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
         # which event of its record each is (the `-n` of a ref), counted over every event
         by_file: dict[str, list[tuple[Event, int]]] = {}
         prev: tuple[str, int, int] | None = None
@@ -199,7 +218,7 @@ class SearchIndex:
             if indexed(e):
                 by_file.setdefault(e.file, []).append((e, nth))
         store = self.store
-        with store.write() as db:
+        with store.write(expect=gen) as db:
             sid = store.session(db, sn.key, sn.source, sn.sid, sn.project)
             known = store.files(db, sid)
             plan: list[tuple[str, int, list[tuple[Event, int]]]] = []
@@ -222,12 +241,14 @@ class SearchIndex:
                 store.set_version(db, sid, sn.version)
         for i, (path, fid, evs) in enumerate(plan):
             for chunk in _chunks(evs):
-                self._index_chunk(sid, path, fid, chunk, sn.t0, res, sn)
+                if stop is not None and stop():
+                    return  # the version is not written: the rest is indexed next time
+                self._index_chunk(sid, path, fid, chunk, sn.t0, res, sn, gen)
                 if progress is not None:
                     progress(res.bytes, total)
                 self.progress = (res.bytes, total)
             if i == len(plan) - 1:
-                with store.write() as db:
+                with store.write(expect=gen) as db:
                     store.set_version(db, sid, sn.version)
         s = sn.session()
         if s is not None:
@@ -235,12 +256,20 @@ class SearchIndex:
         res.sessions += 1
 
     def _index_chunk(
-        self, sid: int, path: str, fid: int, evs: list[tuple[Event, int]], t0: float | None, res: Result, sn: Snapshot
+        self,
+        sid: int,
+        path: str,
+        fid: int,
+        evs: list[tuple[Event, int]],
+        t0: float | None,
+        res: Result,
+        sn: Snapshot,
+        gen: int,
     ) -> None:
         texts = self._texts(path, [e for e, _ in evs], sn.read)
         last_t = t0 if t0 is not None else time.time()
         store = self.store
-        with store.write() as db:
+        with store.write(expect=gen) as db:
             done = db.execute("SELECT done FROM files WHERE id = ?", (fid,)).fetchone()
             done = int(done[0]) if done else 0
             counter = store.counter(db)

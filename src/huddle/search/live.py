@@ -4,6 +4,10 @@ watcher reports changed, indexed as soon as it has read them.
 
 The core's lock is held only to take a snapshot of the new events; reading records
 back and writing the index happen outside it, so the board never waits on search.
+
+Shutdown: `stop()` asks the thread to end (it looks between write transactions), joins
+it, and the thread closes the index's connection itself as it ends; request threads
+that still ask meanwhile hold the store's lock, so nothing closes under a statement.
 """
 
 from __future__ import annotations
@@ -35,11 +39,17 @@ class LiveIndexer:
         self._thread = threading.Thread(target=self._run, name="huddle-search-index", daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 30) -> None:
         self.stopping.set()
         self.wake.set()
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout)  # one write transaction at most (a guard, not a wait)
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            self.index.store.close()  # the owner closes, after its last use
 
     def notify(self, keys: set[str]) -> None:
         """The watcher read these sessions: index what they gained."""
@@ -56,7 +66,7 @@ class LiveIndexer:
             keys, self.dirty = self.dirty, set()
             return keys
 
-    def _run(self) -> None:
+    def _loop(self) -> None:
         while not self.stopping.is_set():
             self.wake.wait(CHECK)
             self.wake.clear()
@@ -81,7 +91,7 @@ class LiveIndexer:
                     snaps = self.index.snapshot(self.h, keys)
                     handles = set(self.h.handles)
                 gone = first or bool(keys and keys - handles)
-                self.index.index(snaps, present=handles if gone else None)
+                self.index.index(snaps, present=handles if gone else None, stop=self.stopping.is_set)
                 self.last_error = None
             except Damaged as exc:
                 self.last_error = str(exc)

@@ -12,6 +12,10 @@ agent's folder), derived, safe to delete.
   delete from a contentless table). When dead rows pile up the index is rebuilt.
 - Writers take the write lock first (BEGIN IMMEDIATE) and read what is indexed
   inside it, so a server and a command indexing at once never index twice.
+- In a server one connection serves the indexing thread and the request threads:
+  every use of it, and its close, holds `Store.lock`. Closing a sqlite3 connection
+  while another thread steps a statement on it is a use-after-free in CPython's
+  module (it crashed the suite once), so a close waits for the statement to end.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 from collections.abc import Iterator, Sequence
 
 FORMAT = "huddle-search/1"
@@ -49,6 +54,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 
 class Damaged(Exception):
     """The index file is not a usable database: delete it and build again."""
+
+
+class Reset(Damaged):
+    """The index was deleted (by another thread) while a writer was part way through:
+    what it was writing belongs to the old file, so it starts over."""
 
 
 def index_path(huddle_home: str, folders: dict[str, str]) -> str:
@@ -81,12 +91,19 @@ class Store:
         self.identity: tuple[int, int] | None = None  # (device, inode) of the file opened
         self.resets = 0  # how many times the file was deleted to be built again
         self._agents: dict[tuple[int, str], int] = {}
+        # held for every use of `db` and for its close (re-entrant: a write calls helpers)
+        self.lock = threading.RLock()
 
     # -- life --------------------------------------------------------------------------
 
     def open(self) -> sqlite3.Connection:
-        if self.db is not None:
-            return self.db
+        """The connection, opened when first wanted. Use it only while holding `lock`."""
+        with self.lock:
+            if self.db is not None:
+                return self.db
+            return self._open()
+
+    def _open(self) -> sqlite3.Connection:
         os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         try:
             db = self._connect()
@@ -123,36 +140,45 @@ class Store:
         return db
 
     def close(self) -> None:
-        if self.db is not None:
-            self.db.close()
-            self.db = None
-        self.identity = None
-        self._agents.clear()
+        """Close the connection once no thread is using it (the next use opens it again)."""
+        with self.lock:
+            if self.db is not None:
+                self.db.close()
+                self.db = None
+            self.identity = None
+            self._agents.clear()
 
     def remove(self) -> None:
         """Delete the index (it is rebuilt from the transcripts)."""
-        self.close()
-        self.resets += 1
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self.path + suffix)
+        with self.lock:
+            self.close()
+            self.resets += 1
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(self.path + suffix)
 
     @contextlib.contextmanager
-    def write(self, db: sqlite3.Connection | None = None) -> Iterator[sqlite3.Connection]:
-        """One write transaction, holding the write lock from its start."""
-        db = db or self.open()
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
-        db.execute("COMMIT")
+    def write(self, db: sqlite3.Connection | None = None, expect: int | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction, holding the write lock from its start (and `lock`
+        throughout). `expect`: the `resets` the writer began with; if the file was
+        deleted since, raise Reset instead of writing part of it into a new file."""
+        with self.lock:
+            db = db or self.open()  # (opening a damaged file deletes it: check after)
+            if expect is not None and expect != self.resets:
+                raise Reset(f"{self.path}: deleted while it was being written; building it again")
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     # -- what is indexed ------------------------------------------------------------------
 
     def versions(self) -> dict[str, int]:
-        return dict(self.open().execute("SELECT key, version FROM sessions").fetchall())
+        with self.lock:
+            return dict(self.open().execute("SELECT key, version FROM sessions").fetchall())
 
     def session(self, db: sqlite3.Connection, key: str, source: str, sid: str, project: str) -> int:
         row = db.execute("SELECT id, project FROM sessions WHERE key = ?", (key,)).fetchone()
@@ -232,10 +258,11 @@ class Store:
         return out
 
     def stats(self) -> dict:
-        db = self.open()
-        meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
-        rows = db.execute("SELECT COALESCE(SUM(rows), 0) FROM files").fetchone()[0]
-        sessions = db.execute("SELECT COUNT(*) FROM sessions WHERE absent = 0").fetchone()[0]
+        with self.lock:
+            db = self.open()
+            meta = dict(db.execute("SELECT k, v FROM meta").fetchall())
+            rows = db.execute("SELECT COALESCE(SUM(rows), 0) FROM files").fetchone()[0]
+            sessions = db.execute("SELECT COUNT(*) FROM sessions WHERE absent = 0").fetchone()[0]
         try:
             size = sum(os.path.getsize(self.path + s) for s in ("", "-wal") if os.path.exists(self.path + s))
         except OSError:
@@ -287,7 +314,8 @@ class Store:
             f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ? OFFSET ?"
         )
         args.extend([limit, offset])
-        return self.open().execute(sql, args).fetchall()
+        with self.lock:
+            return self.open().execute(sql, args).fetchall()
 
 
 def settings_key(folders: dict[str, str]) -> str:
