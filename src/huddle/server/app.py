@@ -165,18 +165,22 @@ def create_app(
         )
 
     def search(request: Request):
+        # not under the core's lock: the view takes it only to read snippets back, so a
+        # query waiting on the indexing thread's write transaction never holds up refreshes
         q = request.query_params
-        return call(
-            search_view.search,
-            q.get("q"),
-            source=q.get("source"),
-            project=q.get("project"),
-            session=q.get("session"),
-            kind=q.get("kind"),
-            since=q.get("since"),
-            until=q.get("until"),
-            limit=q.get("limit"),
-            rank=q.get("rank"),
+        return json_response(
+            search_view.search(
+                h,
+                q.get("q"),
+                source=q.get("source"),
+                project=q.get("project"),
+                session=q.get("session"),
+                kind=",".join(q.getlist("kind")) or None,  # ?kind=say&kind=prompt, as the CLI repeats --kind
+                since=q.get("since"),
+                until=q.get("until"),
+                limit=q.get("limit"),
+                rank=q.get("rank"),
+            )
         )
 
     def content(request: Request):

@@ -211,7 +211,8 @@ def search(
         notes.append("the search index was damaged: it is being built again")
         return out
     out["more"] = len(hits) > n
-    out["results"] = [r for r in (_result(h, hit, query) for hit in hits[:n]) if r is not None]
+    with h.lock:  # (only here: the index query above never holds up the board's refresh)
+        out["results"] = [r for r in (_result(h, hit, query) for hit in hits[:n]) if r is not None]
     return out
 
 
