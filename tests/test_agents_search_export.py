@@ -127,3 +127,15 @@ def test_every_format_exports_them_and_nothing_is_written(corpus, tmp_path):
         for fmt in ("json", "md", "html"):
             assert render(data, fmt)
     assert {k: fingerprint(Path(v)) for k, v in cfg.folders.items()} == before
+
+
+def test_board_rows_say_the_command_that_resumes_them(corpus):
+    """Gemini CLI takes `--resume ID` (tests/test_gemini_live runs it); OpenCode's TUI `--session ID`."""
+    from huddle.views.board import board_json
+
+    _cfg, h, _index = corpus
+    rows = board_json(h)["sessions"]
+    want = {"gemini": "gemini --resume {}", "opencode": "opencode --session {}"}
+    assert {r["source"] for r in rows} == set(want)
+    for r in rows:
+        assert r["resume"] == want[r["source"]].format(r["id"]), r

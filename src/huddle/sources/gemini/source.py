@@ -210,6 +210,7 @@ class GeminiSource(Source):
     name = "gemini"
     folder_env = "HUDDLE_GEMINI_DIR"
     default_folder = "$GEMINI_CLI_HOME/.gemini"
+    resume = "gemini --resume {id}"
 
     def __init__(self, settings: Settings):
         super().__init__(settings)

@@ -316,6 +316,7 @@ class OpenCodeSource(Source):
     name = "opencode"
     folder_env = "HUDDLE_OPENCODE_DIR"
     default_folder = "$XDG_DATA_HOME/opencode"
+    resume = "opencode --session {id}"  # the TUI's flag (`run --session` wants a message too)
 
     def __init__(self, settings: Settings):
         super().__init__(settings)
