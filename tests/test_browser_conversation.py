@@ -36,7 +36,7 @@ def test_a_call_waiting_for_approval_says_so(tmp_path, page):  # noqa: F811
             page.goto(f"{srv.url}session/{sid}#conversation")
             call = page.locator("details.tool").last
             expect(call.locator(".st")).to_have_text("waiting for your approval")
-            assert "touch build-marker.txt" in call.locator(".what").inner_text() or call.locator(".what").inner_text()
+            expect(call.locator(".what")).to_contain_text("touch build-marker.txt")  # the command truth.json names
             expect(page.locator("#s-waiting")).to_contain_text("permission prompt")
             claude.set("busy")  # approved: the command runs
             expect(call.locator(".st")).to_have_text("running…")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import time
 
 import pytest
@@ -74,7 +75,7 @@ def seen_everywhere(
 def served():
     made = []
 
-    def start(settings: Settings, pg):
+    def start(settings: Settings, pg, empty: bool = False):
         h = Huddle(settings)
         srv = ServerThread(h, watch_options=SLOW_NETS).start()
         made.append(srv)
@@ -82,7 +83,7 @@ def served():
         stream = Stream(srv.url)
         made.append(stream)
         pg.goto(srv.url)
-        pg.wait_for_selector("#rows tr")
+        pg.wait_for_selector("#rows" if empty else "#rows tr", state="attached")
         return srv, stream
 
     yield start
@@ -130,8 +131,8 @@ def test_claude_process_death_is_seen_without_a_file_change(page, claude_working
     seen_everywhere(srv, stream, page, key, "ended", t0, late=srv.state.watcher.hot_every)
 
 
-def codex_home(tmp_path):
-    snap = SAMPLES / "codex-live" / "06-your-turn-tui" / "codex_home"
+def codex_home(tmp_path, sample: str = "06-your-turn-tui"):
+    snap = SAMPLES / "codex-live" / sample / "codex_home"
     home = tmp_path / "codex"
     shutil.copytree(snap / "sessions", home / "sessions")
     (home / "thread-writer-locks").mkdir()
@@ -203,3 +204,38 @@ def test_the_demo_shows_its_needs_you_moment_on_the_board(page):  # noqa: F811
         assert page.title().startswith("(1) huddle")
         page.wait_for_selector(f'tr[data-key="{key}"]:not(.r-needs_you)', timeout=10_000)
         assert d.step != "permission"
+
+
+def test_a_hosted_run_is_seen_from_its_log(tmp_path, page, served):  # noqa: F811
+    """`huddle run`'s host writes each exchange and its own exit to a numbered log: the
+    turn's end and the run's end reach every surface within a second of the log line."""
+    from hosting import HUDDLE, PY, REPLAY, entries, huddle, start_host
+
+    none = str(tmp_path / "none")
+    settings = Settings(folders={"claude": none, "codex": none, "vibe": none}, huddle_home=str(tmp_path / "hh"))
+    runs = tmp_path / "hh" / "runs"
+    runs.mkdir(parents=True)
+    srv, stream = served(settings, page, empty=True)
+    d = runs / "talk"
+    late = SAMPLES / "claude-stream" / "13-late-message-delta" / "hang.jsonl"
+    host = start_host(d, PY, REPLAY, str(late), "--wait-stdin", "--hold", "stdin")
+    try:
+        key = "hosted:talk"
+        arm(page, key, "your_turn")
+        prompt = {"type": "user", "message": {"role": "user", "content": "Say hi, then run echo hi"}}
+        assert huddle("send", str(d), json.dumps(prompt)).returncode == 0
+        wait_until(
+            lambda: any(e.get("json", {}).get("type") == "result" for e in entries(d)), time.time() + 30, "result"
+        )
+        logged = next(e for e in entries(d) if e.get("json", {}).get("type") == "result")
+        # the host stamps each line as it logs it: the figure runs from that stamp
+        seen_everywhere(srv, stream, page, key, "your_turn", logged["t"])
+        arm(page, key, "ended")
+        stopper = subprocess.Popen([*HUDDLE, "stop", str(d)])  # its own start-up is not the figure
+        exited = wait_until(lambda: [e for e in entries(d) if e["kind"] == "exited"], time.time() + 30, "exited")
+        seen_everywhere(srv, stream, page, key, "ended", exited[0]["t"])
+        assert stopper.wait(30) == 0
+    finally:
+        if host.poll() is None:
+            host.kill()
+        host.wait()
