@@ -53,6 +53,7 @@ def watch(notify: bool, url: str | None) -> None:
     of state; with --notify, one desktop notification per wait (which session, which
     agent, why), closed when it is answered. Ctrl-C stops."""
     from huddle.core import Huddle
+    from huddle.live.boardfile import BoardFile
     from huddle.live.desktop import Unavailable, pick
     from huddle.live.notify import Notifier
     from huddle.live.watcher import Watcher
@@ -71,6 +72,7 @@ def watch(notify: bool, url: str | None) -> None:
         click.echo(f"huddle: {note}", err=True)
     w = Watcher(h, lambda msgs: None)
     w.listen(Lines())
+    w.listen(BoardFile(w))  # the status line agrees with what this prints
     if notifier is not None:
         w.listen(notifier)
     stop = threading.Event()

@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 
 from huddle import __version__
 from huddle.errors import BadRequest, HuddleError
+from huddle.live.boardfile import BoardFile
 from huddle.live.watcher import Watcher
 from huddle.views import api
 from huddle.views import export as export_view
@@ -74,6 +75,8 @@ class State:
         self.indexer = _indexer(h) if watcher is None else None
         if self.indexer is not None:
             self.watcher.listeners.append(self.indexer.notify)
+        if watcher is None and demo is None:  # the status line reads what this board shows
+            self.watcher.listen(BoardFile(self.watcher))
 
     def close_streams(self) -> None:
         """End every open stream now: a server shutting down waits for its open

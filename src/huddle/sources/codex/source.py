@@ -259,6 +259,10 @@ class CodexSource(Source):
     def roots(self) -> list[str]:
         return [self.home] if self.home else []
 
+    def watch_dirs(self) -> list[str]:
+        # a thread's writer lock taken or let go moves its folder, not the home's
+        return [self.home, self.under("thread-writer-locks")] if self.home else []
+
     def exists(self) -> bool:
         return os.path.isdir(self.sessions_dir)
 
