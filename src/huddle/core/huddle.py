@@ -163,8 +163,12 @@ class Huddle:
     def write_board_cache(self, board: dict) -> None:
         """Leave the board where the standard-library status line can read it."""
         if self.settings.huddle_home:
-            dirs = [d for src in self.sources for d in src.watch_dirs()]
-            write_board(self.settings.huddle_home, board, self.handles, dirs, self.settings.folders)
+            write_board(self.settings.huddle_home, board, self.handles, self.watch_dirs(), self.settings.folders)
+
+    def watch_dirs(self) -> list[str]:
+        """Folders whose mtime moves when a session or a live signal appears (the status
+        line's staleness check)."""
+        return [d for src in self.sources for d in src.watch_dirs()]
 
     @staticmethod
     def _refresh_one(h: Handle) -> bool:
