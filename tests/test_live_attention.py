@@ -121,6 +121,43 @@ def test_claude_registry_busy_waiting_busy(page, claude_working):  # noqa: F811
     seen_everywhere(srv, stream, page, key, "working", t0)
 
 
+SESSION_ARM = """(s) => {
+  window.__seen = window.__seen || {};
+  delete window.__seen[s];
+  const look = () => {
+    const pill = document.getElementById('s-state');
+    if (pill && pill.classList.contains('s-' + s) && !(s in window.__seen)) {
+      window.__seen[s] = performance.timeOrigin + performance.now();
+      return true;
+    }
+    return false;
+  };
+  const obs = new MutationObserver(() => { if (look()) obs.disconnect(); });
+  obs.observe(document.body, {childList: true, subtree: true, attributes: true});
+}"""
+
+
+def test_the_session_page_agrees_within_a_second(page, claude_working):  # noqa: F811
+    """The session's own page (its state pill and the banner saying why), timed as the
+    board is: from the registry's flip to the page drawn."""
+    srv, _stream, key, claude = claude_working
+    sp = page.context.new_page()
+    sid = key.split(":", 1)[1]
+    sp.goto(f"{srv.url}session/{sid}")
+    sp.wait_for_selector("#s-state.s-working")
+    for status, state in (("waiting", "needs_you"), ("busy", "working")):
+        sp.evaluate(SESSION_ARM, state)
+        t0 = time.time()
+        claude.set(status, "permission prompt" if status == "waiting" else None)
+        sp.wait_for_function("(s) => window.__seen && s in window.__seen", arg=state, timeout=BOUND * 1000)
+        took = sp.evaluate("(s) => window.__seen[s]", state) / 1000 - t0
+        assert took <= WITHIN, f"session page {state} after {took:.2f} s"
+        if state == "needs_you":
+            assert sp.locator("#s-waiting").inner_text().startswith("Needs you: permission prompt")
+    assert sp.locator("#s-waiting").is_hidden()
+    sp.close()
+
+
 def test_claude_process_death_is_seen_without_a_file_change(page, claude_working):  # noqa: F811
     """SIGKILL leaves the registry file as it was: the row's own schedule sees the pid go."""
     srv, stream, key, claude = claude_working
