@@ -115,7 +115,12 @@ if meta:  # Vibe: who holds it, beside the lock
 fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", time.time(), flush=True)
-sys.stdin.readline()  # until told to let go: a clean unload removes the files
+for line in sys.stdin:  # until told to let go: a clean unload removes the files
+    if not line.startswith("run "):
+        break
+    import subprocess  # a command the agent runs: a child of the holder, as Codex's are
+    child = subprocess.Popen(["bash", "-c", "read _", line[4:].rstrip("\n")], stdin=subprocess.PIPE)
+    print("running", child.pid, time.time(), flush=True)
 os.unlink(lock)
 if meta:
     os.unlink(meta)
@@ -134,6 +139,17 @@ class LockHolder:
         assert said[:1] == ["held"], said
         self.taken_at = float(said[1])  # when the flock was taken, by the holder's own clock read
         self.pid = self.proc.pid
+
+    def run(self, cmd: str) -> tuple[int, float]:
+        """The holder starts a child carrying `cmd` in its argv (`bash -c 'read _' CMD`: it
+        runs until the holder lets go), as a command Codex runs sits below its process:
+        (the child's pid, when it started)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(f"run {cmd}\n")
+        self.proc.stdin.flush()
+        said = self.proc.stdout.readline().split()
+        assert said[:1] == ["running"], said
+        return int(said[1]), float(said[2])
 
     def release(self) -> None:
         assert self.proc.stdin is not None

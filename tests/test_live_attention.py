@@ -205,6 +205,28 @@ def test_codex_thread_lock_taken_and_released(tmp_path, page, served):  # noqa: 
     taken_then_released(srv, stream, page, f"codex:{thread}", take, "idle")
 
 
+def test_a_codex_command_starting_is_seen_from_the_process_table(tmp_path, page, served):  # noqa: F811
+    """codex-live 03: an escalated command waits for approval while a live process holds
+    the thread. Approved, the command runs as a child of that process: no file moves,
+    the process table tells, and the row's own schedule sees it."""
+    settings, thread, home = codex_home(tmp_path, "03-needs-you-approval-tui")
+    srv, stream = served(settings, page)
+    key = f"codex:{thread}"
+    arm(page, key, "needs_you")
+    armed = time.time()
+    holder = LockHolder(home / "thread-writer-locks" / f"{thread}.lock")
+    try:
+        row = seen_everywhere(srv, stream, page, key, "needs_you", holder.taken_at, armed=armed)
+        cmd = row["waiting_for"].removeprefix("approve command: ")
+        assert row["waiting_for"].startswith("approve command: ") and "echo approved-live" in cmd
+        arm(page, key, "working")
+        _pid, started = holder.run(cmd)
+        # up to one look at the row and one reading of the process table (each once a second)
+        seen_everywhere(srv, stream, page, key, "working", started, late=srv.state.watcher.hot_every + 1.0)
+    finally:
+        holder.kill()
+
+
 def vibe_home(tmp_path, sample: str = "3.0.3-unified-approval-waiting"):
     home = tmp_path / "vibe"
     shutil.copytree(SAMPLES / "vibe" / sample / "logs", home / "logs")
