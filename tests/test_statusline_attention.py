@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from huddle.core import Huddle
 from huddle.io.boardfile import board_path, read_board
 from huddle.server import ServerThread
@@ -82,3 +84,26 @@ def test_without_a_server_a_codex_lock_makes_the_board_file_stale(tmp_path):
         assert is_stale(board, time.monotonic() + 5)  # the refresher is asked at once, not after 10 s
     finally:
         holder.kill()
+
+
+@pytest.mark.parametrize("follower", [["watch"], ["status", "--watch"]])
+def test_the_terminal_followers_keep_the_board_file_too(tmp_path, follower):
+    """`huddle watch` and `huddle status --watch` run the same watcher: the status line
+    reads what they show."""
+    settings, sid, active = vibe_home(tmp_path)
+    env = {**os.environ, **settings.env(), "COLUMNS": "200"}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "huddle", *follower], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    try:
+        wait_until(lambda: in_board_file(settings, sid), time.time() + 60, "the board file")  # (its first read)
+        holder = LockHolder(active / f"{sid}.lock", active / f"{sid}.lock.json", sid)
+        try:
+            wait_until(lambda: in_board_file(settings, sid) == "needs_you", holder.taken_at + BOUND, "needs you")
+            assert time.time() - holder.taken_at <= WITHIN
+            assert sid in needs_you(settings)
+        finally:
+            holder.kill()
+    finally:
+        p.terminate()
+        p.wait(timeout=30)

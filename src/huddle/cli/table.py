@@ -185,6 +185,7 @@ def watch_table(h, interval: float = 1.0, pick=None) -> None:
 
     from rich.live import Live
 
+    from huddle.live.boardfile import BoardFile
     from huddle.live.watcher import Watcher
 
     def stop(*_):
@@ -193,6 +194,7 @@ def watch_table(h, interval: float = 1.0, pick=None) -> None:
     signal.signal(signal.SIGTERM, stop)
     moved = threading.Event()
     w = Watcher(h, lambda msgs: moved.set())
+    w.listen(BoardFile(w))  # the status line agrees with this table
     console = Console()
     w.start()
     try:
