@@ -108,7 +108,7 @@ def status(
     data = board_json(h, at=when)
     if when is None:
         h.write_board_cache(data)
-    for note in h.notes:
+    for note in data.get("notes", ()):
         click.echo(f"huddle: {note}", err=True)
     shown = pick.apply(data)
     if as_json:

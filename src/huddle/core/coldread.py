@@ -15,6 +15,8 @@ from collections.abc import Iterable
 
 from huddle.sources import Handle, Source
 
+from .reading import refresh_one
+
 MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
 
 _work: dict[str, Handle] = {}  # what the forked workers inherit
@@ -31,12 +33,10 @@ def _size(h: Handle) -> int:
 
 
 def _read(keys: list[str]) -> bytes:
-    from .huddle import Huddle
-
     out: dict[str, bytes | None] = {}
     for k in keys:
         h = _work[k]
-        Huddle._refresh_one(h)
+        refresh_one(h)
         try:
             out[k] = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:

@@ -20,6 +20,7 @@ from huddle.sources.registry import unknown_sources
 
 from .cache import HandleCache
 from .coldread import read_in_parallel
+from .reading import refresh_one
 
 MIN_PREFIX = 4  # characters of a session id that may name it, when no other starts so
 
@@ -93,7 +94,7 @@ class Huddle:
             for i, (key, h) in enumerate(found.items()):
                 if self.handles.get(key) is not h:
                     changed.add(key)
-                if key not in done and self._refresh_one(h):
+                if key not in done and refresh_one(h):
                     changed.add(key)
                 if progress is not None:
                     progress(i + 1, len(found))
@@ -126,7 +127,7 @@ class Huddle:
             fresh = guarded("rescan", src.scan, {}) if src is not None else None
             if src is not None and fresh and h.key in fresh:
                 nh = fresh[h.key]
-                self._refresh_one(nh)
+                refresh_one(nh)
                 self.handles[h.key] = nh
                 mine = {k: x for k, x in self.handles.items() if k.startswith(src.name + ":")}
                 guarded(f"{src.name} settle", src.settle, mine)
@@ -169,19 +170,6 @@ class Huddle:
         """Folders whose mtime moves when a session or a live signal appears (the status
         line's staleness check)."""
         return [d for src in self.sources for d in src.watch_dirs()]
-
-    @staticmethod
-    def _refresh_one(h: Handle) -> bool:
-        s = h.session
-        before = s.error
-        try:
-            did = h.refresh()
-        except Exception as exc:  # this session's failure is its own: listed with an error
-            s.error = f"{s.source} session {s.id}: {type(exc).__name__}: {exc}"
-            return s.error != before
-        if did and before and s.error == before:
-            s.error = None  # it reads again
-        return bool(did) or s.error != before
 
     # -- asking --------------------------------------------------------------------
 

@@ -16,8 +16,6 @@ import os
 from collections.abc import Iterator
 from typing import BinaryIO
 
-import msgspec
-
 CHUNK = 1 << 20  # bytes per read: memory stays bounded by this plus the longest line
 TAIL_KEEP = 64  # bytes remembered before the offset, to notice a rewrite
 
@@ -27,15 +25,27 @@ RESET = "reset"
 GONE = "gone"
 
 
-class Cursor(msgspec.Struct, omit_defaults=True):
-    """Where reading a file stands. Small and serialisable, so a cache can keep it."""
+class Cursor:
+    """Where reading a file stands. Small and picklable (fast: by its fields), so a
+    cache can keep thousands of them."""
 
-    offset: int = 0  # end of the last whole line handed out
-    dev: int = 0
-    ino: int = 0
-    size: int = 0  # size at the last poll
-    mtime_ns: int = 0
-    tail: bytes = b""  # the TAIL_KEEP bytes before `offset`
+    __slots__ = ("dev", "ino", "mtime_ns", "offset", "size", "tail")
+
+    def __init__(
+        self, offset: int = 0, dev: int = 0, ino: int = 0, size: int = 0, mtime_ns: int = 0, tail: bytes = b""
+    ) -> None:
+        self.offset = offset  # end of the last whole line handed out
+        self.dev = dev
+        self.ino = ino
+        self.size = size  # size at the last poll
+        self.mtime_ns = mtime_ns
+        self.tail = tail  # the TAIL_KEEP bytes before `offset`
+
+    def __reduce__(self) -> tuple[type[Cursor], tuple[int, int, int, int, int, bytes]]:
+        return (Cursor, (self.offset, self.dev, self.ino, self.size, self.mtime_ns, self.tail))
+
+    def __repr__(self) -> str:
+        return f"Cursor(offset={self.offset}, ino={self.ino}, size={self.size})"
 
 
 class LineReader:

@@ -24,7 +24,7 @@ from typing import Protocol
 from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
 from huddle.model.session import parse_time
 from huddle.views import api
-from huddle.views.board import listed, session_entry, sort_rows
+from huddle.views.board import board_notes, listed, session_entry, sort_rows
 from huddle.views.states import Debouncer
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
@@ -123,7 +123,7 @@ class Watcher:
         """The board from the kept rows: what board_json would give, most urgent first."""
         with self.h.lock:
             rows = list(self.rows.values())
-            notes = list(self.h.notes)
+            notes = board_notes(self.h)
         out: dict = {"sessions": sort_rows(rows)}
         if notes:
             out["notes"] = notes

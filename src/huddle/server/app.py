@@ -32,7 +32,7 @@ from huddle.live.watcher import Watcher
 from huddle.views import api
 from huddle.views import export as export_view
 from huddle.views import search as search_view
-from huddle.views.board import parse_at
+from huddle.views.board import board_notes, parse_at
 from huddle.views.select import Select
 
 from .protocol import GuardedH11Protocol
@@ -195,7 +195,7 @@ def create_app(
                 "version": __version__,
                 "demo": st.demo is not None,
                 "watching": st.watcher.watching,
-                "notes": list(h.notes),
+                "notes": board_notes(h),
                 "error": st.watcher.last_error,
             }
         )

@@ -81,7 +81,7 @@ def is_stale(board: dict, deadline: float) -> bool:
 
 
 def kick_refresh(home: str) -> None:
-    """Start `python -m huddle.core.refresh` detached, unless one is already running."""
+    """Start `python -m huddle.refresh` detached, unless one is already running."""
     lock = os.path.join(home, "cache", "refresh.lock")
     try:
         import fcntl
@@ -101,7 +101,7 @@ def kick_refresh(home: str) -> None:
     try:
         os.posix_spawn(
             sys.executable,
-            [sys.executable, "-m", "huddle.core.refresh"],
+            [sys.executable, "-m", "huddle.refresh"],
             os.environ,
             file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)],
             setsid=True,

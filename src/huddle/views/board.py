@@ -29,14 +29,25 @@ def parse_at(value: str) -> float | None:
 
 
 def pricing_table(h: Huddle) -> pricing.Table | None:
-    """The pricing table for one board (loaded once, not per session)."""
+    """The pricing table for one board (loaded once, not per session); None if it cannot
+    be had at all (`board_notes` says why). Building a board changes nothing in the core."""
     try:
         return pricing.current(h.settings.huddle_home)
-    except Exception as exc:  # a bad user pricing file: say so, keep the board
-        note = f"pricing: {exc}"
-        if note not in h.notes:
-            h.notes.append(note)
+    except Exception:  # a bug in the table: the board goes on without costs
         return None
+
+
+def board_notes(h: Huddle) -> list[str]:
+    """What a board says beside its rows: the core's notes, and why prices are missing
+    or a user's pricing file is not used."""
+    notes = list(h.notes)
+    try:
+        problem = pricing.current(h.settings.huddle_home).problem
+    except Exception as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem:
+        notes.append(f"pricing: {problem}")
+    return notes
 
 
 def session_cost(s: Session, table: pricing.Table | None = None) -> dict[str, Any]:
@@ -137,6 +148,7 @@ def board_json(h: Huddle, at: float | None = None, debounce: Debouncer | None = 
     rows = [session_entry(h, s, at=at, debounce=debounce, table=table) for s in h.sessions()]
     rows = sort_rows([r for r in rows if listed(r)])
     out: dict[str, Any] = {"sessions": rows}
-    if h.notes:
-        out["notes"] = list(h.notes)
+    notes = board_notes(h)
+    if notes:
+        out["notes"] = notes
     return out

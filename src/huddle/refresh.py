@@ -1,6 +1,7 @@
-"""`python -m huddle.core.refresh`: bring huddle's board cache up to date, once.
+"""`python -m huddle.refresh`: bring huddle's board cache up to date, once.
 
-Started in the background by the status line when its board is stale. It holds
+A client of the core, like the CLI: started in the background by the status line
+when its board is stale (the status line itself stays on the standard library). It holds
 `cache/refresh.lock` while it runs, so however many status lines ask at once, one
 refresher does the work.
 """
@@ -24,9 +25,8 @@ def main() -> int:
     except OSError:
         return 0  # another refresher is at it
     try:
+        from huddle.core import Huddle
         from huddle.views.board import board_json
-
-        from .huddle import Huddle
 
         h = Huddle(settings, cache=True)
         h.refresh()
