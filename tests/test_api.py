@@ -290,3 +290,42 @@ def test_the_sample_folders_are_untouched():
         if "ref" in m:
             api.content(h, sid, m["ref"])
     assert fingerprint(SAMPLES / "claude" / web_corpus.NESTED) == before
+
+
+def test_a_cached_core_answers_like_a_cold_one(tmp_path):
+    """A core loaded from its handle cache holds only the usage events of each session:
+    the routes read the session asked about whole (Huddle.complete), once."""
+    from huddle.core import Huddle
+
+    settings, sid, _main = web_corpus.one_session(tmp_path)
+    cold = web_corpus.core(settings)
+    Huddle(settings, cache=True).refresh()  # leaves the cache
+    cached = Huddle(settings, cache=True)
+    cached.refresh()
+    assert cached.session(sid).complete is False  # from the cache: usage events only
+    for fn, args in [
+        (api.session_detail, ()),
+        (api.events, ()),
+        (api.transcripts, ()),
+        (api.transcript, ()),
+    ]:
+        assert fn(cached, sid, *args) == fn(cold, sid, *args), fn.__name__
+    assert cached.session(sid).complete is True
+    assert len(api.events(cached, sid)["events"]) == len(cold.session(sid).events) > 20
+
+
+def test_the_inspection_commands_use_the_cached_core(tmp_path):
+    """`huddle events` on a cached core gives what the route gives, read from the cache
+    and the one session (here, after `huddle status` left the cache)."""
+    from click.testing import CliRunner
+
+    from huddle.cli import main
+
+    settings, sid, _main = web_corpus.one_session(tmp_path)
+    env = {**os.environ, **settings.env(), "HUDDLE_SOURCES": "claude"}
+    runner = CliRunner()
+    assert runner.invoke(main, ["status", "--json"], env=env).exit_code == 0
+    assert (tmp_path / "hh" / "cache" / "handles.pickle").exists()
+    out = runner.invoke(main, ["events", sid, "--json", "--limit", "5000"], env=env)
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output) == api.events(web_corpus.core(settings), sid, limit=5000)

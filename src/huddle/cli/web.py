@@ -20,15 +20,17 @@ def _emit(data) -> None:
 
 
 def _core():
+    """The core as `huddle status` leaves it: from the handle cache, reading only what
+    moved; the one session asked about is read whole (the API functions complete it)."""
     from huddle.core import Huddle
 
-    h = Huddle()
+    h = Huddle(cache=True)
     h.refresh()
     return h
 
 
 def _ask(fn, *args, **kw):
-    """Run one API function on a fresh core; a bad request is one clear line."""
+    """Run one API function on the cached core; a bad request is one clear line."""
     h = _core()
     try:
         return fn(h, *args, **kw)

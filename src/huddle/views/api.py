@@ -73,8 +73,14 @@ def check_int(value: object, what: str, lo: int = 0, hi: int = 1 << 53, default:
 
 
 def _handle(h: Huddle, sid: str) -> Handle:
+    """The session's handle with its whole timeline: one the core loaded from its cache
+    holds only usage events, so the core reads it again, once (`Huddle.complete`)."""
     check_id(sid)
-    return h.find(sid)  # a unique start of an id names it too
+    handle = h.find(sid)  # a unique start of an id names it too
+    if not handle.session.complete:
+        h.complete(handle.key)
+        handle = h.handle(handle.key) or handle
+    return handle
 
 
 # -- events as JSON ---------------------------------------------------------------------
