@@ -1,21 +1,54 @@
-"""Errors a client of the library can show as one line (and the server as a status)."""
+"""huddle's errors: one tree, each a problem said in one line (what was wrong, and
+where), never a traceback. A client shows the message; the server maps the classes
+to HTTP statuses (`huddle.server.app.STATUS`), the CLI to a one-line error.
+
+    HuddleError                 a problem huddle can say in one line
+    ├── RequestError            what was asked cannot be answered
+    │   ├── BadRequest          a malformed id, ref or paging value
+    │   ├── NotFound            no such session, file or event
+    │   └── Forbidden           a file outside the agent folders
+    ├── InputError              a file huddle reads cannot be used (the message names it)
+    │   ├── PricingError        views/pricing: a pricing file
+    │   ├── RedactFileError     views/redact: a file of redaction patterns
+    │   └── StoreError          sources/vibe/store: a Vibe session store
+    └── HostingError            running an agent under `huddle host` / `huddle run`
+        ├── HostError           host/client: a host answered with an error, or none answers
+        ├── LogError            host/log: the run's log cannot be written
+        │   └── LogBusy         another host is writing it
+        ├── StartError          host/process: the agent's command could not be started
+        └── RunError            host/run: `huddle run` cannot go on (a bad name, a busy run)
+
+Exceptions used as control flow and caught beside where they are raised (Vibe's
+`Rewritten`: read the session again) are not errors and stay out of the tree.
+Imports nothing: every layer may raise them.
+"""
 
 from __future__ import annotations
 
 
 class HuddleError(Exception):
-    """A clear, one-line problem with what was asked. `status` is its HTTP status."""
-
-    status = 400
+    """A clear, one-line problem."""
 
 
-class BadRequest(HuddleError):
-    status = 400
+class RequestError(HuddleError):
+    """What was asked cannot be answered."""
 
 
-class NotFound(HuddleError):
-    status = 404
+class BadRequest(RequestError):
+    """The request itself is malformed."""
 
 
-class Forbidden(HuddleError):
-    status = 403
+class NotFound(RequestError):
+    """No such session, file or event."""
+
+
+class Forbidden(RequestError):
+    """What was asked lies outside what huddle may read."""
+
+
+class InputError(HuddleError):
+    """A file huddle reads cannot be used; the message names the file and what is wrong."""
+
+
+class HostingError(HuddleError):
+    """Running an agent under huddle's host went wrong."""

@@ -8,11 +8,13 @@ import os
 import socket
 from collections.abc import Iterator
 
+from huddle.errors import HostingError
+
 from .log import read_entries, seq_of
 from .paths import log_path, sock_path, unix_address
 
 
-class HostError(Exception):
+class HostError(HostingError):
     """A host answered with an error, or none answers."""
 
 

@@ -23,12 +23,14 @@ from collections.abc import Iterator
 
 import msgspec
 
+from huddle.errors import HostingError
+
 _SEQ = re.compile(rb'\{"seq":(\d+)')
 _encode = msgspec.json.encode
 _READ = 1 << 18
 
 
-class LogError(Exception):
+class LogError(HostingError):
     """The log cannot be written: the host must stop the agent, not run it unlogged."""
 
 

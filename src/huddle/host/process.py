@@ -13,10 +13,12 @@ import subprocess
 from collections.abc import Callable
 from functools import partial
 
+from huddle.errors import HostingError
+
 MAX_LINE = 64 << 20  # a longer run without a newline is handed out in pieces
 
 
-class StartError(Exception):
+class StartError(HostingError):
     """The command could not be started; the message says why."""
 
 

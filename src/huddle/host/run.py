@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 
+from huddle.errors import HostingError
 from huddle.sources import Settings
 
 from .client import Connection, attach, connect, running
@@ -25,8 +26,8 @@ from .paths import HOST_ERR, TRACE_NAME, check_name, log_path, new_run_id, runs_
 TICK = 0.1  # seconds between spinner frames while the agent is silent
 
 
-class RunError(Exception):
-    pass
+class RunError(HostingError):
+    """`huddle run` cannot go on; the message says why."""
 
 
 def run_dir(name: str | None, settings: Settings | None = None) -> tuple[str, str]:

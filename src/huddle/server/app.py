@@ -26,7 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from huddle import __version__
-from huddle.errors import BadRequest, HuddleError
+from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound, RequestError
 from huddle.live.boardfile import BoardFile
 from huddle.live.watcher import Watcher
 from huddle.views import api
@@ -60,6 +60,18 @@ def _indexer(h):
 
     index = index_for(h)
     return LiveIndexer(h, index) if index is not None else None
+
+
+# The error tree (huddle.errors) has no HTTP in it: the server says which status each
+# class is. Not the client's fault (a file huddle cannot use): 500, with its one line.
+STATUS: dict[type[HuddleError], int] = {BadRequest: 400, NotFound: 404, Forbidden: 403, RequestError: 400}
+
+
+def status_of(exc: HuddleError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return 500
 
 
 class State:
@@ -215,7 +227,7 @@ def create_app(
 
     async def on_error(request: Request, exc: Exception):
         if isinstance(exc, HuddleError):
-            return json_response({"error": str(exc)}, exc.status)
+            return json_response({"error": str(exc)}, status_of(exc))
         if isinstance(exc, HTTPException):
             return json_response({"error": exc.detail or "not found"}, exc.status_code)
         return json_response({"error": "internal error"}, 500)

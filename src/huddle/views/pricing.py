@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from huddle.errors import InputError
 from huddle.io import folders
 from huddle.model.events import USAGE, Usage
 from huddle.model.session import Session
@@ -31,7 +32,7 @@ USER_FILE = "pricing.json"
 UNKNOWN_MODEL = "(unknown)"  # usage whose records name no model
 
 
-class PricingError(ValueError):
+class PricingError(InputError, ValueError):
     """A pricing file huddle cannot use; the message names the file and the line."""
 
 

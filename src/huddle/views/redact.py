@@ -27,6 +27,8 @@ from .redact_rules import RULES, Rule
 
 __all__ = ["MARK", "RULES", "RedactFileError", "Redactor", "Rule", "redact", "strings_of", "user_patterns"]
 
+from huddle.errors import InputError
+
 MARK = "[REDACTED:{}]"
 SHORTEST = 8  # no secret the rules know is shorter: shorter strings are passed over
 _SEP = "\x00\n"  # joins many strings into one text for one pass (no built-in pattern crosses \x00)
@@ -34,7 +36,7 @@ _SEP = "\x00\n"  # joins many strings into one text for one pass (no built-in pa
 # -- user patterns ---------------------------------------------------------------------------
 
 
-class RedactFileError(ValueError):
+class RedactFileError(InputError, ValueError):
     """A user pattern file that cannot be used: one line naming the file and the line."""
 
 

@@ -20,6 +20,7 @@ from typing import Protocol
 
 import msgspec
 
+from huddle.errors import InputError
 from huddle.io.reader import GONE, LineReader
 from huddle.model.session import parse_time
 
@@ -30,7 +31,7 @@ _CHUNK = re.compile(r"^[0-9a-f]{16,128}$")
 _RETRIES = 5
 
 
-class StoreError(Exception):
+class StoreError(InputError):
     """The store cannot be read: one line that names the file and what was wrong."""
 
 
