@@ -13,6 +13,7 @@ import web_corpus
 from conftest import SAMPLES, fingerprint
 from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound
 from huddle.model import events as ev
+from huddle.model.doing import doing
 from huddle.views import api
 
 
@@ -225,12 +226,12 @@ def test_content_gives_the_whole_input_and_output(tmp_path):
 
 
 def test_doing_says_it_in_plain_words():
-    assert api.doing("Bash", "Run the tests: npm test") == "running npm test"
-    assert api.doing("Edit", "/home/x/src/app.py") == "editing app.py"
-    assert api.doing("Write", "/a/b/notes.md") == "writing notes.md"
-    assert api.doing("TodoWrite", "3 todos") == "updating the todo list"
-    assert api.doing("exec_command", "pytest -q") == "running pytest -q"
-    assert api.doing("Frobnicate", "x") == "using Frobnicate: x"
+    assert doing("Bash", "Run the tests: npm test") == "running npm test"
+    assert doing("Edit", "/home/x/src/app.py") == "editing app.py"
+    assert doing("Write", "/a/b/notes.md") == "writing notes.md"
+    assert doing("TodoWrite", "3 todos") == "updating the todo list"
+    assert doing("exec_command", "pytest -q") == "running pytest -q"
+    assert doing("Frobnicate", "x") == "using Frobnicate: x"
 
 
 @settings(max_examples=200, deadline=None)

@@ -25,15 +25,15 @@ def _drawn() -> dict[str, str]:
     parents: dict[str, str] = {}
     stack: list[tuple[int, str]] = []
     for line in (errors.__doc__ or "").splitlines():
-        m = re.match(r"^(\s*)(?:[│ ]*[├└]── )?([A-Z]\w*Error|BadRequest|NotFound|Forbidden|LogBusy)\b", line)
-        if not m or not line.strip():
+        m = re.match(r"^[ │]*(?:[├└]── )?([A-Z]\w+) ", line)
+        if not m or not ("── " in line or m.group(1) == "HuddleError"):
             continue
         depth = len(line) - len(line.lstrip(" │├└─"))
         while stack and stack[-1][0] >= depth:
             stack.pop()
         if stack:
-            parents[m.group(2)] = stack[-1][1]
-        stack.append((depth, m.group(2)))
+            parents[m.group(1)] = stack[-1][1]
+        stack.append((depth, m.group(1)))
     return parents
 
 

@@ -10,7 +10,9 @@ to HTTP statuses (`huddle.server.app.STATUS`), the CLI to a one-line error.
     ├── InputError              a file huddle reads cannot be used (the message names it)
     │   ├── PricingError        views/pricing: a pricing file
     │   ├── RedactFileError     views/redact: a file of redaction patterns
-    │   └── StoreError          sources/vibe/store: a Vibe session store
+    │   ├── StoreError          sources/vibe/store: a Vibe session store
+    │   └── Damaged             search/store: the search index is not a usable database
+    ├── BundleError             views/export_html: huddle's own pages could not be bundled (a bug)
     └── HostingError            running an agent under `huddle host` / `huddle run`
         ├── HostError           host/client: a host answered with an error, or none answers
         ├── LogError            host/log: the run's log cannot be written

@@ -28,6 +28,8 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 
+from huddle.errors import InputError
+
 FORMAT = "huddle-search/1"
 TAIL = 64  # bytes before a file's indexed length, to notice a rewrite
 COUNTER_BITS = 21
@@ -52,7 +54,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 """
 
 
-class Damaged(Exception):
+class Damaged(InputError):
     """The index file is not a usable database: delete it and build again."""
 
 

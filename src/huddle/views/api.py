@@ -9,31 +9,32 @@ writes anywhere; the only file read is the content read-back, checked first.
 from __future__ import annotations
 
 import os
-import re
 import weakref
-from typing import TYPE_CHECKING, Any, overload
-
-import msgspec
+from typing import TYPE_CHECKING, Any
 
 from huddle.errors import BadRequest, Forbidden, NotFound
 from huddle.model import events as ev
-from huddle.model.doing import doing
 from huddle.model.session import Session
 
-from .states import state_changes, target_changes, waiting_on
+from .lookup import (
+    AGENT_ID,
+    JSON,
+    REF,
+    check_id,
+    check_int,
+    event_json,
+    files_index,
+    nth_of_record,
+    session_handle,
+    timeline_json,
+)
+from .states import waiting_on
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
     from huddle.sources.base import Handle
 
     from .pricing import Table
-
-JSON = dict[str, Any]
-
-SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
-AGENT_ID = SESSION_ID
-# file index - offset - length [- which event of that record, when it holds several]
-REF = re.compile(r"^(\d{1,4})-(\d{1,15})-(\d{1,10})(?:-(\d{1,3}))?$")
 
 TRANSCRIPT_LIMIT = 50
 TRANSCRIPT_MAX = 500
@@ -42,106 +43,6 @@ EVENTS_MAX = 5000
 
 # Kinds that are bookkeeping, not something said or done: left out of the chat flow.
 _NOT_MESSAGES = frozenset({ev.USAGE, ev.TITLE, ev.TURN_END})
-
-
-# -- validation -----------------------------------------------------------------------
-
-
-def check_id(value: object, what: str = "session id", pattern: re.Pattern[str] = SESSION_ID) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
-        raise BadRequest(f"bad {what}: {str(value)[:60]!r}")
-    return value
-
-
-@overload
-def check_int(value: object, what: str, lo: int = ..., hi: int = ..., *, default: int) -> int: ...
-@overload
-def check_int(value: object, what: str, lo: int = ..., hi: int = ..., default: None = None) -> int | None: ...
-def check_int(value: object, what: str, lo: int = 0, hi: int = 1 << 53, default: int | None = None) -> int | None:
-    """A non-negative integer parameter given as text or int; None/'' gives the default."""
-    if value is None or value == "":
-        return default
-    if isinstance(value, bool):
-        raise BadRequest(f"bad {what}: {value!r}")
-    if isinstance(value, str):
-        if not value.isascii() or not value.isdigit() or len(value) > 16:
-            raise BadRequest(f"bad {what}: {value[:40]!r} (want a whole number)")
-        value = int(value)
-    if not isinstance(value, int) or value < lo or value > hi:
-        raise BadRequest(f"bad {what}: {value!r} (want {lo} to {hi})")
-    return value
-
-
-def _handle(h: Huddle, sid: str) -> Handle:
-    """The session's handle with its whole timeline: one the core loaded from its cache
-    holds only usage events, so the core reads it again, once (`Huddle.complete`)."""
-    check_id(sid)
-    handle = h.find(sid)  # a unique start of an id names it too
-    if not handle.session.complete:
-        h.complete(handle.key)
-        handle = h.handle(handle.key) or handle
-    return handle
-
-
-# -- events as JSON ---------------------------------------------------------------------
-
-
-def files_index(handle: Handle) -> dict[str, int]:
-    try:
-        files = handle.files()
-    except Exception:  # an adapter's bug costs the refs, not the route
-        files = []
-    return {f: i for i, f in enumerate(files)}
-
-
-def _same_span(a: ev.Event, b: ev.Event) -> bool:
-    return a.offset == b.offset and a.length == b.length and a.file == b.file
-
-
-def _nth_of_record(e: ev.Event, evs: list[ev.Event] | None) -> int:
-    """Which event of its record `e` is: they sit next to each other, count those before it."""
-    n, i = 0, e.seq - 1
-    while evs is not None and 0 <= i < len(evs) and e.seq - i <= 64 and _same_span(evs[i], e):
-        n, i = n + 1, i - 1
-    return n
-
-
-def event_json(e: ev.Event, files: dict[str, int], evs: list[ev.Event] | None = None) -> JSON:
-    """An event for a page: its content is named by a ref, never by a path."""
-    d: JSON = msgspec.to_builtins(e)
-    d.pop("file", None)
-    d.pop("offset", None)
-    d.pop("length", None)
-    if e.file and e.offset >= 0 and e.length > 0:
-        fi = files.get(e.file)
-        if fi is not None:
-            d["ref"] = f"{fi}-{e.offset}-{e.length}"
-            n = _nth_of_record(e, evs)
-            if n:
-                d["ref"] += f"-{n}"
-    if e.kind == ev.TOOL_CALL:
-        d["doing"] = doing(e.name, e.detail)
-    return d
-
-
-def timeline_json(s: Session, files: dict[str, int], start: int, end: int) -> list[JSON]:
-    """Events `start`..`end` of a session for a page. An event that moved its agent's
-    state carries it (`state`, by the one rule table): the pages replay a timeline with
-    these, never with rules of their own."""
-    evs = s.events
-    changes = state_changes(s)
-    targets = target_changes(s)
-    out = []
-    for e in evs[start:end]:
-        d = event_json(e, files, evs)
-        st = changes.get(e.seq)
-        if st is not None:
-            d["state"] = st
-        sub = targets.get(e.seq)
-        if sub is not None:
-            d["target_state"] = sub  # the sub-agent this order starts (or report ends)
-        out.append(d)
-    return out
 
 
 # -- the board and one session ----------------------------------------------------------
@@ -183,7 +84,7 @@ def _jsonable(value: object, depth: int = 0) -> Any:
 def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
     """GET /api/sessions/{id}: the board entry plus the agent tree with each agent's
     order, report, usage, state and what it is in the middle of."""
-    handle = _handle(h, sid)
+    handle = session_handle(h, sid)
     s = handle.session
     entry = dict(_board_entry(h, s, at))
     states = {a.get("id"): a for a in entry.get("agents", []) if isinstance(a, dict)}
@@ -237,7 +138,7 @@ def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
 def events(h: Huddle, sid: str, after: object = None, limit: object = None) -> JSON:
     """GET /api/sessions/{id}/events?after=SEQ&limit=N: the timeline in read order
     (`seq`), for live follow (after the last seq seen) and replay."""
-    handle = _handle(h, sid)
+    handle = session_handle(h, sid)
     s = handle.session
     first = check_int(after, "after", default=-1)
     count = check_int(limit, "limit", lo=1, hi=EVENTS_MAX, default=EVENTS_LIMIT)
@@ -317,7 +218,7 @@ def _lane(kind: str) -> str:
 def transcripts(h: Huddle, sid: str) -> JSON:
     """GET /api/sessions/{id}/transcripts: the main agent and each sub-agent with
     how many chat-flow messages each has."""
-    handle = _handle(h, sid)
+    handle = session_handle(h, sid)
     s = handle.session
     lanes = _lanes_of(s)
     out = []
@@ -358,7 +259,7 @@ def _line_at(handle: Handle, s: Session, seqs: list[int], ref: object) -> int | 
     evs = s.events
     for line, seq in enumerate(seqs):
         e = evs[seq]
-        if e.offset == off and e.length == ln and e.file == path and _nth_of_record(e, evs) == which:
+        if e.offset == off and e.length == ln and e.file == path and nth_of_record(e, evs) == which:
             if e.kind == ev.TOOL_RESULT and e.id:  # shown on its call
                 for back in range(line, -1, -1):
                     c = evs[seqs[back]]
@@ -383,7 +284,7 @@ def transcript(
     `around=REF` the page around the message an event's ref names (a search result),
     its line as `focus_line`. `has_more` says whether more lie in the paging
     direction (earlier ones, for `around`; `has_after` says whether later ones do)."""
-    handle = _handle(h, sid)
+    handle = session_handle(h, sid)
     s = handle.session
     who = s.lead_id if agent in (None, "") else check_id(agent, "agent id", AGENT_ID)
     count = check_int(limit, "limit", lo=1, hi=TRANSCRIPT_MAX, default=TRANSCRIPT_LIMIT)
@@ -447,13 +348,13 @@ def content(h: Huddle, sid: str, ref: object) -> JSON:
     output, a long text, an image) read back from the agent's file on demand.
     The ref must name the exact span of one of the session's events, in one of its
     files, and that file must resolve inside the agent folders."""
-    handle = _handle(h, sid)
+    handle = session_handle(h, sid)
     s = handle.session
     fi, path, off, ln, which = _ref_parts(handle, ref, "content ref")
     if path is None:
         raise NotFound(f"no file {fi} in session {s.id}")
     here = [e for e in s.events if e.offset == off and e.length == ln and e.file == path]
-    here_nth = [e for e in here if _nth_of_record(e, s.events) == which]
+    here_nth = [e for e in here if nth_of_record(e, s.events) == which]
     if not here_nth:
         raise NotFound(f"no event at {ref} in session {s.id}")
     if not _inside(path, h.agent_roots()):

@@ -22,6 +22,8 @@ import re
 
 import msgspec
 
+from huddle.errors import HuddleError
+
 STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 ENTRY = "export.js"
 STYLES = ("huddle.css", "find.css")
@@ -32,8 +34,8 @@ _EXPORT_DECL = re.compile(r"^export\s+((?:async\s+)?function\*?|const|let|var|cl
 _EXPORT_LIST = re.compile(r"^export\s*\{([^}]*)\};?[ \t]*$", re.M)
 
 
-class BundleError(RuntimeError):
-    pass
+class BundleError(HuddleError, RuntimeError):
+    """huddle's own pages could not be bundled into one file (a bug in huddle)."""
 
 
 def _module(name: str) -> str:
