@@ -198,6 +198,40 @@ def test_keep_alive_pings(live):
     assert ": ping" in seen
 
 
+def test_a_page_too_far_behind_gets_a_reset(live):
+    """A page that stops reading while messages pour in is let go: its queue is dropped
+    and, once it reads again, it is told to reload (never an unbounded queue)."""
+    import socket
+
+    from hosting import wait_until
+
+    srv, _sid, _ = live
+    hub = srv.state.hub
+    hub.queue_max = 8
+    host, port = srv.url.split("//")[1].rstrip("/").rsplit(":", 1)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a slow page: a small window
+    s.connect((host, int(port)))
+    s.sendall(f"GET /api/stream HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    got = b""
+    while b"event: hello" not in got:
+        got += s.recv(4096)
+    clients = list(hub.clients)
+    assert len(clients) == 1 and not clients[0].behind
+    pad = "x" * 65536  # big messages: the socket's buffers fill, then the page's queue
+    for _ in range(300):  # ~20 MB: far more than the socket buffers and 8 queued messages hold
+        srv.state.loop.call_soon_threadsafe(hub.publish, "board", {"pad": pad})
+    wait_until(lambda: clients[0].behind, "the page to be let go")
+    s.settimeout(20)
+    while b"event: reset" not in got:
+        chunk = s.recv(1 << 20)
+        assert chunk, "the stream ended without a reset"
+        got += chunk
+    s.close()
+    tail = got[got.index(b"event: reset") :]
+    assert b"too far behind; reload" in tail
+
+
 # -- the CLI twins ----------------------------------------------------------------------
 
 

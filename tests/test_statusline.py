@@ -86,10 +86,17 @@ def test_missing_cache_waits_for_the_refresher_and_shows_who_needs_you(tmp_path,
     env = {"CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "20"}
     r = statusline(env, json.dumps(INPUT))
     assert r.returncode == 0
-    assert (
-        r.stdout.strip() == "$4.20 · ctx 38% │ ✋ 1 needs you ([[scn:live_perm_bash]] Cr)"
-        or "✋ 1 needs you" in r.stdout
+    board = subprocess.run(
+        [sys.executable, "-m", "huddle", "status", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=60,
+        check=True,
     )
+    (row,) = json.loads(board.stdout)["sessions"]
+    # the hint is the board's own title, cut to 24 characters
+    assert r.stdout.strip() == f"$4.20 · ctx 38% │ ✋ 1 needs you ({row['title'][:24]})"
     assert (tmp_path / "hh" / "cache" / "board.bin").exists()
 
 

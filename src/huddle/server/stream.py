@@ -38,9 +38,9 @@ class Message:
 
 
 class Client:
-    def __init__(self, session: str | None):
+    def __init__(self, session: str | None, queue_max: int = QUEUE_MAX):
         self.session = session
-        self.queue: asyncio.Queue = asyncio.Queue(QUEUE_MAX)
+        self.queue: asyncio.Queue = asyncio.Queue(queue_max)
         self.behind = False
 
     def wants(self, m: Message) -> bool:
@@ -51,8 +51,9 @@ class Hub:
     """Lives on the server's event loop; `publish` is called there (the watcher
     thread hands messages over with `loop.call_soon_threadsafe`)."""
 
-    def __init__(self, keep: int = KEEP, ping_every: float = PING_EVERY):
+    def __init__(self, keep: int = KEEP, ping_every: float = PING_EVERY, queue_max: int = QUEUE_MAX):
         self.kept: deque[Message] = deque(maxlen=keep)
+        self.queue_max = queue_max  # messages a page may fall behind before it gets a reset
         self.last_id = 0
         self.clients: set[Client] = set()
         self.ping_every = ping_every
@@ -103,7 +104,7 @@ class Hub:
             api.check_id(session)
         last_raw = request.headers.get("last-event-id") or request.query_params.get("last_id")
         last = api.check_int(last_raw, "Last-Event-ID") if last_raw else None
-        client = Client(session)
+        client = Client(session, self.queue_max)
         # Register before reading the backlog: nothing falls between the two.
         self.clients.add(client)
         backlog = None if last is None else self.missed(client, last)
