@@ -26,6 +26,7 @@ import time
 from typing import TYPE_CHECKING
 
 from huddle.io import procs
+from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
 from huddle.model.attention import ENDED, NEEDS_YOU, WAITING, WORKING, YOUR_TURN, urgency
 from huddle.model.session import activity_at
@@ -37,18 +38,11 @@ if TYPE_CHECKING:
 PATCH_WAIT = 1.0  # apply_patch applies in milliseconds; open longer than this, it waits for approval
 
 
-class Proc:
-    __slots__ = ("argv", "cwd", "pid", "ppid")
-
-    def __init__(self, pid: int, ppid: int, argv: list[str], cwd: str):
-        self.pid, self.ppid, self.argv, self.cwd = pid, ppid, argv, cwd
-
-
 class SystemView:
     """Locks and processes at one moment. `holders` maps a lock file's path to the pid
     holding it (None: held, pid unknown); `procs` is None when processes are unknown."""
 
-    def __init__(self, holders: dict[str, int | None] | None, procs: dict[int, Proc] | None, files_only: bool = False):
+    def __init__(self, holders: dict[str, int | None] | None, procs: ProcTable | None, files_only: bool = False):
         self.holders = holders  # None: cannot tell which locks are held
         self.procs = procs
         self.files_only = files_only
@@ -74,22 +68,13 @@ class SystemView:
         """Every process under `pid` (not itself)."""
         if self.procs is None or pid is None:
             return []
-        kids: dict[int, list[Proc]] = {}
-        for p in self.procs.values():
-            kids.setdefault(p.ppid, []).append(p)
-        out, todo = [], [pid]
-        while todo:
-            for c in kids.get(todo.pop(), ()):
-                if c.pid not in (pid,) and c not in out:
-                    out.append(c)
-                    todo.append(c.pid)
-        return out
+        return self.procs.below(pid)
 
     # -- where views come from -----------------------------------------------------------
 
     @classmethod
     def current(cls) -> SystemView:
-        return cls(procs.held_flocks(), _proc_table())
+        return cls(procs.held_flocks(), ProcTable.current())
 
     @classmethod
     def from_capture(cls, capture: dict, codex_home: str) -> SystemView:
@@ -100,11 +85,11 @@ class SystemView:
             for lk in capture.get("held_locks", ())
             if lk.get("kind") == "FLOCK" and not lk.get("waiting")
         }
-        procs = {
-            p["pid"]: Proc(p["pid"], p.get("ppid") or 0, list(p.get("argv") or ()), p.get("cwd") or "")
+        table = ProcTable(
+            Proc(p["pid"], p.get("ppid") or 0, list(p.get("argv") or ()), p.get("cwd") or "")
             for p in capture.get("processes", ())
-        }
-        return cls(holders, procs)
+        )
+        return cls(holders, table)
 
 
 class SystemCache:
@@ -129,18 +114,6 @@ class SystemCache:
         if self._view is None or now - self._at > 1.0:
             self._view, self._at = SystemView.current(), now
         return self._view
-
-
-def _proc_table() -> dict[int, Proc] | None:
-    stats = procs.table()
-    if not stats:
-        return None  # no /proc: processes unknown
-    out: dict[int, Proc] = {}
-    for pid, st in stats.items():
-        argv = procs.argv(pid)
-        if argv is not None:
-            out[pid] = Proc(pid, st.ppid, argv, procs.cwd(pid))
-    return out
 
 
 def load_capture(path: str, codex_home: str) -> SystemView:
@@ -254,14 +227,14 @@ def call_state(
     return _st(WORKING, c.t)
 
 
-def _tui_attached(procs: dict[int, Proc], holder: int, tf: ThreadFile) -> bool:
+def _tui_attached(procs: ProcTable, holder: int, tf: ThreadFile) -> bool:
     """Is a person's front end on this thread? `codex exec` holds its own threads; the
     app-server daemon holds threads for TUIs, which are `codex` with no subcommand (in
     the thread's folder) or `codex resume <thread>`."""
     daemon = procs.get(holder)
     if daemon is None or "app-server" not in daemon.argv:
         return True
-    for p in procs.values():
+    for p in procs:
         if not p.argv or not os.path.basename(p.argv[0]).startswith("codex") or "app-server" in p.argv:
             continue
         rest = [a for a in p.argv[1:] if not a.startswith("-")]
