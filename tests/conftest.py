@@ -28,6 +28,16 @@ def isolated_home(tmp_path, monkeypatch):
     return home
 
 
+@pytest.fixture(autouse=True)
+def closes_what_it_opened():
+    """Hosts a test started (and their pipes) and raw sockets it opened are closed after
+    it: a leak would otherwise surface as a ResourceWarning in some later test."""
+    yield
+    import hosting
+
+    hosting.cleanup()
+
+
 @pytest.fixture
 def samples() -> Path:
     return SAMPLES

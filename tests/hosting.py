@@ -30,9 +30,26 @@ def wait_until(cond, what: str = "the condition", limit: float = 60.0):
         time.sleep(0.01)
 
 
+# What a test opened here (hosts and their pipes, raw sockets): `cleanup()` closes what is
+# left after each test (conftest), so nothing leaks into the next one.
+_opened: list = []
+
+
+def cleanup() -> None:
+    while _opened:
+        x = _opened.pop()
+        if isinstance(x, subprocess.Popen):
+            if x.poll() is None:
+                x.kill()
+            x.communicate(timeout=30)  # reads what is left and closes the pipes
+        else:
+            x.close()
+
+
 def start_host(d, *cmd, grace: float = 0.3, sock: str | None = None, env=None, **kw) -> subprocess.Popen:
     args = [*HUDDLE, "host", "--dir", str(d), "--grace", str(grace), *(["--socket", sock] if sock else []), "--", *cmd]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kw)
+    _opened.append(p)
     wait_until(lambda: running(str(d), sock) or p.poll() is not None, "the host to listen")
     return p
 
@@ -67,6 +84,7 @@ class Raw:
 
     def __init__(self, d, sock: str | None = None):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        _opened.append(self)
         self.s.connect(sock or os.path.join(str(d), "host.sock"))
         self.buf = b""
 

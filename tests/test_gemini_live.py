@@ -205,6 +205,6 @@ def test_a_real_process_on_this_machine(tmp_path):
             for k in ProcTable.current().below(p.pid):
                 os.kill(k.pid, 9)
             p.kill()
-            p.wait()
+            p.communicate()
     src.system._view = None
     assert h.live()["alive"] is False

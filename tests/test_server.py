@@ -402,7 +402,7 @@ def test_serve_prints_the_real_url_and_a_token_off_loopback(tmp_path):
                 assert httpx.get(url).status_code == 401
         finally:
             p.terminate()
-            p.wait(timeout=10)
+            p.communicate(timeout=10)  # (closes the pipes too)
 
 
 def test_serving_reads_only(corpus, server, client):
@@ -436,5 +436,5 @@ def test_plain_huddle_serves_the_demo_when_no_agent_folders_exist(tmp_path):
             assert len(rows) == 2 and httpx.get(url + "api/info").json()["demo"] is True
         finally:
             p.terminate()
-            p.wait(timeout=10)
+            p.communicate(timeout=10)  # (closes the pipes too)
         assert not list((tmp_path / "huddle-home" / "demo").glob("run-*")), "the demo cleans up after itself"

@@ -193,7 +193,7 @@ def served(tmp_path):
     finally:
         if p.poll() is None:
             p.kill()
-        p.wait(timeout=10)
+        p.communicate(timeout=10)
 
 
 def _raise_own_fd_limit(need: int) -> None:
