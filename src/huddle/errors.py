@@ -11,14 +11,17 @@ to HTTP statuses (`huddle.server.app.STATUS`), the CLI to a one-line error.
     │   ├── PricingError        views/pricing: a pricing file
     │   ├── RedactFileError     views/redact: a file of redaction patterns
     │   ├── StoreError          sources/vibe/store: a Vibe session store
+    │   ├── DbError             sources/opencode/db: OpenCode's database, now
     │   └── Damaged             search/store: the search index is not a usable database
     ├── BundleError             views/export_html: huddle's own pages could not be bundled (a bug)
-    └── HostingError            running an agent under `huddle host` / `huddle run`
+    └── HostingError            a service huddle runs or talks to: the host, the hub, an OTLP endpoint
         ├── HostError           host/client: a host answered with an error, or none answers
         ├── LogError            host/log: the run's log cannot be written
         │   └── LogBusy         another host is writing it
         ├── StartError          host/process: the agent's command could not be started
-        └── RunError            host/run: `huddle run` cannot go on (a bad name, a busy run)
+        ├── RunError            host/run: `huddle run` cannot go on (a bad name, a busy run)
+        ├── HubError            hub: the PostgreSQL hub cannot be reached or used
+        └── ExportFailed        otel/export: the OTLP endpoint did not take the spans
 
 Exceptions used as control flow and caught beside where they are raised (Vibe's
 `Rewritten`: read the session again) are not errors and stay out of the tree.
@@ -53,4 +56,4 @@ class InputError(HuddleError):
 
 
 class HostingError(HuddleError):
-    """Running an agent under huddle's host went wrong."""
+    """A service huddle runs or talks to went wrong (the host of a run, the hub, an OTLP endpoint)."""

@@ -158,7 +158,7 @@ class Huddle:
                     fresh = guarded(f"{src.name} scan", src.scan, {}) or {}
                 nh = fresh.pop(key, None)
                 if nh is not None:
-                    self._refresh_one(nh)
+                    refresh_one(nh)
                     yield nh.session
 
     def write_board_cache(self, board: dict) -> None:

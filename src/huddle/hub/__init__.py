@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from huddle.errors import HuddleError
+from huddle.errors import HostingError
 
 EXTRA_MISSING = "the hub needs psycopg: pip install 'huddle[hub]'"
 
 
-class HubError(HuddleError):
-    pass
+class HubError(HostingError):
+    """The hub's database cannot be reached or used; the message says why."""
 
 
 def driver() -> Any:

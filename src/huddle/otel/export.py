@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from huddle import __version__
-from huddle.errors import HuddleError
+from huddle.errors import HostingError, HuddleError
 
 from . import semconv as sc
 from .cursor import Cursor
@@ -29,8 +29,8 @@ AT_REST = frozenset({"your_turn", "idle", "ended"})  # states in which a session
 EXTRA_MISSING = "huddle otel needs the OpenTelemetry extra: pip install 'huddle[otel]'"
 
 
-class ExportFailed(HuddleError):
-    pass
+class ExportFailed(HostingError):
+    """The OTLP endpoint did not take the spans; the message says why."""
 
 
 def shown(url: str) -> str:

@@ -40,11 +40,13 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 
+from huddle.errors import InputError
+
 BUSY_MS = 200
 WAL_HEAD = 32  # the WAL header: magic, page size, checkpoint sequence, salts
 
 
-class DbError(Exception):
+class DbError(InputError):
     """The database cannot be read now: one line naming the file and why."""
 
 
