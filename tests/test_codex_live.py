@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
-from huddle.model.session import parse_time
+from huddle.model.times import parse_time
 from huddle.sources import Settings
 from huddle.sources.codex import CodexSource
 from huddle.sources.codex.live import load_capture

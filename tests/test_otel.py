@@ -243,7 +243,7 @@ def test_ids_and_since_select_what_is_sent():
         assert "Traceback" not in r.output
     later = [e.t for e in s.events if e.kind == ev.USAGE and e.t]
     cut = sorted(later)[len(later) // 2]
-    from huddle.model.session import iso
+    from huddle.model.times import iso
 
     since = iso(cut)
     env = claude_env(config)

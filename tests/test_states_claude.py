@@ -11,7 +11,7 @@ import pytest
 
 from conftest import SAMPLES
 from helpers import claude_huddle
-from huddle.model.session import parse_time
+from huddle.model.times import parse_time
 from huddle.views import states
 
 LIVE = SAMPLES / "claude-live"

@@ -14,7 +14,8 @@ from helpers import claude_huddle
 from huddle.cli import main
 from huddle.core import Huddle
 from huddle.model.events import USAGE, Event, Usage
-from huddle.model.session import Session, parse_time
+from huddle.model.session import Session
+from huddle.model.times import parse_time
 from huddle.views.pricing import load
 from huddle.views.usage import GROUPS, counted_usage, parse_since, report
 

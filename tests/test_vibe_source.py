@@ -275,7 +275,7 @@ def test_legacy_times_are_estimated_between_start_and_end():
     meta = json.loads(
         next((VIBE / "2.26.1-legacy-multiturn" / "logs" / "session").glob("session_*/meta.json")).read_text()
     )
-    from huddle.model.session import parse_time
+    from huddle.model.times import parse_time
 
     start, end = parse_time(meta["start_time"]), parse_time(meta["end_time"])
     times = [e.t for e in s.events]

@@ -21,7 +21,8 @@ to HTTP statuses (`huddle.server.app.STATUS`), the CLI to a one-line error.
         ├── StartError          host/process: the agent's command could not be started
         ├── RunError            host/run: `huddle run` cannot go on (a bad name, a busy run)
         ├── HubError            hub: the PostgreSQL hub cannot be reached or used
-        └── ExportFailed        otel/export: the OTLP endpoint did not take the spans
+        ├── ExportFailed        otel/export: the OTLP endpoint did not take the spans
+        └── Unavailable         live/desktop: no way to show desktop notifications here
 
 Exceptions used as control flow and caught beside where they are raised (Vibe's
 `Rewritten`: read the session again) are not errors and stay out of the tree.

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from huddle.model.session import parse_time
+from huddle.model.times import parse_time
 from huddle.views.numbers import short_tokens
 
 STYLE = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from huddle.model.session import iso
+from huddle.model.times import iso
 from huddle.views.board import sort_rows
 from huddle.views.usage import aggregate
 

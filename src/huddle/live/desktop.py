@@ -21,12 +21,14 @@ import sys
 import threading
 from typing import Any
 
+from huddle.errors import HostingError
+
 APP = "huddle"
 BUS_NAME = "org.freedesktop.Notifications"
 BUS_PATH = "/org/freedesktop/Notifications"
 
 
-class Unavailable(Exception):
+class Unavailable(HostingError):
     """No way to show desktop notifications here (said in one line)."""
 
 

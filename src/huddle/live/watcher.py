@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
-from huddle.model.session import parse_time
+from huddle.model.times import parse_time
 from huddle.views import api
 from huddle.views.board import board_notes, listed, session_entry, sort_rows
 from huddle.views.states import Debouncer

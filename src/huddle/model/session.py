@@ -9,11 +9,11 @@ per-agent activity that the attention states are computed from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from . import events as ev
 from .events import Event, Usage
+from .times import iso, project_name
 
 # What makes a session worth a row: someone said or did something.
 CONVERSATION = (ev.PROMPT, ev.SAY, ev.THINK, ev.TOOL_CALL, ev.TOOL_RESULT, ev.ORDER, ev.REPORT, ev.USAGE, ev.WAITING)
@@ -416,29 +416,6 @@ class Session:
             **({"times_estimated": True} if self.time_estimated else {}),
             **({"error": self.error} if self.error else {}),
         }
-
-
-def iso(t: float | None) -> str | None:
-    if t is None:
-        return None
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_time(s: str | None) -> float | None:
-    """ISO 8601 (with Z or an offset) to unix seconds; None if it is not one."""
-    if not s:
-        return None
-    try:
-        d = datetime.fromisoformat(s)
-    except (TypeError, ValueError):
-        return None
-    if d.tzinfo is None:
-        d = d.replace(tzinfo=UTC)
-    return d.timestamp()
-
-
-def project_name(cwd: str) -> str:
-    return cwd.rstrip("/").rsplit("/", 1)[-1] if cwd else ""
 
 
 def activity_at(session: Session, at: float) -> dict[str, Activity]:

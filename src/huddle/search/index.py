@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from huddle.model.events import Event
-from huddle.model.session import Session, project_name
+from huddle.model.session import Session
+from huddle.model.times import project_name
 from huddle.views.content import piece
 
 from .store import TAIL, Damaged, Store, index_path, is_damage, rowid_for, settings_key

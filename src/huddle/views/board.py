@@ -10,7 +10,8 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from huddle.model.attention import YOUR_TURN, urgency
-from huddle.model.session import Session, parse_time
+from huddle.model.session import Session
+from huddle.model.times import parse_time
 from huddle.sources.registry import resume_command
 
 from . import pricing

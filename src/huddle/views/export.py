@@ -25,7 +25,8 @@ from huddle.errors import BadRequest
 from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.model.events import Event, Usage
-from huddle.model.session import Session, iso, project_name
+from huddle.model.session import Session
+from huddle.model.times import iso, project_name
 from huddle.sources.base import Handle
 
 from . import pricing

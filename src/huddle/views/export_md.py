@@ -13,7 +13,7 @@ import json
 import re
 
 from huddle.model.events import one_line
-from huddle.model.session import iso
+from huddle.model.times import iso
 from huddle.views.numbers import short_tokens
 
 _TAG = re.compile(r"<(?=[A-Za-z/!?])")

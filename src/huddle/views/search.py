@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from huddle.errors import BadRequest
-from huddle.model.session import iso, project_name
+from huddle.model.times import iso, project_name
 from huddle.search import Damaged, index_for
 from huddle.search.query import Query, parse
 from huddle.search.store import is_damage, ms_of

@@ -14,7 +14,7 @@ from typing import Any
 
 from huddle.errors import BadRequest
 from huddle.model.attention import ENDED, IDLE, STATES
-from huddle.model.session import parse_time
+from huddle.model.times import parse_time
 
 from .usage import parse_since
 

@@ -18,7 +18,8 @@ from huddle.model import attention as rules
 from huddle.model import events as ev
 from huddle.model.attention import ENDED, IDLE_AFTER, NEEDS_YOU, WAITING, WORKING, YOUR_TURN
 from huddle.model.doing import doing
-from huddle.model.session import Activity, Agent, Session, activity_at, iso
+from huddle.model.session import Activity, Agent, Session, activity_at
+from huddle.model.times import iso
 from huddle.model.tools import QUESTION_TOOLS
 
 

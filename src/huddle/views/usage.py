@@ -28,7 +28,8 @@ from huddle import __version__
 from huddle.io.boardfile import dirs_moved, files_moved
 from huddle.model import events as ev
 from huddle.model.events import Event, Usage
-from huddle.model.session import Session, iso, parse_time, project_name
+from huddle.model.session import Session
+from huddle.model.times import iso, parse_time, project_name
 
 from .pricing import Table, current, model_name
 

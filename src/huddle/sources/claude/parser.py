@@ -8,7 +8,8 @@ import msgspec
 
 from huddle.model import events as ev
 from huddle.model.events import Event, cap
-from huddle.model.session import Session, parse_time
+from huddle.model.session import Session
+from huddle.model.times import parse_time
 from huddle.model.tools import HANDBACK_TOOLS, SPAWN_TOOLS
 
 from .records import (

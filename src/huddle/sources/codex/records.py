@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 import msgspec
 from msgspec import Raw
 
-from huddle.model.session import parse_time
+from huddle.model.times import parse_time
 
 # -- session_meta ----------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import re
 import msgspec
 from msgspec import Raw
 
-from huddle.model.session import parse_time
+from huddle.model.times import parse_time
 
 Number = int | float | None
 

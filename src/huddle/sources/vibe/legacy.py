@@ -21,7 +21,8 @@ from huddle.io.reader import RESET, LineReader
 from huddle.model import events as ev
 from huddle.model.doing import input_summary
 from huddle.model.events import Event, Usage, cap, one_line
-from huddle.model.session import Session, parse_time
+from huddle.model.session import Session
+from huddle.model.times import parse_time
 from huddle.model.tools import SHELL_TOOLS, SPAWN_TOOLS
 
 from . import tools as vt

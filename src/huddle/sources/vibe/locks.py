@@ -13,7 +13,7 @@ import json
 import os
 
 from huddle.io import procs
-from huddle.model.session import parse_time
+from huddle.model.times import parse_time
 
 
 def _read_json(path: str) -> dict | None:

@@ -22,7 +22,7 @@ import msgspec
 
 from huddle.errors import InputError
 from huddle.io.reader import GONE, LineReader
-from huddle.model.session import parse_time
+from huddle.model.times import parse_time
 
 from . import records as vr
 
