@@ -152,15 +152,12 @@ class LockHolder:
         return int(said[1]), float(said[2])
 
     def release(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write("\n")
-        self.proc.stdin.flush()
-        self.proc.wait(timeout=10)
+        self.proc.communicate("\n", timeout=10)  # a clean exit; its pipes closed
 
     def kill(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+        self.proc.communicate()
 
 
 # -- the server's stream -----------------------------------------------------------------

@@ -42,6 +42,7 @@ class Writer:
     def close(self) -> None:
         self.p.stdin.close()
         self.p.wait(timeout=10)
+        self.p.stdout.close()
 
     def __enter__(self) -> Writer:
         return self

@@ -102,7 +102,8 @@ def one_wait_then_another(bus: Bus, claude: ClaudeProcess, close_kind: str) -> l
 
 def test_dbus_one_notification_per_wait_closed_when_answered(bus, live_claude):
     settings, _sid, claude = live_claude
-    w, n = follow(settings, desktop.DBus())
+    backend = desktop.DBus()
+    w, n = follow(settings, backend)
     try:
         calls = one_wait_then_another(bus, claude, "CloseNotification")
         first, second = calls[0], calls[1]
@@ -119,6 +120,7 @@ def test_dbus_one_notification_per_wait_closed_when_answered(bus, live_claude):
     finally:
         w.stop()
         n.close_all()
+        backend.stop()
 
 
 def test_notify_send_shows_and_replaces_when_answered(bus, live_claude):
@@ -158,8 +160,9 @@ def test_waits_already_there_at_start_are_not_news(bus, tmp_path):
     settings, sid, config = claude_live(tmp_path)
     claude = ClaudeProcess(config, sid, "waiting")
     claude.set("waiting", "permission prompt")
+    backend = desktop.DBus()
     try:
-        w, _n = follow(settings, desktop.DBus())
+        w, _n = follow(settings, backend)
         assert w.rows[f"claude:{sid}"]["state"] == "needs_you"
         claude.set("busy")
         wait_until(lambda: w.rows[f"claude:{sid}"]["state"] == "working", time.time() + 10, "working")
@@ -168,6 +171,7 @@ def test_waits_already_there_at_start_are_not_news(bus, tmp_path):
         w.stop()
         assert len(bus.calls("Notify")) == 1 and not bus.calls("CloseNotification")
     finally:
+        backend.stop()
         claude.stop()
 
 

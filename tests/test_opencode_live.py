@@ -287,7 +287,7 @@ def test_a_real_process_on_this_machine(tmp_path):
         assert st.state == "needs_you"
     finally:
         p.kill()
-        p.wait()
+        p.communicate()  # closes its pipe too
     src.system._view = None
     assert h.live()["alive"] is False
     assert any(e.kind == ev.TOOL_CALL for e in h.session.events)

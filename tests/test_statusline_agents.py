@@ -56,5 +56,5 @@ def test_a_session_waiting_for_approval_is_counted(tmp_path, source):
         assert "✋ 1 needs you" in r.stdout, r.stdout
     finally:
         p.kill()
-        p.wait()
+        p.communicate()  # closes its pipe too
     assert Path(home).exists()

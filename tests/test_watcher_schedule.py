@@ -80,7 +80,8 @@ def test_status_watch_shows_a_registry_flip_at_once(tmp_path):
         [sys.executable, "-m", "huddle", "status", "--watch"], stdout=subprocess.PIPE, env=env, text=True
     )
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in p.stdout], daemon=True).start()  # type: ignore[union-attr]
+    reader = threading.Thread(target=lambda: [lines.put(x) for x in p.stdout], daemon=True)  # type: ignore[union-attr]
+    reader.start()
 
     seen: list[str] = []
 
@@ -105,4 +106,6 @@ def test_status_watch_shows_a_registry_flip_at_once(tmp_path):
     finally:
         p.terminate()
         assert p.wait(timeout=20) == 0
+        reader.join(timeout=20)  # it reads to the end of the pipe, then the pipe is closed
+        p.stdout.close()  # type: ignore[union-attr]
         claude.stop()

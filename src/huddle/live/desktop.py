@@ -159,7 +159,23 @@ class Notifier:
             self._run(self.dn.clear(handle))
 
     def stop(self) -> None:
+        # desktop-notifier has no close of its own: its D-Bus connection (dbus-fast) is
+        # ended here, where the library keeps it, when it is there at all.
+        bus = getattr(getattr(self.dn, "_backend", None), "bus", None)
+        if bus is not None and hasattr(bus, "wait_for_disconnect"):
+
+            async def bye() -> None:
+                bus.disconnect()
+                await bus.wait_for_disconnect()
+
+            try:
+                self._run(bye())
+            except Exception:  # a notification service gone away is already closed
+                pass
         self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        if not self.thread.is_alive():
+            self.loop.close()  # its selector and sockets, not left to the collector
 
 
 def _detached(argv: list[str]) -> None:
