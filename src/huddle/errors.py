@@ -13,6 +13,7 @@ to HTTP statuses (`huddle.server.app.STATUS`), the CLI to a one-line error.
     │   ├── StoreError          sources/vibe/store: a Vibe session store
     │   ├── DbError             sources/opencode/db: OpenCode's database, now
     │   └── Damaged             search/store: the search index is not a usable database
+    │       └── Reset           the index was deleted while being written: built again
     ├── BundleError             views/export_html: huddle's own pages could not be bundled (a bug)
     └── HostingError            a service huddle runs or talks to: the host, the hub, an OTLP endpoint
         ├── HostError           host/client: a host answered with an error, or none answers
