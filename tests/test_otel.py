@@ -20,8 +20,9 @@ from huddle.core import Huddle
 from huddle.model import events as ev
 from huddle.otel.cursor import Cursor
 from huddle.otel.export import Exporter, Sender, traces_endpoint
+from huddle.otel.plan import huddle_usage, trace_id_of
 from huddle.otel.semconv import provider_of
-from huddle.otel.spans import Owners, huddle_usage, session_spans, trace_id_of
+from huddle.otel.spans import Owners, session_spans
 from huddle.sources import Settings
 from huddle.views.usage import report
 from otlp_receiver import Receiver

@@ -12,7 +12,7 @@ import os
 import sqlite3
 from collections.abc import Iterable
 
-from .spans import SpanPlan
+from .plan import SpanPlan
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sent (

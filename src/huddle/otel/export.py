@@ -22,7 +22,8 @@ from huddle.errors import HostingError, HuddleError
 
 from . import semconv as sc
 from .cursor import Cursor
-from .spans import CLIENT, Owners, Redact, SessionSpans, SpanPlan, session_spans
+from .plan import CLIENT, Redact, SessionSpans, SpanPlan
+from .spans import Owners, session_spans
 
 BATCH = 512  # spans per request, as the SDK's batch processor sends them
 AT_REST = frozenset({"your_turn", "idle", "ended"})  # states in which a session's agents' spans are final

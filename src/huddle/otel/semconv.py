@@ -34,7 +34,7 @@ OUTPUT_MESSAGES = "gen_ai.output.messages"
 ERROR_TYPE = "error.type"
 
 # The token trap: OTel's input_tokens INCLUDES cached input (read and written), which
-# are parts of it; huddle's `input` is net of cache. See spans.usage_attributes.
+# are parts of it; huddle's `input` is net of cache. See plan.usage_attributes.
 INPUT_TOKENS = "gen_ai.usage.input_tokens"
 OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 CACHE_READ = "gen_ai.usage.cache_read.input_tokens"

@@ -21,101 +21,30 @@ copy huddle recognised across sessions) keeps its span, without tokens.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable
 
 from huddle.model import events as ev
-from huddle.model.events import Event, Usage
+from huddle.model.events import Event
 from huddle.model.identity import Occurrences
 from huddle.model.session import Agent, Session
 
 from . import semconv as sc
-
-Attrs = dict[str, Any]
-# text -> text fit to leave the machine (the exports' redaction); None: no content at all
-Redact = Callable[[str], str]
-
-INTERNAL = "internal"
-CLIENT = "client"
+from .plan import (
+    CLIENT,
+    INTERNAL,
+    Attrs,
+    Redact,
+    SessionSpans,
+    SpanPlan,
+    span_id_of,
+    to_ns,
+    trace_id_of,
+    usage_attributes,
+)
 
 # Events after which an agent's next model request starts (its input arrived).
 _INPUT_KINDS = frozenset({ev.PROMPT, ev.TOOL_RESULT, ev.REPORT, ev.INTERRUPT, ev.COMPACTION, ev.RESOLVED})
 _OUTPUT_KINDS = frozenset({ev.SAY, ev.THINK, ev.TOOL_CALL, ev.ORDER})
-
-
-class SpanPlan:
-    """One span to send. Times are unix nanoseconds."""
-
-    __slots__ = ("agent", "attrs", "closed", "end", "error", "key", "kind", "name", "parent_id", "span_id", "start")
-
-    def __init__(self, key: str, span_id: int, name: str, kind: str, agent: str, start: int, attrs: Attrs) -> None:
-        self.key = key
-        self.span_id = span_id
-        self.parent_id: int | None = None
-        self.name = name
-        self.kind = kind
-        self.agent = agent
-        self.start = start
-        self.end = start
-        self.attrs = attrs
-        self.error: str | None = None  # error.type; the span's status is ERROR when set
-        self.closed = True  # its end is known (a call with its result, a finished agent)
-
-    def __repr__(self) -> str:
-        return f"SpanPlan({self.name!r}, {self.key!r})"
-
-
-class SessionSpans:
-    """A session's trace: its id and spans, root first."""
-
-    __slots__ = ("root", "session_key", "spans", "trace_id")
-
-    def __init__(self, session_key: str, trace_id: int, spans: list[SpanPlan]) -> None:
-        self.session_key = session_key
-        self.trace_id = trace_id
-        self.spans = spans
-        self.root = spans[0] if spans else None
-
-
-def trace_id_of(session_key: str) -> int:
-    d = hashlib.blake2b(b"huddle-trace\0" + session_key.encode(), digest_size=16).digest()
-    return int.from_bytes(d, "big") or 1
-
-
-def span_id_of(trace_id: int, key: str) -> int:
-    d = hashlib.blake2b(key.encode(), digest_size=8, key=trace_id.to_bytes(16, "big")).digest()
-    return int.from_bytes(d, "big") or 1
-
-
-def usage_attributes(u: Usage) -> Attrs:
-    """The GenAI token attributes of one response, from huddle's net-of-cache usage."""
-    d: Attrs = {
-        sc.INPUT_TOKENS: u.input + u.cache_read + u.cache_write,
-        sc.OUTPUT_TOKENS: u.output,
-        sc.CACHE_READ: u.cache_read,
-        sc.CACHE_CREATION: u.cache_write,
-    }
-    if u.cache_write_1h:
-        d[sc.CACHE_CREATION_1H] = u.cache_write_1h
-    return d
-
-
-def huddle_usage(attrs_list: Iterable[Attrs]) -> Usage:
-    """The inverse of usage_attributes, summed: what `huddle usage` says of these spans."""
-    total = Usage()
-    for a in attrs_list:
-        if sc.INPUT_TOKENS not in a:
-            continue
-        cr, cw = a.get(sc.CACHE_READ, 0), a.get(sc.CACHE_CREATION, 0)
-        total.add(
-            Usage(a[sc.INPUT_TOKENS] - cr - cw, a.get(sc.OUTPUT_TOKENS, 0), cr, cw, a.get(sc.CACHE_CREATION_1H, 0))
-        )
-    return total
-
-
-def _ns(t: float) -> int:
-    return round(t * 1e9)
 
 
 class _Builder:
@@ -214,10 +143,10 @@ class _Builder:
             f"chat {model}" if model else "chat",
             CLIENT,
             e.agent,
-            _ns(start),
+            to_ns(start),
             attrs,
         )
-        p.end = _ns(t)
+        p.end = to_ns(t)
         # the next request of this agent starts when this response was recorded at the earliest
         self.input_t[e.agent] = (t, est)
         self.last_chat[e.agent] = p
@@ -246,7 +175,7 @@ class _Builder:
         if self.redact is not None and (e.detail or (spawn and e.text)):
             args = {"description": e.detail, "prompt": e.text} if spawn else {"summary": e.detail}
             attrs[sc.TOOL_ARGUMENTS] = {k: self.text(v) for k, v in args.items() if v}
-        p = self.span(self.names.key("tool", e.agent, e.id), f"execute_tool {tool}", INTERNAL, e.agent, _ns(t), attrs)
+        p = self.span(self.names.key("tool", e.agent, e.id), f"execute_tool {tool}", INTERNAL, e.agent, to_ns(t), attrs)
         if e.id:
             p.closed = False
             self.calls[e.id] = p
@@ -259,7 +188,7 @@ class _Builder:
         if e.kind == ev.TOOL_RESULT and e.name and p.attrs.get("huddle.agent.type") is not None:
             p.attrs[sc.TOOL_NAME] = e.name  # the spawning tool's own name, where the result says it
             p.name = f"execute_tool {e.name}"
-        p.end = max(p.start, _ns(t))
+        p.end = max(p.start, to_ns(t))
         p.closed = True
         if est:
             p.attrs["huddle.time.estimated"] = True
@@ -279,7 +208,7 @@ class _Builder:
             if p.agent != agent:
                 continue
             del self.calls[cid]
-            p.end = max(p.start, _ns(t))
+            p.end = max(p.start, to_ns(t))
             p.attrs["huddle.span.unfinished"] = True
             if interrupted:
                 p.error = "interrupted"
@@ -316,7 +245,7 @@ class _Builder:
         # the agent's latest response since its last input, else to its next response.
         last = self.last_chat.get(e.agent)
         started = self.input_t.get(e.agent)
-        if last is not None and started is not None and last.end >= _ns(started[0]):
+        if last is not None and started is not None and last.end >= to_ns(started[0]):
             msgs = last.attrs.setdefault(sc.OUTPUT_MESSAGES, [{"role": "assistant", "parts": []}])
             msgs[0]["parts"].append(part)
         else:
@@ -366,10 +295,10 @@ class _Builder:
                 f"invoke_agent {name}",
                 INTERNAL,
                 a.id,
-                _ns(start),
+                to_ns(start),
                 attrs,
             )
-            p.end = max(p.start, _ns(end))
+            p.end = max(p.start, to_ns(end))
             if is_lead:
                 p.closed = self.ended
             else:
@@ -435,7 +364,7 @@ def session_spans(
     b.agents()
     spans = b.finish()
     if since is not None:
-        cut = _ns(since)
+        cut = to_ns(since)
         keep = [p for p in spans if p.end >= cut]  # a response counts when recorded, as in `huddle usage`
         spans = keep if any(not p.key.startswith("agent:") for p in keep) else []
     return SessionSpans(s.key, b.trace_id, spans)
