@@ -273,6 +273,14 @@ def test_an_agent_file_whose_parent_is_absent_is_one_orphan_session(tmp_path):
     assert len(rows) == 5 and all(r["id"].startswith("agent-") for r in rows.values())
     assert {r["parent_session"] for r in rows.values()} == {parent}
     assert all(s.error is None for s in h.sessions())
+    # all of an orphan's records are its own agent's (they are isSidechain-marked, yet no
+    # inline sidechain): one agent, titled by its order, counting its own file
+    for s in h.sessions():
+        assert list(s.agents) == [s.lead_id] and s.lead.usage.total > 0
+        assert usage4(s.usage) == total(largest_per_id(h.handle(s.key).files()))
+    titles = [r["title"] for r in rows.values()]
+    assert titles.count("Warmup") == 3
+    assert sum(t.startswith("[[scn:h_sub_") for t in titles) == 2
 
 
 def test_summaries_title_the_session_holding_their_leaf_never_another():

@@ -65,6 +65,9 @@ class FileParser:
         self.file_is_sub = is_sub
         # the session id a main file's records carry; another one marks a copied record
         self.own_session = "" if is_sub or agent.startswith("agent-") else agent
+        # 1.0.x / early 2.0.x sub-agents sit inline in a session file (isSidechain records);
+        # a 2.0.x agent file read as an orphan session is all one agent's, sidechain-marked too
+        self.inline_sidechains = not is_sub and not agent.startswith("agent-")
         # Only model responses carry usage: other records are passed over unread.
         self.usage_only = usage_only
         self.last_t: float | None = None
@@ -116,7 +119,7 @@ class FileParser:
             self.session.problem(self.path, off, f"unexpected {t or 'record'}: {type(exc).__name__}: {exc}")
 
     def _record(self, r: Record, t: str, off: int, line: bytes) -> None:
-        if r.isSidechain and not self.file_is_sub:
+        if r.isSidechain and self.inline_sidechains:
             # 1.0.x / early 2.0.x: a sub-agent's records inline in the session file
             self.agent = self._sidechain(r)
             self.is_sub = True
