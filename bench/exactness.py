@@ -16,7 +16,8 @@ the session that started first). Sessions are files: `<uuid>.jsonl`, with its
 `<uuid>/subagents/*.jsonl`, and 2.0.x `agent-<id>.jsonl` files joined to the first
 session their records name whose file holds something (a resumed process names its
 own empty file first), else one whose file is there, else an orphan of their own. Sub-agents
-expected: `subagents/` files, `agent-*.jsonl` files not started by "Warmup", and inline
+expected: `subagents/` files, `agent-*.jsonl` files ordered something else than
+"Warmup" (2.0.4x writes some pre-warm agents with no order at all: not expected), and inline
 sidechains (a parentless `isSidechain` user record, 1.0.x / early 2.0.x).
 
 huddle answers through `huddle status --json` run by --python (default: this one), so
@@ -121,7 +122,7 @@ class Truth:
                 was = cur[1].get(sid)
                 if was is None or (t, not named) < was:
                     cur[1][sid] = (t, not named)
-            if sub and agent_file and (nested or (first_user or "").strip() != "Warmup"):
+            if sub and agent_file and (nested or (first_user or "Warmup").strip() != "Warmup"):
                 self.sub_agents[sid] += 1
         self.tokens: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0])
         for counts, where in per_id.values():

@@ -262,6 +262,23 @@ def test_project_level_agent_files_join_their_parent_and_its_task_call():
     assert len(warm) == 3 and all(a.kind == "warmup" and a.usage.total > 0 for a in warm)
 
 
+def test_a_warm_up_agent_written_without_its_order_is_quiet_too(tmp_path):
+    # 2.0.4x writes some pre-warm agent files with no "Warmup" record: only the greeting
+    config = tmp_path / "config"
+    shutil.copytree(cfg("2.0.77", "02"), config)
+    warm = []
+    for p in config.glob("projects/*/agent-*.jsonl"):
+        lines = p.read_bytes().splitlines(keepends=True)
+        if json.loads(lines[0])["message"]["content"] == "Warmup":
+            p.write_bytes(b"".join(lines[1:]))
+            warm.append(p.stem[len("agent-") :])
+    assert len(warm) == 3
+    (s,) = claude_huddle(config).sessions()
+    assert {a.id for a in s.agents.values() if a.quiet} == set(warm)
+    assert all(s.agents[w].name == "warm-up" and s.agents[w].usage.total > 0 for w in warm)
+    assert sorted(a.id for a in s.agents.values() if not a.quiet and a.id != s.lead_id) == ["a161a82", "a9b4f02"]
+
+
 def test_an_agent_file_whose_parent_is_absent_is_one_orphan_session(tmp_path):
     config = tmp_path / "config"
     shutil.copytree(cfg("2.0.77", "02"), config)

@@ -21,7 +21,7 @@ from huddle.io.boardfile import atomic_write
 from huddle.sources.base import Handle, Source
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
-FORMAT = f"huddle-cache/2 {__version__}"
+FORMAT = f"huddle-cache/3 {__version__}"
 
 
 def cache_dir(huddle_home: str) -> str:

@@ -232,9 +232,12 @@ class ClaudeHandle(Handle):
             sub = s.agents.get(sub_id)
             if sub is not None and not sub.order:
                 sub.order = text
-        for sub_id in self.state.warmups:
+        # 2.0.x pre-warm agents: ordered "Warmup", or (2.0.4x) a file with no order at all,
+        # only the agent's greeting; either way started by no call of its lead
+        unordered = [a for a in self.project_agents.values() if a not in self.state.sub_orders]
+        for sub_id in (*self.state.warmups, *unordered):
             sub = s.agents.get(sub_id)
-            if sub is not None and not sub.tool_use_id:  # counted, but not a sub-agent anyone asked for
+            if sub is not None and not sub.tool_use_id and sub.event_count:  # counted, but asked for by no one
                 sub.quiet = True
                 sub.kind = sub.kind or "warmup"
                 sub.name = "warm-up"
