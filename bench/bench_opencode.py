@@ -122,16 +122,16 @@ def main() -> None:
     for _ in range(3):
         for mode in ("huddle", "naive"):
             r = run_child(__file__, mode, root)
-            if mode not in best or r["seconds"] < best[mode]["seconds"]:
+            if mode not in best or r["cpu"] < best[mode]["cpu"]:  # CPU: wall time measures the neighbours
                 best[mode] = r
     r = best["huddle"]
     print(
-        f"huddle   {r['items'] / r['seconds']:8.0f} sessions/s  {r['seconds']:6.2f} s  {size / 1e6 / r['seconds']:6.0f} MB/s  "
-        f"peak RSS {r['rss_mb']:5.0f} MB  ({r['items']} sessions)"
+        f"huddle   {r['items'] / r['cpu']:8.0f} sessions/s of CPU ({r['items'] / r['seconds']:.0f} wall)  "
+        f"{r['cpu']:6.2f} s  {size / 1e6 / r['cpu']:6.0f} MB/s  peak RSS {r['rss_mb']:5.0f} MB  ({r['items']} sessions)"
     )
     n = best["naive"]
-    print(f"naive    {n['seconds']:6.2f} s  peak RSS {n['rss_mb']:5.0f} MB  ({n['items']} rows decoded)")
-    print(f"ratio: huddle's full read is {n['seconds'] / r['seconds']:.2f}x a bare decode of every row")
+    print(f"naive    {n['cpu']:6.2f} s of CPU  peak RSS {n['rss_mb']:5.0f} MB  ({n['items']} rows decoded)")
+    print(f"ratio: huddle's full read is {n['cpu'] / r['cpu']:.2f}x a bare decode of every row")
     live(root)
 
 
