@@ -232,6 +232,7 @@ def measure(config: Path, py: str, cc: str | None, kinds: dict[str, str]) -> lis
                 "truth": want,
                 "huddle": got,
                 "ccusage": cc_tokens.get(sid, [0, 0, 0, 0]) if periods is not None else None,
+                "usage_note": (row or {}).get("usage_note", ""),
             }
         )
     return out
@@ -283,30 +284,34 @@ def main() -> None:
     for r in rows:
         groups[group_of(r, root_of)].append(r)
     print(f"huddle: {a.python}   ccusage: {cc or 'not run'}")
-    head = f"{'':28} {'sessions':>9} {'listed':>7} {'extra':>6} {'sub-agents':>11} {'with tokens':>12}"
-    print(head + f" {'huddle exact':>13} {'ccusage exact':>14}")
+    head = f"{'':24} {'sessions':>8} {'listed':>6} {'extra':>5} {'sub-agents':>10} {'trees':>5} {'w/ tokens':>9}"
+    print(head + f" {'huddle exact':>12} {'ccusage exact':>13} {'partial':>7}")
     misses = []
     for name in sorted(groups):
         g = groups[name]
         exp = [r for r in g if r["expected"]]
         listed = sum(r["listed"] for r in exp)
         extra = sum(r["listed"] and not r["expected"] for r in g)
-        subs = f"{sum(min(r['sub_agents'], r['sub_agents_expected']) for r in exp)}/" + str(
-            sum(r["sub_agents_expected"] for r in exp)
-        )
+        subs = f"{sum(r['sub_agents'] for r in exp)}/{sum(r['sub_agents_expected'] for r in exp)}"
+        trees = sum(r["sub_agents"] == r["sub_agents_expected"] for r in exp)
         tok = [r for r in exp if any(r["truth"])]
         hx = sum(r["huddle"] == r["truth"] for r in tok)
         cx = sum(r["ccusage"] == r["truth"] for r in tok) if cc else None
+        partial = sum(bool(r["usage_note"]) for r in exp)
         misses += [r for r in tok if r["huddle"] != r["truth"]]
         print(
-            f"{name:28} {len(exp):>9} {listed:>7} {extra:>6} {subs:>11} {len(tok):>12} {hx:>13}"
-            f" {'-' if cx is None else cx:>14}"
+            f"{name:24} {len(exp):>8} {listed:>6} {extra:>5} {subs:>10} {trees:>5} {len(tok):>9} {hx:>12}"
+            f" {'-' if cx is None else cx:>13} {partial:>7}"
         )
     tok = [r for r in rows if r["expected"] and any(r["truth"])]
     print(
-        f"{'all':28} {sum(r['expected'] for r in rows):>9} {'':>7} {'':>6} {'':>11} {len(tok):>12}"
-        f" {sum(r['huddle'] == r['truth'] for r in tok):>13}"
-        f" {'-' if not cc else sum(r['ccusage'] == r['truth'] for r in tok):>14}"
+        f"{'all':24} {sum(r['expected'] for r in rows):>8} {'':>6} {'':>5} {'':>10} {'':>5} {len(tok):>9}"
+        f" {sum(r['huddle'] == r['truth'] for r in tok):>12}"
+        f" {'-' if not cc else sum(r['ccusage'] == r['truth'] for r in tok):>13}"
+    )
+    print(
+        "sub-agents: found/expected (warm-ups apart); trees: sessions with as many as expected; "
+        "partial: sessions with a usage_note (a file that never got some final output counts)"
     )
     for r in misses[: a.misses]:
         print(
