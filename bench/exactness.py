@@ -17,7 +17,8 @@ the session that started first). Sessions are files: `<uuid>.jsonl`, with its
 session their records name whose file holds something (a resumed process names its
 own empty file first), else one whose file is there, else an orphan of their own. Sub-agents
 expected: `subagents/` files, `agent-*.jsonl` files ordered something else than
-"Warmup" (2.0.4x writes some pre-warm agents with no order at all: not expected), and inline
+"Warmup" or named by a Task call's result (2.0.4x writes some pre-warm agents with no
+order at all: not expected), and inline
 sidechains (a parentless `isSidechain` user record, 1.0.x / early 2.0.x).
 
 huddle answers through `huddle status --json` run by --python (default: this one), so
@@ -90,6 +91,8 @@ class Truth:
         files = sorted(self.projects.glob("**/*.jsonl"))
         for f in files:
             self.session_of[f] = self._session(f)
+        linked: set[str] = set()
+        unordered: list[tuple[str, str]] = []  # (session, agent id) of agent files with no order
         for f in files:
             sid = self.session_of[f]
             nested = len(f.relative_to(self.projects).parts) > 2
@@ -108,6 +111,9 @@ class Truth:
                     self.has_talk.add(sid)
                 if kind == "user" and first_user is None:
                     first_user = _text(m.get("content"))
+                res = d.get("toolUseResult")
+                if isinstance(res, dict) and isinstance(res.get("agentId"), str):
+                    linked.add(res["agentId"])  # a Task call's result names the agent it started
                 if kind == "user" and d.get("isSidechain") and not d.get("parentUuid") and not agent_file:
                     self.sub_agents[sid] += 1  # an inline sidechain starts here
                 u = m.get("usage")
@@ -123,6 +129,11 @@ class Truth:
                 if was is None or (t, not named) < was:
                     cur[1][sid] = (t, not named)
             if sub and agent_file and (nested or (first_user or "Warmup").strip() != "Warmup"):
+                self.sub_agents[sid] += 1
+            elif sub and agent_file:
+                unordered.append((sid, f.stem[len("agent-") :]))
+        for sid, agent in unordered:
+            if agent in linked:  # no order written (a trimmed file), yet a call started it
                 self.sub_agents[sid] += 1
         self.tokens: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0])
         for counts, where in per_id.values():
