@@ -84,7 +84,8 @@ def running_command(view: ProcTable, pid: int) -> str | None:
             m = _WRAPPED.search(p.argv[2])
             if m:
                 return m.group(1).strip()
-    return " ".join(below[-1].argv) or "a tool"
+    named = [p for p in below if p.argv]  # a zombie (a tool exited, not yet reaped) has no argv
+    return " ".join(named[-1].argv) if named else "a tool"
 
 
 def lead_mark(parser, at: float | None) -> tuple[float | None, str]:
