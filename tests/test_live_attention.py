@@ -15,6 +15,7 @@ import subprocess
 import time
 
 import pytest
+from playwright.sync_api import expect
 
 from conftest import SAMPLES
 from huddle.core import Huddle
@@ -156,6 +157,50 @@ def test_the_session_page_agrees_within_a_second(page, claude_working):  # noqa:
             assert sp.locator("#s-waiting").inner_text().startswith("Needs you: permission prompt")
     assert sp.locator("#s-waiting").is_hidden()
     sp.close()
+
+
+RECORD_NOTIFICATIONS = """(() => {
+  // the page's real Notification, each one noted as it is made and closed
+  const Real = window.Notification;
+  if (!Real) return;
+  window.__notes = [];
+  const now = () => performance.timeOrigin + performance.now();
+  class Noted extends Real {
+    constructor(title, opts) {
+      super(title, opts);
+      this.__i = window.__notes.push({ title, body: opts && opts.body, at: now(), closed: null }) - 1;
+    }
+    close() { window.__notes[this.__i].closed = now(); super.close(); }
+  }
+  Object.defineProperty(Noted, "permission", { get: () => Real.permission });
+  Noted.requestPermission = (...a) => Real.requestPermission(...a);
+  window.Notification = Noted;
+})()"""
+
+
+def test_browser_notifications_one_per_wait_closed_when_answered(page, claude_working):  # noqa: F811
+    """The board's "Notify me": a browser notification when the row rises into needs you
+    (within a second of the flip, as the row), the same wait never twice, closed when it
+    is answered."""
+    srv, _stream, key, claude = claude_working
+    page.context.grant_permissions(["notifications"], origin=srv.url.rstrip("/"))
+    page.add_init_script(RECORD_NOTIFICATIONS)
+    page.reload()
+    page.wait_for_selector(f'tr[data-key="{key}"].r-working')
+    page.click("#notify")
+    expect(page.locator("#notify")).to_have_text("Notifying")
+    t0 = time.time()
+    claude.set("waiting", "permission prompt")
+    page.wait_for_function("() => window.__notes.length >= 1", timeout=BOUND * 1000)
+    claude.set("waiting", "permission prompt")  # the same wait written again: no second one (counted at the end)
+    (note,) = page.evaluate("() => window.__notes")
+    assert note["at"] / 1000 - t0 <= WITHIN
+    assert note["title"].endswith("needs you") and note["body"].startswith("permission prompt: Bash")
+    t0 = time.time()
+    claude.set("busy")
+    page.wait_for_function("() => window.__notes[0].closed !== null", timeout=BOUND * 1000)
+    assert page.evaluate("() => window.__notes[0].closed") / 1000 - t0 <= WITHIN
+    assert page.evaluate("() => window.__notes.length") == 1
 
 
 def test_claude_process_death_is_seen_without_a_file_change(page, claude_working):  # noqa: F811

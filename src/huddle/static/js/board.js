@@ -8,6 +8,7 @@ const trs = new Map(); // "source:id" -> <tr>
 let order = [];
 let selected = 0;
 let notifyOn = localStorage.getItem("huddle.notify") === "1";
+const shown = new Map(); // "source:id" -> its browser notification, closed when the wait ends
 let loaded = false;
 
 const $ = (id) => document.getElementById(id);
@@ -114,6 +115,12 @@ function notify(r) {
   const body = r.waiting_for ? oneLine(r.waiting_for, 180) : "It is waiting for you.";
   const n = new Notification(`${oneLine(r.title || r.id, 60)} needs you`, { body, tag: keyOf(r) });
   n.onclick = () => { window.focus(); location.href = `/session/${encodeURIComponent(r.id)}`; };
+  shown.set(keyOf(r), n);
+}
+
+function answered(key) {
+  const n = shown.get(key);
+  if (n) { n.close(); shown.delete(key); }
 }
 
 function apply(data) {
@@ -122,9 +129,10 @@ function apply(data) {
     const before = rows.get(key);
     rows.set(key, r);
     if (loaded && r.state === "needs_you" && (!before || before.state !== "needs_you")) notify(r);
+    if (r.state !== "needs_you") answered(key);
     renderRow(r, loaded);
   }
-  for (const key of data.removed || []) { rows.delete(key); }
+  for (const key of data.removed || []) { rows.delete(key); answered(key); }
   paint();
   redrawFilters();
 }
