@@ -224,7 +224,8 @@ def main() -> None:
                     idle = bench_idle(p.pid, url, args.idle)
                     print(
                         f"idle CPU of huddle serve, {args.sessions} sessions + 1 live, a page connected, "
-                        f"{idle['seconds']} s: {idle['cpu_percent']:.2f}%   [target < 1%]"
+                        f"{idle['seconds']} s (settled after {idle['settled_after']:.0f} s): "
+                        f"{idle['cpu_percent']:.2f}%   [target < 1%]"
                     )
                 if "flip" in args.what:
                     print_flip(bench_flip(url, live, args.flips), f"{args.sessions} sessions beside it")
