@@ -332,8 +332,10 @@ def test_a_hosted_run_is_seen_from_its_log(tmp_path, page, served):  # noqa: F81
             lambda: any(e.get("json", {}).get("type") == "result" for e in entries(d)), time.time() + 30, "result"
         )
         logged = next(e for e in entries(d) if e.get("json", {}).get("type") == "result")
-        # the host stamps each line as it logs it: the figure runs from that stamp
-        seen_everywhere(srv, stream, page, key, "your_turn", logged["t"])
+        # the host stamps each line as it logs it: the figure runs from that stamp. A turn's
+        # end read from the transcript is held by the debouncer (a flicker guard) for its
+        # hold before it shows: that much more; the host's exit is its own word, at once
+        seen_everywhere(srv, stream, page, key, "your_turn", logged["t"], late=srv.state.watcher.debounce.hold)
         arm(page, key, "ended")
         stopper = subprocess.Popen([*HUDDLE, "stop", str(d)])  # its own start-up is not the figure
         exited = wait_until(lambda: [e for e in entries(d) if e["kind"] == "exited"], time.time() + 30, "exited")
