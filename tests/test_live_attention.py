@@ -1,7 +1,8 @@
 """Attention within a second, on every surface: a live signal changes (a real process's
 Claude registry file flips, a Codex thread lock is taken and released by another
 process, a Vibe session lock likewise), and GET /api/sessions, the SSE stream and the
-board in Chromium all show it within a second of the change.
+board in Chromium all show it soon after the change: within WITHIN (live_agents), a
+deadline, not a measure; bench/bench_surfaces.py measures the second.
 
 The watcher's safety nets (the stat poll, the full pass) are set far beyond the test's
 deadline, so what is seen here came the fast way: the change itself, or the row's own
