@@ -10,16 +10,20 @@ the indexing thread goes on once the closer is seen waiting for the store's lock
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 
 import pytest
 
 import web_corpus
+from conftest import SAMPLES
 from huddle.core import Huddle
 from huddle.search import SearchIndex
 from huddle.search.live import LiveIndexer
 from huddle.search.store import Store
+from huddle.sources import Settings
+from huddle.sources.opencode.db import Database
 
 INDEXER = "huddle-search-index"
 DEADLINE = 30.0  # a guard against a hang, never a wait that passes a test
@@ -37,7 +41,8 @@ class WatchedLock:
             return True
         if not blocking:
             return False
-        self.contended.set()
+        if threading.current_thread().name != INDEXER:  # the closer, not the paused thread
+            self.contended.set()
         return self.inner.acquire(True, timeout)
 
     def release(self) -> None:
@@ -55,7 +60,7 @@ class Pause:
     """Holds the indexing thread inside one SQL statement per round, until the other
     thread is seen waiting for the store's lock (or, with the bug, has closed)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.arm = threading.Event()
         self.inside = threading.Event()  # the indexing thread is in a statement
         self.waiting = threading.Event()  # the closer waits for the store's lock
@@ -86,17 +91,22 @@ def paused(tmp_path, monkeypatch):
     h = Huddle(cfg)
     h.refresh()
     pause = Pause()
-    opened = Store._connect
+    _traced(monkeypatch, Store, "_connect", pause)
+    index = SearchIndex(cfg.huddle_home, cfg.folders)
+    index.store.lock = WatchedLock(index.store.lock, pause.waiting)
+    return cfg, h, index, pause
+
+
+def _traced(monkeypatch, cls, method: str, pause: Pause) -> None:
+    """Every connection `cls.method` opens calls `pause.trace` at each statement."""
+    opened = getattr(cls, method)
 
     def traced(self):
         db = opened(self)
         db.set_trace_callback(pause.trace)
         return db
 
-    monkeypatch.setattr(Store, "_connect", traced)
-    index = SearchIndex(cfg.huddle_home, cfg.folders)
-    index.store.lock = WatchedLock(index.store.lock, pause.waiting)
-    return cfg, h, index, pause
+    monkeypatch.setattr(cls, method, traced)
 
 
 def _next_statement(pause: Pause, indexer: LiveIndexer) -> bool:
@@ -112,6 +122,25 @@ def _next_statement(pause: Pause, indexer: LiveIndexer) -> bool:
         assert time.monotonic() < end, "the indexing thread stopped moving"
     pause.inside.clear()
     return True
+
+
+def _hammer(pause: Pause, indexer: LiveIndexer, close, most: int) -> int:
+    """Start the indexing thread and `close()` while it is inside a statement, up to
+    `most` times, until it is done (the first statement is always held). Returns how
+    many closes landed inside a statement."""
+    pause.arm.set()
+    indexer.start()
+    closes = 0
+    try:
+        while closes < most and _next_statement(pause, indexer):
+            close()
+            pause.closed.set()
+            closes += 1
+        assert indexer.idle.wait(DEADLINE)
+    finally:
+        indexer.stop()
+    assert pause.violations == []
+    return closes
 
 
 def _clean_rows(cfg, h) -> int:
@@ -132,17 +161,7 @@ def _orphans(index: SearchIndex) -> int:
 def test_closing_while_the_indexing_thread_writes_waits_for_its_statement(paused):
     cfg, h, index, pause = paused
     indexer = LiveIndexer(h, index)
-    indexer.start()
-    closes = 0
-    try:
-        while closes < 40 and _next_statement(pause, indexer):
-            index.store.close()  # from this thread, while the indexer is inside a statement
-            pause.closed.set()
-            closes += 1
-        assert indexer.idle.wait(DEADLINE)
-    finally:
-        indexer.stop()
-    assert pause.violations == []
+    closes = _hammer(pause, indexer, index.store.close, 40)  # from this thread, mid-statement
     assert closes >= 10, f"only {closes} closes landed inside a statement ({pause.statements} statements)"
     assert indexer.last_error is None
     # closed and opened again between transactions, the index lost nothing
@@ -186,6 +205,29 @@ def test_stopping_mid_build_ends_at_the_next_transaction_and_closes(paused):
     assert pause.violations == []
     rows = index.store.stats()["rows"]
     assert rows < _clean_rows(cfg, h), "the build stopped part way, not at its end"
+
+
+def test_a_scan_closing_opencodes_database_waits_for_the_indexers_read_back(tmp_path, monkeypatch):
+    """OpenCode's records are database rows: the indexing thread reads them back through
+    the source's connection, which the watcher's scans close. The close waits for the
+    row being read, and every row comes back whole."""
+    oc = tmp_path / "opencode"
+    shutil.copytree(SAMPLES / "opencode" / "07-subagent" / "home" / ".local" / "share" / "opencode", oc)
+    cfg = Settings(folders={"opencode": str(oc)}, huddle_home=str(tmp_path / "hh"))
+    h = Huddle(cfg, sources=["opencode"])
+    h.refresh()
+    (handle,) = [hd for hd in h.handles.values() if hd.session.events]
+    db = handle.source.database(handle.path)
+    db.close()
+    pause = Pause()
+    _traced(monkeypatch, Database, "_open", pause)
+    db.lock = WatchedLock(db.lock, pause.waiting)
+    index = SearchIndex(cfg.huddle_home, cfg.folders)
+    indexer = LiveIndexer(h, index)
+    closes = _hammer(pause, indexer, db.close, 20)  # what the next scan does, from the watcher's thread
+    assert closes >= 1 and pause.statements >= 3, (closes, pause.statements)
+    assert indexer.last_error is None
+    assert index.store.stats()["rows"] == _clean_rows(cfg, h)
 
 
 def _wait(fn, what: str) -> None:

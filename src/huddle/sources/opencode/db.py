@@ -27,6 +27,11 @@ A connection in WAL mode holds a read lock on the database for as long as it is 
 which keeps OpenCode from checkpointing at exit: connections are opened for one
 refresh and closed right after. `busy_timeout` is short: a locked database costs
 this refresh (one line), never a wait.
+
+The connection is shared by threads (the watcher's scans close it; the search index's
+thread and exports read rows back with it): every use and the close hold `Database.lock`,
+since closing a sqlite3 connection under another thread's statement is a use-after-free
+in CPython's module.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -79,17 +85,24 @@ class Database:
         self._copy: str | None = None
         self.opened_at = 0.0
         self.opens = 0  # for the benches and tests: how often SQLite was asked
+        self.lock = threading.RLock()  # held for every use of the connection and its close
 
     def __getstate__(self) -> dict:
         d = self.__dict__.copy()
         d["_conn"], d["_copy"] = None, None
+        del d["lock"]
         return d
+
+    def __setstate__(self, d: dict) -> None:
+        self.__dict__.update(d)
+        self.lock = threading.RLock()
 
     @property
     def is_open(self) -> bool:
         return self._conn is not None and self._pid == os.getpid()
 
     def conn(self) -> sqlite3.Connection:
+        """The connection (opened when wanted). Use it only while holding `lock`."""
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
         self._conn = None  # one inherited across a fork is the parent's: leave it alone
@@ -99,15 +112,17 @@ class Database:
         return self._conn
 
     def close(self) -> None:
-        c, self._conn = self._conn, None
-        if c is not None and self._pid == os.getpid():
-            try:
-                c.close()
-            except sqlite3.Error:
-                pass
-        if self._copy is not None:
-            shutil.rmtree(self._copy, ignore_errors=True)
-            self._copy = None
+        """Close once no thread is in a query (the next query opens it again)."""
+        with self.lock:
+            c, self._conn = self._conn, None
+            if c is not None and self._pid == os.getpid():
+                try:
+                    c.close()
+                except sqlite3.Error:
+                    pass
+            if self._copy is not None:
+                shutil.rmtree(self._copy, ignore_errors=True)
+                self._copy = None
 
     def _open(self) -> sqlite3.Connection:
         path = self.path
@@ -149,7 +164,8 @@ class Database:
 
     def query(self, sql: str, args: tuple = ()) -> list[tuple]:
         try:
-            return self.conn().execute(sql, args).fetchall()
+            with self.lock:
+                return self.conn().execute(sql, args).fetchall()
         except sqlite3.OperationalError as exc:
             msg = str(exc)
             if "locked" in msg or "busy" in msg:
@@ -160,15 +176,17 @@ class Database:
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
-        """Queries that see one moment of the database (a read transaction, kept short)."""
-        self.query("BEGIN")
-        try:
-            yield
-        finally:
+        """Queries that see one moment of the database (a read transaction, kept short;
+        the lock is held throughout, so no close falls inside it)."""
+        with self.lock:
+            self.query("BEGIN")
             try:
-                self.conn().execute("COMMIT")
-            except sqlite3.Error:
-                pass
+                yield
+            finally:
+                try:
+                    self.conn().execute("COMMIT")
+                except sqlite3.Error:
+                    pass
 
     def tables(self) -> set[str]:
         return {r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")}
