@@ -50,7 +50,9 @@ def start_host(d, *cmd, grace: float = 0.3, sock: str | None = None, env=None, *
     args = [*HUDDLE, "host", "--dir", str(d), "--grace", str(grace), *(["--socket", sock] if sock else []), "--", *cmd]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, **kw)
     _opened.append(p)
-    wait_until(lambda: running(str(d), sock) or p.poll() is not None, "the host to listen")
+    # through D's host.sock, as clients look (with --socket elsewhere, the link in D is
+    # made just after that socket listens)
+    wait_until(lambda: running(str(d)) or p.poll() is not None, "the host to listen")
     return p
 
 
