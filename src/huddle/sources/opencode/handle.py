@@ -1,0 +1,294 @@
+"""An OpenCode session as huddle reads it: the lead's and its sub-agents' session rows, read
+by what moved since (their `time_updated` and event sequence), and a database that cannot be
+read as a handle of its own (source.py finds them)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from huddle.model import events as ev
+from huddle.model.events import one_line
+from huddle.sources.base import Handle
+
+from . import records as rec
+from .db import Database, DbError
+from .live import live_signals
+from .parser import Links, Records, SessionParser
+
+if TYPE_CHECKING:
+    from .source import OpenCodeSource
+
+OVERLAP_MS = 2000  # rows are read again from this long before the newest seen (commit order vs clocks)
+DEFAULT_TITLE = "New session - "
+
+
+class Row(msgspec.Struct, array_like=True):
+    """One session row: what tells it changed, and what names it."""
+
+    id: str
+    parent: str | None
+    created: int
+    updated: int
+    title: str
+    directory: str
+    agent: str
+    slug: str
+    seq: int
+
+    @property
+    def mark(self) -> tuple[int, int]:
+        return (self.updated, self.seq)
+
+
+class Member:
+    """One OpenCode session of a tree, with what was read of it."""
+
+    def __init__(self, row: Row):
+        self.sid = row.id
+        self.row = row
+        self.read: tuple[int, int] | None = None  # the row's mark when its rows were last read
+        self.watermark = 0  # newest time_updated seen among its rows (ms)
+        self.seq_read: int | None = None  # the newest event of its log read (None: not read yet)
+        self.parser: SessionParser | None = None
+
+
+class OpenCodeHandle(Handle):
+    def __init__(self, source: OpenCodeSource, path: str, ident, root: str, rows: list[Row]):
+        super().__init__("opencode", root)
+        self.source = source
+        self.path = path
+        self.ident = ident  # the database file's (dev, inode) when read
+        self.events = False  # the database keeps an event log per session
+        self.rows_seen: object = None
+        self._linked: object = None  # the session list its rows were last taken from (not kept in the cache)
+        self.root = root
+        self.members: dict[str, Member] = {}
+        self.links = Links()
+        self.records = Records()
+        self.title = ""
+        self.set_rows(rows)
+
+    def set_rows(self, rows: list[Row]) -> None:
+        s = self.session
+        for row in rows:
+            m = self.members.get(row.id)
+            if m is None:
+                m = self.members[row.id] = Member(row)
+                parent = None if row.id == self.root else (row.parent or self.root)
+                m.parser = SessionParser(s, self.links, row.id, parent, self.path, self.records)
+                a = s.agent(row.id, parent=parent)
+                if parent is None:
+                    a.name, a.kind = "main", "main"
+                else:
+                    a.parent = parent
+                    a.kind = row.agent or "sub-agent"
+                    a.name = row.agent or row.slug or f"sub-agent {row.id[-4:]}"
+                a.file = self.path
+                s.version += 1
+            m.row = row
+        lead = self.members.get(self.root)
+        if lead is not None and lead.row.directory and s.cwd != lead.row.directory:
+            s.cwd = lead.row.directory
+            s.version += 1
+
+    def __getstate__(self) -> dict:
+        d = super().__getstate__()
+        d["rows_seen"] = d["_linked"] = None
+        return d
+
+    def dirty(self) -> bool:
+        return any(m.read != m.row.mark for m in self.members.values())
+
+    def files(self) -> list[str]:
+        return [self.path, self.path + "-wal"]
+
+    # -- reading -------------------------------------------------------------------------
+
+    def refresh(self) -> bool:
+        s = self.session
+        before = s.version
+        todo = [m for m in self.members.values() if m.read != m.row.mark]
+        if not todo and self._linked is self.rows_seen and self.rows_seen is not None:
+            return False
+        if todo:
+            db = self.source.database(self.path)
+            try:
+                for m in sorted(todo, key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
+                    self._read(db, m)
+            finally:
+                self.source.done(self)
+        self._link()
+        self._linked = self.rows_seen
+        return s.version != before
+
+    def _read(self, db: Database, m: Member) -> None:
+        since = max(m.watermark - OVERLAP_MS, 0)
+        with db.snapshot():  # a message and its parts as of one moment
+            msgs, parts = self._rows_of(db, m.sid, since)
+            if self.events:
+                self._named_by_events(db, m, msgs, parts)
+        msgs.sort(key=lambda r: (row_int(r[2]), r[1]))
+        parts.sort(key=lambda r: (r[2], r[1]))
+        p = m.parser
+        assert p is not None
+        p.feed(msgs, parts)
+        self.session.add_all(p.out)
+        p.out.clear()
+        for row in msgs:
+            m.watermark = max(m.watermark, row_int(row[3]))
+        for row in parts:
+            m.watermark = max(m.watermark, row_int(row[4]))
+        m.read = m.row.mark
+
+    def _named_by_events(self, db: Database, m: Member, msgs: list[tuple], parts: list[tuple]) -> None:
+        """The rows the session's event log names since it was last read, whatever their
+        clock says: a row written with a `time_updated` behind the window is not missed."""
+        if m.seq_read is None:
+            got = db.query("SELECT max(seq) FROM event WHERE aggregate_id = ?", (m.sid,))
+            m.seq_read = row_int(got[0][0]) if got and got[0][0] is not None else -1
+            return
+        rows = db.query(
+            "SELECT seq, type, CASE WHEN json_valid(data) THEN json_extract(data, '$.part.id') END, "
+            "CASE WHEN json_valid(data) THEN json_extract(data, '$.info.id') END "
+            "FROM event WHERE aggregate_id = ? AND seq > ?",
+            (m.sid, m.seq_read),
+        )
+        if not rows:
+            return
+        m.seq_read = max(row_int(r[0]) for r in rows)
+        have_p = {r[1] for r in parts}
+        have_m = {r[1] for r in msgs}
+        want_p = sorted({r[2] for r in rows if isinstance(r[2], str)} - have_p)
+        want_m = sorted(
+            {r[3] for r in rows if isinstance(r[3], str) and str(r[1]).startswith("message.updated")} - have_m
+        )
+        for i in range(0, len(want_p), 400):
+            chunk = want_p[i : i + 400]
+            parts.extend(
+                db.query(
+                    "SELECT rowid, id, message_id, time_created, time_updated, data FROM part "
+                    f"WHERE session_id = ? AND id IN ({', '.join('?' * len(chunk))})",
+                    (m.sid, *chunk),
+                )
+            )
+        for i in range(0, len(want_m), 400):
+            chunk = want_m[i : i + 400]
+            msgs.extend(
+                db.query(
+                    "SELECT rowid, id, time_created, time_updated, data FROM message "
+                    f"WHERE session_id = ? AND id IN ({', '.join('?' * len(chunk))})",
+                    (m.sid, *chunk),
+                )
+            )
+
+    @staticmethod
+    def _rows_of(db: Database, sid: str, since: int) -> tuple[list[tuple], list[tuple]]:
+        msgs = db.query(
+            "SELECT rowid, id, time_created, time_updated, data FROM message "
+            "WHERE session_id = ? AND time_updated >= ? ORDER BY time_created, id",
+            (sid, since),
+        )
+        parts = db.query(
+            "SELECT rowid, id, message_id, time_created, time_updated, data FROM part "
+            "WHERE session_id = ? AND time_updated >= ? ORDER BY message_id, id",
+            (sid, since),
+        )
+        return msgs, parts
+
+    def _link(self) -> None:
+        s, L = self.session, self.links
+        lead = self.members.get(self.root)
+        title = lead.row.title if lead is not None else ""
+        if title and not title.startswith(DEFAULT_TITLE) and title != self.title:
+            self.title = title
+            s.add(ev.Event(kind=ev.TITLE, agent=self.root, text=one_line(title, 200), detail="ai"))
+        for sid, m in self.members.items():
+            if sid == self.root:
+                continue
+            a = s.agents.get(sid)
+            if a is None:
+                continue
+            call = L.call_of.get(sid)
+            order = L.orders.get(call) if call else None
+            if call and a.tool_use_id != call:
+                a.tool_use_id = call
+                s.version += 1
+            if order is not None:
+                if order.detail and a.description != order.detail:
+                    a.description = order.detail
+                    s.version += 1
+                if not a.order:
+                    a.order = order.text
+            elif not a.description and m.row.title:
+                a.description = m.row.title.split(" (@", 1)[0]
+            if not a.order and sid in L.prompts:
+                a.order = L.prompts[sid]
+
+    def live(self, at: float | None = None) -> dict:
+        return live_signals(self, at)
+
+    def record_token(self) -> bytes | None:
+        """Records are rows, numbered per handle: this names the numbering (a database
+        replaced by another file, or a session read again, numbers anew)."""
+        return f"{self.records.token}:{self.session.epoch}".encode()
+
+    def read_record(self, path: str, offset: int, length: int) -> bytes:
+        """The row an event came from, as JSON in the shape content read-back understands:
+        a call's input under its id, a result's output, a text."""
+        if os.path.realpath(path) != os.path.realpath(self.path):
+            raise OSError("not this session's database")
+        if not 0 <= offset < len(self.records.rows):
+            raise OSError("no such record in this session")
+        row, length = self.records.rows[offset]
+        table = "message" if row % 2 else "part"
+        db = self.source.database(self.path)
+        try:  # left open for the reads that follow (an export, a search): the next scan closes it
+            rows = db.query(f"SELECT session_id, data FROM {table} WHERE rowid = ?", (row // 2,))
+        except DbError as exc:
+            db.close()
+            raise OSError(str(exc)) from None
+        if not rows or rows[0][0] not in self.members:
+            raise OSError("no such row in this session")
+        return _normalized(rows[0][1], table, length)
+
+
+def _normalized(data: str | bytes, table: str, length: int) -> bytes:
+    raw = data.encode() if isinstance(data, str) else data
+    if table == "message":
+        return raw
+    try:
+        p = rec.decode_part(raw)
+    except msgspec.DecodeError:
+        return raw
+    if p.type == "tool" and p.state is not None:
+        call = p.callID or ""
+        st = p.state
+        if length == 2:
+            out = rec.loose(st.output) if st.status == "completed" else rec.loose(st.error)
+            return msgspec.json.encode(
+                {"call_id": call, "output": rec.text_of(out), "is_error": st.status != "completed"}
+            )
+        return msgspec.json.encode({"id": call, "name": p.tool, "input": rec.loose(st.input)})
+    return raw
+
+
+def row_int(v) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+class BrokenHandle(Handle):
+    """A database that cannot be read at all: listed with an error."""
+
+    def __init__(self, path: str, why: str):
+        super().__init__("opencode", os.path.basename(path))
+        self.path = path
+        self.session.error = why
+
+    def refresh(self) -> bool:
+        return False
+
+    def files(self) -> list[str]:
+        return [self.path]
