@@ -115,6 +115,12 @@ class ThreadWriter:
             )
         return d
 
+    def prompt_tokens(self) -> tuple[int, int]:
+        """A response's input and the part of it read from the cache: Codex counts cached
+        input inside input_tokens, so cached never exceeds input."""
+        inp = self.rnd.randint(9000, 60000)
+        return inp, self.rnd.randint(0, min(inp, 50000))
+
     def tokens(self, out: list[dict], inp: int, cached: int, outp: int, reasoning: int) -> None:
         usage = {
             "input_tokens": inp,
@@ -184,7 +190,7 @@ class ThreadWriter:
             target.update(agent_thread_id=child, agent_path=path, kind="started")
             target["event_id" if self.old else "id"] = call
             out += [f, a, o]
-            self.tokens(out, rnd.randint(9000, 60000), rnd.randint(0, 50000), rnd.randint(20, 400), 0)
+            self.tokens(out, *self.prompt_tokens(), rnd.randint(20, 400), 0)
         for _ in range(rnd.randint(1, 6)):
             if rnd.random() < 0.5:
                 r = self.rec("response_item:reasoning")
@@ -195,7 +201,7 @@ class ThreadWriter:
             f = self.rec("response_item:function_call:exec_command")
             f["payload"].update(call_id=call, arguments=json.dumps({"cmd": cmd}))
             out.append(f)
-            self.tokens(out, rnd.randint(9000, 60000), rnd.randint(0, 50000), rnd.randint(20, 800), rnd.randint(0, 64))
+            self.tokens(out, *self.prompt_tokens(), rnd.randint(20, 800), rnd.randint(0, 64))
             body = big_text(rnd, output_size(rnd))
             code = 0 if rnd.random() < 0.8 else rnd.randint(1, 3)
             if not self.old:
@@ -225,7 +231,7 @@ class ThreadWriter:
             a = self.rec("event_msg:item_completed:AgentMessage")
             a["payload"]["item"]["content"][0]["text"] = msg
         out += [a, m]
-        self.tokens(out, rnd.randint(9000, 60000), rnd.randint(0, 50000), rnd.randint(20, 400), 0)
+        self.tokens(out, *self.prompt_tokens(), rnd.randint(20, 400), 0)
         done = self.rec("event_msg:task_complete")
         done["payload"]["last_agent_message"] = msg
         out.append(done)
