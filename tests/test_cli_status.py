@@ -108,7 +108,7 @@ def test_bad_at_is_a_clear_message():
 def test_second_run_uses_the_cache_and_gives_the_same_board(tmp_path):
     env = {"CLAUDE_CONFIG_DIR": str(CLAUDE / "02-subagents" / "config"), "HUDDLE_HOME": str(tmp_path / "hh")}
     first = run("status", "--json", env=env)
-    assert (tmp_path / "hh" / "cache" / "handles.pickle").exists()
+    assert (tmp_path / "hh" / "cache" / "handles.db").exists()
     second = run("status", "--json", env=env)
     strip = lambda d: [{k: v for k, v in s.items() if k != "state_since"} for s in json.loads(d)["sessions"]]  # noqa: E731
     assert strip(first.stdout) == strip(second.stdout)

@@ -385,7 +385,7 @@ def test_a_lost_handle_cache_never_hides_new_lines(tmp_path):
     holds is checked against the files, never taken on a version number."""
     cfg, sid, main = web_corpus.one_session(tmp_path)
     one_shot(cfg)
-    os.remove(os.path.join(cfg.huddle_home, "cache", "search-handles.pickle"))
+    os.remove(os.path.join(cfg.huddle_home, "cache", "search-handles.db"))
     web_corpus.append_say(main, "after the cache went the pelicanfrost came")
     h, index = one_shot(cfg)
     attach(h, index)

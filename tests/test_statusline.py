@@ -142,7 +142,7 @@ def test_corrupt_cache_is_rebuilt(tmp_path, alive_pid):
     hh = tmp_path / "hh"
     (hh / "cache").mkdir(parents=True)
     (hh / "cache" / "board.bin").write_bytes(b"\x00{not a board")
-    (hh / "cache" / "handles.pickle").write_bytes(b"garbage")
+    (hh / "cache" / "handles.db").write_bytes(b"garbage")
     env = {"CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(hh), "HUDDLE_STATUSLINE_BUDGET": "20"}
     r = statusline(env, json.dumps(INPUT), "--json")
     out = json.loads(r.stdout)

@@ -28,7 +28,7 @@ def main() -> int:
         from huddle.core import Huddle
         from huddle.views.board import board_json
 
-        h = Huddle(settings, cache=True)
+        h = Huddle(settings, cache=True, lazy=True)  # reads only what moved
         h.refresh()
         h.write_board_cache(board_json(h))
     finally:

@@ -1,86 +1,210 @@
 """huddle's handle cache, in its data folder (never an agent's folder).
 
-`$HUDDLE_HOME/cache/handles.pickle` keeps each session's incremental reading state
-(file identity and offsets, what was derived, the usage events), so a new `huddle
-status` reads only the files that changed, and only their new bytes. Keyed by each
-file's identity and size through the readers' cursors; written atomically; a corrupt
-or foreign cache is ignored (one line says so) and rebuilt. The status line's board
-file beside it is `huddle.io.boardfile`.
+`$HUDDLE_HOME/cache/handles.db` (a `Store`) keeps, per session, its incremental
+reading state (file identity and offsets, what was derived, the usage events) as a
+pickle, and beside it a small head: its files' stamps and the board row last built
+from it. A new `huddle status` reads the heads, and unpickles only the sessions whose
+files moved (or whose row could move without them: a live process); the others'
+rows are the board as it stands. Written per changed session; a damaged, truncated
+or older file is ignored (one line says so) and built again. The status line's
+board file beside it is `huddle.io.boardfile`.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from huddle import __version__
-from huddle.io.boardfile import atomic_write
 from huddle.sources.base import Handle, Source
 
+from .store import Store
+
 # Bump when what a read derives changes: a cached session keeps what it derived then.
-FORMAT = f"huddle-cache/3 {__version__}"
+# (1 to 3 were handles.pickle, one pickle of every handle; 4 is handles.db.)
+FORMAT = 4
 
 
 def cache_dir(huddle_home: str) -> str:
     return os.path.join(huddle_home, "cache")
 
 
+SETTLE_NS = 1_000_000_000  # a file that moved this close to its read is looked at again next time
+
+
+def stamps_of(paths: Iterable[str], read_at_ns: int) -> list[list[Any]]:
+    """[path, size, mtime_ns] per file ([path, -1, -1] for one that is not there). One
+    that moved around the read (`read_at_ns`, when it began) gets a stamp that never
+    matches: what was half seen is read again rather than trusted."""
+    out: list[list[Any]] = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            out.append([p, -1, -1])
+            continue
+        if st.st_mtime_ns >= read_at_ns - SETTLE_NS:
+            out.append([p, -2, -2])
+        else:
+            out.append([p, st.st_size, st.st_mtime_ns])
+    return out
+
+
+def head_for(h: Handle, read_at_ns: int, row: dict[str, Any] | None, entangled: bool = False) -> dict[str, Any]:
+    """A handle's head: the stamps of its files and of the folders holding them (a new
+    sub-agent file moves its folder before anyone knows of the file), and its row."""
+    files = h.files()
+    dirs = list(dict.fromkeys(os.path.dirname(f) for f in files))
+    head: dict[str, Any] = {"files": stamps_of(files, read_at_ns), "dirs": stamps_of(dirs, read_at_ns), "row": row}
+    if entangled:
+        head["entangled"] = True
+    return head
+
+
+def unmoved(head: dict[str, Any]) -> bool:
+    """Whether nothing the head was stamped from has moved since."""
+    for path, size, mtime in head.get("files") or ():
+        try:
+            st = os.stat(path)
+        except OSError:
+            if size != -1:
+                return False
+            continue
+        if st.st_size != size or st.st_mtime_ns != mtime:
+            return False
+    for path, _size, mtime in head.get("dirs") or ():
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return False
+        except OSError:
+            if mtime != -1:
+                return False
+    return True
+
+
+class Dormant:
+    """A cached session not unpickled: its head (stamps, row) stands for it."""
+
+    __slots__ = ("head", "key", "version")
+
+    def __init__(self, key: str, version: int, head: dict[str, Any]) -> None:
+        self.key = key
+        self.version = version
+        self.head = head
+
+
 class HandleCache:
-    def __init__(self, huddle_home: str, settings_key: tuple[Any, ...], name: str = "handles.pickle") -> None:
+    def __init__(self, huddle_home: str, settings_key: tuple[Any, ...], name: str = "handles.db") -> None:
         # `name`: a reader with its own pace (the search index) keeps its own cache, so
         # what it has seen is never moved on by another command's refresh
         self.path = os.path.join(cache_dir(huddle_home), name)
-        self.settings_key = settings_key  # a cache made for other folders is not ours
-        self.blobs: dict[str, tuple[int, bytes]] = {}  # key -> (session version, pickle)
-        self.note: str | None = None
+        self.store = Store(self.path, "handles", FORMAT, settings_key)
+        self.versions: dict[str, int] = {}  # key -> the session version stored
+        self.heads: dict[str, dict[str, Any]] = {}
+        self._sources: dict[str, Source] = {}
+        self.read_at_ns = 0  # when the last read began (the core sets it)
+        legacy = os.path.join(cache_dir(huddle_home), name.rsplit(".", 1)[0] + ".pickle")
+        self._legacy = legacy if legacy != self.path else None
+
+    @property
+    def note(self) -> str | None:
+        return self.store.note
+
+    def _open(self, sources: Iterable[Source]) -> None:
+        self._sources = {s.name: s for s in sources}
+        if self._legacy and os.path.exists(self._legacy):
+            try:
+                os.unlink(self._legacy)
+                self.store.note = f"{self._legacy}: from an older version; read again from the session files"
+            except OSError:
+                pass
+        self.store.open()
 
     def load(self, sources: Iterable[Source]) -> dict[str, Handle]:
-        """The cached handles, re-attached to the live source objects."""
-        try:
-            with open(self.path, "rb") as f:
-                data = pickle.load(f)
-        except FileNotFoundError:
-            return {}
-        except Exception as exc:
-            self.note = f"{self.path}: unreadable cache ignored ({type(exc).__name__})"
-            return {}
-        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("settings") != self.settings_key:
-            return {}
-        by_name = {s.name: s for s in sources}
+        """Every cached handle, re-attached to the live source objects."""
+        self._open(sources)
+        for key, (version, head) in self.store.heads().items():
+            self.versions[key] = version
+            self.heads[key] = head
+        return self._unpickle(self.store.all_blobs())
+
+    def load_dormant(self, sources: Iterable[Source]) -> dict[str, Dormant]:
+        """Every cached session as its head only (see `wake`)."""
+        self._open(sources)
+        out: dict[str, Dormant] = {}
+        for key, (version, head) in self.store.heads().items():
+            if isinstance(head, dict):
+                self.versions[key] = version
+                self.heads[key] = head
+                out[key] = Dormant(key, version, head)
+        return out
+
+    def wake(self, keys: Iterable[str]) -> dict[str, Handle]:
+        """The handles of these cached sessions (those that unpickle)."""
+        return self._unpickle(self.store.blobs(keys).items())
+
+    def _unpickle(self, blobs: Iterable[tuple[str, bytes]]) -> dict[str, Handle]:
         handles: dict[str, Handle] = {}
-        for key, blob in data.get("handles", {}).items():
+        for key, blob in blobs:
             try:
                 h = pickle.loads(blob)
             except Exception:
                 continue  # that one session is read again from its files
-            src = by_name.get(h.session.source)
+            src = self._sources.get(h.session.source)
             if src is None:
                 continue
             h.source = src
             handles[key] = h
-            self.blobs[key] = (h.session.version, blob)
         return handles
 
-    def save(self, handles: dict[str, Handle]) -> None:
-        out: dict[str, bytes] = {}
+    def save(
+        self,
+        handles: Mapping[str, Handle | Dormant],
+        rows: Mapping[str, dict[str, Any]] | None = None,
+        entangled: set[str] | None = None,
+    ) -> None:
+        """Write what changed: handles whose session version moved, heads whose row (or
+        files) did, and drop the sessions that are gone. `entangled`: the sessions whose
+        rows hang on other sessions' files (never left unread)."""
+        put: dict[str, tuple[int, Any, bytes | None]] = {}
+        heads: dict[str, tuple[int, Any]] = {}
+        rows = rows or {}
+        tangled = entangled or set()
         for key, h in handles.items():
-            cached = self.blobs.get(key)
-            if cached is not None and cached[0] == h.session.version:
-                out[key] = cached[1]
+            if isinstance(h, Dormant):
+                continue
+            version = h.session.version
+            row = rows.get(key)
+            if self.versions.get(key) == version and key in self.heads:
+                # the same reading state: its files may still have moved (a line that made
+                # no event, a partial line), and its row may have (time, a process)
+                old = self.heads[key]
+                head = head_for(h, self.read_at_ns, row if row is not None else old.get("row"), key in tangled)
+                if head != old:
+                    heads[key] = (version, head)
+                    self.heads[key] = head
                 continue
             try:
                 blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:
                 continue  # a handle that cannot be kept is simply read again next time
-            self.blobs[key] = (h.session.version, blob)
-            out[key] = blob
-        for key in self.blobs.keys() - out.keys():
-            del self.blobs[key]
-        data = {"format": FORMAT, "settings": self.settings_key, "written": time.time(), "handles": out}
-        try:
-            atomic_write(self.path, pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
-        except OSError as exc:
-            self.note = f"{self.path}: cannot write the cache ({exc.strerror})"
+            head = head_for(h, self.read_at_ns, row, key in tangled)
+            put[key] = (version, head, blob)
+            self.versions[key] = version
+            self.heads[key] = head
+        gone = [k for k in self.versions if k not in handles]
+        for k in gone:
+            del self.versions[k]
+            self.heads.pop(k, None)
+        if put or heads or gone:
+            self.store.write(put, gone, heads=heads)
+
+    def meta(self) -> dict[str, Any]:
+        return self.store.meta
+
+    def set_meta(self, **kv: Any) -> None:
+        self.store.write({}, meta=kv)
+
+    def entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        yield from self.heads.items()

@@ -9,20 +9,26 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from huddle.errors import BadRequest, HuddleError, NotFound
 from huddle.io.boardfile import write_board
 from huddle.model.ledger import Ledger
 from huddle.model.session import Session
 from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
+from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
-from .cache import HandleCache
+from .cache import Dormant, HandleCache, unmoved
 from .coldread import read_in_parallel
 from .reading import refresh_one
 
 MIN_PREFIX = 4  # characters of a session id that may name it, when no other starts so
+# A row in one of these states stays as it is while its files and the source's live
+# signals stand still: time alone moves neither (see huddle.model.attention.after_quiet).
+SETTLED = ("ended", "idle")
 
 
 class Huddle:
@@ -31,7 +37,8 @@ class Huddle:
         settings: Settings | None = None,
         sources: list[str] | None = None,
         cache: bool = False,
-        cache_name: str = "handles.pickle",
+        cache_name: str = "handles.db",
+        lazy: bool = False,
     ):
         self.settings = settings or Settings.from_env()
         self.sources = all_sources(self.settings, sources)
@@ -45,10 +52,18 @@ class Huddle:
         self.generation = 0  # bumps when anything changed
         self.cache: HandleCache | None = None
         self.ledger = Ledger()  # a response seen in two sessions counts in one
+        # lazy: cached sessions stay unread (Dormant: their board row stands for them)
+        # until their files move or something asks for them (sessions(), handle())
+        self.dormant: dict[str, Dormant] = {}
+        self.lazy = lazy and cache
+        self.built_rows: dict[str, dict[str, Any]] = {}  # the last board's rows, listed or not (lazy)
         if cache and self.settings.huddle_home and not self.settings.usage_only:
             key = (tuple(sorted(self.settings.folders.items())), tuple(s.name for s in self.sources))
             self.cache = HandleCache(self.settings.huddle_home, key, cache_name)
-            self.handles = self.cache.load(self.sources)
+            if lazy:
+                self.dormant = self.cache.load_dormant(self.sources)
+            else:
+                self.handles = self.cache.load(self.sources)
 
     # -- reading the disk ----------------------------------------------------------
 
@@ -62,20 +77,29 @@ class Huddle:
             notes: list[str] = list(self.load_notes)
             found: dict[str, Handle] = {}
             missing = []
+            if self.cache is not None:
+                self.cache.read_at_ns = time.time_ns()
+            if self.dormant:
+                # what moved, or what a live process can move, is read; the rest sleeps on
+                self._wake([k for k, d in self.dormant.items() if not self._sleeps(d)])
+            live_moved: set[str] = set()
             for src in self.sources:
                 if not src.roots():
                     continue  # no folder here at all (not set up for this source)
                 if not src.exists():
                     missing.append(src)
                     continue
-                known = {k: h for k, h in self.handles.items() if k.startswith(src.name + ":")}
-                got = guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
+                got = self._scan(src, notes)
                 if got:
                     found.update(got)
                     # a flipped registry entry or a taken lock changes a row as surely as a line
                     moved = guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append)
-                    changed.update(k for k in moved or () if k in got)
+                    live_moved.update(k for k in moved or () if k in got)
                 notes.extend(src.notes)
+            if self.dormant:
+                found, gone = self._keep_dormant(found, live_moved)
+                changed |= gone
+            changed |= live_moved
             agent_sources = [s for s in self.sources if s.roots()]
             if missing and len(missing) == len(agent_sources):
                 where = ", ".join(r for s in missing for r in s.roots())
@@ -105,14 +129,83 @@ class Huddle:
             self.handles = found
             changed |= self.ledger.sync({k: h.session for k, h in found.items()})
             if self.cache is not None:
-                if changed or not os.path.exists(self.cache.path):
-                    self.cache.save(self.handles)
+                if changed or self.lazy or not os.path.exists(self.cache.path):
+                    self.cache.save({**self.dormant, **self.handles}, entangled=self._entangled())
                 if self.cache.note:
                     notes.append(self.cache.note)
             self.notes = notes
             if changed:
                 self.generation += 1
             return changed
+
+    # -- sessions left unread (lazy) --------------------------------------------------
+
+    def _scan(self, src: Source, notes: list[str]) -> dict[str, Handle] | None:
+        known = {k: h for k, h in self.handles.items() if k.startswith(src.name + ":")}
+        return guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
+
+    @staticmethod
+    def _sleeps(d: Dormant) -> bool:
+        """A cached session may stay unread: its row is settled, nothing it was read from
+        moved, and nothing it shows depends on another session's files."""
+        row = d.head.get("row")
+        return isinstance(row, dict) and row.get("state") in SETTLED and not d.head.get("entangled") and unmoved(d.head)
+
+    def _wake(self, keys: Iterable[str]) -> None:
+        keys = [k for k in keys if k in self.dormant]
+        if not keys or self.cache is None:
+            return
+        for key, h in self.cache.wake(keys).items():
+            self.handles[key] = h
+        for key in keys:
+            self.dormant.pop(key, None)  # one that did not unpickle is read again by the scan
+
+    def _keep_dormant(self, found: dict[str, Handle], live_moved: set[str]) -> tuple[dict[str, Handle], set[str]]:
+        """After the scans: a sleeping session the scan still finds sleeps on (the fresh
+        handle the scan made for it is dropped: nothing it was read from moved), unless
+        its live signals moved, or a session of its source came or went (a new file may
+        copy its history, and the one count of a shared response is decided over all of
+        a source's sessions: see huddle.model.ledger). Returns (found, keys gone)."""
+        gone = {k for k in self.dormant if k not in found}
+        for k in gone:
+            del self.dormant[k]
+        known = self.cache.versions if self.cache is not None else {}
+        stirred = {k.split(":", 1)[0] for k in found if k not in known and k not in self.handles}
+        stirred |= {k.split(":", 1)[0] for k in gone | ((set(known) | set(self.handles)) - set(found))}
+        # a title given across a folder (huddle.sources.base.Handle.entangled) is decided
+        # with every session of that folder at hand
+        tangled = {_folder_of(h.files()) for h in found.values() if h.entangled()} - {""}
+        woken = [
+            k
+            for k, d in self.dormant.items()
+            if k in live_moved
+            or k.split(":", 1)[0] in stirred
+            or (tangled and _folder_of([f[0] for f in d.head.get("files") or ()]) in tangled)
+        ]
+        if woken:
+            self._wake(woken)  # unmoved: what was read is what the scan would find
+            found.update((k, self.handles[k]) for k in woken if k in self.handles)
+        return {k: h for k, h in found.items() if k not in self.dormant}, gone
+
+    def _entangled(self) -> set[str]:
+        """Sessions whose rows hang on another session's files: a response counted in one
+        of two sessions, a title another file gives. They are never left unread."""
+        out = {k for keys in self.ledger.multi.values() for k in keys}
+        for k, h in self.handles.items():
+            if h.session.counted_elsewhere or h.entangled():
+                out.add(k)
+        return out
+
+    def wake_all(self) -> None:
+        """Every sleeping session loaded (for views that need them all)."""
+        with self.lock:
+            if self.dormant:
+                self._wake(list(self.dormant))
+
+    def dormant_rows(self) -> dict[str, dict[str, Any]]:
+        """The board rows of the sessions left unread, as last built."""
+        with self.lock:
+            return {k: d.head["row"] for k, d in self.dormant.items()}
 
     def complete(self, key: str) -> Session | None:
         """The session with its whole timeline: one loaded from the cache keeps only its
@@ -162,9 +255,18 @@ class Huddle:
                     yield nh.session
 
     def write_board_cache(self, board: dict) -> None:
-        """Leave the board where the standard-library status line can read it."""
-        if self.settings.huddle_home:
-            write_board(self.settings.huddle_home, board, self.handles, self.watch_dirs(), self.settings.folders)
+        """Leave the board where the standard-library status line can read it, and its
+        rows in the cache (what a sleeping session shows next time)."""
+        if not self.settings.huddle_home:
+            return
+        with self.lock:
+            if self.cache is not None and self.lazy:
+                rows = {f"{r['source']}:{r['id']}": r for r in board.get("sessions", ())}
+                built = getattr(self, "built_rows", None) or rows
+                self.cache.save({**self.dormant, **self.handles}, built, entangled=self._entangled())
+            files: dict[str, Any] = {k: _Stamped(d) for k, d in self.dormant.items()}
+            files.update(self.handles)
+        write_board(self.settings.huddle_home, board, files, self.watch_dirs(), self.settings.folders)
 
     def watch_dirs(self) -> list[str]:
         """Folders whose mtime moves when a session or a live signal appears (the status
@@ -174,6 +276,12 @@ class Huddle:
     # -- asking --------------------------------------------------------------------
 
     def sessions(self) -> list[Session]:
+        with self.lock:
+            self.wake_all()
+            return [h.session for h in self.handles.values()]
+
+    def loaded_sessions(self) -> list[Session]:
+        """The sessions read into memory (all of them unless the core is lazy)."""
         with self.lock:
             return [h.session for h in self.handles.values()]
 
@@ -188,6 +296,17 @@ class Huddle:
             for h in self.handles.values():
                 if h.session.id == id:
                     return h
+            if self.dormant:  # sessions left unread (lazy): the ones named are read now
+                exact = [k for k in self.dormant if k == id or k.split(":", 1)[1] == id]
+                near = exact or (
+                    [k for k in self.dormant if k.startswith(id) or k.split(":", 1)[1].startswith(id)]
+                    if len(id) >= MIN_PREFIX
+                    else []
+                )
+                self._wake(near)
+                for k in exact:
+                    if k in self.handles:
+                        return self.handles[k]
             if len(id) >= MIN_PREFIX:
                 hits = [h for h in self.handles.values() if h.session.id.startswith(id) or h.key.startswith(id)]
                 if len(hits) == 1:
@@ -212,3 +331,18 @@ class Huddle:
 
     def agent_roots(self) -> list[str]:
         return [os.path.realpath(r) for src in self.sources for r in src.roots()]
+
+
+class _Stamped:
+    """A sleeping session as the board file needs it: its files, stamped when this run
+    found them unmoved."""
+
+    def __init__(self, d: Dormant) -> None:
+        self.stamps = [f for f in d.head.get("files") or () if f[1] >= 0]
+
+    def files(self) -> list[str]:
+        return [f[0] for f in self.stamps]
+
+
+def _folder_of(files: list[str]) -> str:
+    return os.path.dirname(files[0]) if files else ""

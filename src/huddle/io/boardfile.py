@@ -88,6 +88,11 @@ def file_stamps(paths: Iterable[str]) -> list[list[Any]]:
     return out
 
 
+def _stamps_of(h: HasFiles) -> list[list[Any]]:
+    stamps = getattr(h, "stamps", None)  # stamped already (a session huddle's cache left unread)
+    return stamps if stamps is not None else file_stamps(h.files())
+
+
 def write_board(
     huddle_home: str,
     board: dict[str, Any],
@@ -113,7 +118,7 @@ def write_board(
                 "background": bool(s.get("background")),
                 "tokens": s.get("tokens", 0),
                 "cost_usd": (s.get("cost") or {}).get("usd"),
-                "files": file_stamps(h.files()) if h is not None else [],
+                "files": _stamps_of(h) if h is not None else [],
             }
         )
     dirs: list[list[Any]] = []

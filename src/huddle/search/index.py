@@ -377,7 +377,7 @@ def one_shot(settings, progress: Callable[[str, int], Progress | None] | None = 
             raise
         index.reset()
         versions = {}
-    h = Huddle(settings, cache=True, cache_name="search-handles.pickle")
+    h = Huddle(settings, cache=True, cache_name="search-handles.db")
     for key in [k for k, hd in h.handles.items() if versions.get(k) != hd.session.version]:
         del h.handles[key]  # read again from the start: the index may lack part of it
     cached = dict(h.handles)

@@ -58,6 +58,12 @@ class Handle:
 
         return read_span(path, offset, length)
 
+    def entangled(self) -> bool:
+        """Whether what this session shows hangs on other sessions' files beyond the
+        response ids the core's ledger sees (a title another file gives): such a
+        session is read with its source's others, never left unread from the cache."""
+        return False
+
     def live(self, at: float | None = None) -> dict[str, Any]:
         """The source's liveness signals for the attention state (pid file, lock...).
         `at` evaluates as of a past time, trusting such files as they are."""

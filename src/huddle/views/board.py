@@ -144,10 +144,27 @@ def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def rows_key(h: Huddle, table: pricing.Table | None) -> list[Any]:
+    """What a kept row was built with besides its session: the prices and the idle time."""
+    return [repr(sorted(table.describe().items())) if table is not None else None, getattr(h, "idle_after", None)]
+
+
 def board_json(h: Huddle, at: float | None = None, debounce: Debouncer | None = None) -> dict[str, Any]:
     table = pricing_table(h)
-    rows = [session_entry(h, s, at=at, debounce=debounce, table=table) for s in h.sessions()]
-    rows = sort_rows([r for r in rows if listed(r)])
+    kept: dict[str, dict[str, Any]] = {}
+    cache = getattr(h, "cache", None)
+    if getattr(h, "dormant", None):
+        # sessions left unread (huddle's cache): their rows as last built, if built alike
+        if at is not None or cache is None or cache.meta().get("rows") != rows_key(h, table):
+            h.wake_all()
+        kept = h.dormant_rows()
+    sessions = h.loaded_sessions() if hasattr(h, "loaded_sessions") else h.sessions()
+    built = {s.key: session_entry(h, s, at=at, debounce=debounce, table=table) for s in sessions}
+    if at is None and getattr(h, "lazy", False):
+        h.built_rows = built  # every row, listed or not, for the cache (see Huddle.write_board_cache)
+        if cache is not None and cache.meta().get("rows") != rows_key(h, table):
+            cache.set_meta(rows=rows_key(h, table))
+    rows = sort_rows([r for r in [*built.values(), *(dict(r) for r in kept.values())] if listed(r)])
     out: dict[str, Any] = {"sessions": rows}
     notes = board_notes(h)
     if notes:

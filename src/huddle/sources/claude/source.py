@@ -245,6 +245,9 @@ class ClaudeHandle(Handle):
     def summaries(self) -> dict[str, str]:
         return self.state.summaries
 
+    def entangled(self) -> bool:
+        return bool(self.summaries() or self.summary_title)  # summaries.settle looks across a folder
+
     def set_summary_title(self, title: str) -> bool:
         """The summary its leaves earn (summaries.settle); an ai-title of its own wins."""
         if title == self.summary_title or self.state.ai_title:

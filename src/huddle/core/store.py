@@ -1,0 +1,254 @@
+"""State kept between runs, one SQLite file per use under `$HUDDLE_HOME/cache` (never in
+an agent's folder), derived and safe to delete.
+
+Each entry is one session: its files' stamps and a small `row` (what a view shows
+of it: a board row, usage sums), both read on every run, and its handle's reading
+state (`blob`, a pickle), read only for the sessions that moved. A run writes back
+only the entries that changed, in one transaction, so a crash leaves the last
+commit whole. The entries carry checksums; a file that is not a database, a damaged
+page, a checksum that does not match or a file made by another format version is
+never trusted: the store starts empty and `note` says so in one line.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sqlite3
+import zlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from huddle import __version__
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v BLOB);
+CREATE TABLE IF NOT EXISTS entries(
+  key TEXT PRIMARY KEY, version INTEGER, head BLOB, head_crc INTEGER, blob BLOB, blob_crc INTEGER);
+"""
+
+
+class Damaged(Exception):
+    """The store's file cannot be trusted."""
+
+
+def is_damage(exc: sqlite3.Error) -> bool:
+    """A fault of the file itself, as opposed to a lock another process holds."""
+    msg = str(exc).lower()
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg):
+        return False
+    return isinstance(exc, sqlite3.DatabaseError)
+
+
+def _crc(data: bytes) -> int:
+    return zlib.crc32(data)
+
+
+class Store:
+    """Entries keyed by session key. `kind` and `identity` name what the file holds (a
+    store made by another huddle version, or for other folders, starts again)."""
+
+    def __init__(self, path: str, kind: str, fmt: int, identity: Any) -> None:
+        self.path = path
+        self.kind = kind
+        self.made_by = (fmt, __version__)  # another format or huddle version: built again, said
+        self.identity = identity  # other folders or settings: built again, silently
+        self.note: str | None = None  # one line when the file on disk was not trusted
+        self.db: sqlite3.Connection | None = None
+        self.meta: dict[str, Any] = {}
+
+    # -- opening ---------------------------------------------------------------------
+
+    def open(self) -> None:
+        """Open (or make) the file; a damaged or foreign one is replaced by an empty one."""
+        if self.db is not None:
+            return
+        try:
+            self._open()
+        except (Damaged, sqlite3.Error, OSError) as exc:
+            if isinstance(exc, Damaged) or (isinstance(exc, sqlite3.Error) and is_damage(exc)):
+                self._say(f"{exc}" if isinstance(exc, Damaged) else f"damaged ({exc})")
+                self.reset()
+            else:  # busy beyond the timeout, or not writable: this run goes without it
+                self.close()
+                self.note = f"{self.path}: not used this time ({exc})"
+
+    def _open(self) -> None:
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+        self.db = db
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(SCHEMA)
+        meta = {k: _loads(v) for k, v in db.execute("SELECT k, v FROM meta")}
+        mine = [self.kind, *self.made_by, self.identity]
+        ident = meta.pop("identity", None)
+        if ident is None:
+            if db.execute("SELECT 1 FROM entries LIMIT 1").fetchone() is not None:
+                raise Damaged("entries without an identity")
+        elif ident != mine:
+            if not isinstance(ident, list) or len(ident) != 4 or ident[0] != self.kind:
+                raise Damaged(f"not a huddle {self.kind} store")
+            if ident[1:3] != list(self.made_by):
+                self._say(f"from another version (format {ident[1]}, huddle {ident[2]})")
+            meta = {}
+        if ident != mine:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM entries")
+            db.execute("DELETE FROM meta")
+            db.execute("INSERT INTO meta VALUES ('identity', ?)", (marshal.dumps(mine),))
+            db.execute("COMMIT")
+        self.meta = meta
+
+    def reset(self) -> None:
+        """Start again from an empty file (the old one is removed, not repaired)."""
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(self.path + suffix)
+            except OSError:
+                pass
+        self.meta = {}
+        try:
+            self._open()
+        except (OSError, sqlite3.Error) as exc:
+            self.close()
+            self._say(f"cannot be written ({exc})")
+
+    def close(self) -> None:
+        if self.db is not None:
+            try:
+                self.db.close()
+            except sqlite3.Error:
+                pass
+            self.db = None
+
+    def _say(self, what: str) -> None:
+        line = f"{self.path}: {what}; read again from the session files"
+        self.note = line if self.note is None else self.note
+
+    def _damaged(self, exc: Exception) -> None:
+        """A read or write found the file damaged: say it once, start again."""
+        self._say(f"damaged ({exc})")
+        self.reset()
+
+    # -- reading ---------------------------------------------------------------------
+
+    def heads(self) -> dict[str, tuple[int, Any]]:
+        """Every entry's (version, head), blobs left unread. An entry whose checksum fails
+        is left out (its session is read again)."""
+        if self.db is None:
+            return {}
+        out: dict[str, tuple[int, Any]] = {}
+        try:
+            rows = self.db.execute("SELECT key, version, head, head_crc FROM entries").fetchall()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                return {}
+            self._damaged(exc)
+            return {}
+        bad = 0
+        for key, version, head, crc in rows:
+            if head is None or _crc(head) != crc:
+                bad += 1
+                continue
+            try:
+                out[key] = (version, marshal.loads(head))
+            except (EOFError, ValueError, TypeError):
+                bad += 1
+        if bad:
+            self._say(f"{bad} damaged entr{'y' if bad == 1 else 'ies'}")
+        return out
+
+    def blobs(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """The blobs of these entries (those whose checksum holds)."""
+        if self.db is None:
+            return {}
+        keys = list(keys)
+        out: dict[str, bytes] = {}
+        try:
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                q = f"SELECT key, blob, blob_crc FROM entries WHERE key IN ({','.join('?' * len(part))})"
+                for key, blob, crc in self.db.execute(q, part):
+                    if blob is not None and _crc(blob) == crc:
+                        out[key] = blob
+                    else:
+                        self._say("a damaged entry")
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                self._damaged(exc)
+            return {}
+        return out
+
+    def all_blobs(self) -> Iterator[tuple[str, bytes]]:
+        """Every entry's blob, in key order (a whole load)."""
+        if self.db is None:
+            return
+        try:
+            rows = self.db.execute("SELECT key, blob, blob_crc FROM entries").fetchall()
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                self._damaged(exc)
+            return
+        for key, blob, crc in rows:
+            if blob is not None and _crc(blob) == crc:
+                yield key, blob
+
+    # -- writing ---------------------------------------------------------------------
+
+    def write(
+        self,
+        put: dict[str, tuple[int, Any, bytes | None]],
+        drop: Iterable[str] = (),
+        meta: dict[str, Any] | None = None,
+        heads: dict[str, tuple[int, Any]] | None = None,
+    ) -> None:
+        """In one transaction: `put` key -> (version, head, blob) (blob None keeps the
+        stored one); `heads` key -> (version, head) updates heads only; `drop` removes."""
+        if self.db is None:
+            return
+        try:
+            db = self.db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for key, (version, head, blob) in put.items():
+                    hb = marshal.dumps(head)
+                    if blob is None:
+                        db.execute(
+                            "UPDATE entries SET version=?, head=?, head_crc=? WHERE key=?", (version, hb, _crc(hb), key)
+                        )
+                    else:
+                        db.execute(
+                            "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
+                            (key, version, hb, _crc(hb), blob, _crc(blob)),
+                        )
+                for key, (version, head) in (heads or {}).items():
+                    hb = marshal.dumps(head)
+                    db.execute(
+                        "UPDATE entries SET version=?, head=?, head_crc=? WHERE key=?", (version, hb, _crc(hb), key)
+                    )
+                drop = list(drop)
+                for i in range(0, len(drop), 500):
+                    part = drop[i : i + 500]
+                    db.execute(f"DELETE FROM entries WHERE key IN ({','.join('?' * len(part))})", part)
+                for k, v in (meta or {}).items():
+                    db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, marshal.dumps(v)))
+                    self.meta[k] = v
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                self._damaged(exc)
+            elif self.note is None:
+                self.note = f"{self.path}: not written this time ({exc})"
+
+
+def _loads(v: Any) -> Any:
+    try:
+        return marshal.loads(v)
+    except (EOFError, ValueError, TypeError):
+        return None

@@ -1,0 +1,160 @@
+"""A cached board: sessions nothing moved in stay unread (their rows are kept), and the
+board is the one a fresh read gives, whatever moved, came, went or was damaged."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+
+import pytest
+
+from conftest import SAMPLES
+from huddle.core import Huddle
+from huddle.sources import Settings
+from huddle.views.board import board_json
+
+SCENARIOS = ("01-basic-tools", "02-subagents", "03-background-agent", "06-named-session", "07-errors")
+
+
+@pytest.fixture
+def home(tmp_path):
+    claude = tmp_path / "claude"
+    for name in SCENARIOS:
+        shutil.copytree(SAMPLES / "claude" / name / "config" / "projects", claude / "projects", dirs_exist_ok=True)
+    codex = tmp_path / "codex"
+    shutil.copytree(SAMPLES / "codex" / "shell" / "codex_home" / "sessions", codex / "sessions")
+    settle(tmp_path)
+    return tmp_path
+
+
+def settle(root) -> None:
+    """Files last written a while ago, as a history is (a file that moved around a read is
+    always read again)."""
+    then = time.time() - 3600
+    for dirpath, dirs, files in os.walk(root):
+        for n in files + dirs:
+            os.utime(os.path.join(dirpath, n), (then, then))
+        os.utime(dirpath, (then, then))
+
+
+def settings(home) -> Settings:
+    folders = {"claude": str(home / "claude"), "codex": str(home / "codex"), "vibe": str(home / "none")}
+    return Settings(folders=folders, huddle_home=str(home / "hh"))
+
+
+def fresh_board(home) -> dict:
+    h = Huddle(settings(home))
+    h.refresh()
+    return board_json(h)
+
+
+def cached_board(home) -> tuple[dict, Huddle]:
+    h = Huddle(settings(home), cache=True, lazy=True)
+    h.refresh()
+    b = board_json(h)
+    h.write_board_cache(b)
+    h.cache.store.close()  # as at the end of a command
+    return b, h
+
+
+def same(a: dict, b: dict) -> None:
+    assert json.dumps(a["sessions"], sort_keys=True) == json.dumps(b["sessions"], sort_keys=True)
+
+
+def append(path, record: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def test_a_second_run_reads_no_session_and_gives_the_same_board(home):
+    first, h1 = cached_board(home)
+    assert len(h1.handles) > 5 and not h1.dormant
+    second, h2 = cached_board(home)
+    same(first, second)
+    same(fresh_board(home), second)
+    assert not h2.handles, "nothing moved: every session stays unread"
+    assert len(h2.dormant) == len(h1.handles)
+
+
+def test_an_append_reads_that_session_only(home):
+    cached_board(home)
+    f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
+    append(
+        f,
+        {
+            "type": "user",
+            "message": {"role": "user", "content": "one more thing"},
+            "sessionId": f.stem,
+            "timestamp": "2026-11-30T12:00:00.000Z",
+            "uuid": "u-new",
+            "parentUuid": None,
+        },
+    )
+    b, h = cached_board(home)
+    assert set(h.handles) == {f"claude:{f.stem}"}
+    same(fresh_board(home), b)
+    row = next(r for r in b["sessions"] if r["id"] == f.stem)
+    assert row["events"].get("prompt", 0) >= 1
+
+
+def test_a_new_session_and_a_removed_one_give_a_fresh_board(home):
+    cached_board(home)
+    src = SAMPLES / "claude" / "04-resume-continue-fork" / "config" / "projects"
+    shutil.copytree(src, home / "claude" / "projects", dirs_exist_ok=True)  # a resume and a fork of it
+    b, _ = cached_board(home)
+    same(fresh_board(home), b)
+    gone = next((home / "claude" / "projects").glob("*02-subagents*/*.jsonl"))
+    gone.unlink()
+    b, _ = cached_board(home)
+    same(fresh_board(home), b)
+    assert gone.stem not in {r["id"] for r in b["sessions"]}
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "emptied"])
+def test_a_damaged_cache_is_said_in_one_line_and_built_again(home, damage):
+    cached_board(home)
+    db = home / "hh" / "cache" / "handles.db"
+    for extra in ("-wal", "-shm"):
+        (home / "hh" / "cache" / f"handles.db{extra}").unlink(missing_ok=True)
+    data = db.read_bytes()
+    if damage == "garbage":
+        db.write_bytes(data[:100] + os.urandom(4096) + data[4196:])
+    elif damage == "truncated":
+        db.write_bytes(data[: len(data) // 3])
+    else:
+        db.write_bytes(b"")
+    b, h = cached_board(home)
+    same(fresh_board(home), b)
+    said = [n for n in h.notes if "handles.db" in n]
+    assert len(said) <= 1 and all("\n" not in n for n in said)
+    if damage != "emptied":
+        assert said, h.notes
+    again, h2 = cached_board(home)
+    same(b, again)
+    assert not [n for n in h2.notes if "handles.db" in n]
+
+
+def test_a_cache_from_an_older_version_is_said_and_replaced(home):
+    cache = home / "hh" / "cache"
+    cache.mkdir(parents=True)
+    (cache / "handles.pickle").write_bytes(b"\x80\x05old")
+    b, h = cached_board(home)
+    same(fresh_board(home), b)
+    assert any("handles.pickle" in n and "older version" in n for n in h.notes)
+    assert not (cache / "handles.pickle").exists()
+
+
+def test_a_store_of_another_format_is_said_and_rebuilt(home):
+    from huddle.core import cache as cache_mod
+
+    cached_board(home)
+    old = cache_mod.FORMAT
+    cache_mod.FORMAT = old + 1
+    try:
+        b, h = cached_board(home)
+    finally:
+        cache_mod.FORMAT = old
+    same(fresh_board(home), b)
+    assert any("another version" in n for n in h.notes)
