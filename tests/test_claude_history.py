@@ -20,7 +20,9 @@ from huddle.model import events as ev
 from huddle.sources import Settings
 from huddle.views import api
 from huddle.views.board import board_json
-from huddle.views.usage import aggregate, counted_from_index, report
+from huddle.views.pricing import current
+from huddle.views.usage import aggregate, report
+from huddle.views.usage_index import counted_from_index
 
 HISTORY = SAMPLES / "claude-history"
 VERSIONS = ("1.0.128", "2.0.14", "2.0.77", "2.1.50", "2.1.105", "2.1.332")
@@ -446,5 +448,5 @@ def test_a_record_that_names_no_type_is_what_its_message_says(tmp_path):
     h = write(tmp_path, [rec])
     (s,) = h.sessions()
     assert s.usage.to_dict() == {"input": 100, "output": 50, "cache_read": 0, "cache_write": 0}
-    counted, _notes = counted_from_index(h.settings)  # what `huddle usage` reads (usage only)
+    counted, _notes = counted_from_index(h.settings, current())  # what `huddle usage` reads (usage only)
     assert aggregate(counted)["totals"]["total_tokens"] == 150

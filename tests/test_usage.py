@@ -357,14 +357,20 @@ def _usage_json(args=()) -> dict:
 
 
 def _edit_index(home: Path, factor: int) -> None:
-    from huddle.views.usage import index_path
+    """Multiply what the index says each session counted (its per-day sums)."""
+    import marshal
+    import sqlite3
+    import zlib
 
-    path = Path(index_path(str(home)))
-    data = json.loads(path.read_text())
-    for s in data["sessions"]:
-        for r in s["rows"]:
-            r[3] *= factor  # input tokens
-    path.write_text(json.dumps(data))
+    db = sqlite3.connect(home / "cache" / "usage.db")
+    for key, head in db.execute("SELECT key, head FROM entries").fetchall():
+        h = marshal.loads(head)
+        for g in (h.get("row") or {}).get("groups", ()):
+            g[3] *= factor  # input tokens
+        hb = marshal.dumps(h)
+        db.execute("UPDATE entries SET head=?, head_crc=? WHERE key=?", (hb, zlib.crc32(hb), key))
+    db.commit()
+    db.close()
 
 
 def test_a_second_run_reads_the_index_and_a_moved_file_is_read_again(tmp_path, monkeypatch):
@@ -372,16 +378,20 @@ def test_a_second_run_reads_the_index_and_a_moved_file_is_read_again(tmp_path, m
     home = tmp_path / "hh"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     monkeypatch.setenv("HUDDLE_HOME", str(home))
-    first = _usage_json()
+    first = _usage_json(["--by", "session"])
     _edit_index(home, 1000)  # what the index says is what a run that reads nothing reports
-    assert _usage_json()["totals"]["input"] == first["totals"]["input"] * 1000
+    inflated = _usage_json(["--by", "session"])
+    assert inflated["totals"]["input"] == first["totals"]["input"] * 1000
     sub = next(config.glob("projects/*/*/subagents/agent-*.jsonl"))
-    with open(sub, "a") as f:  # a session file moved: its session is read again
+    moved = f"claude:{sub.parent.parent.name}"
+    with open(sub, "a") as f:  # a session file moved: that session is read again, the others are not
         f.write("\n")
-    again = _usage_json()
-    assert again == first
-    library = json.loads(json.dumps(report(claude_huddle(config))))
-    assert {k: v for k, v in again.items() if k != "notes"} == {k: v for k, v in library.items() if k != "notes"}
+    again = {r["key"]: r for r in _usage_json(["--by", "session"])["rows"]}
+    for want in first["rows"]:
+        factor = 1 if want["key"] == moved else 1000
+        assert again[want["key"]]["input"] == want["input"] * factor
+    library = json.loads(json.dumps(report(claude_huddle(config), by="session")))
+    assert library["rows"] == first["rows"]
 
 
 def test_files_that_moved_around_the_read_are_not_trusted_next_time(tmp_path, monkeypatch):
@@ -395,17 +405,39 @@ def test_files_that_moved_around_the_read_are_not_trusted_next_time(tmp_path, mo
     assert _usage_json() == first  # read again, not taken from the index
 
 
-def test_a_corrupt_index_is_ignored(tmp_path, monkeypatch):
+def test_a_corrupt_index_is_said_once_and_built_again(tmp_path, monkeypatch):
     config = _aged_copy(CLAUDE / "12-nested-and-custom-agents" / "config", tmp_path / "config")
     home = tmp_path / "hh"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     monkeypatch.setenv("HUDDLE_HOME", str(home))
     first = _usage_json(["--by", "agent"])
-    from huddle.views.usage import index_path
+    db = home / "cache" / "usage.db"
+    good = db.read_bytes()
+    for junk in (b"\x00garbage", b"[]", good[: len(good) // 2], good[:200] + b"\xff" * 5000 + good[5200:]):
+        for extra in ("-wal", "-shm"):
+            (home / "cache" / f"usage.db{extra}").unlink(missing_ok=True)
+        db.write_bytes(junk)
+        got = _usage_json(["--by", "agent"])
+        assert {k: v for k, v in got.items() if k != "notes"} == {k: v for k, v in first.items() if k != "notes"}
+        assert len([n for n in got["notes"] if "usage.db" in n]) <= 1
+    assert _usage_json(["--by", "agent"]) == first  # built again: nothing to say
 
-    for junk in (b"\\x00garbage", b"[]", b'{"key": 1}', b'{"key": null, "sessions": 5}'):
-        Path(index_path(str(home))).write_bytes(junk)
-        assert _usage_json(["--by", "agent"]) == first
+
+def test_a_day_bound_is_answered_from_the_sums_and_a_time_bound_from_the_responses(tmp_path, monkeypatch):
+    config = _aged_copy(CLAUDE / "02-subagents" / "config", tmp_path / "config")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("HUDDLE_HOME", str(tmp_path / "hh"))
+    library = claude_huddle(config)
+    for args, since, until in (
+        (["--since", "2026-11-30"], "2026-11-30", None),
+        (["--until", "2026-11-30"], None, "2026-11-30"),
+        (["--since", "2026-11-30T10:30:00Z"], "2026-11-30T10:30:00Z", None),
+    ):
+        _usage_json()  # the index is there
+        got = _usage_json(args)
+        want = report(library, since=parse_since(since) if since else None, until=parse_since(until) if until else None)
+        want = json.loads(json.dumps(want))
+        assert {k: v for k, v in got.items() if k != "notes"} == {k: v for k, v in want.items() if k != "notes"}
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

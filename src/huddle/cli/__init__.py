@@ -23,7 +23,53 @@ def _emit_json(data) -> None:
     click.echo(text)
 
 
-@click.group(invoke_without_command=True)
+# Commands that live in their own modules, by name: a command loads its own module only
+# (importing every one cost each `huddle status` a fifth of a second). Each module's
+# COMMANDS list is the truth; tests check this table against it.
+LAZY = {
+    **dict.fromkeys(("serve", "demo", "show", "events", "transcripts", "transcript", "content"), "web"),
+    **dict.fromkeys(("host", "attach", "send", "stop", "run"), "host"),
+    "watch": "watch",
+    "usage": "usage",
+    "search": "search",
+    "export": "export",
+    "otel": "otel",
+    "push": "hub",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(LAZY))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in LAZY:
+            import importlib
+
+            mod = LAZY[cmd_name]
+            try:
+                m = importlib.import_module(f"huddle.cli.{mod}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"huddle.cli.{mod}":
+                    raise
+                return None
+            for cmd in getattr(m, "COMMANDS", ()):
+                if cmd.name not in self.commands:
+                    self.add_command(cmd)
+        return self.commands.get(cmd_name)
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # A bare `huddle` is `huddle serve`: it takes the same options (loading serve's
+        # module only when no command is named).
+        if not args or args[0] not in self.list_commands(ctx):
+            serve = self.get_command(ctx, "serve")
+            if serve is not None:
+                have = {p.name for p in self.params}
+                self.params.extend(p for p in serve.params if p.name not in have)
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True)
 @click.version_option(__version__, prog_name="huddle")
 @click.pass_context
 def main(ctx: click.Context, **serve_options) -> None:
@@ -137,35 +183,6 @@ def statusline(as_json: bool) -> None:
     from huddle.statusline import main as run
 
     sys.exit(run(["--json"] if as_json else []))
-
-
-def _register_optional() -> None:
-    """Commands that live in their own modules (web, host, usage...)."""
-    import importlib
-
-    for mod in ("web", "watch", "host", "usage", "search", "export", "otel", "hub"):
-        try:
-            m = importlib.import_module(f"huddle.cli.{mod}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"huddle.cli.{mod}":
-                raise
-            continue
-        for cmd in getattr(m, "COMMANDS", ()):
-            main.add_command(cmd)
-
-
-_register_optional()
-
-
-def _serve_options_on_the_group() -> None:
-    """A bare `huddle` is `huddle serve`: it takes the same options."""
-    serve = main.commands.get("serve")
-    if serve is not None:
-        have = {p.name for p in main.params}
-        main.params.extend(p for p in serve.params if p.name not in have)
-
-
-_serve_options_on_the_group()
 
 
 if __name__ == "__main__":

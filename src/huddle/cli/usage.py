@@ -43,7 +43,8 @@ def usage(
     agent, sub-agents included, each model response counted once."""
     from huddle.sources import Settings
     from huddle.views.pricing import current
-    from huddle.views.usage import aggregate, counted_from_index, parse_since
+    from huddle.views.usage import aggregate, parse_since
+    from huddle.views.usage_index import counted_from_index
 
     when = None
     if since is not None:
@@ -71,7 +72,7 @@ def usage(
         else:
             print_report(data)
         return
-    counted, notes = counted_from_index(settings)  # reads only what moved since the last run
+    counted, notes = counted_from_index(settings, table, when, before)  # reads only what moved since the last run
     for note in notes:
         click.echo(f"huddle: {note}", err=True)
     data = aggregate(counted, by=by, since=when, table=table, notes=notes, until=before)

@@ -200,6 +200,20 @@ class HandleCache:
         if put or heads or gone:
             self.store.write(put, gone, heads=heads)
 
+    def folder_stamps(self, sources: Iterable[Source]) -> list[list[Any]]:
+        """Every folder a new session of these sources would move: the sources' own, and
+        each folder from a source's root down to each cached file (a new day's folder moves
+        its month's)."""
+        roots = {os.path.normpath(r) for src in sources for r in src.roots()}
+        dirs: dict[str, None] = dict.fromkeys(d for src in sources for d in src.watch_dirs())
+        for head in self.heads.values():
+            for f in head.get("files") or ():
+                d = os.path.dirname(f[0])
+                while d and d not in dirs and os.path.normpath(d) not in roots and d != os.path.dirname(d):
+                    dirs[d] = None
+                    d = os.path.dirname(d)
+        return stamps_of(dirs, self.read_at_ns)
+
     def meta(self) -> dict[str, Any]:
         return self.store.meta
 

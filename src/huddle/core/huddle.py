@@ -40,6 +40,10 @@ class Huddle:
         cache_name: str = "handles.db",
         lazy: bool = False,
     ):
+        """`cache`: keep reading state in $HUDDLE_HOME/cache (`cache_name`). `lazy`: leave
+        cached sessions nothing moved in unread. Reading for token counts only
+        (settings.usage_only) no live signal matters: any unmoved session sleeps, and
+        when no folder moved either, the sources are not even scanned."""
         self.settings = settings or Settings.from_env()
         self.sources = all_sources(self.settings, sources)
         # adapters that failed to load, and names no adapter has, are said on every refresh
@@ -57,8 +61,12 @@ class Huddle:
         self.dormant: dict[str, Dormant] = {}
         self.lazy = lazy and cache
         self.built_rows: dict[str, dict[str, Any]] = {}  # the last board's rows, listed or not (lazy)
-        if cache and self.settings.huddle_home and not self.settings.usage_only:
-            key = (tuple(sorted(self.settings.folders.items())), tuple(s.name for s in self.sources))
+        if cache and self.settings.huddle_home and (lazy or not self.settings.usage_only):
+            key = (
+                tuple(sorted(self.settings.folders.items())),
+                tuple(s.name for s in self.sources),
+                self.settings.usage_only,
+            )
             self.cache = HandleCache(self.settings.huddle_home, key, cache_name)
             if lazy:
                 self.dormant = self.cache.load_dormant(self.sources)
@@ -83,11 +91,15 @@ class Huddle:
                 # what moved, or what a live process can move, is read; the rest sleeps on
                 self._wake([k for k, d in self.dormant.items() if not self._sleeps(d)])
             live_moved: set[str] = set()
+            still = self._folders_still()
             for src in self.sources:
                 if not src.roots():
                     continue  # no folder here at all (not set up for this source)
                 if not src.exists():
                     missing.append(src)
+                    continue
+                if still:  # no session came or went: the sessions are the cached ones
+                    found.update((k, h) for k, h in self.handles.items() if k.startswith(src.name + ":"))
                     continue
                 got = self._scan(src, notes)
                 if got:
@@ -96,7 +108,7 @@ class Huddle:
                     moved = guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append)
                     live_moved.update(k for k in moved or () if k in got)
                 notes.extend(src.notes)
-            if self.dormant:
+            if self.dormant and not still:
                 found, gone = self._keep_dormant(found, live_moved)
                 changed |= gone
             changed |= live_moved
@@ -131,6 +143,8 @@ class Huddle:
             if self.cache is not None:
                 if changed or self.lazy or not os.path.exists(self.cache.path):
                     self.cache.save({**self.dormant, **self.handles}, entangled=self._entangled())
+                if self.lazy and self.settings.usage_only and not still:
+                    self.cache.set_meta(folders=self.cache.folder_stamps(self.sources))
                 if self.cache.note:
                     notes.append(self.cache.note)
             self.notes = notes
@@ -144,12 +158,21 @@ class Huddle:
         known = {k: h for k, h in self.handles.items() if k.startswith(src.name + ":")}
         return guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
 
-    @staticmethod
-    def _sleeps(d: Dormant) -> bool:
-        """A cached session may stay unread: its row is settled, nothing it was read from
-        moved, and nothing it shows depends on another session's files."""
+    def _sleeps(self, d: Dormant) -> bool:
+        """A cached session may stay unread: its row is settled (reading for token counts,
+        any row is), nothing it was read from moved, and nothing it shows depends on
+        another session's files."""
         row = d.head.get("row")
-        return isinstance(row, dict) and row.get("state") in SETTLED and not d.head.get("entangled") and unmoved(d.head)
+        settled = isinstance(row, dict) and (self.settings.usage_only or row.get("state") in SETTLED)
+        return settled and not d.head.get("entangled") and unmoved(d.head)
+
+    def _folders_still(self) -> bool:
+        """Reading token counts from the cache: whether no folder a session could appear
+        in (or vanish from) moved since the last scan."""
+        if not (self.lazy and self.settings.usage_only and self.cache is not None):
+            return False
+        stamps = self.cache.meta().get("folders")
+        return bool(stamps) and unmoved({"dirs": stamps})
 
     def _wake(self, keys: Iterable[str]) -> None:
         keys = [k for k in keys if k in self.dormant]

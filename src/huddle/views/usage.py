@@ -8,24 +8,19 @@ sessions counts a single time, in the session that started first. `copied` event
 (fork history a source already recognised) are never counted.
 
 `report()` returns plain data: `huddle usage --json` prints exactly it, and the web
-app can serve the same. The command line keeps the counted rows in a small index in
-huddle's cache folder (`counted_from_index`), so a run when nothing moved reads no
-transcript at all.
+app can serve the same. The command line keeps what it counted, summed per day, agent
+and model, in an index in huddle's cache folder (`usage_index`), so a run reads only
+the bytes appended since the last.
 """
 
 from __future__ import annotations
 
-import os
 import time
 import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
-from huddle import __version__
-from huddle.io.boardfile import dirs_moved, files_moved
 from huddle.model import events as ev
 from huddle.model.events import Event, Usage
 from huddle.model.session import Session
@@ -35,7 +30,6 @@ from .pricing import Table, current, model_name
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
-    from huddle.sources.settings import Settings
 
 GROUPS = ("day", "session", "project", "model", "agent")
 UNKNOWN_DAY = "unknown"
@@ -74,6 +68,9 @@ def counted_usage(
                 continue
             if e.id and owner.setdefault((src, e.id), s.key) != s.key:
                 dupes += 1
+                if stats is not None:
+                    by = stats.setdefault("by_session", {})
+                    by[s.key] = by.get(s.key, 0) + 1
                 continue
             if since is not None and (e.t is None or e.t < since):
                 continue
@@ -90,10 +87,23 @@ def agent_label(s: Session, agent_id: str) -> str:
     return a.kind or "sub-agent"
 
 
-def collect(sessions: list[Session]) -> dict:
+def session_info(s: Session) -> dict[str, Any]:
+    """What a report says of a session beside its counts."""
+    return {
+        "key": s.key,
+        "source": s.source,
+        "id": s.id,
+        "title": s.title,
+        "project": project_name(s.cwd),
+        "started_at": iso(s.started_at),
+    }
+
+
+def collect(sessions: list[Session], per_session: bool = False) -> dict:
     """The counted usage as plain rows, per session: what a report is made from (and
-    what the index keeps). Row: [t, agent label, model, input, output, cache read,
-    cache write, of which 1-hour]."""
+    what the index sums). Row: [t, agent label, model, input, output, cache read,
+    cache write, of which 1-hour]. `per_session`: each session says how many of its
+    responses another session counts."""
     stats: dict = {}
     out: list[dict] = []
     current_key = None
@@ -105,18 +115,11 @@ def collect(sessions: list[Session]) -> dict:
         if s.key != current_key:
             current_key = s.key
             rows = []
-            out.append(
-                {
-                    "key": s.key,
-                    "source": s.source,
-                    "id": s.id,
-                    "title": s.title,
-                    "project": project_name(s.cwd),
-                    "started_at": iso(s.started_at),
-                    "rows": rows,
-                }
-            )
+            out.append({**session_info(s), "rows": rows})
         rows.append([e.t, agent_label(s, e.agent), model_name(e.name), *u.to_tuple()])
+    if per_session:
+        for d in out:
+            d["duplicates"] = stats.get("by_session", {}).get(d["key"], 0)
     return {"sessions": out, "duplicates": stats.get("duplicates", 0)}
 
 
@@ -136,9 +139,10 @@ class Line:
         self.first: float | None = None
         self.info = info or {}
 
-    def add(self, session_key: str, t: float | None, model: str, u: Usage, cost: float | None) -> None:
+    def add(self, session_key: str, t: float | None, model: str, u: Usage, cost: float | None, n: int = 1) -> None:
+        """`n` responses summing to `u` (and `cost`) at the earliest time `t`."""
         self.usage.add(u)
-        self.responses += 1
+        self.responses += n
         self.sessions.add(session_key)
         self.models.add(model)
         if cost is None:
@@ -189,30 +193,39 @@ def aggregate(
             info["session"] = info.pop("id")
         elif by == "project":
             key = s["project"] or "(no project)"
-        for r in s["rows"]:
-            when = r[0]
-            if since is not None and (when is None or when < since):
-                continue
-            if until is not None and (when is None or when >= until):
-                continue
-            model = r[2]
-            u = Usage(*r[3:8])
-            cost = t.cost(model, u)
+        grouped = "groups" in s  # sums per day, agent and model (the usage index)
+        if grouped:
+            from .usage_index import groups_in
+
+            items = [
+                (g[10], g[0], g[1], g[2], Usage(*g[3:8]), g[9], g[8]) for g in groups_in(s["groups"], since, until)
+            ]
+        else:
+            items = []
+            for r in s["rows"]:
+                when = r[0]
+                if since is not None and (when is None or when < since):
+                    continue
+                if until is not None and (when is None or when >= until):
+                    continue
+                u = Usage(*r[3:8])
+                items.append((when, _day(when), r[1], r[2], u, t.cost(r[2], u), 1))
+        for when, day, agent, model, u, cost, n in items:
             if by == "day":
-                key = _day(when)
+                key = day
             elif by == "session":
                 key = key_s
             elif by == "model":
                 key = model
             elif by == "agent":
-                key = f"{src}:{r[1]}"
-                info = {"source": src, "agent": r[1]}
+                key = f"{src}:{agent}"
+                info = {"source": src, "agent": agent}
             line = lines.get(key)
             if line is None:
                 line = lines[key] = Line(info)
-            line.add(key_s, when, model, u, cost)
-            total.add(key_s, when, model, u, cost)
-            by_source[src] = by_source.get(src, 0) + 1
+            line.add(key_s, when, model, u, cost, n)
+            total.add(key_s, when, model, u, cost, n)
+            by_source[src] = by_source.get(src, 0) + n
     rows = [{"key": key, **line.info, **line.to_dict()} for key, line in _ordered(by, lines)]
     unpriced = [{"model": m, "tokens": n} for m, n in sorted(total.unpriced.items(), key=lambda kv: (-kv[1], kv[0]))]
     return {
@@ -276,72 +289,3 @@ def _ordered(by: str, lines: dict[str, Line]) -> list[tuple[str, Line]]:
         return sorted(items, key=lambda kv: (kv[1].first is None, kv[1].first or 0.0, kv[0]))
     # biggest spend first, then most tokens
     return sorted(items, key=lambda kv: (-kv[1].cost, -kv[1].usage.total, kv[0]))
-
-
-# -- the index: counted rows kept between runs of `huddle usage` -------------------------
-
-INDEX_FORMAT = 2  # bump when what is counted changes
-SETTLE = 2.0  # seconds: a file or folder that moved this close to a read is checked again
-
-
-def index_path(huddle_home: str) -> str:
-    return os.path.join(huddle_home, "cache", "usage-index.json")
-
-
-def _index_key(settings: Settings) -> list[Any]:
-    return [INDEX_FORMAT, __version__, [[k, v] for k, v in sorted(settings.folders.items())]]
-
-
-def _moved(data: dict) -> bool:
-    return dirs_moved(data["dirs"]) or files_moved(data["files"])
-
-
-def _stamp(path: str, before_ns: int, with_size: bool) -> list:
-    """A file's or folder's stamp; one that moved around the read never matches, so the
-    next run reads it again rather than trust what may have been half seen."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return [path, -1, -1] if with_size else [path, None]
-    if st.st_mtime_ns >= before_ns:
-        return [path, -1, -1] if with_size else [path, -1]
-    return [path, st.st_size, st.st_mtime_ns] if with_size else [path, st.st_mtime_ns]
-
-
-def counted_from_index(settings: Settings) -> tuple[dict[str, Any], list[str]]:
-    """The counted rows for `huddle usage`: from the index when no session file and no
-    session folder moved since it was written; else read (incrementally, through
-    huddle's cache) and the index written again. Returns (counted, notes)."""
-    path = index_path(settings.huddle_home)
-    try:
-        with open(path, "rb") as f:
-            data = msgspec.json.decode(f.read())
-        if isinstance(data, dict) and data.get("key") == _index_key(settings) and not _moved(data):
-            return data, data.get("notes") or []
-    except (OSError, msgspec.DecodeError, KeyError, TypeError, ValueError):
-        pass  # no index, or not one we can use: read the sessions
-    import dataclasses
-
-    from huddle.core import Huddle
-
-    # Only token counts are needed: the sources may pass over everything else unread.
-    h = Huddle(dataclasses.replace(settings, usage_only=True))
-    before_ns = time.time_ns() - int(SETTLE * 1e9)
-    h.refresh(parallel=True)
-    counted = collect(h.sessions())
-    data = {
-        "key": _index_key(settings),
-        "dirs": [_stamp(d, before_ns, False) for src in h.sources for d in src.watch_dirs()],
-        "files": [_stamp(p, before_ns, True) for hd in h.handles.values() for p in hd.files()],
-        "notes": list(h.notes),
-        **counted,
-    }
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as f:
-            f.write(msgspec.json.encode(data))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # no index this time: the next run reads again
-    return counted, list(h.notes)

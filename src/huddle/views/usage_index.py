@@ -1,0 +1,127 @@
+"""The usage index: what `huddle usage` counted, kept between runs.
+
+`$HUDDLE_HOME/cache/usage.db` is a handle cache (huddle.core.cache) of handles that
+read token counts only. Beside each session's reading state (its files' read
+positions, the usage events) it keeps the session's counted usage summed per UTC
+day, agent and model, cost included. A run reads the appended bytes of the files that
+moved, sums those sessions again, and adds up the sums of the rest: a few hundred
+rows, not every response. When no session folder moved, the sources are not even
+scanned. A `--since`/`--until` inside a day, or prices that changed, need the
+responses themselves: every session's are read back from its handle (still not from
+its files). A damaged, truncated or older index is said in one line and built again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from huddle.model.events import Usage
+
+from .pricing import Table
+from .usage import UNKNOWN_DAY, _day, collect, session_info
+
+if TYPE_CHECKING:
+    from huddle.sources.settings import Settings
+
+CACHE_NAME = "usage.db"
+LEGACY = "usage-index.json"  # the index before usage.db: one JSON of every counted row
+
+
+def pricing_key(table: Table) -> str:
+    return repr(sorted(table.describe().items()))
+
+
+def day_aligned(t: float | None) -> bool:
+    """Whether a --since/--until falls on a UTC midnight (the sums are per UTC day)."""
+    return t is None or datetime.fromtimestamp(t, UTC).time() == datetime.min.time()
+
+
+def group_rows(rows: list[list[Any]], table: Table) -> list[list[Any]]:
+    """Counted rows ([t, agent, model, input, output, cache read, cache write, 1-hour])
+    summed per (day, agent, model): [day, agent, model, input, output, cache read,
+    cache write, 1-hour, responses, cost or None when unpriced, first t]."""
+    out: dict[tuple[str, str, str], list[Any]] = {}
+    for r in rows:
+        t, agent, model = r[0], r[1], r[2]
+        key = (_day(t), agent, model)
+        g = out.get(key)
+        if g is None:
+            g = out[key] = [key[0], agent, model, 0, 0, 0, 0, 0, 0, 0.0, t]
+        for i in range(5):
+            g[3 + i] += r[3 + i]
+        g[8] += 1
+        cost = table.cost(model, Usage(*r[3:8]))
+        if cost is None or g[9] is None:
+            g[9] = None
+        else:
+            g[9] += cost
+        if t is not None and (g[10] is None or t < g[10]):
+            g[10] = t
+    return list(out.values())
+
+
+def _entry(s: dict[str, Any], table: Table) -> dict[str, Any]:
+    info = {k: s[k] for k in ("key", "source", "id", "title", "project", "started_at")}
+    return {**info, "groups": group_rows(s["rows"], table), "duplicates": s.get("duplicates", 0)}
+
+
+def counted_from_index(
+    settings: Settings, table: Table, since: float | None = None, until: float | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The counted usage for `huddle usage`: per-session sums (`groups`) from the index,
+    the sessions whose files moved read again (their new bytes only); or, when the
+    sums cannot answer (a bound inside a day, other prices), every counted row.
+    Returns (counted, notes), for `usage.aggregate`."""
+    from huddle.core import Huddle
+
+    notes: list[str] = []
+    legacy = os.path.join(settings.huddle_home, "cache", LEGACY)
+    if os.path.exists(legacy):
+        try:
+            os.unlink(legacy)
+            notes.append(f"{legacy}: from an older version; counted again from the session files")
+        except OSError:
+            pass
+    # Only token counts are needed: the sources may pass over everything else unread.
+    h = Huddle(dataclasses.replace(settings, usage_only=True), cache=True, lazy=True, cache_name=CACHE_NAME)
+    h.refresh(parallel=True)
+    notes += h.notes
+    cache = h.cache
+    want_rows = not (day_aligned(since) and day_aligned(until))
+    priced = cache is not None and cache.meta().get("pricing") == pricing_key(table)
+    if want_rows or not priced or cache is None:
+        h.wake_all()  # every session's responses, from its handle
+    loaded = h.loaded_sessions()
+    counted = collect(loaded, per_session=True)
+    fresh = {s["key"]: _entry(s, table) for s in counted["sessions"]}
+    for s in loaded:  # a session with nothing counted is kept too (as nothing)
+        if s.key not in fresh:
+            fresh[s.key] = _entry({**session_info(s), "rows": []}, table)
+    if cache is not None:
+        cache.save({**h.dormant, **h.handles}, fresh)
+        if not priced:
+            cache.set_meta(pricing=pricing_key(table))
+    if want_rows:
+        return counted, notes
+    kept = [d.head["row"] for d in h.dormant.values()]
+    sessions = [s for s in (*kept, *fresh.values()) if s["groups"]]
+    return {"sessions": sessions, "duplicates": sum(s.get("duplicates", 0) for s in sessions)}, notes
+
+
+def groups_in(groups: list[list[Any]], since: float | None, until: float | None) -> list[list[Any]]:
+    """The sums of the days at or after `since` and before `until` (both on midnights)."""
+    lo = _day(since) if since is not None else None
+    hi = _day(until) if until is not None else None
+    out = []
+    for g in groups:
+        day = g[0]
+        if day == UNKNOWN_DAY:
+            if lo is None and hi is None:
+                out.append(g)
+            continue
+        if (lo is None or day >= lo) and (hi is None or day < hi):
+            out.append(g)
+    return out
