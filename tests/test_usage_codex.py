@@ -189,3 +189,32 @@ def test_an_empty_table_lists_every_model_unpriced():
     data = report(codex_huddle("guardian"), table=Table({}, {}, "2026-11-30"))
     assert data["totals"]["cost_usd"] is None
     assert [u["model"] for u in data["unpriced"]] == ["gpt-5.5"]
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_usage_only_reading_counts_and_names_the_same(name):
+    """`huddle usage` passes over tool calls, their outputs and reasoning undecoded: the
+    same counts at the same times, the same agents, titles and start as reading all."""
+    full = codex_huddle(name)
+    home = CODEX / name / "codex_home"
+    quick = Huddle(
+        Settings(
+            folders={"claude": "/nonexistent", "codex": str(home), "vibe": "/nonexistent"},
+            huddle_home="/nonexistent-huddle-test",
+            usage_only=True,
+        ),
+        sources=["codex"],
+    )
+    quick.refresh()
+    assert full.sessions()
+    for s in full.sessions():
+        q = quick.session(s.id)
+        assert q is not None
+        assert (q.usage.to_dict(), q.title, q.cwd, q.started_at) == (s.usage.to_dict(), s.title, s.cwd, s.started_at)
+        assert {a.id: (a.kind, a.usage.to_dict()) for a in q.agents.values()} == {
+            a.id: (a.kind, a.usage.to_dict()) for a in s.agents.values()
+        }
+        assert [(e.agent, e.id, e.t, e.usage, e.copied) for e in q.events if e.kind == "usage"] == [
+            (e.agent, e.id, e.t, e.usage, e.copied) for e in s.events if e.kind == "usage"
+        ]
+        assert len(q.events) <= len(s.events)

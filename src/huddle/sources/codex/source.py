@@ -73,7 +73,9 @@ class CodexHandle(Handle):
     def _add(self, info: ThreadInfo, path: str) -> None:
         s = self.session
         is_lead = info.id == self.root
-        self.threads[info.id] = ThreadFile(info, path, self.root, ThreadParser(s, self.links, info, path, is_lead))
+        self.threads[info.id] = ThreadFile(
+            info, path, self.root, ThreadParser(s, self.links, info, path, is_lead, self.source.settings.usage_only)
+        )
         if info.note and len(s.problems) < 50:
             s.problems.append(f"{path}: {info.note}")
         if is_lead:

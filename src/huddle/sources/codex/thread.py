@@ -36,11 +36,17 @@ CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back
 
 _skippable = rec.SKIP_LINE.search
 _decode_line = rec.decode_line
+_usage_skips = rec.USAGE_SKIP_LINE.search
 
 
 class ThreadParser:
-    def __init__(self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool):
+    def __init__(
+        self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool, usage_only: bool = False
+    ):
         self.session = session
+        # reading token counts only (`huddle usage`): the lines no count, title or time
+        # hangs on are passed over undecoded once this thread has said anything
+        self.usage_only = usage_only
         self.links = links
         self.info = info
         self.agent = info.id
@@ -69,12 +75,14 @@ class ThreadParser:
         self.results = Results(self.emit, links, info)
         self.calls = self.results.calls  # open calls (the live states read them); results settle them
         self.ledger = Ledger()
+        self.out_seen = False  # an event was made (a session's start is its first event's time)
 
     # -- helpers -----------------------------------------------------------------------
 
     def emit(self, kind: str, off: int, n: int, **kw) -> Event:
         e = Event(kind=kind, agent=self.agent, t=self.now, file=self.path, offset=off, length=n, **kw)
         self.out.append(e)
+        self.out_seen = True
         return e
 
     @property
@@ -91,6 +99,8 @@ class ThreadParser:
 
     def feed(self, off: int, line: bytes) -> None:
         if _skippable(line, 0, 160) is not None:
+            return
+        if self.usage_only and self.out_seen and _usage_skips(line, 0, 480) is not None:
             return
         try:
             ln: rec.Line | rec.LooseLine = _decode_line(line)
