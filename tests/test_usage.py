@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers import claude_huddle
 from huddle.cli import main
@@ -453,3 +455,28 @@ def test_the_board_and_the_usage_report_price_a_session_alike(name):
         if got is None or row.get("continues"):
             continue  # nothing counted, or a fork whose copied responses count in the original
         assert row["cost"]["usd"] == pytest.approx(got["cost_usd"], abs=1e-6)  # (the report rounds to 6 places)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=1e4, allow_nan=False), max_size=60), st.randoms())
+def test_a_cost_summed_in_any_order_or_grouping_is_the_same(costs, rnd):
+    """The index adds per-day sums, the library single responses: both give one number."""
+    import math
+
+    from huddle.views.usage import add_exact
+
+    one: list[float] = []
+    for c in costs:
+        add_exact(one, c)
+    shuffled = costs[:]
+    rnd.shuffle(shuffled)
+    groups: list[list[float]] = []
+    for c in shuffled:
+        if not groups or rnd.random() < 0.3:
+            groups.append([])
+        add_exact(groups[-1], c)
+    total: list[float] = []
+    for g in groups:
+        for p in g:
+            add_exact(total, p)
+    assert math.fsum(one) == math.fsum(total) == math.fsum(costs)

@@ -15,6 +15,7 @@ the bytes appended since the last.
 
 from __future__ import annotations
 
+import math
 import time
 import weakref
 from collections.abc import Iterator
@@ -123,14 +124,31 @@ def collect(sessions: list[Session], per_session: bool = False) -> dict:
     return {"sessions": out, "duplicates": stats.get("duplicates", 0)}
 
 
+def add_exact(partials: list[float], x: float) -> None:
+    """Add `x` to a sum kept exactly, as non-overlapping partials (Shewchuk, as
+    math.fsum): the sum of many costs is then the same whatever their order or
+    grouping (the usage index adds per-day sums, the library single responses)."""
+    i = 0
+    for y in partials:
+        if abs(x) < abs(y):
+            x, y = y, x
+        hi = x + y
+        lo = y - (hi - x)
+        if lo:
+            partials[i] = lo
+            i += 1
+        x = hi
+    partials[i:] = [x]
+
+
 class Line:
     """One row of the report being summed."""
 
-    __slots__ = ("cost", "first", "info", "models", "priced", "responses", "sessions", "unpriced", "usage")
+    __slots__ = ("costs", "first", "info", "models", "priced", "responses", "sessions", "unpriced", "usage")
 
     def __init__(self, info: dict | None = None) -> None:
         self.usage = Usage()
-        self.cost = 0.0
+        self.costs: list[float] = []  # the cost so far, exactly (add_exact)
         self.priced = False
         self.unpriced: dict[str, int] = {}  # model -> tokens
         self.responses = 0
@@ -139,8 +157,15 @@ class Line:
         self.first: float | None = None
         self.info = info or {}
 
-    def add(self, session_key: str, t: float | None, model: str, u: Usage, cost: float | None, n: int = 1) -> None:
-        """`n` responses summing to `u` (and `cost`) at the earliest time `t`."""
+    @property
+    def cost(self) -> float:
+        return math.fsum(self.costs)
+
+    def add(
+        self, session_key: str, t: float | None, model: str, u: Usage, cost: float | list[float] | None, n: int = 1
+    ) -> None:
+        """`n` responses summing to `u` (and `cost`: a float, or a sum's exact partials)
+        at the earliest time `t`."""
         self.usage.add(u)
         self.responses += n
         self.sessions.add(session_key)
@@ -148,7 +173,8 @@ class Line:
         if cost is None:
             self.unpriced[model] = self.unpriced.get(model, 0) + u.total
         else:
-            self.cost += cost
+            for c in cost if isinstance(cost, list) else (cost,):
+                add_exact(self.costs, c)
             self.priced = True
         if t is not None and (self.first is None or t < self.first):
             self.first = t

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from huddle.model.events import Usage
 
 from .pricing import Table
-from .usage import UNKNOWN_DAY, _day, collect, session_info
+from .usage import UNKNOWN_DAY, _day, add_exact, collect, session_info
 
 if TYPE_CHECKING:
     from huddle.sources.settings import Settings
@@ -42,14 +42,15 @@ def day_aligned(t: float | None) -> bool:
 def group_rows(rows: list[list[Any]], table: Table) -> list[list[Any]]:
     """Counted rows ([t, agent, model, input, output, cache read, cache write, 1-hour])
     summed per (day, agent, model): [day, agent, model, input, output, cache read,
-    cache write, 1-hour, responses, cost or None when unpriced, first t]."""
+    cache write, 1-hour, responses, cost (its exact partials: usage.add_exact) or None
+    when unpriced, first t]."""
     out: dict[tuple[str, str, str], list[Any]] = {}
     for r in rows:
         t, agent, model = r[0], r[1], r[2]
         key = (_day(t), agent, model)
         g = out.get(key)
         if g is None:
-            g = out[key] = [key[0], agent, model, 0, 0, 0, 0, 0, 0, 0.0, t]
+            g = out[key] = [key[0], agent, model, 0, 0, 0, 0, 0, 0, [], t]
         for i in range(5):
             g[3 + i] += r[3 + i]
         g[8] += 1
@@ -57,7 +58,7 @@ def group_rows(rows: list[list[Any]], table: Table) -> list[list[Any]]:
         if cost is None or g[9] is None:
             g[9] = None
         else:
-            g[9] += cost
+            add_exact(g[9], cost)
         if t is not None and (g[10] is None or t < g[10]):
             g[10] = t
     return list(out.values())
