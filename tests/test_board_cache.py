@@ -158,3 +158,34 @@ def test_a_store_of_another_format_is_said_and_rebuilt(home):
         cache_mod.FORMAT = old
     same(fresh_board(home), b)
     assert any("another version" in n for n in h.notes)
+
+
+def test_your_turn_with_only_background_work_left_sleeps_once_its_files_stood_still(tmp_path):
+    """Time alone moves such a row only while its files moved within the idle time (the
+    background work nothing vouches for goes idle then): long untouched, it stays unread."""
+    live = SAMPLES / "claude-live" / "11-your-turn-background-subagent-running" / "config" / "projects"
+    shutil.copytree(live, tmp_path / "claude" / "projects")
+    settle(tmp_path)
+    then = time.time() - 3 * 3600
+    for dirpath, dirs, files in os.walk(tmp_path):
+        for n in files + dirs:
+            os.utime(os.path.join(dirpath, n), (then, then))
+    first, _ = cached_board(tmp_path)
+    assert [(r["state"], bool(r["background"])) for r in first["sessions"]] == [("your_turn", True)]
+    second, h2 = cached_board(tmp_path)
+    assert not h2.handles and len(h2.dormant) == 1
+    same(first, second)
+    same(fresh_board(tmp_path), second)
+
+
+def test_your_turn_with_background_work_touched_lately_is_read_again(tmp_path):
+    live = SAMPLES / "claude-live" / "11-your-turn-background-subagent-running" / "config" / "projects"
+    shutil.copytree(live, tmp_path / "claude" / "projects")
+    then = time.time() - 600  # ten minutes ago: the background work may still go idle by time alone
+    for dirpath, dirs, files in os.walk(tmp_path):
+        for n in files + dirs:
+            os.utime(os.path.join(dirpath, n), (then, then))
+    first, _ = cached_board(tmp_path)
+    assert [(r["state"], bool(r["background"])) for r in first["sessions"]] == [("your_turn", True)]
+    _second, h2 = cached_board(tmp_path)
+    assert len(h2.handles) == 1 and not h2.dormant

@@ -56,7 +56,12 @@ def head_for(h: Handle, read_at_ns: int, row: dict[str, Any] | None, entangled: 
     sub-agent file moves its folder before anyone knows of the file), and its row."""
     files = h.files()
     dirs = list(dict.fromkeys(os.path.dirname(f) for f in files))
-    head: dict[str, Any] = {"files": stamps_of(files, read_at_ns), "dirs": stamps_of(dirs, read_at_ns), "row": row}
+    head: dict[str, Any] = {
+        "files": stamps_of(files, read_at_ns),
+        "dirs": stamps_of(dirs, read_at_ns),
+        "row": row,
+        "at": read_at_ns,  # when what the row was built from was read
+    }
     if entangled:
         head["entangled"] = True
     return head

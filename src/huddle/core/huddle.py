@@ -15,6 +15,7 @@ from typing import Any
 
 from huddle.errors import BadRequest, HuddleError, NotFound
 from huddle.io.boardfile import write_board
+from huddle.model.attention import IDLE_AFTER, YOUR_TURN
 from huddle.model.ledger import Ledger
 from huddle.model.session import Session
 from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
@@ -163,8 +164,23 @@ class Huddle:
         any row is), nothing it was read from moved, and nothing it shows depends on
         another session's files."""
         row = d.head.get("row")
-        settled = isinstance(row, dict) and (self.settings.usage_only or row.get("state") in SETTLED)
+        settled = isinstance(row, dict) and (self.settings.usage_only or self._settled(row, d.head))
         return settled and not d.head.get("entangled") and unmoved(d.head)
+
+    def _settled(self, row: dict[str, Any], head: dict[str, Any]) -> bool:
+        """Whether time alone cannot move this row (huddle.model.attention.after_quiet):
+        ended or idle; or your turn with only background work left, no process known,
+        and files that had stood still past the idle time when the row was built (what
+        nothing vouches for had gone idle by then: only a move wakes it)."""
+        state = row.get("state")
+        if state in SETTLED:
+            return True
+        if state != YOUR_TURN or not row.get("background") or row.get("pid") is not None:
+            return False
+        newest = max((f[2] for f in head.get("files") or () if f[1] >= 0), default=None)
+        at = head.get("at")
+        quiet_ns = 2 * float(getattr(self, "idle_after", IDLE_AFTER)) * 1e9  # a margin past it
+        return newest is not None and isinstance(at, int) and at - newest > quiet_ns
 
     def _folders_still(self) -> bool:
         """Reading token counts from the cache: whether no folder a session could appear
