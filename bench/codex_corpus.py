@@ -276,7 +276,8 @@ def write_codex_corpus(root: str, n_threads: int = 400, target_bytes: int = 200 
     while threads < n_threads and total < target_bytes * 1.5:
         kids = rnd.choice((0, 0, 0, 1, 2)) if n_threads - threads > 3 else 0
         size = int(each * (1 + kids) * rnd.uniform(0.3, 1.7))
-        w, n = write_thread_family(rootp, rnd, size, t0 + i * 3600, kids)
+        # an hour apart, going back from t0: a history, never a time still to come
+        w, n = write_thread_family(rootp, rnd, size, t0 - i * 3600, kids)
         total, threads, i = total + w, threads + n, i + 1
     return total
 
