@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import time
 from contextlib import contextmanager
 
@@ -22,6 +21,8 @@ def runs_dir(huddle_home: str) -> str:
 
 
 def new_run_id() -> str:
+    import secrets  # here: every board imports this module, few start a run
+
     return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 

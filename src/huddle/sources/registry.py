@@ -8,8 +8,9 @@ in a note the board shows, never a silent drop.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Iterable
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ def _load() -> list[str]:
                 notes.append(f"source {name}: cannot load: {exc}")
         except Exception as exc:
             notes.append(f"source {name}: cannot load: {type(exc).__name__}: {exc}")
-    for ep in entry_points(group=ENTRY_POINTS):
+    for ep in _entry_points():
         try:
             obj = ep.load()
         except Exception as exc:
@@ -52,6 +53,34 @@ def _load() -> list[str]:
         if isinstance(obj, type) and issubclass(obj, Source) and obj.name and obj.name not in SOURCES:
             register(obj)  # an entry point may name the class instead of a module that registers
     return notes
+
+
+def _declared(paths: Iterable[str]) -> bool:
+    """Whether any installed distribution on these paths declares a `huddle.sources` entry
+    point: its entry_points.txt names the group (a listing and a few small reads; the
+    import of importlib.metadata, through email, is a tenth of a cached `huddle status`)."""
+    marker = f"[{ENTRY_POINTS}]"
+    for d in paths:
+        try:
+            names = [n for n in os.listdir(d or ".") if n.endswith((".dist-info", ".egg-info"))]
+        except OSError:
+            continue
+        for n in names:
+            try:
+                with open(os.path.join(d or ".", n, "entry_points.txt"), encoding="utf-8", errors="replace") as f:
+                    if marker in f.read():
+                        return True
+            except OSError:
+                continue
+    return False
+
+
+def _entry_points() -> list:
+    if not _declared(sys.path):
+        return []
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=ENTRY_POINTS))
 
 
 def load_notes() -> list[str]:

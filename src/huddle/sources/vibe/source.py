@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 
 from huddle.model import events as ev
 from huddle.model.attention import WORKING
@@ -35,7 +34,13 @@ def save_dir(vibe_home: str) -> tuple[str, str | None]:
     default = os.path.join(vibe_home, "logs", "session")
     path = os.path.join(vibe_home, "config.toml")
     try:
-        with open(path, "rb") as f:
+        f = open(path, "rb")  # noqa: SIM115 (closed below)
+    except OSError:
+        return default, None
+    import tomllib  # only when there is a config (its import is a tenth of a cached status)
+
+    try:
+        with f:
             conf = tomllib.load(f)
     except OSError:
         return default, None
