@@ -326,7 +326,7 @@ def test_the_inspection_commands_use_the_cached_core(tmp_path):
     env = {**os.environ, **settings.env(), "HUDDLE_SOURCES": "claude"}
     runner = CliRunner()
     assert runner.invoke(main, ["status", "--json"], env=env).exit_code == 0
-    assert (tmp_path / "hh" / "cache" / "handles.pickle").exists()
+    assert (tmp_path / "hh" / "cache" / "handles.db").exists()
     out = runner.invoke(main, ["events", sid, "--json", "--limit", "5000"], env=env)
     assert out.exit_code == 0, out.output
     assert json.loads(out.output) == api.events(web_corpus.core(settings), sid, limit=5000)

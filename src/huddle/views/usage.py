@@ -221,8 +221,6 @@ def aggregate(
             key = s["project"] or "(no project)"
         grouped = "groups" in s  # sums per day, agent and model (the usage index)
         if grouped:
-            from .usage_index import groups_in
-
             items = [
                 (g[10], g[0], g[1], g[2], Usage(*g[3:8]), g[9], g[8]) for g in groups_in(s["groups"], since, until)
             ]
@@ -315,3 +313,19 @@ def _ordered(by: str, lines: dict[str, Line]) -> list[tuple[str, Line]]:
         return sorted(items, key=lambda kv: (kv[1].first is None, kv[1].first or 0.0, kv[0]))
     # biggest spend first, then most tokens
     return sorted(items, key=lambda kv: (-kv[1].cost, -kv[1].usage.total, kv[0]))
+
+
+def groups_in(groups: list[list[Any]], since: float | None, until: float | None) -> list[list[Any]]:
+    """The sums of the days at or after `since` and before `until` (both on midnights)."""
+    lo = _day(since) if since is not None else None
+    hi = _day(until) if until is not None else None
+    out = []
+    for g in groups:
+        day = g[0]
+        if day == UNKNOWN_DAY:
+            if lo is None and hi is None:
+                out.append(g)
+            continue
+        if (lo is None or day >= lo) and (hi is None or day < hi):
+            out.append(g)
+    return out

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from huddle.model.events import Usage
 
 from .pricing import Table
-from .usage import UNKNOWN_DAY, _day, add_exact, collect, session_info
+from .usage import _day, add_exact, collect, session_info
 
 if TYPE_CHECKING:
     from huddle.sources.settings import Settings
@@ -110,19 +110,3 @@ def counted_from_index(
     kept = [d.head["row"] for d in h.dormant.values()]
     sessions = [s for s in (*kept, *fresh.values()) if s["groups"]]
     return {"sessions": sessions, "duplicates": sum(s.get("duplicates", 0) for s in sessions)}, notes
-
-
-def groups_in(groups: list[list[Any]], since: float | None, until: float | None) -> list[list[Any]]:
-    """The sums of the days at or after `since` and before `until` (both on midnights)."""
-    lo = _day(since) if since is not None else None
-    hi = _day(until) if until is not None else None
-    out = []
-    for g in groups:
-        day = g[0]
-        if day == UNKNOWN_DAY:
-            if lo is None and hi is None:
-                out.append(g)
-            continue
-        if (lo is None or day >= lo) and (hi is None or day < hi):
-            out.append(g)
-    return out

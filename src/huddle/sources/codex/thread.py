@@ -40,13 +40,9 @@ _usage_skips = rec.USAGE_SKIP_LINE.search
 
 
 class ThreadParser:
-    def __init__(
-        self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool, usage_only: bool = False
-    ):
+    def __init__(self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool, usage=False):
         self.session = session
-        # reading token counts only (`huddle usage`): the lines no count, title or time
-        # hangs on are passed over undecoded once this thread has said anything
-        self.usage_only = usage_only
+        self.usage_only = usage  # `huddle usage`: lines no count, title or time needs pass undecoded
         self.links = links
         self.info = info
         self.agent = info.id
@@ -75,7 +71,7 @@ class ThreadParser:
         self.results = Results(self.emit, links, info)
         self.calls = self.results.calls  # open calls (the live states read them); results settle them
         self.ledger = Ledger()
-        self.out_seen = False  # an event was made (a session's start is its first event's time)
+        self.out_seen = False  # an event made: skipping after it keeps the session's start
 
     # -- helpers -----------------------------------------------------------------------
 
