@@ -1,6 +1,6 @@
-"""Claude Code transcript lines -> events: the parser of one file, and the state
-that spans a session's files while they are read (see records for the
-decoded shapes and the text helpers)."""
+"""Claude Code transcript lines -> events: the parser of one file (state.py holds what
+spans a session's files while they are read; records.py the decoded shapes, the text
+helpers and the usage-only line filter)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,9 @@ from .records import (
     str_of,
     summary_text,
     usage_of,
+    wanted_for_usage,
 )
+from .state import SessionState
 
 PARTIAL_MIN_CHARS = 80  # below this a response is too short to judge its count by
 
@@ -428,54 +430,6 @@ class FileParser:
             self.emit(ev.CONTEXT, off, n, name="command", text=str_of(r.content))
 
 
-class SessionState:
-    """What spans the files of one Claude session while it is read."""
-
-    def __init__(self) -> None:
-        # message id -> its usage event (None: a copy, never counted). Kept so that a later
-        # record of the same response, in this read or a later append, raises it to the final counts.
-        self.counted: dict[str, Event | None] = {}
-        self.agent_calls: dict[str, str] = {}  # Agent tool_use id -> the agent that called it
-        self.agent_by_call: dict[str, str] = {}  # Agent tool_use id -> sub-agent id (from meta.json)
-        self.sub_orders: dict[str, str] = {}  # sub-agent id -> its first prompt
-        self.warmups: set[str] = set()  # sub-agents whose order was "Warmup" (2.0.x pre-warming)
-        # inline sidechains (1.0.x): record uuid -> its sub-agent; Task calls not yet started
-        self.sidechain_of: dict[str, str] = {}
-        self.summaries: dict[str, str] = {}  # leafUuid -> summary text, from this session's file
-        self.chars: dict[str, int] = {}  # message id -> characters its records wrote
-        self.partial_output: set[str] = set()  # message ids whose output count cannot be final
-        self.last_sidechain = ""
-        self.open_calls: list[tuple[str, str, str]] = []  # (call id, prompt, calling agent)
-        self.background_agents: set[str] = set()
-        self.background_shells: dict[str, str] = {}  # task id -> Bash call id
-        self.custom_title = ""
-        self.ai_title = ""
-        self.permission_mode = ""
-
-    def usage_note(self) -> str:
-        n = len(self.partial_output)
-        if not n:
-            return ""
-        total = sum(1 for e in self.counted.values() if e is not None)
-        return (
-            f"{n} of {total} responses hold only a partial output count (the file never got the final one): "
-            "output tokens and cost are a lower bound"
-        )
-
-    def __getstate__(self) -> dict:
-        # The cache keeps a session's usage events apart (Session.__getstate__): keep
-        # only their place here, and find them again on load (`relink`).
-        d = self.__dict__.copy()
-        d["counted"] = {mid: (e.seq if e is not None else None) for mid, e in self.counted.items()}
-        return d
-
-    def relink(self, session: Session) -> None:
-        """After a load from the cache: the usage events again, by their place."""
-        by_seq = {e.seq: e for e in session.events if e.kind == ev.USAGE}
-        places: dict = self.counted  # seq numbers, as the cache kept them
-        self.counted = {mid: (None if seq is None else by_seq.get(seq)) for mid, seq in places.items()}
-
-
 def _order_text(r: Record) -> str:
     """The text of a sidechain's first record (its order)."""
     m = r.message
@@ -486,20 +440,3 @@ def _order_text(r: Record) -> str:
     if m.content:
         return "\n".join(b.text for b in m.content if b.type == "text" and b.text).strip()
     return ""
-
-
-# What `huddle usage` needs: model responses (usage) and what names a session (typed
-# prompts, titles). User records say early on (within their first bytes) whether they
-# hold a typed prompt or tool results, the bulk of a transcript's bytes: those are
-# passed over without scanning them. Any other record is kept if it is a response.
-_TITLE_PREFIXES = (b'{"type":"custom-title"', b'{"type":"ai-title"', b'{"type":"summary"', b'{"type":"last-prompt"')
-
-
-def wanted_for_usage(line: bytes) -> bool:
-    if line.find(b'"type":"user"', 0, 512) >= 0:
-        return line.find(b'"role":"user","content":"', 0, 768) >= 0
-    return (
-        line.startswith(_TITLE_PREFIXES)
-        or line.find(b'"type":"assistant"') >= 0
-        or line.find(b'"role":"assistant"') >= 0  # a record naming no type (tools' fixtures)
-    )

@@ -315,3 +315,20 @@ def summary_text(line: bytes) -> str:
         return ""
     s = val.get("summary") if isinstance(val, dict) else None
     return s if isinstance(s, str) else ""
+
+
+# What `huddle usage` needs: model responses (usage) and what names a session (typed
+# prompts, titles). User records say early on (within their first bytes) whether they
+# hold a typed prompt or tool results, the bulk of a transcript's bytes: those are
+# passed over without scanning them. Any other record is kept if it is a response.
+_TITLE_PREFIXES = (b'{"type":"custom-title"', b'{"type":"ai-title"', b'{"type":"summary"', b'{"type":"last-prompt"')
+
+
+def wanted_for_usage(line: bytes) -> bool:
+    if line.find(b'"type":"user"', 0, 512) >= 0:
+        return line.find(b'"role":"user","content":"', 0, 768) >= 0
+    return (
+        line.startswith(_TITLE_PREFIXES)
+        or line.find(b'"type":"assistant"') >= 0
+        or line.find(b'"role":"assistant"') >= 0  # a record naming no type (tools' fixtures)
+    )

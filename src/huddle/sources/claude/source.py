@@ -13,9 +13,10 @@ from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 
 from . import summaries
-from .parser import FileParser, SessionState
+from .parser import FileParser
 from .project_agents import agent_id_of, choose_parent, is_agent_file, session_ids
 from .registry import Registry
+from .state import SessionState
 from .summaries import SummarySearch
 
 
