@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -141,8 +142,12 @@ def test_liveness_from_the_real_lock_and_process_table(live_home):
 
         proc = subprocess.Popen(["bash", "-c", "sleep 30 && echo huddle-test"], stdout=subprocess.DEVNULL)
         try:
-            _, st = fresh_state(src, handles, thread)
-            assert st["state"] == "working"  # the command runs below the holder
+            # the command runs below the holder, once bash has started it (poll: under load
+            # the child can still be a fork that has not exec'd yet)
+            deadline = time.time() + 20
+            while (st := fresh_state(src, handles, thread)[1])["state"] != "working" and time.time() < deadline:
+                time.sleep(0.02)
+            assert st["state"] == "working"
         finally:
             proc.kill()
             proc.wait()
