@@ -125,6 +125,11 @@ class Serving:
             waits = [t for t in (conn.attach, *conn.pending) if t is not None and not t.done()]
             if waits:
                 await asyncio.wait(waits)
+        except asyncio.CancelledError:
+            # The host is ending with this client still connected (asyncio.run cancels what is
+            # left). Ended normally: Python 3.11's stream callback calls task.exception() on a
+            # cancelled task and prints a CancelledError traceback otherwise.
+            return
         finally:
             if conn.attach is not None and not conn.attach.done():
                 conn.attach.cancel()
