@@ -131,3 +131,103 @@ def test_any_chunking_gives_the_same_lines(tmp_path, cuts):
         prev = b
         got += poll(r)[1]
     assert got == lines_of(DATA)
+
+
+class Problems:
+    def __init__(self):
+        self.said: list[tuple[str, int, str]] = []
+
+    def problem(self, path: str, offset: int, what: str) -> None:
+        self.said.append((path, offset, what))
+
+
+def test_a_line_over_the_cap_is_skipped_counted_and_not_kept(tmp_path, monkeypatch):
+    import huddle.io.reader as reader
+
+    monkeypatch.setattr(reader, "CHUNK", 16)
+    monkeypatch.setattr(reader, "LINE_MAX", 50)
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(b'{"a":1}\n' + b"x" * 200)  # the long line still being written
+    r, said = LineReader(str(p)), Problems()
+    assert list(r.lines(said)) == [(0, b'{"a":1}')]
+    assert r._pending == b""  # its bytes are not kept while it grows
+    assert said.said == [(str(p), 8, "a line over 0 MB: skipped, not kept")] and r.long_lines == 1
+    with open(p, "ab") as f:
+        f.write(b"y" * 100 + b'\n{"b":2}\n')
+    assert r.check() == GROWN
+    assert list(r.lines(said)) == [(309, b'{"b":2}')]
+    assert len(said.said) == 1  # said once
+
+
+def test_a_sparse_hole_in_a_long_line_is_skipped_unread(tmp_path, monkeypatch):
+    import huddle.io.reader as reader
+
+    monkeypatch.setattr(reader, "LINE_MAX", 1 << 20)
+    p = tmp_path / "sparse.jsonl"
+    with open(p, "wb") as f:
+        f.write(b'{"a":1}\n{"x":"')
+        f.truncate(1 << 40)  # a terabyte of holes: a read of it would never end
+    r, said = LineReader(str(p)), Problems()
+    assert list(r.lines(said)) == [(0, b'{"a":1}')]
+    with open(p, "ab") as f:
+        f.write(b'"}\n{"b":2}\n')
+    assert r.check() == GROWN
+    assert [line for _, line in r.lines(said)] == [b'{"b":2}'] and len(said.said) == 1
+
+
+def test_the_cursor_is_past_a_line_its_consumer_failed_on(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(b'{"a":1}\n{"bad":2}\n{"c":3}\n')
+    r = LineReader(str(p))
+    got = []
+    for _off, line in r.lines():
+        if b"bad" in line:
+            break  # the consumer raised here
+        got.append(line)
+    assert poll(r)[1] == [(18, b'{"c":3}')]  # the bad line is not read again
+
+
+def test_a_same_size_rewrite_keeping_the_last_bytes_is_noticed(tmp_path):
+    p = tmp_path / "s.jsonl"
+    lines = [b'{"n":%02d,"t":"%s"}\n' % (i, b"abcdefgh"[i % 6 :][:3]) for i in range(40)]
+    lines[-1] = b'{"last":"' + b"z" * 80 + b'"}\n'  # the 64 bytes before the offset stay the same
+    data = b"".join(lines)
+    p.write_bytes(data)
+    r = LineReader(str(p))
+    poll(r)
+    st = os.stat(p)
+    swapped = b"".join([lines[0], *reversed(lines[1:-1]), lines[-1]])  # same size, same head and tail
+    assert len(swapped) == len(data) and swapped[-64:] == data[-64:] and swapped != data
+    with open(p, "r+b") as f:
+        f.write(swapped)
+    os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns))  # even with the old mtime: ctime moved
+    status, got = poll(r)
+    assert status == RESET and [line for _, line in got] == swapped.splitlines()
+    with open(p, "r+b") as f:  # and put back the way it was: read again, not a mix
+        f.write(data)
+    status, got = poll(r)
+    assert status == RESET and [line for _, line in got] == data.splitlines()
+
+
+def test_a_fifo_or_a_symlink_out_is_refused_without_blocking(tmp_path):
+    import pytest
+
+    from huddle.io.safefile import Escapes, NotRegular
+
+    fifo = tmp_path / "f.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(NotRegular, match="a FIFO"):
+        LineReader(str(fifo)).check()
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_bytes(b'{"secret":1}\n')
+    (tmp_path / "agent").mkdir()
+    link = tmp_path / "agent" / "s.jsonl"
+    link.symlink_to(outside)
+    r = LineReader(str(link))
+    assert r.check() == GROWN
+    with pytest.raises(Escapes, match="out of the agent's folder"):
+        list(r.lines())
+    inside = tmp_path / "agent" / "t.jsonl"
+    inside.symlink_to("real.jsonl")
+    (tmp_path / "agent" / "real.jsonl").write_bytes(b'{"ok":1}\n')
+    assert poll(LineReader(str(inside)))[1] == [(0, b'{"ok":1}')]  # a symlink that stays is fine

@@ -208,3 +208,55 @@ def test_the_import_free_json_reader_refuses_what_json_refuses(text):
 
     with pytest.raises(ValueError):
         parse_json(text)
+
+
+def test_status_lines_asking_at_once_start_one_refresher(tmp_path, monkeypatch):
+    """The lock is held across the spawn and handed to the refresher: probing it and
+    letting go first let a dozen status lines start a dozen refreshers."""
+    import fcntl
+    import threading
+
+    from hosting import wait_until
+    from huddle import statusline
+
+    home = tmp_path / "hh"
+    shutil.copytree(SAMPLES / "claude" / "02-subagents" / "config", tmp_path / "config")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("HUDDLE_HOME", str(home))
+    spawned: list[int] = []
+    real_spawn = os.posix_spawn
+
+    def counting_spawn(*args, **kw):  # the real spawn, counted
+        pid = real_spawn(*args, **kw)
+        spawned.append(pid)
+        return pid
+
+    monkeypatch.setattr(os, "posix_spawn", counting_spawn)
+    go = threading.Barrier(16)
+
+    def ask() -> None:
+        go.wait()
+        statusline.kick_refresh(str(home))
+
+    askers = [threading.Thread(target=ask) for _ in range(16)]
+    for t in askers:
+        t.start()
+    for t in askers:
+        t.join(timeout=30)
+    assert len(spawned) == 1
+    fd = os.open(home / "cache" / "refresh.lock", os.O_RDWR)
+    try:
+
+        def free() -> bool:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False
+            return True
+
+        # held by the refresher it was handed to, until it has written the board
+        wait_until(free, "the refresher to finish")
+        assert (home / "cache" / "board.bin").exists()
+        os.waitpid(spawned[0], 0)
+    finally:
+        os.close(fd)

@@ -18,10 +18,14 @@ def main() -> int:
 
     settings = Settings.from_env()
     lock = os.path.join(settings.huddle_home, "cache", "refresh.lock")
-    os.makedirs(os.path.dirname(lock), mode=0o700, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    handed = os.environ.pop("HUDDLE_REFRESH_LOCK_FD", "")
+    if handed.isdigit():
+        fd = int(handed)  # the status line took the lock and handed it over (the same open file)
+    else:
+        os.makedirs(os.path.dirname(lock), mode=0o700, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already when handed: this keeps it
     except OSError:
         return 0  # another refresher is at it
     try:

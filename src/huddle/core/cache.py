@@ -22,8 +22,9 @@ from huddle.sources.base import Handle, Source
 from .store import Store
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
-# (1 to 3 were handles.pickle, one pickle of every handle; 4 is handles.db.)
-FORMAT = 4
+# (1 to 3 were handles.pickle, one pickle of every handle; 4 is handles.db; 5: reader cursors
+# keep ctime and a print, not a tail.)
+FORMAT = 5
 
 
 def cache_dir(huddle_home: str) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from huddle.errors import BadRequest, HuddleError, NotFound
 from huddle.io.boardfile import write_board
+from huddle.io.safefile import unreadable
 from huddle.model.attention import IDLE_AFTER, YOUR_TURN
 from huddle.model.ledger import Ledger
 from huddle.model.session import Session
@@ -141,6 +142,8 @@ class Huddle:
                     changed |= guarded(f"{src.name} settle", src.settle, mine, on_error=notes.append) or set()
             self.handles = found
             changed |= self.ledger.sync({k: h.session for k, h in found.items()})
+            # files and folders skipped where they were met (io.safefile), looked at again now
+            notes.extend(unreadable([r for src in self.sources for r in src.roots()]))
             if self.cache is not None:
                 if changed or self.lazy or not os.path.exists(self.cache.path):
                     self.cache.save({**self.dormant, **self.handles}, entangled=self._entangled())

@@ -7,14 +7,29 @@ from huddle.sources import Handle
 
 def refresh_one(h: Handle) -> bool:
     """Read what one session appended; True if anything changed. Its failure is its own:
-    the session is listed with an `error`, the others are untouched."""
+    the session is listed with an `error`, the others are untouched. The error clears on
+    the next read that works, whether or not the file changed (a permission restored,
+    bad bytes cut away), and an error that comes or goes changes the row at once."""
     s = h.session
     before = s.error
+    did = False
     try:
         did = h.refresh()
     except Exception as exc:  # this session's failure is its own: listed with an error
-        s.error = f"{s.source} session {s.id}: {type(exc).__name__}: {exc}"
-        return s.error != before
-    if did and before and s.error == before:
-        s.error = None  # it reads again
-    return bool(did) or s.error != before
+        s.error = h.failed = f"{s.source} session {s.id}: {_why(exc)}"
+    else:
+        if before and before == getattr(h, "failed", None):
+            s.error = h.failed = None  # it reads again: the cause went
+    if s.error != before:
+        s.version += 1  # the row and the live board carry the error (or its end) at once
+        return True
+    return bool(did)
+
+
+def _why(exc: Exception) -> str:
+    """A failure in one line: an OSError names its file and reason, anything else its type."""
+    if isinstance(exc, OSError) and exc.strerror:
+        what = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    else:
+        what = f"{type(exc).__name__}: {exc}"
+    return " ".join(what.split())

@@ -14,6 +14,8 @@ import marshal
 import os
 import time
 
+from .safefile import open_regular
+
 TYPE_CHECKING = False  # typing itself costs the status line ~10 ms (it imports re and enum)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -35,7 +37,7 @@ def board_path(huddle_home: str) -> str:
 def read_board(path: str) -> dict[str, Any] | None:
     """The board the status line reads; None if missing, foreign or corrupt."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, follow=True) as f:
             fmt, data = marshal.loads(f.read())
     except (OSError, ValueError, EOFError, TypeError):
         return None

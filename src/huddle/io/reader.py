@@ -1,163 +1,270 @@
 """Incremental line reader: knows bytes, not JSON.
 
 Per file it remembers the offset of the last whole line it handed out, the file's
-identity and the last bytes before that offset. A poll reads only what was
-appended, in bounded chunks, and hands out whole lines; a half-written last line
-waits (in memory) for its newline. A file that shrank, changed inode, or whose
-remembered bytes moved is read again from the start.
+identity (device, inode, size, mtime, ctime) and a print of the bytes before that
+offset (its head, four samples across it, the bytes just before it). A poll reads
+only what was appended, in bounded chunks, and hands out whole lines; a half-written
+last line waits (in memory) for its newline. A file that shrank, changed inode, or
+whose print changed is read again from the start: an in-place rewrite is noticed
+whatever bytes it keeps, since it moves ctime and with it a re-check of the print.
 
-Files are opened per poll and closed again (thousands of sessions must not hold
-thousands of descriptors) and never mmapped: agents truncate and rewrite them.
+Lines are found in one pass (each byte is searched once, however long its line);
+a line over LINE_MAX is skipped, its bytes not kept, and said once as a problem
+(when it passes the cap: it may never end).
+Holes in a sparse file inside such a line are skipped without reading them.
+
+The cursor moves past each line before the line is handed out, so a consumer that
+fails on a line never sees that line again. Files are opened per poll and closed
+again (thousands of sessions must not hold thousands of descriptors), through
+`safefile` (regular files only, never blocking; with `within`, never out of that
+folder) and never mmapped: agents truncate and rewrite them.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Protocol
+
+from . import safefile
 
 CHUNK = 1 << 20  # bytes per read: memory stays bounded by this plus the longest line
-TAIL_KEEP = 64  # bytes remembered before the offset, to notice a rewrite
+LINE_MAX = 64 << 20  # a line longer than this is skipped (counted, its bytes dropped)
+HEAD_KEEP = 256  # bytes of the file's head in its print
+SAMPLES = 4  # samples spread over what was read, in the print
+SAMPLE_LEN = 32
+TAIL_KEEP = 64  # bytes just before the offset, in the print
 
 SAME = "same"
 GROWN = "grown"
 RESET = "reset"
 GONE = "gone"
 
+_SEEK_DATA = getattr(os, "SEEK_DATA", None)
+
+
+class Problems(Protocol):
+    """Where a reader says a line was skipped (a Session has this method)."""
+
+    def problem(self, path: str, offset: int, what: str) -> None: ...
+
 
 class Cursor:
     """Where reading a file stands. Small and picklable (fast: by its fields), so a
     cache can keep thousands of them."""
 
-    __slots__ = ("dev", "ino", "mtime_ns", "offset", "size", "tail")
+    __slots__ = ("ctime_ns", "dev", "ino", "long_at", "mtime_ns", "offset", "print", "size")
 
     def __init__(
-        self, offset: int = 0, dev: int = 0, ino: int = 0, size: int = 0, mtime_ns: int = 0, tail: bytes = b""
+        self,
+        offset: int = 0,
+        dev: int = 0,
+        ino: int = 0,
+        size: int = 0,
+        mtime_ns: int = 0,
+        ctime_ns: int = 0,
+        print: int = 0,
+        long_at: int = -1,
     ) -> None:
-        self.offset = offset  # end of the last whole line handed out
+        self.offset = offset  # end of the last whole line handed out (or skipped)
         self.dev = dev
         self.ino = ino
         self.size = size  # size at the last poll
         self.mtime_ns = mtime_ns
-        self.tail = tail  # the TAIL_KEEP bytes before `offset`
+        self.ctime_ns = ctime_ns
+        self.print = print  # crc32 of the head, samples and tail of the bytes before `offset`
+        self.long_at = long_at  # >= 0: inside an over-long line that starts there (its bytes are dropped)
 
-    def __reduce__(self) -> tuple[type[Cursor], tuple[int, int, int, int, int, bytes]]:
-        return (Cursor, (self.offset, self.dev, self.ino, self.size, self.mtime_ns, self.tail))
+    def __reduce__(self) -> tuple[type[Cursor], tuple[int, int, int, int, int, int, int, int]]:
+        c = self
+        return (Cursor, (c.offset, c.dev, c.ino, c.size, c.mtime_ns, c.ctime_ns, c.print, c.long_at))
 
     def __repr__(self) -> str:
         return f"Cursor(offset={self.offset}, ino={self.ino}, size={self.size})"
 
 
+def fingerprint(fd: int, end: int) -> int:
+    """The print of a file's first `end` bytes: a few small reads, whatever its size."""
+    if end <= 0:
+        return 0
+    parts = [os.pread(fd, min(HEAD_KEEP, end), 0)]
+    for k in range(1, SAMPLES + 1):
+        at = end * k // (SAMPLES + 1)
+        parts.append(os.pread(fd, min(SAMPLE_LEN, end - at), at))
+    back = min(TAIL_KEEP, end)
+    parts.append(os.pread(fd, back, end - back))
+    return zlib.crc32(b"".join(parts)) | (1 << 32)  # never 0, which means "nothing read"
+
+
 class LineReader:
-    def __init__(self, path: str, cursor: Cursor | None = None):
+    within: str | None = None  # a class default: readers from an older cache have none
+
+    def __init__(self, path: str, cursor: Cursor | None = None, within: str | None = None):
         self.path = path
         self.cursor = cursor if cursor is not None else Cursor()
-        self._pending = b""  # a half-written last line, waiting for its newline
-        self._pending_at = 0
+        self.within = within  # the agent folder a symlink must not lead out of
+        self._pending: bytes | bytearray = b""  # a half-written last line, waiting for its newline
         self.resets = 0
+        self.long_lines = 0  # lines skipped for their length
 
     # -- polling -------------------------------------------------------------------
 
     def check(self, st: os.stat_result | None = None) -> str:
         """Compare the file on disk with the cursor: SAME, GROWN, RESET or GONE.
-        On RESET the cursor goes back to the start; the caller drops what it derived."""
+        On RESET the cursor goes back to the start; the caller drops what it derived.
+        Raises NotRegular when something else stands in the file's place."""
         c = self.cursor
         if st is None:
             try:
                 st = os.stat(self.path)
-            except OSError:
-                return GONE
+            except FileNotFoundError:
+                return GONE  # any other reason (a symlink loop, a folder closed) is the caller's error
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a folder in its place: the caller's error
+            raise safefile.NotRegular(errno.EINVAL, f"{safefile.kind_of(st.st_mode)}, not a regular file", self.path)
         identity_changed = c.ino and (st.st_ino != c.ino or st.st_dev != c.dev)
         if identity_changed or st.st_size < c.offset:
             self._restart(st)
             return RESET
-        if st.st_size == c.size and st.st_mtime_ns == c.mtime_ns and c.ino:
+        if c.ino and st.st_size == c.size and st.st_mtime_ns == c.mtime_ns and st.st_ctime_ns == c.ctime_ns:
             return SAME
-        if c.offset and c.tail and not self._tail_matches():
+        if c.offset and not self._print_matches():
             self._restart(st)
             return RESET
         c.dev, c.ino = st.st_dev, st.st_ino
-        if st.st_size == c.size and st.st_size == c.offset + len(self._pending):
-            c.mtime_ns = st.st_mtime_ns
+        if st.st_size == c.offset + len(self._pending):
+            c.size, c.mtime_ns, c.ctime_ns = st.st_size, st.st_mtime_ns, st.st_ctime_ns
             return SAME
         return GROWN
 
     def _restart(self, st: os.stat_result) -> None:
         self.cursor = Cursor(dev=st.st_dev, ino=st.st_ino)
         self._pending = b""
-        self._pending_at = 0
         self.resets += 1
 
-    def _tail_matches(self) -> bool:
+    def _print_matches(self) -> bool:
         c = self.cursor
         try:
-            with open(self.path, "rb") as f:
-                f.seek(c.offset - len(c.tail))
-                return f.read(len(c.tail)) == c.tail
+            fd = safefile.open_fd(self.path, self.within)
+        except FileNotFoundError:
+            return False  # replaced between the stat and now: read it again
+        try:
+            return fingerprint(fd, c.offset) == c.print
         except OSError:
             return False
+        finally:
+            os.close(fd)
 
-    def lines(self) -> Iterator[tuple[int, bytes]]:
+    def lines(self, problems: Problems | None = None) -> Iterator[tuple[int, bytes]]:
         """Yield (offset, line) for every whole line appended since the last call.
-        The newline is not part of `line`. Reads in CHUNK pieces."""
+        The newline is not part of `line`. Reads in CHUNK pieces. An over-long line
+        is said to `problems` (when given) instead."""
         c = self.cursor
         try:
-            f = open(self.path, "rb")  # noqa: SIM115 (a vanished file is told apart from other errors)
+            fd = safefile.open_fd(self.path, self.within)
         except FileNotFoundError:
             return  # gone between the check and the read: the next poll says so
-        with f:  # any other error (permissions, a directory) is the caller's to report
-            st = os.fstat(f.fileno())
-            start = c.offset + len(self._pending)
-            f.seek(start)
-            buf = self._pending
-            buf_at = c.offset if self._pending else start
-            while True:
-                chunk = f.read(CHUNK)
-                if not chunk:
-                    break
-                buf = buf + chunk if buf else chunk
-                pos = 0
+        # any other error (permissions, a FIFO, a folder) is the caller's to report
+        try:  # unbuffered: positions are the descriptor's own (a hole is skipped with lseek)
+            st = os.fstat(fd)
+            pend: bytes | bytearray = self._pending
+            pos = c.offset + len(pend)  # the next byte to read
+            done = False
+            try:
                 while True:
-                    nl = buf.find(b"\n", pos)
-                    if nl < 0:
+                    if c.long_at >= 0 and _SEEK_DATA is not None:
+                        pos = self._skip_hole(fd, pos, st.st_size)
+                    chunk = os.pread(fd, CHUNK, pos)
+                    if not chunk:
                         break
-                    line = buf[pos:nl]
-                    if line.endswith(b"\r"):
-                        line = line[:-1]
-                    if line:
-                        yield buf_at + pos, line
-                    pos = nl + 1
-                if pos:
-                    consumed_end = buf_at + pos
-                    c.tail = buf[max(0, pos - TAIL_KEEP) : pos]
-                    if len(c.tail) < TAIL_KEEP and consumed_end > len(c.tail):
-                        c.tail = self._read_back(f, consumed_end)
-                    c.offset = consumed_end
-                    buf = buf[pos:]
-                    buf_at = consumed_end
-            self._pending = buf
-            c.size = max(st.st_size, c.offset + len(buf))
-            c.mtime_ns = st.st_mtime_ns
-            c.dev, c.ino = st.st_dev, st.st_ino
+                    base = pos
+                    pos += len(chunk)
+                    i = 0
+                    if c.long_at >= 0:  # inside an over-long line: drop bytes to its end
+                        nl = chunk.find(b"\n")
+                        if nl < 0:
+                            c.offset = pos
+                            continue
+                        c.long_at = -1  # its end: what follows is read again
+                        i = nl + 1
+                        c.offset = base + i
+                    elif pend:  # a line begun in an earlier chunk (or poll)
+                        nl = chunk.find(b"\n")
+                        if nl < 0:
+                            if len(pend) + len(chunk) > LINE_MAX:
+                                c.long_at, c.offset, pend = c.offset, pos, b""
+                                self._pending = b""
+                                self._too_long(problems)
+                            else:
+                                if not isinstance(pend, bytearray):
+                                    pend = bytearray(pend)  # grows in place: linear however long
+                                pend += chunk
+                            continue
+                        at, line = c.offset, bytes(pend) + chunk[:nl]
+                        pend = self._pending = b""
+                        i = nl + 1
+                        c.offset = base + i
+                        if line.endswith(b"\r"):
+                            line = line[:-1]
+                        if line:
+                            yield at, line
+                    find = chunk.find
+                    while True:
+                        nl = find(b"\n", i)
+                        if nl < 0:
+                            break
+                        at = base + i
+                        line = chunk[i:nl]
+                        i = nl + 1
+                        c.offset = base + i  # past the line before it is handed out
+                        if line.endswith(b"\r"):
+                            line = line[:-1]
+                        if line:
+                            yield at, line
+                    if i < len(chunk):
+                        pend = chunk[i:]
+                        if len(pend) > LINE_MAX:
+                            c.long_at, c.offset, pend = c.offset, pos, b""
+                            self._too_long(problems)
+                    self._pending = pend
+                done = True
+            finally:
+                self._pending = pend if done else b""
+                c.print = fingerprint(fd, c.offset)
+                if done:
+                    c.size = max(st.st_size, c.offset + len(pend))
+                    c.mtime_ns, c.ctime_ns = st.st_mtime_ns, st.st_ctime_ns
+                    c.dev, c.ino = st.st_dev, st.st_ino
+        finally:
+            os.close(fd)
 
-    @staticmethod
-    def _read_back(f: BinaryIO, end: int) -> bytes:
-        here = f.tell()
-        start = max(0, end - TAIL_KEEP)
-        f.seek(start)
-        data: bytes = f.read(end - start)
-        f.seek(here)
-        return data
+    def _skip_hole(self, fd: int, pos: int, size: int) -> int:
+        """Inside an over-long line, a hole (zeros, no newline) is skipped unread."""
+        try:
+            data = os.lseek(fd, pos, _SEEK_DATA)  # type: ignore[arg-type]
+        except OSError:  # ENXIO: only a hole up to the end
+            data = max(pos, size)
+        if data > pos:
+            self.cursor.offset = data
+        return max(pos, data)
+
+    def _too_long(self, problems: Problems | None) -> None:
+        """Said once, when the line passes the cap (it may never end: a 2 GB hole)."""
+        self.long_lines += 1
+        if problems is not None:
+            problems.problem(self.path, self.cursor.long_at, f"a line over {LINE_MAX >> 20} MB: skipped, not kept")
 
     def read_all_new(self) -> list[tuple[int, bytes]]:
         return list(self.lines())
 
 
-def read_tail(path: str, nbytes: int = 64 * 1024) -> list[tuple[int, bytes]]:
+def read_tail(path: str, nbytes: int = 64 * 1024, within: str | None = None) -> list[tuple[int, bytes]]:
     """The whole lines in the last `nbytes` of a file (the first, cut one dropped),
     for cheap summaries of big files."""
     try:
-        with open(path, "rb") as f:
+        with safefile.open_regular(path, within) as f:
             size = os.fstat(f.fileno()).st_size
             start = max(0, size - nbytes)
             f.seek(start)
@@ -182,8 +289,8 @@ def read_tail(path: str, nbytes: int = 64 * 1024) -> list[tuple[int, bytes]]:
     return out
 
 
-def read_span(path: str, offset: int, length: int, limit: int = 64 << 20) -> bytes:
+def read_span(path: str, offset: int, length: int, limit: int = 64 << 20, within: str | None = None) -> bytes:
     """Read `length` bytes at `offset` (a heavy piece of content, on demand)."""
-    with open(path, "rb") as f:
+    with safefile.open_regular(path, within) as f:
         f.seek(offset)
         return f.read(min(length, limit))

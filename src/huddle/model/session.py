@@ -293,6 +293,11 @@ class Session:
         if len(self.problems) < 50:
             self.problems.append(f"{path}:{offset}: {what}")
 
+    def note(self, path: str, offset: int, what: str) -> None:
+        """A line read, but with something dropped (a time that is no time): said, not skipped."""
+        if len(self.problems) < 50:
+            self.problems.append(f"{path}:{offset}: {what}")
+
     def reset(self) -> None:
         """Forget everything derived (a file was rewritten); the source reads again."""
         epoch = self.epoch + 1

@@ -1,27 +1,96 @@
-"""Times and names as the views show them: ISO 8601 in UTC, unix seconds, a project by its folder."""
+"""Times as the views show them (ISO 8601 in UTC, unix seconds, a project by its folder),
+and times read from agents' files: the one check, made where each time is decoded.
+
+A file can say anything: a year 9999 timestamp, 2^64 milliseconds, 1e300 seconds,
+NaN. Formatting such a time raises (datetime stops at 9999), and one of them used to
+take the whole board down. Here a time is a finite number of unix seconds between
+1970 and 2200, or None: the event keeps no time and its line is noted (`odd`).
+Standard library only.
+"""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
+EARLIEST = 0.0  # 1970-01-01T00:00:00Z
+LATEST = 7258118400.0  # 2200-01-01T00:00:00Z
 
-def iso(t: float | None) -> str | None:
-    if t is None:
+
+def seconds(v: object) -> float | None:
+    """Unix seconds, if `v` is a plausible time in seconds (not a bool, finite, 1970-2200)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    try:
+        t = float(v)
+    except OverflowError:  # an int too big for a float
+        return None
+    return t if math.isfinite(t) and EARLIEST <= t < LATEST else None
 
 
-def parse_time(s: str | None) -> float | None:
-    """ISO 8601 (with Z or an offset) to unix seconds; None if it is not one."""
-    if not s:
+def millis(v: object) -> float | None:
+    """Unix seconds from milliseconds (Vibe's createdAt, Claude's registry updatedAt)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        return seconds(v / 1000)
+    except OverflowError:
+        return None
+
+
+def _iso(s: object) -> datetime | None:
+    if not s or not isinstance(s, str):
         return None
     try:
         d = datetime.fromisoformat(s)
     except (TypeError, ValueError):
         return None
+    return d.replace(tzinfo=UTC) if d.tzinfo is None else d
+
+
+def parse_time(s: object) -> float | None:
+    """ISO 8601 (with Z or an offset; no zone is UTC) to unix seconds; None if it is not
+    one, or not between 1970 and 2200."""
+    d = _iso(s)
+    return of_datetime(d) if d is not None else None
+
+
+def out_of_range(v: object) -> bool:
+    """A time, but not between 1970 and 2200 (year 9999, 1e300 s, 2^64 ms): such a one is
+    noted where it is read; text that is no time at all is the parser's own affair."""
+    if isinstance(v, datetime):  # (the common case first, cheaply)
+        return not 1970 < v.year < 2199 and of_datetime(v) is None
+    if isinstance(v, str):
+        d = _iso(v)
+        return d is not None and of_datetime(d) is None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    return seconds(v) is None
+
+
+def of_datetime(d: datetime) -> float | None:
+    """Unix seconds of a decoded datetime (no zone is UTC), checked."""
     if d.tzinfo is None:
         d = d.replace(tzinfo=UTC)
-    return d.timestamp()
+    try:
+        return seconds(d.timestamp())
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def iso(t: float | None) -> str | None:
+    """ISO 8601 in UTC with milliseconds; None for no time (or one that is not a time:
+    it never raises, whatever reached it)."""
+    t = seconds(t)
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def odd(value: object) -> str:
+    """The one line that notes a time that is not one."""
+    shown = repr(value)
+    return f"time {shown[:40]} is not between 1970 and 2200: kept without a time"
 
 
 def project_name(cwd: str) -> str:

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from huddle.io.reader import LineReader, Problems
 from huddle.model.session import Session
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 class Handle:
     """One session of one source, read incrementally."""
+
+    failed: str | None = None  # the error the core last gave this session (it clears it once it reads again)
 
     def __init__(self, source: str, id: str) -> None:
         self.session = Session(source, id)
@@ -118,6 +121,42 @@ class Source:
         written in another file). `handles`: this source's sessions, all read. Returns
         the keys it changed. Must be cheap when nothing of the kind is there."""
         return set()
+
+
+def drain(
+    reader: LineReader,
+    session: Problems,
+    feed: Callable[[int, bytes], None],
+    out: list | None = None,
+    flush: Callable[[], None] | None = None,
+    every: int = 512,
+) -> None:
+    """Feed every line appended to `reader`'s file to `feed(offset, line)`. A line whose
+    feed fails in any way (a decoder's error, nesting too deep for it, a value the code
+    did not expect) costs that line: a problem naming its file and offset, the events
+    it had put in `out` dropped; the lines after it are read. `flush` runs every
+    `every` lines and at the end (the session's bookkeeping is per batch)."""
+    for n, (off, line) in enumerate(reader.lines(session), 1):
+        mark = len(out) if out is not None else 0
+        try:
+            feed(off, line)
+        except RecursionError:
+            _dropped(out, mark)
+            session.problem(reader.path, off, "nested too deep to read")
+        except Exception as exc:
+            _dropped(out, mark)
+            session.problem(
+                reader.path, off, f"unreadable line ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+            )
+        if flush is not None and n % every == 0:
+            flush()
+    if flush is not None:
+        flush()
+
+
+def _dropped(out: list | None, mark: int) -> None:
+    if out is not None:
+        del out[mark:]
 
 
 T = TypeVar("T")

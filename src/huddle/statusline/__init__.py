@@ -18,6 +18,7 @@ import time
 
 from huddle.io import folders, procs
 from huddle.io.boardfile import board_path, dirs_moved, files_moved, read_board
+from huddle.io.safefile import read_small
 from huddle.model import attention as rules
 
 BUDGET = float(os.environ.get("HUDDLE_STATUSLINE_BUDGET", "0.25"))  # seconds, hard
@@ -80,36 +81,46 @@ def is_stale(board: dict, deadline: float) -> bool:
     return False
 
 
+LOCK_FD = 3  # where the refresher finds the lock it is handed
+
+
 def kick_refresh(home: str) -> None:
-    """Start `python -m huddle.refresh` detached, unless one is already running."""
+    """Start `python -m huddle.refresh` detached, unless one is already running.
+    The lock is taken here and held across the spawn, then handed to the refresher
+    (its descriptor 3, the same open file): taking it only to look, then letting go
+    before the spawn, let a dozen status lines asking at once start a dozen."""
     lock = os.path.join(home, "cache", "refresh.lock")
     try:
         import fcntl
 
         os.makedirs(os.path.dirname(lock), mode=0o700, exist_ok=True)
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return
+    try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            return  # a refresher holds it: do not pile up
+            return  # a refresher holds it (or one is being started): do not pile up
+        # posix_spawn, not subprocess: no import, no fork of this process, its own session.
+        devnull = os.open(os.devnull, os.O_RDWR)
+        try:
+            os.posix_spawn(
+                sys.executable,
+                [sys.executable, "-m", "huddle.refresh"],
+                {**os.environ, "HUDDLE_REFRESH_LOCK_FD": str(LOCK_FD)},
+                file_actions=[
+                    *((os.POSIX_SPAWN_DUP2, devnull, n) for n in (0, 1, 2)),
+                    (os.POSIX_SPAWN_DUP2, fd, LOCK_FD),
+                ],
+                setsid=True,
+            )
+        except (OSError, AttributeError, NotImplementedError):
+            pass
         finally:
-            os.close(fd)  # releases our probe; the refresher takes it for real
-    except OSError:
-        return
-    # posix_spawn, not subprocess: no import, no fork of this process, its own session.
-    devnull = os.open(os.devnull, os.O_RDWR)
-    try:
-        os.posix_spawn(
-            sys.executable,
-            [sys.executable, "-m", "huddle.refresh"],
-            os.environ,
-            file_actions=[(os.POSIX_SPAWN_DUP2, devnull, fd) for fd in (0, 1, 2)],
-            setsid=True,
-        )
-    except (OSError, AttributeError, NotImplementedError):
-        pass
+            os.close(devnull)
     finally:
-        os.close(devnull)
+        os.close(fd)  # the lock stays with the refresher's copy (or goes, if none started)
 
 
 def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None:
@@ -125,10 +136,9 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None
         if time.monotonic() > deadline:
             return
         try:
-            with open(os.path.join(folder, n), "rb") as f:
-                val = parse_json(f.read().decode())
-        except (OSError, ValueError, UnicodeDecodeError):
-            continue  # half-written: the cached state stands this round
+            val = parse_json(read_small(os.path.join(folder, n)).decode())  # a FIFO here must not block
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+            continue  # half-written (or not a file at all): the cached state stands this round
         if not isinstance(val, dict):
             continue
         row = by_id.get(val.get("sessionId"))

@@ -23,6 +23,7 @@ from typing import Any
 
 from huddle.errors import InputError
 from huddle.io import folders
+from huddle.io.safefile import read_small
 from huddle.model.events import USAGE, Usage
 from huddle.model.session import Session
 
@@ -231,8 +232,7 @@ def load(huddle_home: str | None = None) -> Table:
     models, aliases = dict(models), dict(aliases)
     path = os.path.join(huddle_home or _default_home(), USER_FILE)
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text = read_small(path, follow=True).decode("utf-8")  # huddle's own file, but a FIFO must not block
     except FileNotFoundError:
         return Table(models, aliases, as_of)
     except (OSError, UnicodeDecodeError) as exc:

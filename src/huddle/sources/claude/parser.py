@@ -7,6 +7,7 @@ from __future__ import annotations
 import msgspec
 
 from huddle.model import events as ev
+from huddle.model import times
 from huddle.model.events import Event, cap
 from huddle.model.session import Session
 from huddle.model.times import parse_time
@@ -111,6 +112,8 @@ class FileParser:
             ts = parse_time(r.timestamp)
             if ts is not None:
                 self.last_t = ts
+            elif times.out_of_range(r.timestamp):  # year 9999: kept out of the times, and said
+                self.session.note(self.path, off, times.odd(r.timestamp))
         if r.cwd and not self.session.cwd:
             self.session.cwd = r.cwd
         mark = len(self.out)

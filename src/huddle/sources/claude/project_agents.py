@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import msgspec
 
+from huddle.io.safefile import open_regular
+
 HEAD_BYTES = 64 << 10  # the first records name the parent; a sub-agent's prompt fits easily
 HEAD_LINES = 8
 
@@ -36,7 +38,7 @@ def session_ids(path: str) -> list[str]:
     """The session ids the first records of an agent file name, in order (none when it
     is empty, unreadable or still being written)."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             head = f.read(HEAD_BYTES)
     except OSError:
         return []
@@ -46,7 +48,7 @@ def session_ids(path: str) -> list[str]:
             continue
         try:
             sid = _decode_head(line).sessionId
-        except msgspec.MsgspecError:
+        except (msgspec.MsgspecError, RecursionError):
             continue  # a cut last line or an odd record: the others say it
         if sid and sid not in out:
             out.append(sid)

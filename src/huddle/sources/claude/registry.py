@@ -9,24 +9,18 @@ Read-only: huddle never takes or touches these files.
 
 from __future__ import annotations
 
-import json
 import os
 
 from huddle.io.procs import alive as process_alive
+from huddle.io.safefile import forget, read_json, remember, stamp
 
 
 def _read(path: str) -> dict | None:
-    # Rewritten in place, not atomically: a read may catch it half-written. Retry once;
-    # if still bad, ignore it for this round.
-    for _ in range(2):
-        try:
-            with open(path, "rb") as f:
-                val = json.loads(f.read())
-        except (OSError, ValueError):
-            continue
-        if isinstance(val, dict) and isinstance(val.get("sessionId"), str):
-            return val
-        return None
+    # Rewritten in place, not atomically: a read may catch it half-written (read_json
+    # retries once); if still bad, ignore it for this round.
+    val = read_json(path)
+    if isinstance(val, dict) and isinstance(val.get("sessionId"), str):
+        return val
     return None
 
 
@@ -34,7 +28,7 @@ class Registry:
     def __init__(self, folder: str):
         self.folder = folder
         self.entries: dict[str, dict] = {}  # file name -> parsed content
-        self._mtimes: dict[str, int] = {}
+        self._mtimes: dict[str, tuple[int, ...]] = {}
         self.by_session: dict[str, dict] = {}
         self.moved: set[str] = set()  # session ids whose entry changed at the last refresh
         self.present = False
@@ -48,7 +42,9 @@ class Registry:
         try:
             names = [n for n in os.listdir(self.folder) if n.endswith(".json")]
             self.present = True
-        except OSError:
+            forget(self.folder)
+        except OSError as exc:
+            remember(self.folder, exc)  # unreadable (not missing): a note
             names = []
             self.present = False
         seen = set(names)
@@ -58,9 +54,8 @@ class Registry:
                 self._mtimes.pop(n, None)
         for n in names:
             path = os.path.join(self.folder, n)
-            try:
-                mtime = os.stat(path).st_mtime_ns
-            except OSError:
+            mtime = stamp(path)
+            if mtime is None:
                 continue
             if self._mtimes.get(n) == mtime:
                 continue

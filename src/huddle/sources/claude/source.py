@@ -4,12 +4,12 @@ merged with the session's sub-agent files and linked through their `.meta.json`.
 
 from __future__ import annotations
 
-import json
 import os
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
+from huddle.io.safefile import listdir, plain_file, read_json, stamp
 from huddle.model import events as ev
-from huddle.sources.base import Handle, Source
+from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from . import summaries
@@ -21,16 +21,9 @@ from .summaries import SummarySearch
 
 
 def _read_json(path: str) -> dict | None:
-    """Small JSON files that may be rewritten in place: read, retry once if cut."""
-    for _ in range(2):
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-            val = json.loads(data)
-            return val if isinstance(val, dict) else None
-        except (OSError, ValueError):
-            continue
-    return None
+    """Small JSON files that may be rewritten in place (safefile: capped, regular files only)."""
+    val = read_json(path)
+    return val if isinstance(val, dict) else None
 
 
 class SubFile:
@@ -41,7 +34,7 @@ class SubFile:
         self.agent_id = agent_id
         self.reader = LineReader(path)
         self.meta_path = path[: -len(".jsonl")] + ".meta.json"
-        self.meta_mtime = -1
+        self.meta_mtime: tuple[int, ...] | None = None
         self.parser: FileParser | None = None
 
 
@@ -73,8 +66,8 @@ class ClaudeHandle(Handle):
         self.subs: dict[str, SubFile] = {}
         self.order_events: dict[str, ev.Event] = {}  # Agent call id -> its ORDER
         self.report_events: dict[str, list[ev.Event]] = {}  # Agent call id -> its REPORTs
-        self.sub_dir_mtime = -1
-        self.title_mtime = -1
+        self.sub_dir_mtime: tuple[int, ...] = ()
+        self.title_mtime: tuple[int, ...] | None = None
 
     def __setstate__(self, d: dict) -> None:
         d.setdefault("project_agents", {})
@@ -106,7 +99,7 @@ class ClaudeHandle(Handle):
             self._read_meta(sf)
         if status != SAME:
             self._drain(self.parser, self.reader)
-            self._read_custom_title()  # /rename also appends to the main file
+        self._read_custom_title()  # one stat: /rename appends to the main file, but the file is its own
         for sf in sorted(self.subs.values(), key=lambda x: x.path):
             st = sf.reader.check()
             if st == RESET:  # a sub-agent file rewritten: rebuild the whole session
@@ -123,12 +116,7 @@ class ClaudeHandle(Handle):
         return s.version != before
 
     def _drain(self, parser: FileParser, reader: LineReader) -> None:
-        feed, out = parser.feed, parser.out
-        for off, line in reader.lines():
-            feed(off, line)
-            if len(out) >= 512:
-                self._flush(parser)
-        self._flush(parser)
+        drain(reader, self.session, parser.feed, parser.out, lambda: self._flush(parser))
 
     def _flush(self, parser: FileParser) -> None:
         out = parser.out
@@ -151,26 +139,26 @@ class ClaudeHandle(Handle):
             return
         base = os.path.join(self.dir, "subagents")
         try:
-            mtime = os.stat(base).st_mtime_ns
+            st = os.stat(base)
         except OSError:
             return
+        mtime: tuple[int, ...] = (st.st_mtime_ns, st.st_ctime_ns)  # ctime: a chmod back, readable again
         wf = os.path.join(base, "workflows")
         try:
-            mtime += os.stat(wf).st_mtime_ns
+            st = os.stat(wf)
+            mtime += (st.st_mtime_ns, st.st_ctime_ns)
         except OSError:
             pass
         if mtime == self.sub_dir_mtime:
             return
         self.sub_dir_mtime = mtime
         for folder in [base] + _subfolders(wf):
-            try:
-                entries = list(os.scandir(folder))
-            except OSError:
-                continue
-            for entry in entries:
+            for entry in listdir(folder):
                 name = entry.name
-                # Never follow a symlink out of the agent's folder: only plain files count.
-                if name.startswith("agent-") and name.endswith(".jsonl") and entry.is_file(follow_symlinks=False):
+                if entry.path in self.subs:
+                    continue  # known: its reader says what is wrong with it now
+                # Never a FIFO or a symlink out of the agent's folder (a note says it was skipped).
+                if name.startswith("agent-") and name.endswith(".jsonl") and plain_file(entry):
                     path = entry.path
                     if path not in self.subs:
                         agent_id = name[len("agent-") : -len(".jsonl")]
@@ -179,11 +167,8 @@ class ClaudeHandle(Handle):
                         a.name = agent_id
 
     def _read_meta(self, sf: SubFile) -> None:
-        try:
-            mtime = os.stat(sf.meta_path).st_mtime_ns
-        except OSError:
-            return
-        if mtime == sf.meta_mtime:
+        mtime = stamp(sf.meta_path)
+        if mtime is None or mtime == sf.meta_mtime:
             return
         meta = _read_json(sf.meta_path)
         if meta is None:
@@ -260,11 +245,8 @@ class ClaudeHandle(Handle):
 
     def _read_custom_title(self) -> None:
         path = os.path.join(self.dir, "custom-title.json")
-        try:
-            mtime = os.stat(path).st_mtime_ns
-        except OSError:
-            return
-        if mtime == self.title_mtime:
+        mtime = stamp(path)
+        if mtime is None or mtime == self.title_mtime:
             return
         meta = _read_json(path)
         if meta and meta.get("customTitle"):
@@ -299,10 +281,7 @@ class ClaudeHandle(Handle):
 
 
 def _subfolders(path: str) -> list[str]:
-    try:
-        return sorted(e.path for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
-    except OSError:
-        return []
+    return sorted(e.path for e in listdir(path) if e.is_dir(follow_symlinks=False))
 
 
 @register
@@ -339,30 +318,19 @@ class ClaudeSource(Source):
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
         self.registry.refresh()
-        try:
-            projects = os.scandir(self.projects)
-        except OSError:
-            return found
         # 2.0.x agent files whose parent is known already: no need to read their first lines
         linked = {path: key for key, h in known.items() if isinstance(h, ClaudeHandle) for path in h.project_agents}
-        with projects:
-            for p in projects:
-                if not p.is_dir(follow_symlinks=False):
-                    continue
-                try:
-                    entries = os.scandir(p.path)
-                except OSError:
-                    continue
-                with entries:
-                    files, agents, dirs = {}, [], set()
-                    for f in entries:
-                        if f.is_dir(follow_symlinks=False):
-                            dirs.add(f.name)
-                        elif f.name.endswith(".jsonl") and f.is_file(follow_symlinks=False):
-                            if is_agent_file(f.name):
-                                agents.append(f)
-                            else:
-                                files[f.name[: -len(".jsonl")]] = f
+        for p in listdir(self.projects):
+            if p.is_dir(follow_symlinks=False):
+                files, agents, dirs = {}, [], set()
+                for f in listdir(p.path):  # a folder that cannot be listed is a note
+                    if f.is_dir(follow_symlinks=False):
+                        dirs.add(f.name)
+                    elif f.name.endswith(".jsonl") and plain_file(f):  # not a FIFO, not a symlink out
+                        if is_agent_file(f.name):
+                            agents.append(f)
+                        else:
+                            files[f.name[: -len(".jsonl")]] = f
                 for sid, f in files.items():
                     key = f"claude:{sid}"
                     h = known.get(key)

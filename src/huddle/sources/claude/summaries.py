@@ -18,6 +18,8 @@ import os
 import re
 from typing import Protocol
 
+from huddle.io.safefile import open_regular
+
 UUID_KEY = re.compile(rb'"uuid":"([^"\\]{1,100})"')
 CHUNK = 8 << 20
 
@@ -47,7 +49,7 @@ class SummarySearch:
         if not leaves <= self.leaves:  # new leaves: search the whole file again
             self.leaves, self.done, self.found = leaves, 0, {}
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:  # never a FIFO put in its place
                 f.seek(self.done)
                 while True:
                     data = f.read(CHUNK)

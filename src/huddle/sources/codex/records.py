@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 
 import msgspec
 from msgspec import Raw
 
-from huddle.model.times import parse_time
+from huddle.io.safefile import open_regular
+from huddle.model import times
 
 # -- session_meta ----------------------------------------------------------------------
 
@@ -137,7 +138,7 @@ def read_meta(path: str, limit: int = 1 << 20) -> tuple[ThreadInfo | None, str]:
     """The session_meta of a rollout, from its first line only. Returns (info, "") or
     (None, why). "" for why means: not complete yet, look again later."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             head = f.read(64 * 1024)
             while b"\n" not in head and len(head) < limit:
                 more = f.read(256 * 1024)
@@ -154,6 +155,8 @@ def read_meta(path: str, limit: int = 1 << 20) -> tuple[ThreadInfo | None, str]:
         why = ""
     except msgspec.MsgspecError as exc:
         line, why = None, f"first line is not a session_meta ({exc})"
+    except RecursionError:
+        line, why = None, "first line is not a session_meta (nested too deep)"
     if line is not None and line.type == "session_meta" and line.payload is not None and line.payload.id:
         return ThreadInfo(line.payload), ""
     # No session_meta (a trimmed file, a tool's fixture, a bad first line): still a thread,
@@ -334,12 +337,11 @@ SKIP_EVENTS = frozenset({"thread_settings_applied", "agent_reasoning", "agent_me
 
 
 def unix(ts) -> float | None:
-    """Unix seconds of a line's timestamp (a datetime, or the text of an odd one)."""
+    """Unix seconds of a line's timestamp (a datetime, or the text of an odd one);
+    None when it is no time between 1970 and 2200 (model/times)."""
     if isinstance(ts, datetime):
-        if ts.tzinfo is None:
-            ts = ts.replace(tzinfo=UTC)
-        return ts.timestamp()
-    return parse_time(ts) if isinstance(ts, str) else None
+        return times.of_datetime(ts)
+    return times.parse_time(ts) if isinstance(ts, str) else None
 
 
 # -- small readers of raw values -------------------------------------------------------------

@@ -18,7 +18,8 @@ import os
 import msgspec
 
 from huddle.io.reader import GONE, RESET, LineReader
-from huddle.sources.base import Handle, Source
+from huddle.io.safefile import forget, listdir, remember
+from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from .live import SystemCache, live_signals
@@ -131,15 +132,12 @@ class CodexHandle(Handle):
 
     def _drain(self, tf: ThreadFile) -> None:
         p = tf.parser
-        add_all = self.session.add_all
-        feed = p.feed
-        for off, line in tf.reader.lines():
-            feed(off, line)
-            if len(p.out) > 256:  # in batches: the session's bookkeeping is per call
-                add_all(p.out)
-                p.out.clear()
-        add_all(p.out)
-        p.out.clear()
+
+        def flush() -> None:  # in batches: the session's bookkeeping is per call
+            self.session.add_all(p.out)
+            p.out.clear()
+
+        drain(tf.reader, self.session, p.feed, p.out, flush, every=256)
 
     def _link(self) -> None:
         """Tie spawn calls, reports and answers to the children they concern, whichever
@@ -204,20 +202,39 @@ class SessionIndex:
     def __init__(self, path: str):
         self.reader = LineReader(path)
         self.names: dict[str, str] = {}
+        self.problems: list[str] = []  # its bad lines, one line each (board notes)
 
     def refresh(self) -> None:
-        st = self.reader.check()
+        try:
+            st = self.reader.check()
+        except OSError as exc:  # a FIFO, a loop in its place: the note says so; the names stand
+            remember(self.reader.path, exc)
+            return
         if st == GONE:
             return
         if st == RESET:
-            self.names = {}
-        for _off, line in self.reader.lines():
+            self.names, self.problems = {}, []
+        try:
+            lines = list(self.reader.lines(self))
+        except OSError as exc:
+            remember(self.reader.path, exc)
+            return
+        forget(self.reader.path)
+        for off, line in lines:
             try:
                 val = msgspec.json.decode(line)
-            except msgspec.MsgspecError:
+            except msgspec.MsgspecError as exc:
+                self.problem(self.reader.path, off, f"not JSON ({exc})")
+                continue
+            except RecursionError:
+                self.problem(self.reader.path, off, "not JSON (nested too deep)")
                 continue
             if isinstance(val, dict) and isinstance(val.get("id"), str) and isinstance(val.get("thread_name"), str):
                 self.names[val["id"]] = val["thread_name"]
+
+    def problem(self, path: str, offset: int, what: str) -> None:
+        if len(self.problems) < 20:
+            self.problems.append(f"{path}:{offset}: {what}")
 
 
 class BrokenHandle(Handle):
@@ -248,9 +265,9 @@ class CodexSource(Source):
         self.sessions_dir = self.under("sessions")
         self.index = SessionIndex(self.under("session_index.jsonl"))
         self.system = SystemCache()  # locks and processes, for liveness (recorded ones in tests)
-        self._dirs: dict[str, tuple[int, list[str], list[str]]] = {}  # dir -> (mtime, subdirs, rollouts)
+        self._dirs: dict[str, tuple[tuple[int, int], list[str], list[str]]] = {}  # dir -> (m/ctime, subdirs, rollouts)
         self._threads: dict[str, ThreadInfo] = {}  # rollout path -> its meta
-        self._bad: dict[str, tuple[int, str]] = {}  # rollout path -> (size, why)
+        self._bad: dict[str, tuple[tuple[int, ...], str]] = {}  # rollout path -> (its stat, why)
         self._locks: dict[str, int] = {}  # thread-writer lock file name -> inode
         self._moved: set[str] = set()  # session keys whose thread lock came or went at the last scan
 
@@ -270,6 +287,7 @@ class CodexSource(Source):
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         self.index.refresh()
+        self.notes = list(self.index.problems)  # session_index.jsonl's bad lines
         paths = self._rollouts()
         for path in paths:
             if path in self._threads:
@@ -294,8 +312,9 @@ class CodexSource(Source):
             else:
                 h = CodexHandle(self, root, threads)
             found[key] = h
+        read = {f for h in found.values() for f in h.files()}
         for path, (_size, why) in self._bad.items():
-            if path in paths:
+            if path in paths and path not in read:  # a thread being read says its own trouble
                 h = BrokenHandle(path, why)
                 found.setdefault(h.key, h)
         moved = self._lock_changes()
@@ -328,9 +347,12 @@ class CodexSource(Source):
 
     def _read_meta(self, path: str) -> None:
         try:
-            size = os.stat(path).st_size
-        except OSError:
+            st = os.stat(path)
+        except OSError as exc:
+            remember(path, exc)  # a symlink loop: a note (a missing file is none)
             return
+        # size, times and inode: a chmod back, a FIFO removed, a file put back all count
+        size = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
         bad = self._bad.get(path)
         if bad is not None and bad[0] == size:
             return
@@ -356,23 +378,20 @@ class CodexSource(Source):
 
     def _listing(self, folder: str) -> tuple[list[str], list[str]]:
         try:
-            mtime = os.stat(folder).st_mtime_ns
+            st = os.stat(folder)
         except OSError:
             self._dirs.pop(folder, None)
             return [], []
+        mtime = (st.st_mtime_ns, st.st_ctime_ns)  # ctime: a chmod back makes it readable again
         cached = self._dirs.get(folder)
         if cached is not None and cached[0] == mtime:
             return cached[1], cached[2]
         subdirs, files = [], []
-        try:
-            with os.scandir(folder) as it:
-                for entry in it:
-                    if entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
-                        files.append(entry.name)
-                    elif entry.is_dir(follow_symlinks=False):
-                        subdirs.append(entry.name)
-        except OSError:
-            return [], []
+        for entry in listdir(folder):  # one that cannot be listed is a note, looked at again next time
+            if entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
+                files.append(entry.name)
+            elif entry.is_dir(follow_symlinks=False):
+                subdirs.append(entry.name)
         self._dirs[folder] = (mtime, subdirs, files)
         return subdirs, files
 

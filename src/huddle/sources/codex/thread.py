@@ -1,14 +1,10 @@
 """One Codex rollout (one thread) -> events for one agent.
 
-Both event generations are read: 0.160+ writes UI items (`item_completed` with
-CommandExecution, FileChange, ...), 0.144 and older write legacy events
-(`user_message`, `patch_apply_end`, ...); every version writes the model-visible
-`response_item`s. Each fact is taken from one record only: prompts from the UI
-events, text/reasoning/calls from the response items, a call's result from the
-first record that settles it (a UI item with its exit code, else the output text).
-
-What spans the threads of one session (who spawned whom, what was reported) lives
-in `Links`; tool results live in results.
+Both event generations are read: 0.160+ writes UI items (`item_completed` with CommandExecution,
+FileChange, ...), 0.144 and older write legacy events (`user_message`, `patch_apply_end`, ...); every
+version writes the model-visible `response_item`s. Each fact is taken from one record only: prompts
+from the UI events, text/reasoning/calls from the response items, a call's result from the first
+record that settles it (a UI item with its exit code, else the output text). What spans the threads of one session (who spawned whom, what was reported) is `Links`; tool results are results.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ from datetime import datetime
 import msgspec
 
 from huddle.model import events as ev
+from huddle.model import times
 from huddle.model.events import Event, cap, one_line
 from huddle.model.session import Session
 from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
@@ -116,7 +113,9 @@ class ThreadParser:
         if t == "event_msg" and p.type in rec.SKIP_EVENTS:
             return
         self.lines += 1
-        if ln.timestamp:
+        if times.out_of_range(ln.timestamp):  # a time past 2200: noted, the last good time kept
+            self.session.note(self.path, off, times.odd(ln.timestamp))
+        elif ln.timestamp:
             self._ts = ln.timestamp
         n = len(line)
         mark = len(self.out)

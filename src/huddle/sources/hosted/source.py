@@ -14,7 +14,8 @@ import os
 from huddle.host.paths import LOG_NAME, runs_dir
 from huddle.io.procs import alive
 from huddle.io.reader import GONE, RESET, LineReader
-from huddle.sources.base import Handle, Source
+from huddle.io.safefile import listdir
+from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from .stream import Mapper
@@ -46,8 +47,7 @@ class HostedHandle(Handle):
             s.reset()
             self._fresh()
             self.reader.check()
-        for off, line in self.reader.lines():
-            self.mapper.feed(off, line)
+        drain(self.reader, s, self.mapper.feed)
         live = self.live()
         if live != s.live:
             s.live = live
@@ -102,20 +102,15 @@ class HostedSource(Source):
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
-        try:
-            entries = os.scandir(self.runs)
-        except OSError:
-            return found
-        with entries:
-            for d in entries:
-                if not d.is_dir(follow_symlinks=False):
-                    continue
-                path = os.path.join(d.path, LOG_NAME)
-                if not os.path.isfile(path):
-                    continue
-                key = f"hosted:{d.name}"
-                h = known.get(key)
-                if not isinstance(h, HostedHandle) or h.path != path:
-                    h = HostedHandle(path, d.name)
-                found[key] = h
+        for d in listdir(self.runs):
+            if not d.is_dir(follow_symlinks=False):
+                continue
+            path = os.path.join(d.path, LOG_NAME)
+            if not os.path.lexists(path) or os.path.isdir(path):
+                continue  # a FIFO or a symlink out counts: the reader refuses it, the row says so
+            key = f"hosted:{d.name}"
+            h = known.get(key)
+            if not isinstance(h, HostedHandle) or h.path != path:
+                h = HostedHandle(path, d.name)
+            found[key] = h
         return found

@@ -17,6 +17,7 @@ import msgspec
 from msgspec import Raw
 
 from huddle.model import events as ev
+from huddle.model import times
 from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
 from huddle.model.tools import SPAWN_TOOLS
@@ -88,7 +89,11 @@ class Mapper:
         except msgspec.MsgspecError as exc:
             self.s.problem(self.path, off, f"not a log entry ({exc})")
             return
-        self.t, self.off, self.n = e.t, off, len(raw)
+        t = times.seconds(e.t)
+        if t is None and e.t is not None:
+            self.s.note(self.path, off, times.odd(e.t))
+        e.t = t  # what follows (run, exit) sees the checked time only
+        self.t, self.off, self.n = t, off, len(raw)
         k = e.kind
         if k == "stdout":
             if e.text is not None:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import msgspec
 
 from huddle.model import events as ev
+from huddle.model import times
 from huddle.model.attention import NEEDS_YOU, WAITING, WORKING, YOUR_TURN
 from huddle.model.doing import input_summary
 from huddle.model.events import Event, one_line
@@ -28,7 +29,8 @@ QUESTION_TOOL = "ui.ask_user_question"
 
 
 def ms(v: object) -> float | None:
-    return v / 1000.0 if isinstance(v, (int, float)) and v > 0 else None
+    """Vibe's milliseconds (0: not set), checked by model/times."""
+    return times.millis(v) if isinstance(v, (int, float)) and v > 0 else None
 
 
 def status_of(v: object) -> str:

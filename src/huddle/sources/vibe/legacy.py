@@ -18,12 +18,14 @@ import msgspec
 from msgspec import Raw
 
 from huddle.io.reader import RESET, LineReader
+from huddle.io.safefile import forget, read_small, remember, stamp
 from huddle.model import events as ev
 from huddle.model.doing import input_summary
 from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
 from huddle.model.times import parse_time
 from huddle.model.tools import SHELL_TOOLS, SPAWN_TOOLS
+from huddle.sources.base import drain
 
 from . import tools as vt
 from .records import Part
@@ -121,10 +123,15 @@ _decode_meta = msgspec.json.Decoder(Meta).decode
 def read_meta(path: str) -> Meta | None:
     """meta.json is replaced whole (temp + rename): a read sees old or new, or nothing."""
     try:
-        with open(path, "rb") as f:
-            return _decode_meta(f.read())
-    except (OSError, msgspec.MsgspecError):
+        data = read_small(path)
+    except OSError as exc:
+        remember(path, exc)  # a FIFO, mode 000, a symlink out: a note until it reads
         return None
+    forget(path)
+    try:
+        return _decode_meta(data)
+    except (msgspec.MsgspecError, RecursionError):
+        return None  # half-written (replaced whole, so rarely): next round
 
 
 def model_of(meta: Meta) -> str:
@@ -158,8 +165,9 @@ class LegacyAgent:
         self.meta_path = os.path.join(folder, "meta.json")
         self.reader = LineReader(self.path)
         self.meta: Meta | None = None
-        self.meta_mtime = -1
+        self.meta_mtime: tuple[int, ...] | None = None
         self.last_t: float | None = None
+        self.untimed = False  # messages were read before any start time was known
         self.calls: dict[str, str] = {}  # tool call id -> tool name
         self.orders: dict[str, Event] = {}  # task call id -> its ORDER
         self.reports: dict[str, Event] = {}  # task call id -> its REPORT
@@ -171,11 +179,8 @@ class LegacyAgent:
         self.out: list[Event] = []
 
     def read_meta(self) -> bool:
-        try:
-            mtime = os.stat(self.meta_path).st_mtime_ns
-        except OSError:
-            return False
-        if mtime == self.meta_mtime:
+        mtime = stamp(self.meta_path)
+        if mtime is None or mtime == self.meta_mtime:
             return False
         meta = read_meta(self.meta_path)
         if meta is None:
@@ -184,20 +189,33 @@ class LegacyAgent:
         return True
 
     def refresh(self) -> None:
+        seen = self.meta_mtime
+        try:
+            self._refresh()
+        except BaseException:
+            self.meta_mtime = seen  # a meta read but not applied (the messages failed): again next round
+            raise
+
+    def _refresh(self) -> None:
         meta_changed = self.read_meta()
         if self.reader.check() == RESET:
             raise Rewritten(self.path)
         msgs: list[tuple[Message, int, int]] = []
-        for off, line in self.reader.lines():
+
+        def collect(off: int, line: bytes) -> None:
             try:
                 msgs.append((_decode_message(line), off, len(line)))
+            except msgspec.ValidationError as exc:  # a DecodeError too: caught first
+                self.session.problem(self.path, off, f"message of unexpected shape ({exc})")
             except msgspec.DecodeError as exc:
                 self.session.problem(self.path, off, f"not JSON ({exc})")
-            except msgspec.ValidationError as exc:
-                self.session.problem(self.path, off, f"message of unexpected shape ({exc})")
+
+        drain(self.reader, self.session, collect)
         meta = self.meta
         start = parse_time(meta.start_time) if meta else None
         end = parse_time(meta.end_time) if meta else None
+        if meta_changed and start is not None and self.untimed:
+            raise Rewritten(self.meta_path)  # messages spread with no start time: a start now, so read again
         if msgs:
             first = self.last_t is None
             times = spread(start if first else self.last_t, end, len(msgs), first)
@@ -211,6 +229,8 @@ class LegacyAgent:
             self.last_t = times[-1]
             if self.last_t is not None:
                 self.session.time_estimated = True
+            else:
+                self.untimed = True
         if meta is not None and meta_changed:
             self._meta(meta, end)
 

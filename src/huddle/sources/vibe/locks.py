@@ -9,22 +9,16 @@ was taken (the pid was reused).
 
 from __future__ import annotations
 
-import json
 import os
 
 from huddle.io import procs
+from huddle.io.safefile import forget, read_json, remember, stamp
 from huddle.model.times import parse_time
 
 
 def _read_json(path: str) -> dict | None:
-    for _ in range(2):  # written whole, but be kind to a half-written one: retry once
-        try:
-            with open(path, "rb") as f:
-                val = json.loads(f.read())
-            return val if isinstance(val, dict) else None
-        except (OSError, ValueError):
-            continue
-    return None
+    val = read_json(path)  # written whole, but a half-written one is re-read once
+    return val if isinstance(val, dict) else None
 
 
 def pid_alive(pid: int, acquired: float | None) -> bool | None:
@@ -53,7 +47,7 @@ class Locks:
         self.folder = folder
         self.exists = False
         self.locks: dict[str, Lock] = {}
-        self._mtimes: dict[str, int] = {}
+        self._mtimes: dict[str, tuple[int, ...]] = {}
         self.moved: set[str] = set()  # session ids whose lock changed at the last refresh
 
     def refresh(self) -> None:
@@ -65,7 +59,9 @@ class Locks:
     def _refresh(self) -> None:
         try:
             names = set(os.listdir(self.folder))
-        except OSError:
+            forget(self.folder)
+        except OSError as exc:
+            remember(self.folder, exc)  # unreadable (not missing): a note
             self.exists, self.locks, self._mtimes = False, {}, {}
             return
         self.exists = True
@@ -75,9 +71,8 @@ class Locks:
                 continue
             sid = n[: -len(".lock.json")]
             path = os.path.join(self.folder, n)
-            try:
-                mtime = os.stat(path).st_mtime_ns
-            except OSError:
+            mtime = stamp(path)
+            if mtime is None:
                 continue
             old = self.locks.get(sid)
             if old is not None and self._mtimes.get(sid) == mtime:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 
+from huddle.io.safefile import listdir, open_regular, read_small, remember
 from huddle.model import events as ev
 from huddle.model.attention import WORKING
 from huddle.model.events import Event
@@ -22,6 +23,7 @@ from huddle.sources.registry import register
 from .family import Family
 from .legacy import LegacyAgent, Rewritten, read_meta
 from .locks import Locks
+from .store import Rewritten as StoreRewritten
 from .store import StoreReader
 from .unified import StoreParser
 
@@ -34,18 +36,19 @@ def save_dir(vibe_home: str) -> tuple[str, str | None]:
     default = os.path.join(vibe_home, "logs", "session")
     path = os.path.join(vibe_home, "config.toml")
     try:
-        f = open(path, "rb")  # noqa: SIM115 (closed below)
-    except OSError:
+        data = read_small(path, follow=True)  # a user's config may be linked from anywhere
+    except FileNotFoundError:
         return default, None
+    except OSError as exc:
+        return default, f"{path}: {exc.strerror or exc}; reading {default}"
     import tomllib  # only when there is a config (its import is a tenth of a cached status)
 
     try:
-        with f:
-            conf = tomllib.load(f)
-    except OSError:
-        return default, None
+        conf = tomllib.loads(data.decode())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         return default, f"{path}: not valid TOML ({exc}); reading {default}"
+    except RecursionError:
+        return default, f"{path}: not valid TOML (nested too deep); reading {default}"
     logging = conf.get("session_logging")
     where = logging.get("save_dir") if isinstance(logging, dict) else None
     if isinstance(where, str) and where.strip():
@@ -79,6 +82,16 @@ class UnifiedHandle(Handle):
     def refresh(self) -> bool:
         s = self.session
         before = s.version
+        try:
+            self._read()
+        except StoreRewritten:  # a journal cut or rewritten: read the whole session again
+            s.reset()
+            self._fresh()
+            self._read()
+        return s.version != before
+
+    def _read(self) -> None:
+        s = self.session
         self._poll(s.id)
         polled = {s.id}
         while True:  # sub-agents (and theirs) as their parents' effects name them
@@ -95,7 +108,6 @@ class UnifiedHandle(Handle):
                 polled.add(aid)
                 self._poll(aid)
         s.add_all(self.family.link())
-        return s.version != before
 
     def _poll(self, aid: str) -> None:
         reader, parser = self.stores[aid]
@@ -135,7 +147,7 @@ class LegacyHandle(Handle):
         self.lead = LegacyAgent(s, self.folder, s.id, is_child=False)
         s.agent(s.id, parent=None, name="main", file=self.lead.path).kind = "main"
         self.subs: dict[str, LegacyAgent] = {}  # folder -> sub-agent
-        self.agents_mtime = -1
+        self.agents_mtime: tuple[int, int] = (-1, -1)
 
     def files(self) -> list[str]:
         return [p for a in (self.lead, *self.subs.values()) for p in (a.path, a.meta_path) if os.path.exists(p)]
@@ -166,10 +178,11 @@ class LegacyHandle(Handle):
     def _find_subs(self) -> None:
         base = os.path.join(self.folder, "agents")
         try:
-            mtime = os.stat(base).st_mtime_ns
-            names = os.listdir(base) if mtime != self.agents_mtime else []
+            st = os.stat(base)
         except OSError:
             return
+        mtime = (st.st_mtime_ns, st.st_ctime_ns)  # ctime: a chmod back makes it readable again
+        names = [e.name for e in listdir(base)] if mtime != self.agents_mtime else []
         pending = False
         for name in sorted(names):
             folder = os.path.join(base, name)
@@ -276,9 +289,29 @@ class VibeSource(Source):
 
     def __init__(self, settings):
         super().__init__(settings)
-        self.root, self.config_note = save_dir(self.folder) if self.folder else ("", None)
-        self.locks = Locks(os.path.join(self.root, "active") if self.root else "")
+        self._config_key: tuple = ()
+        self.root, self.config_note = "", None
+        self.locks = Locks("")
+        self._read_config()
         self._legacy_ids: dict[str, str] = {}  # legacy folder -> full session id
+
+    def _read_config(self) -> None:
+        """config.toml says where sessions are; read again when it changes (a note about
+        a bad one goes when it is fixed)."""
+        if not self.folder:
+            return
+        try:
+            st = os.stat(os.path.join(self.folder, "config.toml"))
+            key: tuple = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        except OSError:
+            key = (None,)
+        if key == self._config_key:
+            return
+        self._config_key = key
+        root, self.config_note = save_dir(self.folder)
+        if root != self.root:
+            self.root = root
+            self.locks = Locks(os.path.join(self.root, "active"))
 
     def roots(self) -> list[str]:
         return [self.root] if self.root else []
@@ -297,8 +330,8 @@ class VibeSource(Source):
         return {f"vibe:{sid}" for sid in self.locks.moved}
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
-        if self.config_note and not os.path.isdir(self.root):
-            raise ValueError(self.config_note)
+        self._read_config()
+        self.notes = [self.config_note] if self.config_note else []  # said on every pass while it lasts
         self.locks.refresh()
         found: dict[str, Handle] = {}
         unified = os.path.join(self.root, "unified")
@@ -351,9 +384,10 @@ class VibeSource(Source):
             return sid
         path = os.path.join(folder, "meta.json")
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 head = f.read(512)
-        except OSError:
+        except OSError as exc:
+            remember(path, exc)  # a FIFO or a symlink out in its place: a note, until it is a file
             return None
         m = _SESSION_ID.search(head)
         if m is not None:
@@ -367,8 +401,4 @@ class VibeSource(Source):
 
 
 def _dirs(folder: str) -> list[tuple[str, str]]:
-    try:
-        with os.scandir(folder) as it:
-            return [(d.name, d.path) for d in it if d.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
+    return [(d.name, d.path) for d in listdir(folder) if d.is_dir(follow_symlinks=False)]

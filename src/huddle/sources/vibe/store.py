@@ -21,8 +21,11 @@ from typing import Protocol
 import msgspec
 
 from huddle.errors import InputError
-from huddle.io.reader import GONE, LineReader
+from huddle.io.reader import GONE, RESET, LineReader
+from huddle.io.safefile import DOC_MAX, SIDE_MAX, read_small, stamp
+from huddle.model import times
 from huddle.model.times import parse_time
+from huddle.sources.base import drain
 
 from . import records as vr
 
@@ -37,6 +40,10 @@ class StoreError(InputError):
 
 class _Missing(Exception):
     pass
+
+
+class Rewritten(Exception):
+    """The live journal segment was cut or rewritten in place: what was read from it is wrong."""
 
 
 class Loaded:
@@ -65,21 +72,27 @@ class Sink(Protocol):
     def problem(self, path: str, off: int, what: str) -> None: ...
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, cap: int = SIDE_MAX) -> bytes:
+    """A store file whole (they are JSON documents), through safefile: a regular file,
+    in its folder, under its cap (CURRENT and manifests are small; chunks and state
+    documents get DOC_MAX)."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        return read_small(path, cap)
     except FileNotFoundError:
         raise _Missing(path) from None
+    except OSError as exc:
+        raise StoreError(f"{path}: {exc.strerror or exc}") from None
 
 
 def _decode(decode, data: bytes, path: str):
     try:
         return decode(data)
+    except msgspec.ValidationError as exc:  # a DecodeError too: caught first
+        raise StoreError(f"{path}: unexpected shape ({exc})") from None
     except msgspec.DecodeError as exc:
         raise StoreError(f"{path}: not valid JSON ({exc})") from None
-    except msgspec.ValidationError as exc:
-        raise StoreError(f"{path}: unexpected shape ({exc})") from None
+    except RecursionError:
+        raise StoreError(f"{path}: nested too deep") from None
 
 
 def _inside(folder: str, rel: str, what: str) -> str:
@@ -97,7 +110,7 @@ class StoreReader:
         self.journal: LineReader | None = None
         self.loads = 0  # generations loaded (for tests and the bench)
         self.gone = False
-        self._current_key: tuple = ()  # CURRENT's identity when last read: unchanged means no new generation
+        self._current_key: tuple[int, ...] | None = ()  # CURRENT's stamp when last read: unchanged, same generation
         # Chunks are content-addressed and sealed: one already read holds the same
         # entries in the same state, so a new generation costs only its new chunks.
         self.chunks_read: set[str] = set()
@@ -112,17 +125,12 @@ class StoreReader:
     def poll(self, sink: Sink) -> None:
         """Read what changed: a new generation (old segment's rest, snapshot, new segment)
         or the current segment's appended lines."""
-        if not os.path.exists(self.current_path):
+        key = stamp(self.current_path)  # ctime too: a chmod back is a change
+        if key is None:
             self.gone = bool(self.generation) and not os.path.isdir(self.folder)
-            return  # a store being created, or one deleted (2.26 closes sub-agents so)
+            return  # a store being created, or one deleted (2.26 closes sub-agents so); a loop is a note
         self.gone = False
-        key: tuple[int, ...]
-        try:
-            st = os.stat(self.current_path)
-            key = (st.st_ino, st.st_mtime_ns, st.st_size)
-        except OSError:
-            key = ()
-        if key and key == self._current_key and self.journal is not None:
+        if key == self._current_key and self.journal is not None:
             self._drain(self.journal, sink)
             return
         cur = self._current()
@@ -144,13 +152,19 @@ class StoreReader:
     # -- journal -------------------------------------------------------------------
 
     def _drain(self, reader: LineReader, sink: Sink, usage_only: bool = False, upto: int = -1) -> None:
-        if reader.check() == GONE:
+        status = reader.check()
+        if status == GONE:
             return
+        if status == RESET and reader is self.journal:
+            raise Rewritten(reader.path)  # the journal only grows: cut or rewritten, read the store again
         self.read_from.add(reader.path)
-        for off, line in reader.lines():
+
+        def feed(off: int, line: bytes) -> None:
             rec = _record(reader.path, off, line, sink)
             if rec is not None and (upto < 0 or rec.sequence <= upto):
                 sink.record(reader.path, off, len(line), rec, usage_only)
+
+        drain(reader, sink, feed)
 
     # -- generations ---------------------------------------------------------------
 
@@ -197,7 +211,7 @@ class StoreReader:
         if ps is None:
             raise StoreError(f"{mpath}: names no projection state")
         ppath = _inside(gdir, ps.path or "projection-state.json", "projection state")
-        doc = _decode(vr.decode_projection, _read(ppath), ppath)
+        doc = _decode(vr.decode_projection, _read(ppath, DOC_MAX), ppath)
         self.read_from.add(ppath)
         snap = doc.snapshot or vr.Snapshot()
         loaded.snapshot = snap
@@ -210,13 +224,13 @@ class StoreReader:
             if digest in self.chunks_read:
                 continue
             cpath = os.path.join(self.folder, "chunks", digest + ".json")
-            data = _read(cpath)
+            data = _read(cpath, DOC_MAX)
             self.read_from.add(cpath)
             self._entries(loaded, cpath, data, _decode(vr.decode_chunk, data, cpath))
         rs = manifest.runtime_state
         if rs is not None:
             rpath = _inside(gdir, rs.path or "runtime-state.json", "runtime state")
-            loaded.runtime = _decode(vr.decode_runtime, _read(rpath), rpath)
+            loaded.runtime = _decode(vr.decode_runtime, _read(rpath, DOC_MAX), rpath)
         seg = manifest.recovery_journal_segment
         if seg is None or not seg.path:
             raise StoreError(f"{mpath}: names no journal segment")
@@ -235,8 +249,10 @@ class StoreReader:
                 pos = off + len(b)
             try:
                 loaded.entries.append((vr.decode_entry(b), path, off, len(b)))
-            except msgspec.ValidationError as exc:
+            except msgspec.DecodeError as exc:
                 loaded.problems.append((path, off, f"history entry of unexpected shape ({exc})"))
+            except RecursionError:
+                loaded.problems.append((path, off, "history entry nested too deep"))
 
     def _earlier_usage(self, loaded: Loaded, sink: Sink) -> None:
         """Per-call usage lives only in the journal, and the segments before the current
@@ -257,12 +273,13 @@ class StoreReader:
             ps, seg = manifest.projection_state, manifest.recovery_journal_segment
             if ps is None or seg is None:
                 return
-            doc = vr.decode_projection(_read(_inside(gdir, ps.path or "projection-state.json", "projection state")))
+            ppath = _inside(gdir, ps.path or "projection-state.json", "projection state")
+            doc = vr.decode_projection(_read(ppath, DOC_MAX))
             segment = _inside(self.folder, seg.path, "journal")
-        except (_Missing, StoreError, msgspec.MsgspecError, OSError):
+        except (_Missing, StoreError, msgspec.MsgspecError, OSError, RecursionError):
             return
         info = doc.snapshot.session if doc.snapshot is not None else None
-        t = info.createdAt / 1000 if info is not None and info.createdAt else None
+        t = times.millis(info.createdAt) if info is not None and info.createdAt else None
         sink.base(manifest.snapshot_sequence, info.tokenUsage if info is not None else None, t)
         if segment != loaded.segment:  # an empty generation shares its segment with the next
             self._drain(LineReader(segment), sink, usage_only=True, upto=loaded.sequence)
@@ -271,15 +288,17 @@ class StoreReader:
 def _record(path: str, off: int, line: bytes, sink: Sink) -> vr.Record | None:
     try:
         return vr.decode_record(line)
+    except msgspec.ValidationError as exc:  # a DecodeError too: caught first
+        sink.problem(path, off, f"journal record of unexpected shape ({exc})")
     except msgspec.DecodeError as exc:
         sink.problem(path, off, f"not JSON ({exc})")
-    except msgspec.ValidationError as exc:
-        sink.problem(path, off, f"journal record of unexpected shape ({exc})")
+    except RecursionError:
+        sink.problem(path, off, "not JSON (nested too deep)")
     return None
 
 
 def _store_meta(path: str) -> vr.StoreMeta | None:
     try:
         return vr.decode_store_meta(_read(path))
-    except (_Missing, OSError, msgspec.MsgspecError):
+    except (_Missing, StoreError, OSError, msgspec.MsgspecError, RecursionError):
         return None

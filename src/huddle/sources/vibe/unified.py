@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from huddle.model import events as ev
+from huddle.model import times
 from huddle.model.doing import input_summary
 from huddle.model.events import Event, cap, one_line
 from huddle.model.session import Session
@@ -23,14 +24,14 @@ from huddle.model.tools import ANSWER_TOOLS, MESSAGE_TOOLS, SHELL_TOOLS, SPAWN_T
 
 from . import records as vr
 from . import tools as vt
-from .attention import TURN_OVER, Callbacks, live_state
-from .attention import ms as _ms
+from .attention import TURN_OVER, Callbacks, live_state, ms
 from .attention import status_of as _status
 from .clock import Clock
 from .family import Family
 from .store import Loaded
 from .usage import UsageLedger
 
+SEQUENCE_JUMP = 1 << 32  # records are numbered one by one: a jump past this is a bad record, not a gap
 _SETTLED = frozenset({"completed", "failed", "skipped", "cancelled"})
 
 
@@ -79,6 +80,13 @@ class StoreParser:
         """This agent's state as the store has it now (for `live()`)."""
         return live_state(self.callbacks.waits, self.running, self.latest, self.is_child)
 
+    def _t(self, v: object) -> float | None:
+        """A time in milliseconds from the current record; one that is no time is noted."""
+        t = ms(v)
+        if t is None and isinstance(v, (int, float)) and v > 0:
+            self.session.note(self.where[0], self.where[1], times.odd(v))
+        return t
+
     def problem(self, path: str, off: int, what: str) -> None:
         self.session.problem(path, off, what)
 
@@ -104,7 +112,7 @@ class StoreParser:
         self.callbacks.runtime(loaded.runtime.callbacks or [])
         if loaded.sequence > self.ledger.covered:
             tu = snap.session.tokenUsage if snap.session is not None else None
-            self._catch_up(tu, _ms(snap.session.createdAt) if snap.session is not None else None, loaded.sequence)
+            self._catch_up(tu, self._t(snap.session.createdAt) if snap.session is not None else None, loaded.sequence)
         self.applied = max(self.applied, loaded.sequence)
         # Entries are in history order and results settle later; older segments gave the
         # usage of earlier calls: put all of this read in time order.
@@ -142,6 +150,9 @@ class StoreParser:
     def record(self, path: str, off: int, n: int, rec: vr.Record, usage_only: bool = False) -> None:
         self.where = (path, off, n)
         t = rec.type
+        if not usage_only and rec.sequence > self.applied + SEQUENCE_JUMP:  # 2^63: every later one "out of order"
+            self.problem(path, off, f"journal sequence {rec.sequence} is far past {self.applied}: skipped")
+            return
         if not usage_only and 0 <= rec.sequence <= self.applied:
             if rec.sequence < self.applied:
                 self.problem(path, off, f"journal sequence {rec.sequence} after {self.applied}: out of order, skipped")
@@ -189,7 +200,7 @@ class StoreParser:
         ci = vr.decode_core_input(rec.payload)
         d = ci.input.determinism if ci.input is not None else None
         if d is not None:
-            self.clock.saw(_ms(d.time_unix_ms))
+            self.clock.saw(self._t(d.time_unix_ms))
 
     def _action_result(self, rec: vr.Record, path: str, off: int) -> None:
         ar = vr.decode_action_result(rec.payload)
@@ -223,7 +234,7 @@ class StoreParser:
         if typ == "effect":
             done = self._effect(e, done)
         elif not done & 1:
-            t = _ms(e.createdAt)
+            t = self._t(e.createdAt)
             self.clock.saw(t)
             if typ == "message":
                 self._message(e, t)
@@ -278,7 +289,7 @@ class StoreParser:
         tool = d.toolName or e.title or "tool"
         st = e.state or vr.EffectState()
         status = _status(st.status)
-        t0, t1 = _ms(e.createdAt), _ms(e.updatedAt)
+        t0, t1 = self._t(e.createdAt), self._t(e.updatedAt)
         inp = vt.decode(d.input, 200_000) if not done & 2 else None
         name = (
             (inp or {}).get("agentName")
@@ -356,17 +367,19 @@ class StoreParser:
         title = info.title or ""
         if title and title != self.title and not self.is_child:
             self.title = title
-            self.emit(ev.TITLE, _ms(info.updatedAt), text=title, detail="" if info.titleSource == "manual" else "ai")
+            self.emit(
+                ev.TITLE, self._t(info.updatedAt), text=title, detail="" if info.titleSource == "manual" else "ai"
+            )
 
     def _turn(self, turn: vr.Turn) -> None:
         prev = self.latest
         if prev is not None and prev.id != turn.id:
-            self._close_turn(prev.id, _ms(turn.startedAt))
+            self._close_turn(prev.id, self._t(turn.startedAt))
         self.latest = turn
         status = _status(turn.status)
         if status not in TURN_OVER or turn.id in self.turns_done:
             return
-        t = _ms(turn.completedAt)
+        t = self._t(turn.completedAt)
         self.clock.saw(t)
         if status == "failed":
             err = turn.error or vr.Problem()

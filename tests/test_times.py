@@ -1,0 +1,29 @@
+"""Times from files, checked where they are decoded (model/times): a finite number of
+seconds between 1970 and 2200, or none; formatting never raises."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from huddle.model import times
+
+
+def test_times_outside_1970_to_2200_are_no_times():
+    assert times.seconds(1796126186.5) == 1796126186.5
+    for bad in (1e300, -1.0, math.inf, math.nan, 2**64, 10**400, True, "1796126186", None):
+        assert times.seconds(bad) is None
+    assert times.millis(1796126186500) == 1796126186.5 and times.millis(2**64) is None
+    assert times.parse_time("2026-11-30T03:04:14.193Z") == 1796007854.193
+    assert times.parse_time("9999-12-31T23:59:59Z") is None and times.parse_time("soon") is None
+    assert times.out_of_range("9999-12-31T23:59:59Z") and not times.out_of_range("soon")
+    assert times.out_of_range(datetime(9999, 1, 1, tzinfo=UTC)) and times.out_of_range(1e300)
+
+
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(), st.none()))
+def test_formatting_never_raises(v):
+    out = times.iso(v)
+    assert out is None or (out.endswith("Z") and 1970 <= int(out[:4]) < 2200)
