@@ -22,7 +22,17 @@ CONVERSATION = (ev.PROMPT, ev.SAY, ev.THINK, ev.TOOL_CALL, ev.TOOL_RESULT, ev.OR
 class Activity:
     """What an agent is in the middle of, kept up to date event by event."""
 
-    __slots__ = ("background", "exited", "last_kind", "last_t", "open_calls", "turn_open", "turn_t", "waits")
+    __slots__ = (
+        "background",
+        "ended_by",
+        "exited",
+        "last_kind",
+        "last_t",
+        "open_calls",
+        "turn_open",
+        "turn_t",
+        "waits",
+    )
 
     def __init__(self) -> None:
         self.open_calls: dict[str, Event] = {}  # tool calls and orders without a result
@@ -33,6 +43,7 @@ class Activity:
         self.waits: dict[str, Event] = {}  # open waiting-for-you events
         self.background: dict[str, Event] = {}  # work launched in the background, not done
         self.exited = False  # the transcript says its process exited
+        self.ended_by = ""  # the response whose turn end closed the last turn
 
     def _open_turn(self, t: float | None) -> None:
         if not self.turn_open:
@@ -68,6 +79,7 @@ class Activity:
             self.background.pop(e.id, None)
             self.open_calls.pop(e.id, None)
         elif k in (ev.TURN_END, ev.INTERRUPT):
+            self.ended_by = e.id if k == ev.TURN_END else ""
             self.turn_open = False
             self.open_calls.clear()
             self.waits.clear()
@@ -75,8 +87,8 @@ class Activity:
             self.waits[e.id] = e
         elif k == ev.RESOLVED:
             self.waits.pop(e.id, None)
-        elif k in (ev.SAY, ev.THINK):
-            self._open_turn(e.t)
+        elif k in (ev.SAY, ev.THINK) and not (e.id and e.id == self.ended_by):
+            self._open_turn(e.t)  # (a later block of the response that ended the turn does not)
 
 
 class Agent:

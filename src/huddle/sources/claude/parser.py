@@ -237,12 +237,13 @@ class FileParser:
                 self.emit(ev.THINK, off, n, text=text, truncated=cut, copied=copied)
             elif bt in ("tool_use", "server_tool_use"):
                 self._tool_use(b, off, n, copied)
-        if m.stop_reason == "end_turn":
-            # Each block record repeats stop_reason: keep one turn end, after the last block.
-            recent = self.out[-8:]
-            for e in recent:
-                if e.kind == ev.TURN_END and e.id == mid:
-                    self.out.remove(e)
+        if m.stop_reason == "end_turn" and not (mid and mid in self.shared.turn_ended):
+            # Each block record repeats stop_reason: one turn end per response, at its first
+            # record. Not "after the last block": a live read cannot know which is last (a
+            # refresh falls between the blocks of a response as it streams), and a live read
+            # must give the events a cold one does. Its later blocks do not reopen the turn.
+            if mid:
+                self.shared.turn_ended.add(mid)
             self.emit(ev.TURN_END, off, n, id=mid, copied=copied)
 
     def _check_output(self, mid: str, m) -> None:

@@ -17,6 +17,7 @@ class SessionState:
         # record of the same response, in this read or a later append, raises it to the final counts.
         self.counted: dict[str, Event | None] = {}
         self.agent_calls: dict[str, str] = {}  # Agent tool_use id -> the agent that called it
+        self.turn_ended: set[str] = set()  # message ids whose turn end is out (one per response)
         self.agent_by_call: dict[str, str] = {}  # Agent tool_use id -> sub-agent id (from meta.json)
         self.sub_orders: dict[str, str] = {}  # sub-agent id -> its first prompt
         self.warmups: set[str] = set()  # sub-agents whose order was "Warmup" (2.0.x pre-warming)

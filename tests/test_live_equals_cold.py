@@ -1,0 +1,121 @@
+"""A live read gives exactly the events a cold read does: every sample of every
+append-only format, its files grown in pieces (cut anywhere, even mid-line) with a
+refresh after each, then compared with one read of the finished files, session by
+session, agent by agent, event by event.
+
+Across agents the order is the order of reading (a live read interleaves files as
+they grow; a cold one reads them one after the other), so events are compared per
+agent; times are compared where the file gives them (a spread estimate depends on
+what was known when it was made), and what a side file says (a Vibe legacy session's
+title and totals, from its meta.json) apart, as it comes when that file is read."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+from huddle.core import Huddle
+from huddle.sources import Settings
+
+CASES = (
+    [("claude", p) for p in sorted((SAMPLES / "claude").glob("*/config"))]
+    + [("claude", p) for p in sorted((SAMPLES / "claude-live").glob("*/config"))]
+    + [("codex", p) for p in sorted((SAMPLES / "codex").glob("*/codex_home"))]
+    + [("codex", p) for p in sorted((SAMPLES / "codex-live").glob("*/codex_home"))]
+    + [("vibe", p.parent) for p in sorted((SAMPLES / "vibe").glob("*legacy*/logs"))]
+)
+
+
+def _name(case) -> str:
+    source, path = case
+    return f"{source}-{path.parent.name}"
+
+
+def _read(source: str, folder: Path, home: Path) -> Huddle:
+    h = Huddle(Settings(folders={source: str(folder)}, huddle_home=str(home)), sources=[source])
+    h.refresh()
+    return h
+
+
+def _growing(folder: Path) -> list[Path]:
+    """The files that only ever grow (a Vibe unified store's are replaced whole: not these)."""
+    return sorted(p for p in folder.rglob("*.jsonl") if "unified" not in p.parts)
+
+
+def _view(h: Huddle) -> dict:
+    out = {}
+    for s in h.sessions():
+        agents: dict[str, list] = {}
+        for e in s.events:
+            x = (e.kind, e.id, e.name, e.text, e.detail, e.target, e.ok, e.usage, None if e.estimated else e.t)
+            # what a side file says (a Vibe legacy meta.json's title and totals) comes when it is read
+            side = e.offset < 0 or e.file.endswith("meta.json")
+            agents.setdefault(e.agent + (" (side)" if side else ""), []).append(x)
+        for k in [k for k in agents if k.endswith(" (side)")]:
+            agents[k].sort(key=repr)
+        out[s.key] = {
+            "counts": dict(s.counts),
+            "usage": s.usage.to_dict(),
+            "agents": agents,
+            "error": s.error,
+            "skipped": s.skipped_lines,
+        }
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=_name)
+def test_a_live_read_gives_the_events_of_a_cold_one(case, tmp_path):
+    source, sample = case
+    folder = tmp_path / "agent"
+    shutil.copytree(sample, folder)
+    files = _growing(folder)
+    whole = {f: f.read_bytes() for f in files}
+    for f in files:
+        f.write_bytes(b"")
+    live = _read(source, folder, tmp_path / "live-home")
+    for k in (1, 2, 3, 5):  # cut at a third, two thirds, ...: anywhere, mid-line too
+        for f, data in whole.items():
+            end = len(data) * k // 5
+            with open(f, "ab") as out:
+                out.write(data[f.stat().st_size : end])
+        live.refresh()
+    for f, data in whole.items():
+        with open(f, "ab") as out:
+            out.write(data[f.stat().st_size :])
+    live.refresh()
+    cold = _read(source, folder, tmp_path / "cold-home")
+    got, want = _view(live), _view(cold)
+    assert set(got) == set(want)
+    for key in want:
+        g, w = got[key], want[key]
+        assert g["counts"] == w["counts"], f"{key}: live {g['counts']} cold {w['counts']}"
+        assert g == w, key
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] == "claude"], ids=_name)
+def test_a_refresh_after_every_line_gives_the_events_of_a_cold_read(case, tmp_path):
+    """The worst case for a live reader: one record at a time (Claude writes one record
+    per content block, each repeating the message's stop_reason)."""
+    source, sample = case
+    folder = tmp_path / "agent"
+    shutil.copytree(sample, folder)
+    files = _growing(folder)
+    whole = {f: f.read_bytes().splitlines(keepends=True) for f in files}
+    for f in files:
+        f.write_bytes(b"")
+    live = _read(source, folder, tmp_path / "live-home")
+    for i in range(max(len(v) for v in whole.values())):
+        for f, lines in whole.items():
+            if i < len(lines):
+                with open(f, "ab") as out:
+                    out.write(lines[i])
+        live.refresh()
+    cold = _read(source, folder, tmp_path / "cold-home")
+    got, want = _view(live), _view(cold)
+    assert set(got) == set(want)
+    for key in want:
+        assert got[key]["counts"] == want[key]["counts"], key
+        assert got[key] == want[key], key
