@@ -78,6 +78,7 @@ def build_world(root: Path) -> None:
         _copy(SAMPLES / "vibe" / name / "logs" / "session", v)
     (root / "vibe" / "config.toml").write_text('[session_logging]\nsave_dir = "logs/session"\n')
     _hosted_run(root / "hh" / "runs" / "r1", SAMPLES / "claude-stream" / "01-basic-tools")
+    _copy(SAMPLES / "gemini" / "07-subagent" / "home" / ".gemini", root / "gemini")
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -121,7 +122,12 @@ def settings_of(root: Path):
     from huddle.sources import Settings
 
     return Settings(
-        folders={"claude": str(root / "claude"), "codex": str(root / "codex"), "vibe": str(root / "vibe")},
+        folders={
+            "claude": str(root / "claude"),
+            "codex": str(root / "codex"),
+            "vibe": str(root / "vibe"),
+            "gemini": str(root / "gemini"),
+        },
         huddle_home=str(root / "hh"),
     )
 
@@ -232,6 +238,13 @@ def _hosted_canary(p: Path, text: str) -> bytes:
     return json.dumps({"seq": seq, "t": recs[-1]["t"], "kind": "stdout", "json": msg}).encode()
 
 
+def _gemini_canary(p: Path, text: str) -> bytes:
+    last = [r for r in _lines(p) if r.get("timestamp")][-1]
+    return json.dumps(
+        {"id": str(uuid.uuid4()), "timestamp": last["timestamp"], "type": "user", "content": [{"text": text}]}
+    ).encode()
+
+
 def _hostile_variants(canary: bytes) -> dict[str, bytes]:
     """The hostile records built from a valid one: deep nesting, huge numbers, far-future
     times (every time-like field of the record, numbers and ISO strings)."""
@@ -295,6 +308,7 @@ class Target:
 
 def targets(root: Path) -> dict[str, Target]:
     c, x, v, hh = root / "claude", root / "codex", root / "vibe" / "logs" / "session", root / "hh"
+    g = root / "gemini" / "tmp" / "proj"
     claude_main = _first(c, "projects/*/*.jsonl", lambda p: (p.parent / p.stem / "subagents").is_dir())
     claude_sub = _first(c, f"projects/*/{claude_main.stem}/subagents/agent-*.jsonl")
     codex_lead = _first(x, "sessions/*/*/*/rollout-*.jsonl", lambda p: '"parent_thread_id"' not in p.read_text()[:4000])
@@ -340,6 +354,10 @@ def targets(root: Path) -> dict[str, Target]:
         Target("vibe.lock", _first(v, "active/*.lock.json"), "side", "vibe", parse_is_problem=False),
         Target("vibe.config", root / "vibe" / "config.toml", "side", "vibe", follows=True),
         Target("hosted.events", hh / "runs" / "r1" / "events.jsonl", "lines", "hosted", _hosted_canary),
+        Target("gemini.lead", _first(g, "chats/session-*.jsonl"), "lines", "gemini", _gemini_canary),
+        Target("gemini.sub", _first(g, "chats/*/*.jsonl"), "lines", "gemini", _gemini_canary),
+        Target("gemini.root", g / ".project_root", "side", "gemini", parse_is_problem=False, sealed=True),
+        Target("gemini.chats", g / "chats", "folder", "gemini"),
     ]
     return {t.name: t for t in out}
 
@@ -416,6 +434,10 @@ def targets_names() -> list[tuple[str, str]]:
             ("vibe.lock", "side"),
             ("vibe.config", "side"),
             ("hosted.events", "lines"),
+            ("gemini.lead", "lines"),
+            ("gemini.sub", "lines"),
+            ("gemini.root", "side"),
+            ("gemini.chats", "folder"),
         ]
     ]
 
@@ -1140,7 +1162,7 @@ def _dumps_deep(rec) -> bytes:
         return b'{"type":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
 
 
-FUZZ_TARGETS = ("claude.main", "codex.lead", "vibe.journal", "vibe.legacy", "hosted.events")
+FUZZ_TARGETS = ("claude.main", "codex.lead", "vibe.journal", "vibe.legacy", "hosted.events", "gemini.lead")
 
 
 def canary_record(t: Target, marker: str, after: bytes = b"") -> bytes:

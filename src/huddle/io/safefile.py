@@ -90,6 +90,14 @@ def open_fd(path: str, within: str | None = None, follow: bool = False) -> int:
     return fd
 
 
+def regular(path: str) -> None:
+    """Raises NotRegular when `path` (symlinks followed) is there but is no regular
+    file: for a file another library opens by name (SQLite would block on a FIFO)."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegular(errno.EINVAL, f"{kind_of(st.st_mode)}, not a regular file", path)
+
+
 def open_regular(path: str, within: str | None = None, follow: bool = False) -> BinaryIO:
     """`open(path, "rb")` for a file huddle does not own: never blocks, regular files only."""
     return os.fdopen(open_fd(path, within, follow), "rb")
@@ -193,6 +201,24 @@ def plain_file(entry: os.DirEntry[str]) -> bool:
         os.close(open_fd(entry.path))
     except OSError as exc:
         remember(entry.path, exc)
+        return False
+    return True
+
+
+def plain_path(path: str) -> bool:
+    """`plain_file` for a path: a regular file, or a symlink to one in the same folder;
+    anything else but a folder or nothing is remembered."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode):
+            return True
+        if stat.S_ISDIR(st.st_mode):
+            return False
+        os.close(open_fd(path))
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        remember(path, exc)
         return False
     return True
 

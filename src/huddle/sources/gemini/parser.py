@@ -22,6 +22,7 @@ from __future__ import annotations
 import msgspec
 
 from huddle.model import events as ev
+from huddle.model import times
 from huddle.model.doing import input_summary
 from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
@@ -119,6 +120,8 @@ class ChatParser:
         self.flush_end()
         self.headers += 1
         t = rec.when(r.startTime)
+        if t is None and times.out_of_range(r.startTime):  # year 9999: kept out of the times, and said
+            self.session.note(self.path, off, times.odd(r.startTime))
         if self.started is None:
             self.started = t
         if self.headers > 1:  # --resume appends to the same file
@@ -161,6 +164,8 @@ class ChatParser:
 
     def message(self, r: rec.Record, off: int, n: int, copied_list: bool = False) -> None:
         t = self.when(r.timestamp)
+        if t is None and times.out_of_range(r.timestamp):  # year 9999: kept out of the times, and said
+            self.session.note(self.path, off, times.odd(r.timestamp))
         mid = r.id or ""
         kind = r.type
         if kind == "gemini":

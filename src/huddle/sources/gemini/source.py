@@ -18,11 +18,12 @@ import os
 
 import msgspec
 
+from huddle.io import safefile
 from huddle.io.proctable import ProcCache
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.model import events as ev
 from huddle.model.events import one_line
-from huddle.sources.base import Handle, Source
+from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
@@ -129,35 +130,38 @@ class GeminiHandle(Handle):
     def _drain(self, cf: ChatFile) -> None:
         p = cf.parser
         assert p is not None
-        add_all = self.session.add_all
-        feed = p.feed
-        for off, line in cf.reader.lines():
-            feed(off, line)
-            if len(p.out) > 256:
-                add_all(p.out)
-                p.out.clear()
-        add_all(p.out)
-        p.out.clear()
+
+        def flush() -> None:  # in batches: the session's bookkeeping is per call
+            self.session.add_all(p.out)
+            p.out.clear()
+
+        drain(cf.reader, self.session, p.feed, p.out, flush, every=256)  # a bad line costs that line
 
     def _read_legacy(self, cf: ChatFile) -> None:
         """An older CLI's whole-session document: every message, then its summary."""
         p = cf.parser
         assert p is not None
         try:
-            with open(cf.path, "rb") as f:
-                data = f.read()
-        except OSError:
+            data = safefile.read_small(cf.path, safefile.DOC_MAX)  # a regular file, never read past the cap
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.session.problem(cf.path, 0, f"not read ({exc.strerror or exc})")
             return
         try:
             doc = rec.decode_legacy(data)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             self.session.problem(cf.path, 0, f"not a chat document ({exc})")
             return
         for m in doc.messages or ():
+            mark = len(p.out)
             try:
                 p.message(rec.decode_record(m), 0, len(data))
             except msgspec.DecodeError:
                 self.session.problem(cf.path, 0, "a message that is not one")
+            except (RecursionError, ValueError, TypeError, AttributeError) as exc:  # one message, not the session
+                del p.out[mark:]
+                self.session.problem(cf.path, 0, f"a message that could not be read ({type(exc).__name__})")
         p.flush_end()
         if doc.summary and cf.parent is None:
             p.emit(ev.TITLE, None, 0, len(data), text=one_line(doc.summary, 200), detail="ai")
@@ -216,7 +220,7 @@ class GeminiSource(Source):
         super().__init__(settings)
         self.tmp = self.under("tmp")
         self.system = ProcCache()  # the process table, for liveness (a recorded one in tests)
-        self._dirs: dict[str, tuple[int, list[str], list[str]]] = {}  # folder -> (mtime, subdirs, files)
+        self._dirs: dict[str, tuple[tuple[int, int], list[str], list[str]]] = {}  # folder -> (times, subdirs, files)
         self._heads: dict[str, tuple[int, str | None, str]] = {}  # lead file -> (size, session id, why not)
         self._roots: dict[str, str] = {}  # project folder -> its project path
         self._by_cwd: dict[str, list[GeminiHandle]] = {}  # project path -> its sessions, as last scanned
@@ -241,6 +245,13 @@ class GeminiSource(Source):
         found: dict[str, Handle] = {}
         by_cwd: dict[str, list[GeminiHandle]] = {}
         subdirs, _ = self._listing(self.tmp)
+        # a file a session reads already is left to its reader, which says what is wrong
+        # with it now (a FIFO, a symlink out, mode 000); a new one must be a plain file
+        mine = {cf.path for h in known.values() if isinstance(h, GeminiHandle) for cf in h.chats.values()}
+
+        def plain(path: str) -> bool:
+            return path in mine or safefile.plain_path(path)
+
         for proj in subdirs:
             pdir = os.path.join(self.tmp, proj)
             chats = os.path.join(pdir, "chats")
@@ -251,6 +262,8 @@ class GeminiSource(Source):
             leads: dict[str, str] = {}  # session id -> its file
             for name in sorted(files):
                 path = os.path.join(chats, name)
+                if not plain(path):
+                    continue
                 sid, why = self._head(path)
                 if sid is None:
                     if why:
@@ -264,7 +277,7 @@ class GeminiSource(Source):
             for d in dirs:
                 _, kids = self._listing(os.path.join(chats, d))
                 for k in kids:
-                    if k.endswith(".jsonl"):
+                    if k.endswith(".jsonl") and plain(os.path.join(chats, d, k)):
                         cid = k[: -len(".jsonl")]
                         parent_of.setdefault(cid, d)
                         child_files.setdefault(cid, os.path.join(chats, d, k))
@@ -307,10 +320,12 @@ class GeminiSource(Source):
     def _project_root(self, pdir: str) -> str:
         got = self._roots.get(pdir)
         if got is None:
+            path = os.path.join(pdir, ".project_root")
             try:
-                with open(os.path.join(pdir, ".project_root"), "rb") as f:
+                with safefile.open_regular(path) as f:  # a FIFO in its place must not block the scan
                     got = f.read(4096).decode("utf-8", "replace").strip()
-            except OSError:
+            except OSError as exc:
+                safefile.remember(path, exc)  # said on the board until it can be read
                 got = ""
             if got:
                 self._roots[pdir] = got
@@ -320,7 +335,8 @@ class GeminiSource(Source):
         if not folder:
             return [], []
         try:
-            mtime = os.stat(folder).st_mtime_ns
+            st = os.stat(folder)
+            mtime = (st.st_mtime_ns, st.st_ctime_ns)  # ctime: a chmod, which no mtime shows
         except OSError:
             self._dirs.pop(folder, None)
             return [], []
@@ -335,31 +351,30 @@ class GeminiSource(Source):
                     name = entry.name
                     if entry.is_dir(follow_symlinks=False):
                         subdirs.append(name)
-                    elif (
-                        name.endswith((".jsonl", ".json"))
-                        and (name.startswith("session-") or not leads_only)
-                        and entry.is_file(follow_symlinks=False)
-                    ):
-                        files.append(name)
-        except OSError:
+                    elif name.endswith((".jsonl", ".json")) and (name.startswith("session-") or not leads_only):
+                        files.append(name)  # a plain file? asked when it is read (scan)
+        except OSError as exc:
+            safefile.remember(folder, exc)
             return [], []
+        safefile.forget(folder)
         self._dirs[folder] = (mtime, subdirs, files)
         return subdirs, files
 
 
 def _read_head(path: str) -> tuple[str | None, str]:
     try:
-        with open(path, "rb") as f:
+        with safefile.open_regular(path) as f:
             head = f.read(HEAD_MAX)
-    except OSError:
+    except OSError as exc:
+        safefile.remember(path, exc)  # mode 000: a note until it reads (a missing file is none)
         return None, ""
+    safefile.forget(path)
     if path.endswith(".json"):
         if not head:
             return None, ""
         try:
-            with open(path, "rb") as f:
-                doc = rec.decode_legacy(f.read())
-        except (OSError, msgspec.DecodeError) as exc:
+            doc = rec.decode_legacy(safefile.read_small(path, safefile.DOC_MAX))
+        except (OSError, msgspec.DecodeError, RecursionError) as exc:
             return None, f"not a chat document ({exc})"
         return (doc.sessionId, "") if doc.sessionId else (None, "a chat document without a sessionId")
     nl = head.find(b"\n")
@@ -367,7 +382,7 @@ def _read_head(path: str) -> tuple[str | None, str]:
         return None, ""  # still being written
     try:
         r = rec.decode_record(head[:nl])
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         return None, f"first line is not a session header ({exc})"
     if not r.sessionId:
         return None, "first line is not a session header (no sessionId)"

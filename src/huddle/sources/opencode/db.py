@@ -47,6 +47,7 @@ import urllib.parse
 from collections.abc import Iterator
 
 from huddle.errors import InputError
+from huddle.io import safefile
 
 BUSY_MS = 200
 WAL_HEAD = 32  # the WAL header: magic, page size, checkpoint sequence, salts
@@ -66,8 +67,8 @@ def stamp(path: str) -> tuple | None:
         return None
     out: tuple = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     try:
-        wst = os.stat(path + "-wal")
-        with open(path + "-wal", "rb") as f:
+        with safefile.open_regular(path + "-wal") as f:  # a FIFO in its place must not block
+            wst = os.fstat(f.fileno())
             head = f.read(WAL_HEAD)
         out += (wst.st_ino, wst.st_size, wst.st_mtime_ns, head)
     except OSError:
@@ -128,8 +129,11 @@ class Database:
         path = self.path
         try:
             size = os.stat(path).st_size
+            for suffix in ("", "-wal", "-shm"):  # SQLite opens them by name: a FIFO would block it
+                with contextlib.suppress(FileNotFoundError):
+                    safefile.regular(path + suffix)
         except OSError as exc:
-            raise DbError(f"{path}: cannot read ({exc.strerror or exc})") from None
+            raise DbError(f"{exc.filename or path}: cannot read ({exc.strerror or exc})") from None
         has_wal = os.path.exists(path + "-wal")
         has_shm = os.path.exists(path + "-shm")
         if has_wal and has_shm and size > 0:

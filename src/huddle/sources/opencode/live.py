@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 
+from huddle.io import safefile
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model.attention import NEEDS_YOU, WORKING, urgency
 from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, SPAWN_TOOLS
@@ -60,9 +61,9 @@ def lock_pids(state_dir: str) -> list[int]:
         return []
     for n in names:
         try:
-            with open(os.path.join(locks, n, "meta.json"), "rb") as f:
+            with safefile.open_regular(os.path.join(locks, n, "meta.json")) as f:  # never a FIFO's wait
                 meta = json.loads(f.read(4096))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         pid = meta.get("pid") if isinstance(meta, dict) else None
         if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:

@@ -131,11 +131,11 @@ class OpenCodeSource(Source):
                     rows = self._list(path)
                 except DbError as exc:
                     self.database(path).close()
-                    self.notes.append(f"opencode: {exc}")
-                    if rows is None:
+                    if rows is None:  # its row says it: one line for one problem
                         broken = BrokenHandle(path, str(exc))
                         found[broken.key] = broken
                         continue
+                    self.notes.append(f"opencode: {exc}")
                     # keep what was read; the stamp stays old, so the next refresh asks again
                 else:
                     self._stamps[path] = st
