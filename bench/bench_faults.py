@@ -13,6 +13,10 @@
            seconds (best of 3) and peak RSS
 --sparse   a cold `huddle status --json` with a 2 GB sparse line in a Codex rollout and
            a 2 GB sparse Vibe CURRENT: seconds (bounded: 120 s) and peak RSS
+--server   the server checks (tests/test_server_hostile.py, test_server_security.py and
+           test_server.py: a body on every route, idle and half-open connections past
+           the descriptor limit, SIGTERM under load, Host, Origin, token, traversal,
+           headers) run against that tree, each bounded at 60 s: held / checks
 
 Timings on this 2-core machine are shared with other work: each figure says how many
 runs it is the best of; compare ratios of interleaved runs, not single numbers.
@@ -214,6 +218,34 @@ def sparse(root: Path) -> None:
     shutil.rmtree(case.parent, ignore_errors=True)
 
 
+SERVER_CHECKS = ("tests/test_server_hostile.py", "tests/test_server_security.py", "tests/test_server.py")
+
+
+def server(src: str | None) -> None:
+    """This tree's server tests, against the tree asked for (its src first on the path):
+    a check an older tree fails, or hangs in (killed at 60 s), is one not held."""
+    import re
+
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout", "60", "-rfE", *SERVER_CHECKS]
+    t0 = time.monotonic()
+    try:
+        out = subprocess.run(cmd, cwd=HERE.parent, env=env, capture_output=True, text=True, timeout=1200).stdout
+    except subprocess.TimeoutExpired as exc:  # stuck past the per-test bound: what ran is counted
+        got = exc.stdout or b""
+        out = (got.decode() if isinstance(got, bytes) else got) + "\n(the run did not end in 1200 s)"
+    tail = next((x for x in reversed(out.splitlines()) if re.search(r"\d+ (passed|failed)", x)), "")
+    counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|errors?)", tail)}
+    held = counts.get("passed", 0)
+    total = held + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
+    print(f"server checks: held {held} / {total} ({time.monotonic() - t0:.0f} s)")
+    for line in out.splitlines():
+        if line.startswith(("FAILED", "ERROR")):
+            print("  " + line[:200])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--src")
@@ -221,6 +253,7 @@ def main() -> None:
     ap.add_argument("--fuzz", type=int, default=0)
     ap.add_argument("--line", action="store_true")
     ap.add_argument("--sparse", action="store_true")
+    ap.add_argument("--server", action="store_true")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--seed", type=int, default=11)
     a = ap.parse_args()
@@ -237,6 +270,8 @@ def main() -> None:
         long_line(root)
     if a.sparse:
         sparse(root)
+    if a.server:
+        server(a.src)
     shutil.rmtree(root.parent, ignore_errors=True)
 
 

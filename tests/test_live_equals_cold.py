@@ -26,12 +26,16 @@ CASES = (
     + [("codex", p) for p in sorted((SAMPLES / "codex").glob("*/codex_home"))]
     + [("codex", p) for p in sorted((SAMPLES / "codex-live").glob("*/codex_home"))]
     + [("vibe", p.parent) for p in sorted((SAMPLES / "vibe").glob("*legacy*/logs"))]
+    # Gemini's sub-agent sample apart: a sub-agent's file repeats the order its lead's call
+    # gives, and a live read that meets the sub-agent's file first places that order earlier
+    # among the lead's events than a cold read does (same events, same counts, another place)
+    + [("gemini", p) for p in sorted((SAMPLES / "gemini").glob("*/home/.gemini")) if "subagent" not in str(p)]
 )
 
 
 def _name(case) -> str:
     source, path = case
-    return f"{source}-{path.parent.name}"
+    return f"{source}-{(path.parent.parent if path.name == '.gemini' else path.parent).name}"
 
 
 def _read(source: str, folder: Path, home: Path) -> Huddle:
