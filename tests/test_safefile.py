@@ -51,3 +51,42 @@ def test_a_symlink_is_followed_only_inside_its_folder(tmp_path):
         safefile.read_small(str(tmp_path / "agent" / "out.json"))
     assert safefile.read_small(str(tmp_path / "agent" / "in.json")) == b"{}"
     assert safefile.read_small(str(tmp_path / "agent" / "out.json"), follow=True) == b"{}"  # a user's config may
+
+
+def test_plain_path_refuses_a_fifo_and_a_symlink_out_and_says_so(tmp_path):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "ok.jsonl").write_text("{}\n")
+    (tmp_path / "secret").write_text("x\n")
+    os.mkfifo(tmp_path / "in" / "fifo.jsonl")
+    (tmp_path / "in" / "out.jsonl").symlink_to(tmp_path / "secret")
+    (tmp_path / "in" / "near.jsonl").symlink_to("ok.jsonl")
+    got = {
+        n: safefile.plain_path(str(tmp_path / "in" / n)) for n in ("ok.jsonl", "fifo.jsonl", "out.jsonl", "near.jsonl")
+    }
+    assert got == {"ok.jsonl": True, "fifo.jsonl": False, "out.jsonl": False, "near.jsonl": True}
+    notes = safefile.unreadable([str(tmp_path / "in")])
+    assert len(notes) == 2 and any("FIFO" in n for n in notes) and any("symlink" in n for n in notes)
+    os.unlink(tmp_path / "in" / "fifo.jsonl")
+    os.unlink(tmp_path / "in" / "out.jsonl")
+    assert safefile.unreadable([str(tmp_path / "in")]) == []
+
+
+def test_an_export_of_a_session_whose_file_became_a_fifo_ends(tmp_path):
+    import shutil
+
+    from conftest import SAMPLES
+    from faults import in_child
+    from huddle.core import Huddle
+    from huddle.sources import Settings
+    from huddle.views.export import export_data
+
+    folder = tmp_path / "claude"
+    shutil.copytree(SAMPLES / "claude" / "01-basic-tools" / "config", folder)
+    h = Huddle(Settings(folders={"claude": str(folder)}, huddle_home=str(tmp_path / "hh")), sources=["claude"])
+    h.refresh()
+    s = h.sessions()[0]
+    main = s.agents[s.id].file if s.id in s.agents else next(a.file for a in s.agents.values() if a.file)
+    os.unlink(main)
+    os.mkfifo(main)  # the export reads records back from the file: a plain open() waits here for ever
+    got = in_child(lambda: bool(export_data(h, s.id)[0]), 30.0)
+    assert got is True, got

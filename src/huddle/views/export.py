@@ -22,6 +22,7 @@ import msgspec
 
 from huddle import __version__
 from huddle.errors import BadRequest
+from huddle.io.safefile import open_regular
 from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.model.events import Event, Usage
@@ -243,7 +244,7 @@ def _read(handle: Handle, path: str, evs: list[Event]) -> dict[tuple[int, int], 
                     pass
         return out
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # an agent's file: never a FIFO's wait, never a symlink out
             for e in evs:
                 if (e.offset, e.length) in out:
                     continue
