@@ -123,3 +123,22 @@ def test_a_refresh_after_every_line_gives_the_events_of_a_cold_read(case, tmp_pa
     for key in want:
         assert got[key]["counts"] == want[key]["counts"], key
         assert got[key] == want[key], key
+
+
+def test_a_gemini_lead_emptied_and_written_again_reads_as_a_cold_read(tmp_path):
+    """A refresh that meets the lead file cut to nothing (rewritten in place) reads its
+    sub-agents' files first; once the lead is back, the session is the cold one again,
+    not one whose orders stand before the lead's own events."""
+    folder = tmp_path / "agent"
+    shutil.copytree(SAMPLES / "gemini" / "07-subagent" / "home" / ".gemini", folder)
+    (lead,) = folder.glob("tmp/*/chats/session-*.jsonl")
+    data = lead.read_bytes()
+    live = _read("gemini", folder, tmp_path / "live-home")
+    want = _view(live)
+    with open(lead, "r+b") as f:
+        f.truncate(0)
+    live.refresh()
+    with open(lead, "r+b") as f:  # the same inode, its old bytes
+        f.write(data)
+    live.refresh()
+    assert _view(live) == want == _view(_read("gemini", folder, tmp_path / "cold-home"))

@@ -115,9 +115,17 @@ class GeminiHandle(Handle):
                 continue
             if status == RESET:
                 return self._start_over(_again)
+            if _again and cf.parent is None and not cf.reader.cursor.offset and self._subs_read():
+                # the lead's first lines come after its sub-agents' (it was empty, or cut and
+                # written again): read again lead first, as a cold read does, or the orders
+                # the sub-agents' files repeat would stand before the lead's own events
+                return self._start_over(_again)
             self._drain(cf)
         self._link()
         return s.version != before
+
+    def _subs_read(self) -> bool:
+        return any(cf.parent is not None and cf.reader.cursor.offset for cf in self.chats.values())
 
     def _start_over(self, again: bool) -> bool:
         if not again:
