@@ -136,7 +136,7 @@ def _lost(h, keys: set[str], marker: str) -> bool:
 
 def _status(root: Path, limit: float, only: str = "") -> tuple[float, float | None, int]:
     """A cold `huddle status --json` on this world (`only`: HUDDLE_SOURCES): (seconds,
-    peak RSS in MB, exit code); RSS None when it overran `limit` and was killed."""
+    peak RSS in MB until it ended or was killed, exit code: -1 when it overran `limit`)."""
     import faults
 
     cfg = faults.settings_of(root)
@@ -158,7 +158,7 @@ def _status(root: Path, limit: float, only: str = "") -> tuple[float, float | No
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout.split()
     secs, rss, rc = float(out[0]), float(out[1]), out[2]
-    return secs, (rss if rc != "None" else None), (int(rc) if rc != "None" else -1)
+    return secs, rss, (int(rc) if rc != "None" else -1)
 
 
 def long_line(root: Path) -> None:
@@ -210,7 +210,7 @@ def sparse(root: Path) -> None:
                 f.truncate(len(data) + (2 << 30))
         with_it.append(_status(case, 120, "codex,vibe"))
     a, b = min(with_it, key=lambda r: r[0]), min(without, key=lambda r: r[0])
-    shown = f"peak RSS {a[1]:.0f} MB" if a[1] is not None else "killed at 120 s"
+    shown = f"peak RSS {a[1]:.0f} MB" + (" when killed at 120 s" if a[2] == -1 else "")
     print(
         f"2 GB sparse (a Codex rollout line, a Vibe CURRENT): huddle status --json (Codex, Vibe) {a[0]:.2f} s"
         f" with them, {b[0]:.2f} s without (best of 3, interleaved); {shown} vs {b[1]:.0f} MB; exit {a[2]}"
@@ -223,23 +223,35 @@ SERVER_CHECKS = ("tests/test_server_hostile.py", "tests/test_server_security.py"
 
 def server(src: str | None) -> None:
     """This tree's server tests, against the tree asked for (its src first on the path):
-    a check an older tree fails, or hangs in (killed at 60 s), is one not held."""
-    import re
+    a check an older tree fails, hangs in (killed at 60 s) or cannot even import is one
+    not held. The checks are counted as this tree collects them."""
+    import xml.etree.ElementTree as ET
 
-    env = dict(os.environ)
+    def run(env: dict, *more: str) -> tuple[str, Path]:
+        xml = Path(tempfile.mkdtemp(prefix="huddle-bench-server-")) / "r.xml"
+        cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--timeout", "60", "-rfE"]
+        cmd += ["--continue-on-collection-errors"]
+        cmd += [f"--junitxml={xml}", *more, *SERVER_CHECKS]
+        try:
+            out = subprocess.run(cmd, cwd=HERE.parent, env=env, capture_output=True, text=True, timeout=1200).stdout
+        except subprocess.TimeoutExpired:
+            out = "(the run did not end in 1200 s)"
+        return out, xml
+
+    mine = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    listed, _ = run(mine, "--collect-only")  # (pyproject's -q: one test id a line)
+    total = sum(1 for x in listed.splitlines() if x.startswith("tests/") and "::" in x)
+    env = dict(mine)
     if src:
-        env["PYTHONPATH"] = os.path.abspath(src) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout", "60", "-rfE", *SERVER_CHECKS]
+        env["PYTHONPATH"] = os.path.abspath(src)
     t0 = time.monotonic()
-    try:
-        out = subprocess.run(cmd, cwd=HERE.parent, env=env, capture_output=True, text=True, timeout=1200).stdout
-    except subprocess.TimeoutExpired as exc:  # stuck past the per-test bound: what ran is counted
-        got = exc.stdout or b""
-        out = (got.decode() if isinstance(got, bytes) else got) + "\n(the run did not end in 1200 s)"
-    tail = next((x for x in reversed(out.splitlines()) if re.search(r"\d+ (passed|failed)", x)), "")
-    counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|errors?)", tail)}
-    held = counts.get("passed", 0)
-    total = held + counts.get("failed", 0) + counts.get("error", 0) + counts.get("errors", 0)
+    out, xml = run(env)
+    held = 0
+    if xml.exists():
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            if not any(child.tag in ("failure", "error", "skipped") for child in case):
+                held += 1
+        shutil.rmtree(xml.parent, ignore_errors=True)
     print(f"server checks: held {held} / {total} ({time.monotonic() - t0:.0f} s)")
     for line in out.splitlines():
         if line.startswith(("FAILED", "ERROR")):
