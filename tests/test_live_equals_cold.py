@@ -142,3 +142,38 @@ def test_a_gemini_lead_emptied_and_written_again_reads_as_a_cold_read(tmp_path):
         f.write(data)
     live.refresh()
     assert _view(live) == want == _view(_read("gemini", folder, tmp_path / "cold-home"))
+
+
+def test_a_live_gemini_sub_agent_read_has_the_events_of_a_cold_one(tmp_path):
+    """Gemini's sub-agent sample, left out of the case list above: a sub-agent's file repeats
+    the order its lead's call gives, and a live read that meets that file first places the
+    order earlier among the lead's events than a cold read does. What stands: the same
+    events of each agent, the same counts and usage; what differs is that place and the
+    order's time (the sub-agent file's, 19 ms after the lead's call): a known limit of the
+    Gemini reader, said in the closing note."""
+
+    def placeless(events: list) -> list:
+        return sorted((x[:-1] + (None,) if x[0] == "order" else x for x in events), key=repr)
+
+    (sample,) = [p for p in sorted((SAMPLES / "gemini").glob("*/home/.gemini")) if "subagent" in str(p)]
+    folder = tmp_path / "agent"
+    shutil.copytree(sample, folder)
+    files = _growing(folder)
+    whole = {f: f.read_bytes() for f in files}
+    for f in files:
+        f.write_bytes(b"")
+    live = _read("gemini", folder, tmp_path / "live-home")
+    for k in (1, 2, 3, 5):
+        for f, data in whole.items():
+            with open(f, "ab") as out:
+                out.write(data[f.stat().st_size : len(data) * k // 5])
+        live.refresh()
+    cold = _read("gemini", folder, tmp_path / "cold-home")
+    got, want = _view(live), _view(cold)
+    assert set(got) == set(want) and want
+    for key in want:
+        g, w = got[key], want[key]
+        assert g["counts"] == w["counts"] and g["usage"] == w["usage"] and g["error"] == w["error"], key
+        assert {a: placeless(v) for a, v in g["agents"].items()} == {a: placeless(v) for a, v in w["agents"].items()}, (
+            key
+        )
