@@ -254,3 +254,38 @@ def test_locks_tell_a_live_process_from_a_dead_one(tmp_path):
     assert locks.alive("stale") is False  # no lock file: not held
     assert locks.alive("unknown") is False
     assert Locks(str(tmp_path / "none")).alive("x") is None  # no lock folder: cannot tell
+
+
+def test_a_first_turn_session_follows_its_lock_when_it_is_rewritten(tmp_path):
+    """A session that is only its lock (a legacy first turn waiting for approval) shows
+    what the lock says now. The fault matrix once read the lock in the instant between
+    its truncation and its write (the session went), then met it with a time that is no
+    time (the session came back with no start, off the board), then put right: the board
+    kept the session off for good, as its event had been made from the first lock seen."""
+    home = tmp_path / "home"
+    shutil.copytree(VIBE / "2.26.1-legacy-approval-waiting" / "logs", home / "logs")
+    (lock,) = (home / "logs" / "session" / "active").glob("*.lock.json")
+    key = "vibe:" + lock.name.split(".")[0]
+    good = lock.read_bytes()
+    future = json.dumps({**json.loads(good), "acquired_at": "9999-12-31T23:59:59.999Z"}).encode()
+
+    def listed(h) -> dict:
+        return {f"vibe:{r['id']}": r for r in board_json(h)["sessions"]}
+
+    h = vibe_huddle(home)
+    before = listed(h)[key]
+    assert before["started_at"] == json.loads(good)["acquired_at"]
+    for data in (b"", future, good):  # caught half-written, then far-future, then undone
+        lock.write_bytes(data)
+        h.refresh()
+    row = listed(h).get(key)
+    assert row is not None, "the session stayed off the board after its lock was put right"
+    assert row["started_at"] == before["started_at"]
+    cold = vibe_huddle(home)
+    assert [(e.kind, e.t, e.text) for e in h.session(key).events] == [
+        (e.kind, e.t, e.text) for e in cold.session(key).events
+    ]
+
+    lock.write_bytes(json.dumps({**json.loads(good), "acquired_at": "2026-11-30T04:00:00.000Z"}).encode())
+    h.refresh()  # taken again (a new acquired_at): the row's start follows, as a cold read says
+    assert listed(h)[key]["started_at"] == "2026-11-30T04:00:00.000Z" == listed(vibe_huddle(home))[key]["started_at"]

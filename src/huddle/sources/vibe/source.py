@@ -241,17 +241,22 @@ class StartingHandle(Handle):
         super().__init__("vibe", sid)
         self.source = source
         self.session.agent(sid, parent=None, name="main").kind = "main"
-        self.shown = False
+        self.shown: object = None  # what the event says of the lock: (acquired_at, pid)
 
     def files(self) -> list[str]:
         path = os.path.join(self.source.locks.folder, self.session.id + ".lock.json")
         return [path] if os.path.exists(path) else []
 
     def refresh(self) -> bool:
+        """The event says what the lock says now: a lock rewritten (first met with a time
+        that is no time, then put right) is shown anew, not as it was first read."""
         lock = self.source.locks.locks.get(self.session.id)
-        if self.shown or lock is None:
+        if lock is None or self.shown == (lock.acquired_at, lock.pid):
             return False
-        self.shown = True
+        if self.shown is not None:
+            self.session.reset()
+            self.session.agent(self.session.id, parent=None, name="main").kind = "main"
+        self.shown = (lock.acquired_at, lock.pid)
         path = os.path.join(self.source.locks.folder, self.session.id + ".lock.json")
         try:
             size = os.stat(path).st_size
