@@ -68,6 +68,12 @@ def append(path, record: dict) -> None:
         f.write(json.dumps(record) + "\n")
 
 
+def prompt(f, text: str) -> None:
+    """One more prompt at the end of a Claude session."""
+    record = {"type": "user", "message": {"role": "user", "content": text}, "sessionId": f.stem}
+    append(f, {**record, "timestamp": "2026-11-30T12:00:00.000Z", "uuid": f"u-{text}", "parentUuid": None})
+
+
 def test_a_second_run_reads_no_session_and_gives_the_same_board(home):
     first, h1 = cached_board(home)
     assert len(h1.handles) > 5 and not h1.dormant
@@ -81,17 +87,7 @@ def test_a_second_run_reads_no_session_and_gives_the_same_board(home):
 def test_an_append_reads_that_session_only(home):
     cached_board(home)
     f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
-    append(
-        f,
-        {
-            "type": "user",
-            "message": {"role": "user", "content": "one more thing"},
-            "sessionId": f.stem,
-            "timestamp": "2026-11-30T12:00:00.000Z",
-            "uuid": "u-new",
-            "parentUuid": None,
-        },
-    )
+    prompt(f, "one more thing")
     b, h = cached_board(home)
     assert set(h.handles) == {f"claude:{f.stem}"}
     same(fresh_board(home), b)
@@ -189,3 +185,113 @@ def test_your_turn_with_background_work_touched_lately_is_read_again(tmp_path):
     assert [(r["state"], bool(r["background"])) for r in first["sessions"]] == [("your_turn", True)]
     _second, h2 = cached_board(tmp_path)
     assert len(h2.handles) == 1 and not h2.dormant
+
+
+@pytest.fixture
+def scans(monkeypatch) -> list[str]:
+    """The sources scanned, in order (the real scans run)."""
+    from huddle.sources.claude.source import ClaudeSource
+    from huddle.sources.codex.source import CodexSource
+
+    seen: list[str] = []
+    for cls in (ClaudeSource, CodexSource):
+        real = cls.scan
+
+        def spy(self, known, real=real):
+            seen.append(self.name)
+            return real(self, known)
+
+        monkeypatch.setattr(cls, "scan", spy)
+    return seen
+
+
+def test_no_folder_moved_no_source_is_scanned_and_the_board_is_the_same(home, scans):
+    first, _ = cached_board(home)
+    assert scans == ["claude", "codex"]
+    scans.clear()
+    second, h = cached_board(home)
+    assert scans == [] and not h.handles
+    same(first, second)
+    # an append moves no folder: that session is read, still no scan
+    f = next((home / "claude" / "projects").glob("*02-subagents*/*.jsonl"))
+    prompt(f, "and?")
+    third, h = cached_board(home)
+    assert scans == [] and set(h.handles) == {f"claude:{f.stem}"}
+    same(fresh_board(home), third)
+    scans.clear()  # (the fresh board's)
+    # a new session moves its folder: that source is scanned again
+    shutil.copytree(
+        SAMPLES / "claude" / "04-resume-continue-fork" / "config" / "projects",
+        home / "claude" / "projects",
+        dirs_exist_ok=True,
+    )
+    fourth, _ = cached_board(home)
+    assert scans == ["claude"]
+    same(fresh_board(home), fourth)
+
+
+def test_a_registry_entry_rewritten_in_place_moves_its_row_without_a_scan(home, scans):
+    from huddle.io import procs
+
+    f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
+    (home / "claude" / "sessions").mkdir()
+    entry = home / "claude" / "sessions" / f"{os.getpid()}.json"
+
+    def register(**fields) -> None:
+        rec = {"sessionId": f.stem, "pid": os.getpid(), "procStart": str(procs.start_time(os.getpid())), **fields}
+        with open(entry, "w") as out:  # in place, as Claude Code does: its folder does not move
+            out.write(json.dumps(rec))
+
+    register(status="idle", updatedAt=1)
+    settle(home)
+    cached_board(home)
+    cached_board(home)
+    scans.clear()
+    register(status="waiting", waitingFor="permission prompt", updatedAt=2)
+    b, _ = cached_board(home)
+    assert scans == []
+    row = next(r for r in b["sessions"] if r["id"] == f.stem)
+    assert row["waiting_for"] == "permission prompt"
+    same(fresh_board(home), b)
+
+
+def test_a_session_folder_made_since_its_handle_was_kept_is_seen_without_a_scan(home, scans):
+    f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
+    cached_board(home)
+    (f.parent / f.stem).mkdir()  # the session's own folder (tool results, later sub-agents)
+    settle(home)
+    cached_board(home)  # scanned (its project moved); the kept handle is not rewritten
+    cached_board(home)
+    scans.clear()
+    sub = f.parent / f.stem / "subagents" / "agent-a1.jsonl"
+    sub.parent.mkdir()
+    sub.write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "isSidechain": True,
+                "agentId": "a1",
+                "sessionId": f.stem,
+                "message": {"role": "user", "content": "look"},
+                "uuid": "s1",
+                "timestamp": "2026-11-30T12:00:01.000Z",
+                "parentUuid": None,
+            }
+        )
+        + "\n"
+    )
+    prompt(f, "and?")
+    b, _ = cached_board(home)
+    assert scans == []
+    row = next(r for r in b["sessions"] if r["id"] == f.stem)
+    assert any(a.get("id") == "a1" for a in row["agents"]), row["agents"]
+    same(fresh_board(home), b)
+
+
+def test_a_source_folder_removed_takes_its_sessions_off_the_board(home):
+    cached_board(home)
+    cached_board(home)
+    shutil.rmtree(home / "codex")
+    b, _ = cached_board(home)
+    assert {r["source"] for r in b["sessions"]} == {"claude"}
+    same(fresh_board(home), b)

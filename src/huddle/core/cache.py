@@ -34,10 +34,12 @@ def cache_dir(huddle_home: str) -> str:
 SETTLE_NS = 1_000_000_000  # a file that moved this close to its read is looked at again next time
 
 
-def stamps_of(paths: Iterable[str], read_at_ns: int) -> list[list[Any]]:
+def stamps_of(paths: Iterable[str], read_at_ns: int, folders: bool = False) -> list[list[Any]]:
     """[path, size, mtime_ns] per file ([path, -1, -1] for one that is not there). One
     that moved around the read (`read_at_ns`, when it began) gets a stamp that never
-    matches: what was half seen is read again rather than trusted."""
+    matches: what was half seen is read again rather than trusted. `folders`: [path,
+    mtime_ns, ctime_ns] (ctime: a folder made unreadable, or readable again, is listed
+    again; a scan that met an unreadable one left a note and was not stamped)."""
     out: list[list[Any]] = []
     for p in paths:
         try:
@@ -47,6 +49,8 @@ def stamps_of(paths: Iterable[str], read_at_ns: int) -> list[list[Any]]:
             continue
         if st.st_mtime_ns >= read_at_ns - SETTLE_NS:
             out.append([p, -2, -2])
+        elif folders:
+            out.append([p, st.st_mtime_ns, st.st_ctime_ns])
         else:
             out.append([p, st.st_size, st.st_mtime_ns])
     return out
@@ -86,6 +90,25 @@ def unmoved(head: dict[str, Any]) -> bool:
         except OSError:
             if mtime != -1:
                 return False
+    return True
+
+
+def dirs_still(stamps: Any) -> bool:
+    """Whether none of these folders (`stamps_of(..., folders=True)`) moved since."""
+    if not isinstance(stamps, list) or not stamps:
+        return False
+    try:
+        for d, mtime, ctime in stamps:
+            try:
+                st = os.stat(d)
+            except OSError:
+                if mtime != -1:
+                    return False
+                continue
+            if st.st_mtime_ns != mtime or st.st_ctime_ns != ctime:
+                return False
+    except (TypeError, ValueError):  # not what stamps_of wrote: scan
+        return False
     return True
 
 
@@ -206,19 +229,22 @@ class HandleCache:
         if put or heads or gone:
             self.store.write(put, gone, heads=heads)
 
-    def folder_stamps(self, sources: Iterable[Source]) -> list[list[Any]]:
-        """Every folder a new session of these sources would move: the sources' own, and
-        each folder from a source's root down to each cached file (a new day's folder moves
+    def folder_stamps(self, src: Source) -> list[list[Any]]:
+        """Every folder a new session of this source would move: its own, and each
+        folder from its root down to each of its cached files (a new day's folder moves
         its month's)."""
-        roots = {os.path.normpath(r) for src in sources for r in src.roots()}
-        dirs: dict[str, None] = dict.fromkeys(d for src in sources for d in src.watch_dirs())
-        for head in self.heads.values():
+        roots = {os.path.normpath(r) for r in src.roots()}
+        dirs: dict[str, None] = dict.fromkeys(src.watch_dirs())
+        mine = src.name + ":"
+        for key, head in self.heads.items():
+            if not key.startswith(mine):
+                continue
             for f in head.get("files") or ():
                 d = os.path.dirname(f[0])
                 while d and d not in dirs and os.path.normpath(d) not in roots and d != os.path.dirname(d):
                     dirs[d] = None
                     d = os.path.dirname(d)
-        return stamps_of(dirs, self.read_at_ns)
+        return stamps_of(dirs, self.read_at_ns, folders=True)
 
     def meta(self) -> dict[str, Any]:
         return self.store.meta

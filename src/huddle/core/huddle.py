@@ -23,7 +23,7 @@ from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
 from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
-from .cache import Dormant, HandleCache, unmoved
+from .cache import Dormant, HandleCache, dirs_still, unmoved
 from .coldread import read_in_parallel
 from .reading import refresh_one
 
@@ -89,29 +89,36 @@ class Huddle:
             missing = []
             if self.cache is not None:
                 self.cache.read_at_ns = time.time_ns()
+            still = self._still()
             if self.dormant:
                 # what moved, or what a live process can move, is read; the rest sleeps on
-                self._wake([k for k, d in self.dormant.items() if not self._sleeps(d)])
+                lost = self._wake([k for k, d in self.dormant.items() if not self._sleeps(d)])
+                still -= {k.split(":", 1)[0] for k in lost}  # the scan reads those again
             live_moved: set[str] = set()
-            still = self._folders_still()
+            scanned: dict[str, bool] = {}  # source -> whether its scan went through
             for src in self.sources:
                 if not src.roots():
                     continue  # no folder here at all (not set up for this source)
                 if not src.exists():
                     missing.append(src)
+                    scanned[src.name] = False  # found none: its cached sessions are gone
                     continue
-                if still:  # no session came or went: the sessions are the cached ones
+                moved, spared = self._between_scans(src, notes) if src.name in still else (set(), False)
+                if spared:  # no session came or went: the sessions are the cached ones
                     found.update((k, h) for k, h in self.handles.items() if k.startswith(src.name + ":"))
+                    live_moved |= moved
+                    notes.extend(src.notes)
                     continue
                 got = self._scan(src, notes)
+                scanned[src.name] = got is not None
                 if got:
                     found.update(got)
                     # a flipped registry entry or a taken lock changes a row as surely as a line
-                    moved = guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append)
-                    live_moved.update(k for k in moved or () if k in got)
+                    moved |= guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append) or set()
+                    live_moved.update(k for k in moved if k in got)
                 notes.extend(src.notes)
-            if self.dormant and not still:
-                found, gone = self._keep_dormant(found, live_moved)
+            if self.dormant and scanned:
+                found, gone = self._keep_dormant(found, live_moved, set(scanned))
                 changed |= gone
             changed |= live_moved
             agent_sources = [s for s in self.sources if s.roots()]
@@ -147,8 +154,8 @@ class Huddle:
             if self.cache is not None:
                 if changed or self.lazy or not os.path.exists(self.cache.path):
                     self.cache.save({**self.dormant, **self.handles}, entangled=self._entangled())
-                if self.lazy and self.settings.usage_only and not still:
-                    self.cache.set_meta(folders=self.cache.folder_stamps(self.sources))
+                if self.lazy and scanned:
+                    self._stamp_folders(scanned)
                 if self.cache.note:
                     notes.append(self.cache.note)
             self.notes = notes
@@ -185,35 +192,71 @@ class Huddle:
         quiet_ns = 2 * float(getattr(self, "idle_after", IDLE_AFTER)) * 1e9  # a margin past it
         return newest is not None and isinstance(at, int) and at - newest > quiet_ns
 
-    def _folders_still(self) -> bool:
-        """Reading token counts from the cache: whether no folder a session could appear
-        in (or vanish from) moved since the last scan."""
-        if not (self.lazy and self.settings.usage_only and self.cache is not None):
-            return False
-        stamps = self.cache.meta().get("folders")
-        return bool(stamps) and unmoved({"dirs": stamps})
+    def _still(self) -> set[str]:
+        """Lazy: the sources none of whose folders a session could appear in (or vanish
+        from) moved since their last scan, which had nothing to say."""
+        stamps = self.cache.meta().get("scans") if self.lazy and self.cache is not None else None
+        return {name for name, st in stamps.items() if dirs_still(st)} if isinstance(stamps, dict) else set()
 
-    def _wake(self, keys: Iterable[str]) -> None:
+    def _stamp_folders(self, scanned: dict[str, bool]) -> None:
+        """After the scans: their sources' folders, for `_still` next time (a scan that
+        failed or left a note is done again)."""
+        assert self.cache is not None
+        stamps = dict(self.cache.meta().get("scans") or {})
+        for src in self.sources:
+            if src.name in scanned:
+                clean = scanned[src.name] and not src.notes and not unreadable(src.roots())
+                stamps[src.name] = self.cache.folder_stamps(src) if clean else None
+        self.cache.set_meta(scans={k: v for k, v in stamps.items() if v})
+
+    def _between_scans(self, src: Source, notes: list[str]) -> tuple[set[str], bool]:
+        """A source still since its last scan: its live signals only (usage: none). Returns
+        the keys they moved, whose sleeping sessions are woken as after a scan, and
+        whether that did (False: scan it after all)."""
+        if self.settings.usage_only:
+            return set(), True
+        mine = src.name + ":"
+        known = {k: h for k, h in self.handles.items() if k.startswith(mine)}
+        moved = guarded(f"{src.name} live signals", src.between_scans, known, on_error=notes.append)
+        if moved is None:
+            return set(), False
+        tangled = {_folder_of(h.files()) for h in known.values() if h.entangled()} - {""}
+        woken = [
+            k
+            for k, d in self.dormant.items()
+            if k.startswith(mine)
+            and (k in moved or (tangled and _folder_of([f[0] for f in d.head.get("files") or ()]) in tangled))
+        ]
+        lost = self._wake(woken)
+        return {k for k in moved if k in self.handles or k in lost}, not lost
+
+    def _wake(self, keys: Iterable[str]) -> set[str]:
+        """Returns the keys that did not unpickle (the scan reads them again)."""
         keys = [k for k in keys if k in self.dormant]
         if not keys or self.cache is None:
-            return
+            return set()
         for key, h in self.cache.wake(keys).items():
             self.handles[key] = h
         for key in keys:
-            self.dormant.pop(key, None)  # one that did not unpickle is read again by the scan
+            self.dormant.pop(key, None)
+        return {k for k in keys if k not in self.handles}
 
-    def _keep_dormant(self, found: dict[str, Handle], live_moved: set[str]) -> tuple[dict[str, Handle], set[str]]:
+    def _keep_dormant(
+        self, found: dict[str, Handle], live_moved: set[str], scanned: set[str]
+    ) -> tuple[dict[str, Handle], set[str]]:
         """After the scans: a sleeping session the scan still finds sleeps on (the fresh
         handle the scan made for it is dropped: nothing it was read from moved), unless
         its live signals moved, or a session of its source came or went (a new file may
         copy its history, and the one count of a shared response is decided over all of
-        a source's sessions: see huddle.model.ledger). Returns (found, keys gone)."""
-        gone = {k for k in self.dormant if k not in found}
+        a source's sessions: see huddle.model.ledger). Only the `scanned` sources' sessions
+        can be gone. Returns (found, keys gone)."""
+        gone = {k for k in self.dormant if k not in found and k.split(":", 1)[0] in scanned}
         for k in gone:
             del self.dormant[k]
         known = self.cache.versions if self.cache is not None else {}
         stirred = {k.split(":", 1)[0] for k in found if k not in known and k not in self.handles}
         stirred |= {k.split(":", 1)[0] for k in gone | ((set(known) | set(self.handles)) - set(found))}
+        stirred &= scanned
         # a title given across a folder (huddle.sources.base.Handle.entangled) is decided
         # with every session of that folder at hand
         tangled = {_folder_of(h.files()) for h in found.values() if h.entangled()} - {""}

@@ -111,6 +111,15 @@ class Source:
         a watcher looks at their rows at once."""
         return set()
 
+    def between_scans(self, known: dict[str, Handle]) -> set[str] | None:
+        """When no session of this source can have come or gone since its last scan (the
+        core saw none of its folders move), the scan's other work only: its live signals
+        looked at again, and what else its sessions' rows take from outside their files.
+        `known`: the cached sessions whose files moved, as the scan would get them.
+        Returns the keys whose live signals moved (as `live_changed`), or None when
+        only a scan will do (the default)."""
+        return None
+
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         """All sessions now on disk, reusing the handles in `known` where they are
         still the same session. Must be cheap: listings and stats only."""

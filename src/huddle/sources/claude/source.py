@@ -5,6 +5,7 @@ merged with the session's sub-agent files and linked through their `.meta.json`.
 from __future__ import annotations
 
 import os
+import stat
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.io.safefile import listdir, plain_file, read_json, stamp
@@ -280,6 +281,14 @@ class ClaudeHandle(Handle):
         return out
 
 
+def _is_dir(path: str) -> bool:
+    """As the scan's listing says it (a symlink is not a folder)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _subfolders(path: str) -> list[str]:
     return sorted(e.path for e in listdir(path) if e.is_dir(follow_symlinks=False))
 
@@ -311,6 +320,15 @@ class ClaudeSource(Source):
 
     def live_changed(self) -> set[str]:
         return {f"claude:{sid}" for sid in self.registry.moved}
+
+    def between_scans(self, known: dict[str, Handle]) -> set[str] | None:
+        # the registry is the live signal; a session's own folder (sub-agents, tool
+        # results) may have been made since its handle was kept
+        self.registry.refresh()
+        for h in known.values():
+            if isinstance(h, ClaudeHandle) and not is_agent_file(os.path.basename(h.path)):
+                h.has_dir = _is_dir(h.dir)
+        return self.live_changed()
 
     def settle(self, handles: dict[str, Handle]) -> set[str]:
         return summaries.settle([h for h in handles.values() if isinstance(h, ClaudeHandle)])

@@ -326,6 +326,16 @@ class CodexSource(Source):
     def live_changed(self) -> set[str]:
         return self._moved
 
+    def between_scans(self, known: dict[str, Handle]) -> set[str] | None:
+        if any(isinstance(h, BrokenHandle) for h in known.values()):
+            return None  # a rollout whose first line was unreadable moved: its meta is read again
+        if any(n.endswith(".lock") for n in _names(self.under("thread-writer-locks"))):
+            return None  # a thread's lock is held: the scan knows whose session it is
+        self.index.refresh()  # the names sessions take from session_index.jsonl
+        self.notes = list(self.index.problems)
+        self._locks, self._moved = {}, set()
+        return set()
+
     def _lock_changes(self) -> set[str]:
         """Thread ids whose writer lock was created, removed or made anew since the last scan
         (a dead holder leaves its lock in place: the rows of live sessions are looked at
@@ -394,6 +404,13 @@ class CodexSource(Source):
                 subdirs.append(entry.name)
         self._dirs[folder] = (mtime, subdirs, files)
         return subdirs, files
+
+
+def _names(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
 
 
 def root_of(tid: str, by_id: dict[str, tuple[ThreadInfo, str]]) -> str:
