@@ -18,7 +18,6 @@ import re
 import time
 import weakref
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from huddle.errors import InputError
@@ -212,6 +211,8 @@ def parse(text: str, path: str, origin: str = "built-in") -> tuple[dict[str, Pri
 
 
 def builtin_text() -> str:
+    from importlib import resources  # a fifth of a board's imports: only when the table is read
+
     return resources.files("huddle").joinpath("data", "pricing.json").read_text(encoding="utf-8")
 
 

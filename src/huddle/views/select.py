@@ -16,8 +16,6 @@ from huddle.errors import BadRequest
 from huddle.model.attention import ENDED, IDLE, STATES
 from huddle.model.times import parse_time
 
-from .usage import parse_since
-
 RECENT = "24h"  # the table's default window
 ALIASES = {s.replace("_", "-"): s for s in STATES} | {"waiting-on-subagent": "waiting", "needs": "needs_you"}
 
@@ -43,6 +41,8 @@ def parse_states(values: Iterable[str] | str | None) -> frozenset[str] | None:
 def parse_window(value: str | None) -> float | None:
     if value is None or value == "":
         return None
+    from .usage import parse_since  # the usage module only when a window is asked for
+
     t = parse_since(value)
     if t is None:
         raise BadRequest(f"bad since: {value[:40]!r} (2h, 3d, 30m, 1w, a date or an ISO 8601 time)")
