@@ -211,7 +211,15 @@ def parse(text: str, path: str, origin: str = "built-in") -> tuple[dict[str, Pri
 
 
 def builtin_text() -> str:
-    from importlib import resources  # a fifth of a board's imports: only when the table is read
+    # beside this package, as installed (importlib.resources costs a board a fifth of its
+    # imports); through it only when huddle is not installed as files (a zip)
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "pricing.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        pass
+    from importlib import resources
 
     return resources.files("huddle").joinpath("data", "pricing.json").read_text(encoding="utf-8")
 
