@@ -26,3 +26,38 @@ def test_status_does_not_import_the_other_commands():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_status_json_is_answered_without_click_and_says_what_the_click_command_says(tmp_path):
+    import json
+    import os
+    import shutil
+
+    from conftest import SAMPLES
+
+    shutil.copytree(SAMPLES / "claude" / "02-subagents" / "config", tmp_path / "claude")
+    shutil.copytree(SAMPLES / "codex" / "shell" / "codex_home", tmp_path / "codex")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX", "VIBE", "HUDDLE", "GEMINI"))}
+    env.update(
+        HOME=str(tmp_path),
+        HUDDLE_HOME=str(tmp_path / "hh"),
+        CLAUDE_CONFIG_DIR=str(tmp_path / "claude"),
+        CODEX_HOME=str(tmp_path / "codex"),
+        VIBE_HOME=str(tmp_path / "none"),
+        GEMINI_DIR=str(tmp_path / "none"),
+        PYTHONIOENCODING="utf-8",
+    )
+    code = (
+        "import sys; sys.argv = ['huddle', 'status', '--json']; from huddle import entry\n"
+        "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
+        "print('click' in sys.modules, file=sys.stderr)"
+    )
+    fast = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert fast.stderr.splitlines()[-1] == "False", fast.stderr
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    slow = subprocess.run(
+        [sys.executable, "-m", "huddle.cli", "status", "--json"], capture_output=True, text=True, env=env, check=True
+    )
+    assert len(json.loads(fast.stdout)["sessions"]) >= 2
+    assert fast.stdout == again.stdout == slow.stdout  # first read, from the cache, through click
+    assert fast.stderr.splitlines()[:-1] == slow.stderr.splitlines()  # the notes too

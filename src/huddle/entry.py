@@ -1,5 +1,6 @@
 """The `huddle` console script. The status line runs on every message of every
-agent session, so its path imports the standard library only; everything else
+agent session, so its path imports the standard library only; `status --json`, what
+scripts ask most, is answered before click loads (huddle.oneshot); everything else
 goes to the click CLI."""
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ def main() -> None:
         from .statusline import main as statusline
 
         sys.exit(statusline(sys.argv[2:]))
+    from .oneshot import fits, status_json
+
+    if fits(sys.argv[1:]):
+        sys.exit(status_json())
     from .cli import main as cli
 
     cli()

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from huddle import __version__
+from huddle.oneshot import board, json_text
 from huddle.views.select import RECENT
 
 
 def _emit_json(data) -> None:
-    """JSON as json.dumps(indent=2, ensure_ascii=False) writes it, in a fraction of its
-    time (its indenting encoder is pure Python: half a second on a large board)."""
-    import msgspec
-
-    try:
-        text = msgspec.json.format(msgspec.json.encode(data), indent=2).decode()
-    except (TypeError, msgspec.EncodeError):
-        text = json.dumps(data, indent=2, ensure_ascii=False)
-    click.echo(text)
+    click.echo(json_text(data))
 
 
 # Commands that live in their own modules, by name: a command loads its own module only
@@ -123,9 +115,8 @@ def status(
     """Every session, who needs you first. The table lists the live ones and those that
     moved in the last day (--all for every one); the id column's short ids work wherever
     a session id does. --json prints what GET /api/sessions returns with the same filters."""
-    from huddle.core import Huddle
     from huddle.errors import HuddleError
-    from huddle.views.board import board_json, parse_at
+    from huddle.views.board import parse_at
     from huddle.views.select import Select
 
     window = since if since is not None or show_all or as_json else RECENT
@@ -148,23 +139,17 @@ def status(
         when = parse_at(at)
         if when is None:
             raise click.BadParameter(f"not a time: {at!r} (use ISO 8601 or unix seconds)", param_hint="--at")
-    # --at replays each timeline up to that time: it needs whole timelines, which the
-    # cache does not keep, so it reads the files.
-    # A one-shot board leaves the sessions nothing moved in unread: their rows are cached.
-    h = Huddle(cache=when is None, lazy=when is None and not watch)
     if watch:
+        from huddle.core import Huddle
+
         from .table import watch_table
 
+        h = Huddle(cache=when is None)
         h.refresh(parallel=True)
         h.cache = None  # from here on the watcher reads appended bytes; no cache to rewrite per change
         watch_table(h, pick=pick)
         return
-    h.refresh(parallel=when is None)
-    data = board_json(h, at=when)
-    if when is None:
-        h.write_board_cache(data)
-    for note in data.get("notes", ()):
-        click.echo(f"huddle: {note}", err=True)
+    data = board(when)  # (huddle.oneshot: `status --json` is answered there before click loads)
     shown = pick.apply(data)
     if as_json:
         _emit_json(shown)
