@@ -133,7 +133,9 @@ def serve(
         d = Demo()
         _run(d.huddle(), host, port, open_browser, demo=d, notify=notify)
         return
-    _run(h, host, port, open_browser, notify=notify)
+    # from the cache: the board answers with the rows as last built while the first read
+    # runs, and sessions nothing moved in stay unread until a page asks for one
+    _run(Huddle(cache=True, lazy=True), host, port, open_browser, notify=notify)
 
 
 @click.command()

@@ -123,6 +123,17 @@ class Dormant:
         self.head = head
 
 
+class Stamped:
+    """A sleeping session as the board file needs it: its files, stamped when this run
+    found them unmoved."""
+
+    def __init__(self, d: Dormant) -> None:
+        self.stamps = [f for f in d.head.get("files") or () if f[1] >= 0]
+
+    def files(self) -> list[str]:
+        return [f[0] for f in self.stamps]
+
+
 class HandleCache:
     def __init__(self, huddle_home: str, settings_key: tuple[Any, ...], name: str = "handles.db") -> None:
         # `name`: a reader with its own pace (the search index) keeps its own cache, so
@@ -228,6 +239,12 @@ class HandleCache:
             self.heads.pop(k, None)
         if put or heads or gone:
             self.store.write(put, gone, heads=heads)
+
+    def forget(self, key: str) -> None:
+        """What is stored for this session is not to be kept: the next save writes it
+        whole (it stays known, so its source is not taken for having gained a session)."""
+        if key in self.versions:
+            self.versions[key] = -1
 
     def folder_stamps(self, src: Source) -> list[list[Any]]:
         """Every folder a new session of this source would move: its own, and each

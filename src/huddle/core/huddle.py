@@ -23,9 +23,9 @@ from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
 from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
-from .cache import Dormant, HandleCache, dirs_still, unmoved
+from .cache import Dormant, HandleCache, Stamped, dirs_still, unmoved
 from .coldread import read_in_parallel
-from .reading import refresh_one
+from .reading import cache_form, refresh_one
 
 MIN_PREFIX = 4  # characters of a session id that may name it, when no other starts so
 # A row in one of these states stays as it is while its files and the source's live
@@ -41,11 +41,14 @@ class Huddle:
         cache: bool = False,
         cache_name: str = "handles.db",
         lazy: bool = False,
+        text_only: bool = False,
     ):
         """`cache`: keep reading state in $HUDDLE_HOME/cache (`cache_name`). `lazy`: leave
         cached sessions nothing moved in unread. Reading for token counts only
         (settings.usage_only) no live signal matters: any unmoved session sleeps, and
-        when no folder moved either, the sources are not even scanned."""
+        when no folder moved either, the sources are not even scanned. `text_only`:
+        reading for what sessions say (the search index), where rows and live signals
+        do not matter either: any session whose files did not move sleeps."""
         self.settings = settings or Settings.from_env()
         self.sources = all_sources(self.settings, sources)
         # adapters that failed to load, and names no adapter has, are said on every refresh
@@ -62,7 +65,15 @@ class Huddle:
         # until their files move or something asks for them (sessions(), handle())
         self.dormant: dict[str, Dormant] = {}
         self.lazy = lazy and cache
+        self.text_only = text_only
         self.built_rows: dict[str, dict[str, Any]] = {}  # the last board's rows, listed or not (lazy)
+        # refresh() writes the cache each time; a long-lived reader (the server's watcher)
+        # turns that off and saves with its rows now and then (save_rows)
+        self.autosave = True
+        self._unstamped: dict[str, bool] = {}  # scans not yet stamped (autosave off)
+        # told (key, session) when a session is read whole (complete): the watcher pushes
+        # a page's events from that point on
+        self.on_complete: list[Callable[[str, Session], None]] = []
         if cache and self.settings.huddle_home and (lazy or not self.settings.usage_only):
             key = (
                 tuple(sorted(self.settings.folders.items())),
@@ -77,11 +88,19 @@ class Huddle:
 
     # -- reading the disk ----------------------------------------------------------
 
-    def refresh(self, parallel: bool = False, progress: Callable[[int, int], None] | None = None) -> set[str]:
+    def refresh(
+        self,
+        parallel: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+        keep_timelines: bool = True,
+    ) -> set[str]:
         """Find sessions and read what was appended. Returns the keys that changed.
         `parallel`: a one-shot command may read many new sessions in forked workers
         (they come back without their whole timeline, as from the cache).
-        `progress(done, total)` hears each session read (a long first read can say so)."""
+        `progress(done, total)` hears each session read (a long first read can say so).
+        `keep_timelines=False`: a session read from its start this time is kept as the
+        cache keeps it (without its whole timeline: a page that opens it reads it again),
+        so a first read of a large history holds one timeline at a time."""
         with self.lock:
             changed: set[str] = set()
             notes: list[str] = list(self.load_notes)
@@ -141,6 +160,8 @@ class Huddle:
                     changed.add(key)
                 if key not in done and refresh_one(h):
                     changed.add(key)
+                if not keep_timelines and key not in done and self.handles.get(key) is not h:
+                    found[key] = cache_form(h)  # (a value replaced, not a key added: the loop goes on)
                 if progress is not None:
                     progress(i + 1, len(found))
             for src in self.sources:
@@ -151,13 +172,15 @@ class Huddle:
             changed |= self.ledger.sync({k: h.session for k, h in found.items()})
             # files and folders skipped where they were met (io.safefile), looked at again now
             notes.extend(unreadable([r for src in self.sources for r in src.roots()]))
-            if self.cache is not None:
+            if self.cache is not None and self.autosave:
                 if changed or self.lazy or not os.path.exists(self.cache.path):
                     self.cache.save({**self.dormant, **self.handles}, entangled=self._entangled())
                 if self.lazy and scanned:
                     self._stamp_folders(scanned)
-                if self.cache.note:
-                    notes.append(self.cache.note)
+            elif self.cache is not None and self.lazy and scanned:
+                self._unstamped = scanned  # stamped by the next save_rows, after the heads
+            if self.cache is not None and self.cache.note:
+                notes.append(self.cache.note)
             self.notes = notes
             if changed:
                 self.generation += 1
@@ -173,6 +196,8 @@ class Huddle:
         """A cached session may stay unread: its row is settled (reading for token counts,
         any row is), nothing it was read from moved, and nothing it shows depends on
         another session's files."""
+        if self.text_only:
+            return unmoved(d.head)
         row = d.head.get("row")
         settled = isinstance(row, dict) and (self.settings.usage_only or self._settled(row, d.head))
         return settled and not d.head.get("entangled") and unmoved(d.head)
@@ -281,6 +306,33 @@ class Huddle:
                 out.add(k)
         return out
 
+    def put_to_sleep(self) -> int:
+        """Leave unread again (lazy) every session held as the cache keeps it (not read
+        whole for a page) that would sleep if read from the cache now: its row is saved
+        and settled, and nothing it was read from moved. Returns how many."""
+        n = 0
+        with self.lock:
+            if not self.lazy or self.cache is None:
+                return 0
+            for key, h in list(self.handles.items()):
+                head = self.cache.heads.get(key)
+                if h.session.complete or head is None or self.cache.versions.get(key) != h.session.version:
+                    continue
+                d = Dormant(key, h.session.version, head)
+                if self._sleeps(d):
+                    del self.handles[key]
+                    self.dormant[key] = d
+                    n += 1
+        return n
+
+    def forget(self, key: str) -> None:
+        """Read this cached session again from the start (its cached state is not wanted)."""
+        with self.lock:
+            self.dormant.pop(key, None)
+            self.handles.pop(key, None)
+            if self.cache is not None:
+                self.cache.forget(key)
+
     def wake_all(self) -> None:
         """Every sleeping session loaded (for views that need them all)."""
         with self.lock:
@@ -310,6 +362,8 @@ class Huddle:
                 mine = {k: x for k, x in self.handles.items() if k.startswith(src.name + ":")}
                 guarded(f"{src.name} settle", src.settle, mine)
                 self.ledger.sync({k: x.session for k, x in self.handles.items()})
+                for fn in self.on_complete:
+                    fn(h.key, nh.session)
                 return nh.session
             return h.session
 
@@ -347,11 +401,27 @@ class Huddle:
         with self.lock:
             if self.cache is not None and self.lazy:
                 rows = {f"{r['source']}:{r['id']}": r for r in board.get("sessions", ())}
-                built = getattr(self, "built_rows", None) or rows
-                self.cache.save({**self.dormant, **self.handles}, built, entangled=self._entangled())
-            files: dict[str, Any] = {k: _Stamped(d) for k, d in self.dormant.items()}
-            files.update(self.handles)
+                self.save_rows(getattr(self, "built_rows", None) or rows)
+            files = self.board_files()
         write_board(self.settings.huddle_home, board, files, self.watch_dirs(), self.settings.folders)
+
+    def save_rows(self, rows: dict[str, dict[str, Any]]) -> None:
+        """Write the cache with these board rows (every row built, listed or not): what a
+        session left unread shows next time. Rows of sessions not given keep their last."""
+        with self.lock:
+            if self.cache is not None:
+                self.cache.save({**self.dormant, **self.handles}, rows, entangled=self._entangled())
+                if self._unstamped:  # the last refresh's scans (its read_at_ns guards what moved since)
+                    self._stamp_folders(self._unstamped)
+                    self._unstamped = {}
+
+    def board_files(self) -> dict[str, Any]:
+        """Per session, what has `files()` (a handle, or a sleeping session's stamps): the
+        board file's staleness check."""
+        with self.lock:
+            files: dict[str, Any] = {k: Stamped(d) for k, d in self.dormant.items()}
+            files.update(self.handles)
+            return files
 
     def watch_dirs(self) -> list[str]:
         """Folders whose mtime moves when a session or a live signal appears (the status
@@ -416,17 +486,6 @@ class Huddle:
 
     def agent_roots(self) -> list[str]:
         return [os.path.realpath(r) for src in self.sources for r in src.roots()]
-
-
-class _Stamped:
-    """A sleeping session as the board file needs it: its files, stamped when this run
-    found them unmoved."""
-
-    def __init__(self, d: Dormant) -> None:
-        self.stamps = [f for f in d.head.get("files") or () if f[1] >= 0]
-
-    def files(self) -> list[str]:
-        return [f[0] for f in self.stamps]
 
 
 def _folder_of(files: list[str]) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 from huddle.sources import Handle
 
 
@@ -33,3 +35,15 @@ def _why(exc: Exception) -> str:
     else:
         what = f"{type(exc).__name__}: {exc}"
     return " ".join(what.split())
+
+
+def cache_form(h: Handle) -> Handle:
+    """The handle as the cache keeps it: its reading state and what was derived, of the
+    timeline only the usage events (huddle.model.session.Session.__getstate__). One that
+    cannot be pickled is given back as it is."""
+    try:
+        small = pickle.loads(pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        return h
+    small.source = getattr(h, "source", None)  # not pickled: the live source object goes on
+    return small

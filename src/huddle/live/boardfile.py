@@ -32,6 +32,7 @@ class _Files:
 
     def __init__(self, files: list[str]) -> None:
         self._files = files
+        self.stamps: list | None = None
 
     def files(self) -> list[str]:
         return self._files
@@ -87,7 +88,12 @@ class BoardFile:
         try:
             with h.lock:
                 rows = list(self.w.rows.values())
-                files = {k: _Files(list(hd.files())) for k, hd in h.handles.items() if k in self.w.rows}
+                every = h.board_files() if hasattr(h, "board_files") else h.handles
+                files = {k: _Files(list(hd.files())) for k, hd in every.items() if k in self.w.rows}
+                for k, f in files.items():
+                    stamps = getattr(every[k], "stamps", None)  # a session left unread: as the cache stamped it
+                    if stamps is not None:
+                        f.stamps = stamps
                 dirs, folders = h.watch_dirs(), dict(h.settings.folders)
             write_board(home, {"sessions": rows}, files, dirs, folders)
             self.writes += 1

@@ -11,6 +11,12 @@ stays as a safety net, not as the way anything is seen.
 
 The board rows are kept here, up to date row by row, so the board route answers
 from them instead of recomputing a thousand sessions per request.
+
+On a core that reads from the cache and leaves unmoved sessions unread (lazy: `huddle
+serve`), the board answers at once with the rows as last built, while the first read
+runs on the watcher's thread; what it finds different is pushed like any change. The
+sessions left unread keep their cached rows (they are settled: see Huddle._sleeps),
+and the cache is written back with the rows now and then, and at the stop.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Protocol
 from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
 from huddle.model.times import parse_time
 from huddle.views import api
-from huddle.views.board import board_notes, listed, session_entry, sort_rows
+from huddle.views.board import board_notes, listed, rows_key, session_entry, sort_rows
 from huddle.views.states import Debouncer
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
@@ -32,6 +38,7 @@ POLL_UNWATCHED = 1.0  # ... and while it does not
 HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process table, timers)
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
 LATER = 60.0  # seconds: a "your turn" row past its idle time (background work goes on)
+SAVE_EVERY = 30.0  # seconds between writes of the cache by a lazy core's watcher
 EVENTS_PER_MESSAGE = 500
 
 Publish = Callable[[list[tuple[str, dict, str | None]]], None]
@@ -83,25 +90,99 @@ class Watcher:
         self._refresh_cost = 0.0  # seconds the last refresh took
         self.due: dict[str, float] = {}  # session key -> when (monotonic) to look at its row again
         self.row_listeners: list[Listener] = []  # told each changed row (notifications)
-        self.started = False
+        self.started = False  # the first read is done (until then the board is the cached rows)
+        self.ready = threading.Event()  # set with `started` (the search index's first build waits on it)
+        self.rows_lock = threading.Lock()  # the rows, copied by the board without the core's lock
+        # a lazy core (sessions left unread, their rows from the cache): this watcher
+        # keeps every row it built (listed or not) and saves them with the cache
+        self.lazy = bool(getattr(h, "lazy", False)) and getattr(h, "cache", None) is not None
+        self.built: dict[str, dict] = {}
+        self._saved_gen = -1
+        self._saved_at = 0.0
+        if hasattr(h, "on_complete"):
+            h.on_complete.append(self._completed)
 
     # -- life ------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Read everything once (nothing is pushed for it), then follow changes."""
-        with self.h.lock:
-            self.h.refresh()
-            self._full_pass(publish=False)
+        """Read everything once (nothing is pushed for it), then follow changes. On a lazy
+        core the rows as last built answer at once; the first read runs on the thread and
+        pushes what differs."""
+        if self.lazy:
+            self._prime_from_cache()
+            t = threading.Thread(target=self._first_then_run, name="huddle-refresh", daemon=True)
+        else:
+            self._first(publish=False)
+            t = threading.Thread(target=self._run, name="huddle-refresh", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _first(self, publish: bool) -> None:
+        h = self.h
+        with h.lock:
+            if self.lazy:
+                # what is read from its start is held as the cache holds it (a page reads it
+                # whole when it opens it), then whatever is settled sleeps again: a first
+                # read of a large history holds one timeline at a time
+                h.refresh(keep_timelines=False)
+                if h.dormant and h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
+                    h.wake_all()  # rows built with other prices or idle time: built again
+            else:
+                h.refresh()
+            msgs = self._full_pass(publish=publish)
+            if self.lazy:
+                self._save(force=True)
+                h.put_to_sleep()
         self._ensure_watch()
         if self._watched:
             self.watch_ready.wait(5)  # from here on, no change goes unnoticed until the poll
-        with self.h.lock:
+        with h.lock:
             self.started = True
             for li in self.row_listeners:
                 li.prime(list(self.rows.values()))
-        t = threading.Thread(target=self._run, name="huddle-refresh", daemon=True)
-        t.start()
-        self._threads.append(t)
+        self.ready.set()
+        if msgs:
+            self.publish(msgs)  # the pages' board; listeners were primed with the result
+
+    def _first_then_run(self) -> None:
+        try:
+            self._first(publish=True)
+        except Exception as exc:  # the loop below reads again; the board shows the cache meanwhile
+            self.last_error = f"first read: {type(exc).__name__}: {exc}"
+        self._run()
+
+    def _prime_from_cache(self) -> None:
+        """The board as the cache last saw it: every listed row of the cached sessions, if
+        built with the prices and idle time in force (else the first read builds them).
+        Before the watcher's thread starts: nothing else reads the cache yet (the core's
+        lock is not taken, so a caller that holds it does not hold up the start)."""
+        h = self.h
+        if h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
+            return
+        rows = {k: head["row"] for k, head in h.cache.entries() if isinstance(head.get("row"), dict)}
+        with self.rows_lock:
+            self.rows = {k: r for k, r in rows.items() if listed(r)}
+
+    def _completed(self, key: str, s) -> None:
+        """A page read this session whole (the core's lock is held): its events are pushed
+        from here on."""
+        self.pushed[key] = (s.epoch, len(s.events))
+
+    def _save(self, force: bool = False) -> None:
+        """Write the cache with the rows built (a lazy core): at most every SAVE_EVERY
+        seconds while anything changed, and at the stop."""
+        h = self.h
+        now = time.monotonic()
+        if not force and (h.generation == self._saved_gen or now - self._saved_at < SAVE_EVERY):
+            return
+        with h.lock:
+            try:
+                h.save_rows(dict(self.built))
+                if h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
+                    h.cache.set_meta(rows=rows_key(h, api.pricing_table(h)))
+            except Exception as exc:  # the cache is only a head start: the next start reads more
+                self.last_error = f"cache: {type(exc).__name__}: {exc}"
+            self._saved_gen, self._saved_at = h.generation, now
 
     def listen(self, li: Listener) -> None:
         """Tell `li` of every row change from now on (primed with the board as it stands)."""
@@ -118,12 +199,16 @@ class Watcher:
         for t in self._threads:
             if t.name == "huddle-refresh":  # a watch thread notices its stop within rust_timeout
                 t.join(timeout=3)
+        if self.lazy and self.started:
+            self._save(force=True)
 
     def board(self) -> dict:
         """The board from the kept rows: what board_json would give, most urgent first."""
-        with self.h.lock:
+        with self.rows_lock:  # not the core's: a first read holds that for seconds
             rows = list(self.rows.values())
-            notes = board_notes(self.h)
+        notes = board_notes(self.h)
+        if not self.started:
+            notes.append("reading the session files: rows as last seen until then")
         out: dict = {"sessions": sort_rows(rows)}
         if notes:
             out["notes"] = notes
@@ -186,6 +271,8 @@ class Watcher:
         if refresh:
             for fn in self.listeners:
                 fn(changed)
+        if self.lazy:
+            self._save()
 
     def _ensure_watch(self) -> None:
         """Watch the agent folders that exist now; restart when that set changes."""
@@ -243,23 +330,32 @@ class Watcher:
         removed: list[str] = []
         table = api.pricing_table(h) if keys else None
         wall, mono = time.time(), time.monotonic()
+        dormant = getattr(h, "dormant", None) or {}
         for key in sorted(keys):
             handle = h.handles.get(key)
             if handle is None:
-                if self.rows.pop(key, None) is not None:
-                    removed.append(key)
+                if key in dormant:
+                    continue  # left unread (lazy): its row stands as last built
+                with self.rows_lock:
+                    if self.rows.pop(key, None) is not None:
+                        removed.append(key)
+                self.built.pop(key, None)
                 self.pushed.pop(key, None)
                 self.due.pop(key, None)
                 continue
             s = handle.session
             row = session_entry(h, s, debounce=self.debounce, table=table, fresh=fresh is not None and key in fresh)
+            if self.lazy:
+                self.built[key] = row
             if not listed(row):  # nothing said or done yet: off the board (still readable by id)
-                if self.rows.pop(key, None) is not None:
-                    removed.append(key)
+                with self.rows_lock:
+                    if self.rows.pop(key, None) is not None:
+                        removed.append(key)
                 self.due.pop(key, None)
                 continue
             if self.rows.get(key) != row:
-                self.rows[key] = row
+                with self.rows_lock:
+                    self.rows[key] = row
                 changed_rows.append(row)
             self._schedule(key, row, wall, mono)
             out.extend(self._new_events(key, handle))
@@ -283,6 +379,9 @@ class Watcher:
 
     def _new_events(self, key: str, handle) -> list[tuple[str, dict, str | None]]:
         s = handle.session
+        if not getattr(s, "complete", True):
+            self.pushed.pop(key, None)  # from the cache, no page shows it yet (see _completed)
+            return []
         n = len(s.events)
         had = self.pushed.get(key)
         self.pushed[key] = (s.epoch, n)

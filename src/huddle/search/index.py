@@ -168,7 +168,7 @@ class SearchIndex:
         the core's lock throughout). Sessions gone from the core leave the results."""
         with h.lock:
             snaps = self.snapshot(h, keys)
-            present = set(h.handles) if keys is None else None
+            present = set(h.handles) | set(getattr(h, "dormant", ())) if keys is None else None
         return self.index(snaps, progress, present)
 
     def index(
@@ -360,14 +360,26 @@ class SearchIndex:
 
 
 def one_shot(settings, progress: Callable[[str, int], Progress | None] | None = None):
-    """A core and its index made level, for a one-shot command: the core reads through
-    the search's own handle cache (so it resumes where the index stopped, not where
-    another command's refresh did); a session whose cached state does not match the
-    index is read whole. `progress(what, total)` may return a callback for a long phase
-    ("sessions read", then "bytes indexed"). Returns (core, index)."""
+    """A core and its index made level, for a one-shot command (see `make_level`).
+    `progress(what, total)` may return a callback for a long phase ("sessions read",
+    then "bytes indexed"). Returns (core, index)."""
+    index = SearchIndex(settings.huddle_home, settings.folders)
+    return make_level(settings, index, progress), index
+
+
+def make_level(
+    settings,
+    index: SearchIndex,
+    progress: Callable[[str, int], Progress | None] | None = None,
+    stop: Callable[[], bool] | None = None,
+):
+    """Bring `index` level with the session files; returns the core it read them with.
+    The core reads through the search's own handle cache (so it resumes where the index
+    stopped, not where another command's refresh did) and leaves unread every session
+    whose files did not move and whose cached state is the one the index was written
+    with; one whose cached state does not match the index is read whole."""
     from huddle.core import Huddle
 
-    index = SearchIndex(settings.huddle_home, settings.folders)
     try:
         if index.store.wants_rebuild():
             index.reset()
@@ -377,31 +389,32 @@ def one_shot(settings, progress: Callable[[str, int], Progress | None] | None = 
             raise
         index.reset()
         versions = {}
-    h = Huddle(settings, cache=True, cache_name="search-handles.db")
-    for key in [k for k, hd in h.handles.items() if versions.get(k) != hd.session.version]:
-        del h.handles[key]  # read again from the start: the index may lack part of it
-    cached = dict(h.handles)
+    h = Huddle(settings, cache=True, lazy=True, text_only=True, cache_name="search-handles.db")
+    for key in [k for k, d in h.dormant.items() if versions.get(k) != d.version]:
+        h.forget(key)  # read again from the start: the index may lack part of it
+    asleep = set(h.dormant)
     h.refresh(progress=_lazy(progress, "reading sessions") if progress is not None else None)
     # a version says "nothing new" only for a handle that went on from the cache the
     # index was written with (a session read afresh counts its versions anew)
-    versions = {k: versions[k] for k, hd in cached.items() if h.handles.get(k) is hd and k in versions}
+    versions = {k: versions[k] for k in asleep if k in h.handles and k in versions}
     for _attempt in range(2):
         try:
             with h.lock:
                 snaps = index.snapshot(h, versions=versions)
+                present = set(h.handles) | set(h.dormant)
             total = index.bytes_to_do(snaps)
-            res = index.index(snaps, progress("building the search index", total) if progress else None, set(h.handles))
+            res = index.index(snaps, progress("building the search index", total) if progress else None, present, stop)
             for key in sorted(res.needs_complete):
                 h.complete(key)
                 index.update(h, {key})
-            if res.needs_complete and h.cache is not None:
-                h.cache.save(h.handles)  # those sessions were read whole: keep where they stand
+            if res.needs_complete:
+                h.save_rows({})  # those sessions were read whole: keep where they stand
             break
         except Damaged:
             versions = {}
             h = Huddle(settings)  # the index is gone: read everything again
             h.refresh()
-    return h, index
+    return h
 
 
 def _lazy(progress: Callable[[str, int], Progress | None], what: str) -> Progress:

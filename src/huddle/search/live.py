@@ -22,8 +22,12 @@ CHECK = 5.0  # seconds between looks when nothing wakes the thread (a failed rou
 
 
 class LiveIndexer:
-    def __init__(self, h: Any, index: SearchIndex):
+    def __init__(self, h: Any, index: SearchIndex, after: threading.Event | None = None):
+        """`after`: set once the core's first read is done (the server's watcher): the
+        first build waits for it, so it reads at least as far as the core did (what the
+        core read before holds no timeline to index: see Huddle.refresh keep_timelines)."""
         self.h = h
+        self.after = after
         self.index = index
         self.dirty: set[str] | None = None  # None: every session (the first build)
         self.wake = threading.Event()
@@ -47,6 +51,9 @@ class LiveIndexer:
 
     def _run(self) -> None:
         try:
+            while self.after is not None and not self.after.wait(0.5):
+                if self.stopping.is_set():
+                    return
             self._loop()
         finally:
             self.index.store.close()  # the owner closes, after its last use
@@ -60,6 +67,18 @@ class LiveIndexer:
                 self.dirty |= keys
             self.idle.clear()
         self.wake.set()
+
+    def _level(self) -> None:
+        """The first build on a core that leaves sessions unread (the server from the
+        cache): the search reads through its own handle cache, as `huddle search` does,
+        so what it has not indexed is read whole (never a cached, partial timeline), and
+        what it has stays unread. That core is dropped once the index is level; the
+        watcher's changes follow on the server's own core."""
+        from .index import make_level
+
+        core = make_level(self.h.settings, self.index, stop=self.stopping.is_set)
+        if core.cache is not None:
+            core.cache.store.close()
 
     def _take(self) -> set[str] | None:
         with self._lock:
@@ -87,11 +106,14 @@ class LiveIndexer:
             try:
                 if first:
                     self.index.building = True
-                with self.h.lock:
-                    snaps = self.index.snapshot(self.h, keys)
-                    handles = set(self.h.handles)
-                gone = first or bool(keys and keys - handles)
-                self.index.index(snaps, present=handles if gone else None, stop=self.stopping.is_set)
+                if first and getattr(self.h, "lazy", False):
+                    self._level()
+                else:
+                    with self.h.lock:
+                        snaps = self.index.snapshot(self.h, keys)
+                        handles = set(self.h.handles) | set(getattr(self.h, "dormant", ()))
+                    gone = first or bool(keys and keys - handles)
+                    self.index.index(snaps, present=handles if gone else None, stop=self.stopping.is_set)
                 self.last_error = None
             except Damaged as exc:
                 self.last_error = str(exc)

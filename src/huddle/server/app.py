@@ -53,13 +53,13 @@ def json_response(data, status: int = 200) -> Response:
     )
 
 
-def _indexer(h):
+def _indexer(h, after: threading.Event | None = None):
     """The search index's thread, when huddle has a home folder to keep the index in."""
     from huddle.search import index_for
     from huddle.search.live import LiveIndexer
 
     index = index_for(h)
-    return LiveIndexer(h, index) if index is not None else None
+    return LiveIndexer(h, index, after) if index is not None else None
 
 
 # The error tree (huddle.errors) has no HTTP in it: the server says which status each
@@ -84,7 +84,7 @@ class State:
         self.loop: asyncio.AbstractEventLoop | None = None
         # `watcher(h, publish)` makes another source of board rows (huddle serve --hub)
         self.watcher = watcher(h, self._publish) if watcher else Watcher(h, self._publish, **(watch_options or {}))
-        self.indexer = _indexer(h) if watcher is None else None
+        self.indexer = _indexer(h, getattr(self.watcher, "ready", None)) if watcher is None else None
         if self.indexer is not None:
             self.watcher.listeners.append(self.indexer.notify)
         if watcher is None and demo is None:  # the status line reads what this board shows
@@ -207,6 +207,8 @@ def create_app(
                 "version": __version__,
                 "demo": st.demo is not None,
                 "watching": st.watcher.watching,
+                # the first read is still running (a server from the cache answers before it)
+                "reading": not getattr(st.watcher, "started", True),
                 "notes": board_notes(h),
                 "error": st.watcher.last_error,
             }

@@ -228,6 +228,8 @@ def _index_state(index: Any) -> dict:
 def _result(h: Huddle, hit: tuple, q: Query) -> dict | None:
     rowid, path, off, ln, nth, kind_code, agent, key = hit
     handle = h.handles.get(key)
+    if handle is None and key in (getattr(h, "dormant", None) or ()):
+        handle = h.handle(key)  # left unread (lazy): read from the cache now
     if handle is None:
         return None
     s = handle.session
