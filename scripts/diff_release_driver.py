@@ -70,6 +70,13 @@ class Server:
         if not self.base:
             self.close()
             raise RuntimeError("huddle serve did not start")
+        # a server from the cache answers before its first read is done (rows as last
+        # built): the answers compared are those after it
+        while time.monotonic() < deadline:
+            info = self.get("/api/info")
+            if not (isinstance(info, dict) and info.get("reading")):
+                break
+            time.sleep(0.05)
 
     def get(self, path: str) -> object:
         for _ in range(50):

@@ -39,6 +39,7 @@ class LiveIndexer:
         self._generation = index.generation
 
     def start(self) -> None:
+        self.index.building = True  # the first build is due (it may wait for the core's first read)
         self.wake.set()
         self._thread = threading.Thread(target=self._run, name="huddle-search-index", daemon=True)
         self._thread.start()
