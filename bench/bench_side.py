@@ -102,6 +102,8 @@ def build(sessions: int, claude_gb: float, codex_threads: int, codex_mb: int) ->
 class Run:
     """Wall and CPU seconds of one command (CPU: user + system of it and its children)."""
 
+    ready: Run | None = None  # a server's first read done (serve_until_answer)
+
     def __init__(self, wall: float, cpu: float, out: str = "", rss_mb: float | None = None):
         self.wall, self.cpu, self.out, self.rss_mb = wall, cpu, out, rss_mb
 
@@ -142,21 +144,34 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve_until_answer(cmd: list[str], env: dict, url: str, timeout: float = 300) -> Run:
-    """Start a server; time until `url` answers 200 with a body; its CPU and RSS then."""
+def serve_until_answer(cmd: list[str], env: dict, url: str, timeout: float = 300, ready: str | None = None) -> Run:
+    """Start a server; time until `url` answers 200 with a body; its CPU and RSS then.
+    `ready`: a URL whose JSON says `"reading": false` once the first read is done (huddle
+    from its cache answers before): the Run's `.ready` is that moment, CPU and RSS."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    first: Run | None = None
     try:
         while time.perf_counter() - t0 < timeout:
             if p.poll() is not None:
                 raise SystemExit(f"{cmd[0]} exited ({p.returncode})")
             try:
-                with urllib.request.urlopen(url, timeout=30) as r:
-                    body = r.read()
-                if r.status == 200 and body:
-                    wall = time.perf_counter() - t0
-                    cpu, rss = proc_cpu_rss(p.pid)
-                    return Run(wall, cpu, body.decode(errors="replace")[:2000], rss)
+                if first is None:
+                    with urllib.request.urlopen(url, timeout=30) as r:
+                        body = r.read()
+                    if r.status == 200 and body:
+                        cpu, rss = proc_cpu_rss(p.pid)
+                        first = Run(time.perf_counter() - t0, cpu, body.decode(errors="replace")[:2000], rss)
+                        first.ready = first
+                if first is not None and ready is None:
+                    return first
+                if first is not None and ready is not None:
+                    with urllib.request.urlopen(ready, timeout=30) as r:
+                        info = json.loads(r.read())
+                    if not info.get("reading"):
+                        cpu, rss = proc_cpu_rss(p.pid)
+                        first.ready = Run(time.perf_counter() - t0, cpu, "", rss)
+                        return first
             except OSError:
                 pass
             time.sleep(0.02)
@@ -175,6 +190,7 @@ class Bench:
         self.claude, self.codex, self.work = claude, codex, work
         (work / "home").mkdir(parents=True, exist_ok=True)
         self.rows: list[tuple[str, str, list[Run], list[Run]]] = []
+        self.solos: list[tuple[str, list[Run]]] = []  # huddle alone (no peer does the same)
         sessions = sorted(claude.glob("projects/*/*.jsonl"), key=lambda p: p.stat().st_size)
         self.appended = sessions[len(sessions) // 2]  # a middling session gets the appends
         self.size0 = self.appended.stat().st_size
@@ -245,6 +261,9 @@ class Bench:
         self.rows.append((name, peer, a, b))
         print(f"  {name}: done", flush=True)
 
+    def solo(self, name: str, runs: list[Run]) -> None:
+        self.solos.append((name, runs))
+
     def table(self) -> None:
         med = statistics.median
         print(
@@ -265,6 +284,13 @@ class Bench:
                 line += f"   RSS {med(x.rss_mb for x in a):.0f} MB vs {med(y.rss_mb for y in b):.0f} MB"
             print(line)
         print("(ratios: huddle / peer, median of the paired rounds; below 1 huddle is faster)")
+        for name, runs in self.solos:
+            rss = [x.rss_mb for x in runs if x.rss_mb is not None]
+            print(
+                f"{name:<34} {med(x.wall for x in runs):>7.3f}s {med(x.cpu for x in runs):>5.2f}s"
+                + (f"   RSS {med(rss):.0f} MB" if rss else "")
+                + f"   (huddle alone, {len(runs)} runs)"
+            )
 
 
 def totals_huddle(out: str) -> dict:
@@ -410,14 +436,20 @@ def main() -> None:
             time.sleep(2)  # let a background refresher finish
         if "serve" in only and AGENTSVIEW:
             timed([*huddle, "status", "--json"], b.env())  # the cache
+            timed([AGENTSVIEW, "sync"], b.env())  # and its database (else its serve syncs first)
+            runs: list[Run] = []
 
-            def ours() -> Run:
+            def ours(home: str = "hh") -> Run:
                 port = free_port()
-                return serve_until_answer(
-                    [*huddle, "serve", "--port", str(port), "--no-open"],
-                    b.env(),
-                    f"http://127.0.0.1:{port}/api/sessions",
+                base = f"http://127.0.0.1:{port}/api/"
+                run = serve_until_answer(
+                    [*huddle, "serve", "--port", str(port), "--no-open", "--no-notify"],
+                    b.env(huddle_home=home),
+                    base + "sessions",
+                    ready=base + "info",
                 )
+                runs.append(run)
+                return run
 
             def theirs() -> Run:
                 port = free_port()
@@ -425,6 +457,11 @@ def main() -> None:
                 return serve_until_answer(cmd, b.env(), f"http://127.0.0.1:{port}/api/v1/sessions")
 
             b.pair("serve: first board answer", "agentsview", ours, theirs, max(2, a.runs // 2))
+            b.solo("serve (cache): first read done", [r.ready or r for r in runs])
+            k = iter(range(10_000))
+            cold = [ours(f"serve-cold-{next(k)}") for _ in range(max(1, a.runs // 2))]
+            b.solo("serve (no cache): first answer", cold)
+            b.solo("serve (no cache): first read done", [r.ready or r for r in cold])
     finally:
         b.restore()
         b.table()
