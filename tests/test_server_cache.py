@@ -214,3 +214,15 @@ def test_a_first_start_without_a_cache_holds_no_settled_timeline(tmp_path):
         key = sorted(h.dormant)[0]
         sid = key.split(":", 1)[1]
         assert c.get(f"/api/sessions/{sid}/events").json() == api.events(cold, sid)
+
+
+def test_the_board_at_a_past_moment_replays_whole_timelines(home):
+    cold = _cold(home)
+    starts = sorted(s.started_at for s in cold.sessions() if s.started_at)
+    at = starts[len(starts) // 2] + 1.0  # some sessions under way then, some not begun
+    h = Huddle(home, cache=True, lazy=True)
+    with ServerThread(h, watch_options=FAST) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        _wait(lambda: srv.state.watcher.started)
+        got = c.get("/api/sessions", params={"at": str(at)}).json()
+    assert _rows(got) == _rows(api.sessions(cold, at=at))
+    assert not any(x.session.complete for x in h.handles.values())  # read for it, not kept

@@ -17,7 +17,7 @@ from huddle.errors import BadRequest, HuddleError, NotFound
 from huddle.io.boardfile import write_board
 from huddle.io.safefile import unreadable
 from huddle.model.attention import IDLE_AFTER, YOUR_TURN
-from huddle.model.ledger import Ledger
+from huddle.model.ledger import Ledger, mark_as
 from huddle.model.session import Session
 from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
 from huddle.sources.base import Source
@@ -391,6 +391,8 @@ class Huddle:
                 nh = fresh.pop(key, None)
                 if nh is not None:
                     refresh_one(nh)
+                    if h is not None:
+                        mark_as(nh.session, h.session)  # counted once across sessions, as held
                     yield nh.session
 
     def write_board_cache(self, board: dict) -> None:

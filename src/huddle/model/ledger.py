@@ -112,6 +112,14 @@ class Ledger:
         return changed
 
 
+def mark_as(whole: Session, held: Session) -> None:
+    """A session read whole again (and not kept) counts each response where its held copy
+    was told to (the ledger decided over every session the core holds)."""
+    want = {e.id: e.counted_in for e in held.events if e.kind == ev.USAGE and e.counted_in and e.id}
+    if want or whole.counted_elsewhere:
+        _mark(whole, want)
+
+
 def _mark(s: Session, want: dict[str, str]) -> bool:
     """Set `counted_in` on this session's usage events as `want` says (response id ->
     the session counting it, "" for this one); recount when anything moved."""
