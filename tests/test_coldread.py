@@ -39,3 +39,29 @@ def test_parallel_first_read_equals_a_plain_one(tmp_path, monkeypatch):
     assert not forked2.handles[key].session.complete
     whole = forked2.complete(key)
     assert whole.complete and len(whole.events) == len(plain.session(key).events)
+
+
+def test_workers_started_fresh_read_the_same_from_a_thread(tmp_path, monkeypatch):
+    """A process with threads (the server) starts its workers fresh, never forks: each
+    scans the sources itself for the sessions it is given."""
+    import threading
+
+    plain = Huddle(settings(tmp_path))
+    plain.refresh()
+    monkeypatch.setattr(coldread, "MIN_BYTES", 0)
+    spawned = Huddle(settings(tmp_path))
+    got: dict = {}
+
+    def first_read() -> None:
+        new = {k: h for src in spawned.sources if src.exists() for k, h in src.scan({}).items()}
+        got["done"] = coldread.read_in_parallel(new, spawned.sources, spawn=spawned.settings)
+        got["new"] = new
+
+    t = threading.Thread(target=first_read)
+    t.start()
+    t.join(120)
+    assert got["done"] == set(got["new"]) and len(got["done"]) >= 4
+    assert all(not h.session.complete and h.source is not None for h in got["new"].values())
+    again = Huddle(settings(tmp_path))
+    again.refresh(parallel=True, spawn=True)
+    assert rows(again) == rows(plain)

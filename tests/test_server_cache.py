@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 import web_corpus
-from huddle.core import Huddle
+from huddle.core import Huddle, coldread
 from huddle.server import ServerThread
 from huddle.views import api
 from huddle.views.board import board_json
@@ -196,7 +196,20 @@ def test_the_next_start_shows_what_the_last_one_read(home):
         _wait(lambda: srv.state.watcher.started)
 
 
-def test_a_first_start_without_a_cache_holds_no_settled_timeline(tmp_path):
+@pytest.mark.parametrize("workers", [False, True], ids=["in-process", "fresh-workers"])
+def test_a_first_start_without_a_cache_holds_no_settled_timeline(tmp_path, monkeypatch, workers):
+    read_by_workers: set[str] = set()
+    if workers:  # the samples are small: read them in fresh worker processes anyway
+        monkeypatch.setattr(coldread, "MIN_BYTES", 0)
+        real = coldread.read_in_parallel
+
+        def noted(handles, sources, spawn=None):
+            assert spawn is not None  # a process with threads never forks
+            done = real(handles, sources, spawn=spawn)
+            read_by_workers.update(done)
+            return done
+
+        monkeypatch.setattr("huddle.core.huddle.read_in_parallel", noted)
     settings = web_corpus.build(tmp_path)
     for folder in settings.folders.values():
         _age(folder)
@@ -214,6 +227,7 @@ def test_a_first_start_without_a_cache_holds_no_settled_timeline(tmp_path):
         key = sorted(h.dormant)[0]
         sid = key.split(":", 1)[1]
         assert c.get(f"/api/sessions/{sid}/events").json() == api.events(cold, sid)
+    assert len(read_by_workers) > len(cold.handles) // 2 if workers else not read_by_workers
 
 
 def test_the_board_at_a_past_moment_replays_whole_timelines(home):

@@ -4,7 +4,9 @@ A cold `huddle status` or `huddle usage` reads every byte once; the sessions are
 independent, so on a machine with several cores each forked worker reads its share
 and sends back the handles in their cache form (derived state and usage events, not
 the whole timeline, which the views read again when they need it). Only for
-one-shot commands: the server, with its threads, never forks.
+one-shot commands: a process with threads (the server) never forks; it starts its
+workers fresh instead (`spawn`), each scanning the sources itself for the sessions it
+is given, as `Huddle.read_whole` does.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections.abc import Iterable
+from typing import Any
 
 from huddle.sources import Handle, Source
 
@@ -44,9 +47,25 @@ def _read(keys: list[str]) -> bytes:
     return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source]) -> set[str]:
+def _read_fresh(job: tuple[Any, list[str], list[str]]) -> bytes:
+    """A spawned worker: the sources made again from the settings, scanned, and the keys
+    given read (what a fresh scan does not find is left to the parent)."""
+    from huddle.sources import all_sources, guarded
+
+    settings, names, keys = job
+    found: dict[str, Handle] = {}
+    for src in all_sources(settings, names):
+        if any(k.startswith(src.name + ":") for k in keys):
+            found.update(guarded(f"{src.name} scan", src.scan, {}) or {})
+    _work.clear()
+    _work.update((k, found[k]) for k in keys if k in found)
+    return _read(list(_work))
+
+
+def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source], spawn: Any = None) -> set[str]:
     """Refresh the given (new, unread) handles in forked workers when it pays; the
-    handles in `handles` are replaced by what the workers read. Returns the keys done."""
+    handles in `handles` are replaced by what the workers read. Returns the keys done.
+    `spawn`: the Settings, for a process with threads: workers started fresh (no fork)."""
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or not hasattr(os, "fork") or len(handles) < 2:
         return set()
@@ -61,12 +80,18 @@ def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source]) -> s
         loads[i] += sizes[k]
     import multiprocessing
 
+    sources = list(sources)
+    names = [s.name for s in sources]
     _work.clear()
     _work.update(handles)
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = pool.map(_read, [g for g in groups if g])
-    except (OSError, RuntimeError, pickle.PickleError):
+        if spawn is not None:
+            with multiprocessing.get_context("spawn").Pool(workers) as pool:
+                results = pool.map(_read_fresh, [(spawn, names, g) for g in groups if g])
+        else:
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                results = pool.map(_read, [g for g in groups if g])
+    except (OSError, RuntimeError, pickle.PickleError, EOFError):
         return set()
     finally:
         _work.clear()

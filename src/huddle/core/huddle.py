@@ -93,6 +93,7 @@ class Huddle:
         parallel: bool = False,
         progress: Callable[[int, int], None] | None = None,
         keep_timelines: bool = True,
+        spawn: bool = False,
     ) -> set[str]:
         """Find sessions and read what was appended. Returns the keys that changed.
         `parallel`: a one-shot command may read many new sessions in forked workers
@@ -100,7 +101,8 @@ class Huddle:
         `progress(done, total)` hears each session read (a long first read can say so).
         `keep_timelines=False`: a session read from its start this time is kept as the
         cache keeps it (without its whole timeline: a page that opens it reads it again),
-        so a first read of a large history holds one timeline at a time."""
+        so a first read of a large history holds one timeline at a time. `spawn` (with
+        `parallel`): workers started fresh, for a process with threads (the server)."""
         with self.lock:
             changed: set[str] = set()
             notes: list[str] = list(self.load_notes)
@@ -153,7 +155,7 @@ class Huddle:
             done: set[str] = set()
             if parallel:
                 new = {k: h for k, h in found.items() if self.handles.get(k) is not h}
-                done = read_in_parallel(new, self.sources)
+                done = read_in_parallel(new, self.sources, spawn=self.settings if spawn else None)
                 found.update((k, new[k]) for k in done)
             for i, (key, h) in enumerate(found.items()):
                 if self.handles.get(key) is not h:

@@ -123,8 +123,9 @@ class Watcher:
             if self.lazy:
                 # what is read from its start is held as the cache holds it (a page reads it
                 # whole when it opens it), then whatever is settled sleeps again: a first
-                # read of a large history holds one timeline at a time
-                h.refresh(keep_timelines=False)
+                # read of a large history holds one timeline at a time (none, when fresh
+                # worker processes read it: huddle.core.coldread)
+                h.refresh(parallel=True, spawn=True, keep_timelines=False)
                 if h.dormant and h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
                     h.wake_all()  # rows built with other prices or idle time: built again
             else:
