@@ -70,12 +70,13 @@ def _entry(s: dict[str, Any], table: Table) -> dict[str, Any]:
 
 
 def counted_from_index(
-    settings: Settings, table: Table, since: float | None = None, until: float | None = None
+    settings: Settings, table: Table, since: float | None = None, until: float | None = None, spawn: bool = False
 ) -> tuple[dict[str, Any], list[str]]:
     """The counted usage for `huddle usage`: per-session sums (`groups`) from the index,
     the sessions whose files moved read again (their new bytes only); or, when the
     sums cannot answer (a bound inside a day, other prices), every counted row.
-    Returns (counted, notes), for `usage.aggregate`."""
+    Returns (counted, notes), for `usage.aggregate`. `spawn`: a caller with threads (the
+    server): a long first read starts fresh workers rather than forking."""
     from huddle.core import Huddle
 
     notes: list[str] = []
@@ -88,7 +89,7 @@ def counted_from_index(
             pass
     # Only token counts are needed: the sources may pass over everything else unread.
     h = Huddle(dataclasses.replace(settings, usage_only=True), cache=True, lazy=True, cache_name=CACHE_NAME)
-    h.refresh(parallel=True)
+    h.refresh(parallel=True, spawn=spawn)
     notes += h.notes
     cache = h.cache
     want_rows = not (day_aligned(since) and day_aligned(until))
