@@ -17,12 +17,13 @@ from huddle.errors import BadRequest, HuddleError, NotFound
 from huddle.io.boardfile import write_board
 from huddle.io.safefile import unreadable
 from huddle.model.attention import IDLE_AFTER, YOUR_TURN
-from huddle.model.ledger import Ledger, mark_as
+from huddle.model.ledger import Ledger
 from huddle.model.session import Session
 from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
 from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
+from . import whole
 from .cache import Dormant, HandleCache, Stamped, dirs_still, unmoved
 from .coldread import read_in_parallel
 from .reading import cache_form, refresh_one
@@ -309,31 +310,28 @@ class Huddle:
         return out
 
     def put_to_sleep(self) -> int:
-        """Leave unread again (lazy) every session held as the cache keeps it (not read
-        whole for a page) that would sleep if read from the cache now: its row is saved
-        and settled, and nothing it was read from moved. Returns how many."""
-        n = 0
-        with self.lock:
-            if not self.lazy or self.cache is None:
-                return 0
-            for key, h in list(self.handles.items()):
-                head = self.cache.heads.get(key)
-                if h.session.complete or head is None or self.cache.versions.get(key) != h.session.version:
-                    continue
-                d = Dormant(key, h.session.version, head)
-                if self._sleeps(d):
-                    del self.handles[key]
-                    self.dormant[key] = d
-                    n += 1
-        return n
+        """Leave unread again what a lazy core holds as the cache keeps it (whole.put_to_sleep)."""
+        return whole.put_to_sleep(self)
+
+    def complete(self, key: str) -> Session | None:
+        """The session with its whole timeline (whole.complete)."""
+        return whole.complete(self, key)
+
+    def read_whole(self, keys: Iterable[str]) -> Iterator[Session]:
+        """Each of these sessions with its whole timeline, one at a time, not kept (whole.read_whole)."""
+        return whole.read_whole(self, keys)
 
     def forget(self, key: str) -> None:
-        """Read this cached session again from the start (its cached state is not wanted)."""
+        """Read this cached session again from the start (its cached state is not wanted):
+        its source is scanned next time, whether or not its folders moved."""
         with self.lock:
             self.dormant.pop(key, None)
             self.handles.pop(key, None)
             if self.cache is not None:
                 self.cache.forget(key)
+                scans = dict(self.cache.meta().get("scans") or {})
+                if scans.pop(key.split(":", 1)[0], None) is not None:
+                    self.cache.set_meta(scans=scans)
 
     def wake_all(self) -> None:
         """Every sleeping session loaded (for views that need them all)."""
@@ -345,57 +343,6 @@ class Huddle:
         """The board rows of the sessions left unread, as last built."""
         with self.lock:
             return {k: d.head["row"] for k, d in self.dormant.items()}
-
-    def complete(self, key: str) -> Session | None:
-        """The session with its whole timeline: one loaded from the cache keeps only its
-        usage events, so it is read again from its files the first time a view needs it."""
-        with self.lock:
-            h = self.handle(key)
-            if h is None:
-                return None
-            if h.session.complete:
-                return h.session
-            src = next((s for s in self.sources if s.name == h.session.source), None)
-            fresh = guarded("rescan", src.scan, {}) if src is not None else None
-            if src is not None and fresh and h.key in fresh:
-                nh = fresh[h.key]
-                refresh_one(nh)
-                self.handles[h.key] = nh
-                mine = {k: x for k, x in self.handles.items() if k.startswith(src.name + ":")}
-                guarded(f"{src.name} settle", src.settle, mine)
-                self.ledger.sync({k: x.session for k, x in self.handles.items()})
-                for fn in self.on_complete:
-                    fn(h.key, nh.session)
-                return nh.session
-            return h.session
-
-    def read_whole(self, keys: Iterable[str]) -> Iterator[Session]:
-        """Each of these sessions with its whole timeline, one at a time and not kept:
-        for exporters that walk a whole history in the memory of one session. A session
-        already complete is given as it is; the others are read again from their files."""
-        wanted: dict[str, list[str]] = {}
-        for key in keys:
-            h = self.handle(key)
-            if h is not None:
-                wanted.setdefault(h.session.source, []).append(h.key)
-        for src in self.sources:
-            names = wanted.get(src.name)
-            if not names:
-                continue
-            fresh: dict[str, Handle] = {}
-            for key in names:
-                h = self.handles.get(key)
-                if h is not None and h.session.complete:
-                    yield h.session
-                    continue
-                if not fresh:
-                    fresh = guarded(f"{src.name} scan", src.scan, {}) or {}
-                nh = fresh.pop(key, None)
-                if nh is not None:
-                    refresh_one(nh)
-                    if h is not None:
-                        mark_as(nh.session, h.session)  # counted once across sessions, as held
-                    yield nh.session
 
     def write_board_cache(self, board: dict) -> None:
         """Leave the board where the standard-library status line can read it, and its

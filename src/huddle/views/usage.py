@@ -280,30 +280,7 @@ def report(
     from usage at or after `since` and before `until` (unix seconds). Reads what
     `huddle` holds: call `huddle.refresh()` first."""
     t = table or current(huddle.settings.huddle_home)
-    if getattr(huddle, "lazy", False) and huddle.settings.huddle_home:
-        # a core that leaves sessions unread (the server from the cache) counts from the
-        # usage index, as `huddle usage` does: no session is woken for it
-        counted, notes = _indexed(huddle, t, since, until)
-        return aggregate(counted, by, since, t, notes, until)
     return aggregate(_collected(huddle), by, since, t, getattr(huddle, "notes", None), until)
-
-
-_indexed_memo: weakref.WeakKeyDictionary[Any, tuple[tuple, tuple[dict, list[str]]]] = weakref.WeakKeyDictionary()
-
-
-def _indexed(huddle: Huddle, table: Table, since: float | None, until: float | None) -> tuple[dict, list[str]]:
-    """huddle.views.usage_index.counted_from_index, once per change of the core and
-    bounds (a page asks for several groupings of the same rows)."""
-    from .usage_index import counted_from_index, pricing_key
-
-    key = (getattr(huddle, "generation", None), since, until, pricing_key(table))
-    got = _indexed_memo.get(huddle)
-    if got is not None and got[0] == key:
-        return got[1]
-    # workers started fresh: the server has threads (huddle.core.coldread)
-    out = counted_from_index(huddle.settings, table, since, until, spawn=True)
-    _indexed_memo[huddle] = (key, out)
-    return out
 
 
 _collected_memo: weakref.WeakKeyDictionary[Any, tuple[int, dict]] = weakref.WeakKeyDictionary()

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from huddle.model.events import Usage
 
-from .pricing import Table
-from .usage import _day, add_exact, collect, session_info
+from .pricing import Table, current
+from .usage import _day, add_exact, aggregate, collect, session_info
 
 if TYPE_CHECKING:
     from huddle.sources.settings import Settings
@@ -111,3 +112,20 @@ def counted_from_index(
     kept = [d.head["row"] for d in h.dormant.values()]
     sessions = [s for s in (*kept, *fresh.values()) if s["groups"]]
     return {"sessions": sessions, "duplicates": sum(s.get("duplicates", 0) for s in sessions)}, notes
+
+
+_memo: weakref.WeakKeyDictionary[Any, tuple[tuple, tuple[dict[str, Any], list[str]]]] = weakref.WeakKeyDictionary()
+
+
+def report_for(core: Any, by: str, since: float | None = None, until: float | None = None) -> dict[str, Any]:
+    """`usage.report` for a core that leaves sessions unread (the server from the cache):
+    counted from the index, as `huddle usage` does, so no session is woken for it; once
+    per change of the core and bounds (a page asks for several groupings)."""
+    table = current(core.settings.huddle_home)
+    key = (getattr(core, "generation", None), since, until, pricing_key(table))
+    got = _memo.get(core)
+    if got is None or got[0] != key:
+        # workers started fresh: the server has threads (huddle.core.coldread)
+        got = _memo[core] = (key, counted_from_index(core.settings, table, since, until, spawn=True))
+    counted, notes = got[1]
+    return aggregate(counted, by, since, table, notes, until)

@@ -1,0 +1,91 @@
+"""Whole timelines: a session the cache held without its timeline read again from its
+files (for a page, one kept; for exporters, one at a time and not kept), and what was
+read in the cache's form left unread again. Functions of the core (Huddle delegates)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
+
+from huddle.model.ledger import mark_as
+from huddle.model.session import Session
+from huddle.sources import Handle, guarded
+
+from .cache import Dormant
+from .reading import refresh_one
+
+if TYPE_CHECKING:
+    from .huddle import Huddle
+
+
+def put_to_sleep(core: Huddle) -> int:
+    """Leave unread again (lazy) every session held as the cache keeps it (not read
+    whole for a page) that would sleep if read from the cache now: its row is saved
+    and settled, and nothing it was read from moved. Returns how many."""
+    n = 0
+    with core.lock:
+        if not core.lazy or core.cache is None:
+            return 0
+        for key, h in list(core.handles.items()):
+            head = core.cache.heads.get(key)
+            if h.session.complete or head is None or core.cache.versions.get(key) != h.session.version:
+                continue
+            d = Dormant(key, h.session.version, head)
+            if core._sleeps(d):
+                del core.handles[key]
+                core.dormant[key] = d
+                n += 1
+    return n
+
+
+def complete(core: Huddle, key: str) -> Session | None:
+    """The session with its whole timeline: one loaded from the cache keeps only its
+    usage events, so it is read again from its files the first time a view needs it."""
+    with core.lock:
+        h = core.handle(key)
+        if h is None:
+            return None
+        if h.session.complete:
+            return h.session
+        src = next((s for s in core.sources if s.name == h.session.source), None)
+        fresh = guarded("rescan", src.scan, {}) if src is not None else None
+        if src is not None and fresh and h.key in fresh:
+            nh = fresh[h.key]
+            refresh_one(nh)
+            core.handles[h.key] = nh
+            mine = {k: x for k, x in core.handles.items() if k.startswith(src.name + ":")}
+            guarded(f"{src.name} settle", src.settle, mine)
+            core.ledger.sync({k: x.session for k, x in core.handles.items()})
+            for fn in core.on_complete:
+                fn(h.key, nh.session)
+            return nh.session
+        return h.session
+
+
+def read_whole(core: Huddle, keys: Iterable[str]) -> Iterator[Session]:
+    """Each of these sessions with its whole timeline, one at a time and not kept:
+    for exporters that walk a whole history in the memory of one session. A session
+    already complete is given as it is; the others are read again from their files."""
+    wanted: dict[str, list[str]] = {}
+    for key in keys:
+        h = core.handle(key)
+        if h is not None:
+            wanted.setdefault(h.session.source, []).append(h.key)
+    for src in core.sources:
+        names = wanted.get(src.name)
+        if not names:
+            continue
+        fresh: dict[str, Handle] = {}
+        for key in names:
+            h = core.handles.get(key)
+            if h is not None and h.session.complete:
+                yield h.session
+                continue
+            if not fresh:
+                fresh = guarded(f"{src.name} scan", src.scan, {}) or {}
+            nh = fresh.pop(key, None)
+            if nh is not None:
+                refresh_one(nh)
+                if h is not None:
+                    mark_as(nh.session, h.session)  # counted once across sessions, as held
+                yield nh.session
