@@ -391,8 +391,4 @@ def usage(h: Huddle, by: object = None, since: object = None, until: object = No
             if t is None:
                 raise BadRequest(f"bad {what}: {str(value)[:40]!r} (use YYYY-MM-DD or ISO 8601)")
         times.append(t)
-    if getattr(h, "lazy", False) and h.settings.huddle_home:
-        from .usage_index import report_for
-
-        return report_for(h, str(group), times[0], until=times[1])  # no session woken for it
     return u.report(h, str(group), times[0], until=times[1])

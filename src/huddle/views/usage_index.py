@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import weakref
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from huddle.model.events import Usage
 
-from .pricing import Table, current
-from .usage import _day, add_exact, aggregate, collect, session_info
+from .pricing import Table
+from .usage import _day, add_exact, collect, session_info
 
 if TYPE_CHECKING:
     from huddle.sources.settings import Settings
@@ -71,13 +70,12 @@ def _entry(s: dict[str, Any], table: Table) -> dict[str, Any]:
 
 
 def counted_from_index(
-    settings: Settings, table: Table, since: float | None = None, until: float | None = None, spawn: bool = False
+    settings: Settings, table: Table, since: float | None = None, until: float | None = None
 ) -> tuple[dict[str, Any], list[str]]:
     """The counted usage for `huddle usage`: per-session sums (`groups`) from the index,
     the sessions whose files moved read again (their new bytes only); or, when the
     sums cannot answer (a bound inside a day, other prices), every counted row.
-    Returns (counted, notes), for `usage.aggregate`. `spawn`: a caller with threads (the
-    server): a long first read starts fresh workers rather than forking."""
+    Returns (counted, notes), for `usage.aggregate`."""
     from huddle.core import Huddle
 
     notes: list[str] = []
@@ -90,7 +88,7 @@ def counted_from_index(
             pass
     # Only token counts are needed: the sources may pass over everything else unread.
     h = Huddle(dataclasses.replace(settings, usage_only=True), cache=True, lazy=True, cache_name=CACHE_NAME)
-    h.refresh(parallel=True, spawn=spawn)
+    h.refresh(parallel=True)
     notes += h.notes
     cache = h.cache
     want_rows = not (day_aligned(since) and day_aligned(until))
@@ -112,20 +110,3 @@ def counted_from_index(
     kept = [d.head["row"] for d in h.dormant.values()]
     sessions = [s for s in (*kept, *fresh.values()) if s["groups"]]
     return {"sessions": sessions, "duplicates": sum(s.get("duplicates", 0) for s in sessions)}, notes
-
-
-_memo: weakref.WeakKeyDictionary[Any, tuple[tuple, tuple[dict[str, Any], list[str]]]] = weakref.WeakKeyDictionary()
-
-
-def report_for(core: Any, by: str, since: float | None = None, until: float | None = None) -> dict[str, Any]:
-    """`usage.report` for a core that leaves sessions unread (the server from the cache):
-    counted from the index, as `huddle usage` does, so no session is woken for it; once
-    per change of the core and bounds (a page asks for several groupings)."""
-    table = current(core.settings.huddle_home)
-    key = (getattr(core, "generation", None), since, until, pricing_key(table))
-    got = _memo.get(core)
-    if got is None or got[0] != key:
-        # workers started fresh: the server has threads (huddle.core.coldread)
-        got = _memo[core] = (key, counted_from_index(core.settings, table, since, until, spawn=True))
-    counted, notes = got[1]
-    return aggregate(counted, by, since, table, notes, until)
