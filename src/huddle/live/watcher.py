@@ -179,8 +179,9 @@ class Watcher:
         with h.lock:
             try:
                 h.save_rows(dict(self.built))
-                if h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
-                    h.cache.set_meta(rows=rows_key(h, api.pricing_table(h)))
+                built_with = rows_key(h, api.pricing_table(h))
+                if h.cache.meta().get("rows") != built_with:
+                    h.cache.set_meta(rows=built_with)
             except Exception as exc:  # the cache is only a head start: the next start reads more
                 self.last_error = f"cache: {type(exc).__name__}: {exc}"
             self._saved_gen, self._saved_at = h.generation, now
