@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+from typing import TYPE_CHECKING
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.io.safefile import listdir, plain_file, read_json, stamp
@@ -14,11 +15,13 @@ from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from . import summaries
-from .parser import FileParser
 from .project_agents import agent_id_of, choose_parent, is_agent_file, session_ids
 from .registry import Registry
 from .state import SessionState
 from .summaries import SummarySearch
+
+if TYPE_CHECKING:  # the parser (and its records) loads when a transcript is read, not for a board that sleeps
+    from .parser import FileParser
 
 
 def _read_json(path: str) -> dict | None:
@@ -55,6 +58,8 @@ class ClaudeHandle(Handle):
         self._fresh()
 
     def _fresh(self) -> None:
+        from .parser import FileParser
+
         s = self.session
         self.state = SessionState()
         self.reader = LineReader(self.path)
@@ -108,6 +113,8 @@ class ClaudeHandle(Handle):
                 self._fresh()
                 return self.refresh()
             if sf.parser is None:
+                from .parser import FileParser
+
                 sf.parser = FileParser(s, self.state, sf.path, sf.agent_id, is_sub=True, usage_only=self.usage_only)
             if st != SAME:
                 self._drain(sf.parser, sf.reader)

@@ -14,6 +14,7 @@ and, once per new file, its first line. Reading a live thread reads appended byt
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -23,8 +24,10 @@ from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from .live import SystemCache, live_signals
-from .records import ThreadInfo, id_from_name, read_meta
-from .thread import Links, ThreadParser
+
+if TYPE_CHECKING:  # the records and the parser load when a rollout is read, not for a board that sleeps
+    from .records import ThreadInfo
+    from .thread import ThreadParser
 
 
 class ThreadFile:
@@ -46,6 +49,8 @@ class CodexHandle(Handle):
         self._fresh()
 
     def _fresh(self) -> None:
+        from .thread import Links
+
         s = self.session
         self.links = Links()
         lead = s.agent(self.root, parent=None, name="main")
@@ -72,6 +77,8 @@ class CodexHandle(Handle):
                 return
 
     def _add(self, info: ThreadInfo, path: str) -> None:
+        from .thread import ThreadParser
+
         s = self.session
         is_lead = info.id == self.root
         self.threads[info.id] = ThreadFile(
@@ -241,6 +248,8 @@ class BrokenHandle(Handle):
     """A rollout whose first line is not a readable session_meta: listed with an error."""
 
     def __init__(self, path: str, why: str):
+        from .records import id_from_name
+
         super().__init__("codex", id_from_name(path))
         self.path = path
         self.session.error = f"{path}: {why}"
@@ -366,6 +375,8 @@ class CodexSource(Source):
         bad = self._bad.get(path)
         if bad is not None and bad[0] == size:
             return
+        from .records import read_meta
+
         info, why = read_meta(path)
         if info is not None:
             self._threads[path] = info

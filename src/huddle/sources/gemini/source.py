@@ -15,6 +15,7 @@ lead file, its first line. Reading a live session reads its appended bytes.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -27,9 +28,11 @@ from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
-from . import records as rec
-from .live import live_signals
-from .parser import ChatParser, Links
+if TYPE_CHECKING:
+    from .parser import ChatParser
+
+# Its records, parser and live rules load when a Gemini session is read (not on every
+# board of a machine without Gemini sessions, nor on one whose sessions sleep).
 
 HEAD_MAX = 1 << 16  # a header line is small; a first line longer than this is not one
 
@@ -55,6 +58,8 @@ class GeminiHandle(Handle):
         self._fresh(files)
 
     def _fresh(self, files: list[tuple[str, str | None, str]]) -> None:
+        from .parser import Links
+
         s = self.session
         self.links = Links()
         a = s.agent(self.lead, parent=None, name="main")
@@ -76,6 +81,8 @@ class GeminiHandle(Handle):
             self._add(agent, parent, path)
 
     def _add(self, agent: str, parent: str | None, path: str) -> None:
+        from .parser import ChatParser
+
         s = self.session
         cf = self.chats[agent] = ChatFile(agent, parent, path)
         cf.parser = ChatParser(s, self.links, agent, parent, path)
@@ -147,6 +154,8 @@ class GeminiHandle(Handle):
 
     def _read_legacy(self, cf: ChatFile) -> None:
         """An older CLI's whole-session document: every message, then its summary."""
+        from . import records as rec
+
         p = cf.parser
         assert p is not None
         try:
@@ -199,6 +208,8 @@ class GeminiHandle(Handle):
                 s.version += 1
 
     def live(self, at: float | None = None) -> dict:
+        from .live import live_signals
+
         return live_signals(self, at)
 
 
@@ -370,6 +381,8 @@ class GeminiSource(Source):
 
 
 def _read_head(path: str) -> tuple[str | None, str]:
+    from . import records as rec
+
     try:
         with safefile.open_regular(path) as f:
             head = f.read(HEAD_MAX)

@@ -18,8 +18,6 @@ from huddle.io.safefile import listdir
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
-from .stream import Mapper
-
 
 class HostedHandle(Handle):
     def __init__(self, path: str, run: str):
@@ -28,6 +26,8 @@ class HostedHandle(Handle):
         self._fresh()
 
     def _fresh(self) -> None:
+        from .stream import Mapper  # (and the records it maps) when a run is read, not on every board
+
         s = self.session
         lead = s.agent(s.id, parent=None, name="main", file=self.path)
         lead.kind = "main"

@@ -18,6 +18,7 @@ database replaced by another file (a new inode) is read again from scratch.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
@@ -25,8 +26,9 @@ from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
-from .db import Database, DbError, stamp
-from .handle import BrokenHandle, OpenCodeHandle, Row, row_int
+if TYPE_CHECKING:  # the database and the handles load when a database is there to read
+    from .db import Database
+    from .handle import OpenCodeHandle, Row
 
 _SESSIONS = (
     "SELECT s.id, s.parent_id, s.time_created, s.time_updated, s.title, s.directory, s.agent, s.slug, {seq} "
@@ -94,6 +96,8 @@ class OpenCodeSource(Source):
         return self._listing[1]
 
     def database(self, path: str) -> Database:
+        from .db import Database
+
         db = self._dbs.get(path)
         if db is None:
             db = self._dbs[path] = Database(path)
@@ -110,6 +114,9 @@ class OpenCodeSource(Source):
     # -- finding sessions ----------------------------------------------------------------
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
+        from .db import DbError, stamp
+        from .handle import BrokenHandle, OpenCodeHandle
+
         self.notes = []
         self._open_for.clear()
         for db in self._dbs.values():
@@ -178,6 +185,9 @@ class OpenCodeSource(Source):
         return found
 
     def _list(self, path: str) -> list[Row]:
+        from .db import DbError
+        from .handle import Row, row_int
+
         db = self.database(path)
         tables = db.tables()
         if "session" not in tables:
@@ -211,6 +221,8 @@ class OpenCodeSource(Source):
 
 
 def _json1(db: Database) -> bool:
+    from .db import DbError
+
     try:
         db.query("SELECT json_extract('{\"a\":1}', '$.a')")
     except DbError:

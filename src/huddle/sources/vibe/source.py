@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from huddle.io.safefile import listdir, open_regular, read_small, remember
 from huddle.model import events as ev
@@ -21,11 +22,12 @@ from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 
 from .family import Family
-from .legacy import LegacyAgent, Rewritten, read_meta
 from .locks import Locks
-from .store import Rewritten as StoreRewritten
-from .store import StoreReader
-from .unified import StoreParser
+
+if TYPE_CHECKING:  # the parsers (and their records) load when a session is read, not on every board
+    from .legacy import LegacyAgent
+    from .store import StoreReader
+    from .unified import StoreParser
 
 LEGACY_DIR = re.compile(r"^.+_\d{8}_\d{6}_([0-9a-fA-F]{8})$")
 _SESSION_ID = re.compile(rb'^\s*\{\s*"session_id"\s*:\s*"([^"]+)"')
@@ -68,6 +70,9 @@ class UnifiedHandle(Handle):
         self._fresh()
 
     def _fresh(self) -> None:
+        from .store import StoreReader
+        from .unified import StoreParser
+
         s = self.session
         lead = s.agent(s.id, parent=None, name="main", file=self.folder)
         lead.kind = "main"
@@ -80,6 +85,8 @@ class UnifiedHandle(Handle):
         return [f for reader, _ in self.stores.values() for f in reader.files()]
 
     def refresh(self) -> bool:
+        from .store import Rewritten as StoreRewritten
+
         s = self.session
         before = s.version
         try:
@@ -93,6 +100,9 @@ class UnifiedHandle(Handle):
     def _read(self) -> None:
         s = self.session
         self._poll(s.id)
+        from .store import StoreReader
+        from .unified import StoreParser
+
         polled = {s.id}
         while True:  # sub-agents (and theirs) as their parents' effects name them
             for child in self.family.children():
@@ -143,6 +153,8 @@ class LegacyHandle(Handle):
         self._fresh()
 
     def _fresh(self) -> None:
+        from .legacy import LegacyAgent
+
         s = self.session
         self.lead = LegacyAgent(s, self.folder, s.id, is_child=False)
         s.agent(s.id, parent=None, name="main", file=self.lead.path).kind = "main"
@@ -153,6 +165,8 @@ class LegacyHandle(Handle):
         return [p for a in (self.lead, *self.subs.values()) for p in (a.path, a.meta_path) if os.path.exists(p)]
 
     def refresh(self) -> bool:
+        from .legacy import Rewritten
+
         s = self.session
         before = s.version
         try:
@@ -176,6 +190,8 @@ class LegacyHandle(Handle):
         agent.out.clear()
 
     def _find_subs(self) -> None:
+        from .legacy import LegacyAgent, read_meta
+
         base = os.path.join(self.folder, "agents")
         try:
             st = os.stat(base)
@@ -398,6 +414,8 @@ class VibeSource(Source):
         if m is not None:
             sid = m.group(1).decode(errors="replace")
         else:
+            from .legacy import read_meta
+
             meta = read_meta(path)
             sid = meta.session_id if meta is not None and meta.session_id else None
         if sid:
