@@ -7,6 +7,8 @@ import importlib
 import subprocess
 import sys
 
+import pytest
+
 from huddle import cli
 
 
@@ -28,7 +30,8 @@ def test_status_does_not_import_the_other_commands():
     assert out.stdout.strip() == "[]"
 
 
-def test_status_json_is_answered_without_click_and_says_what_the_click_command_says(tmp_path):
+@pytest.mark.parametrize("command", ["status", "usage"])
+def test_json_answered_without_click_says_what_the_click_command_says(tmp_path, command):
     import json
     import os
     import shutil
@@ -48,7 +51,7 @@ def test_status_json_is_answered_without_click_and_says_what_the_click_command_s
         PYTHONIOENCODING="utf-8",
     )
     code = (
-        "import sys; sys.argv = ['huddle', 'status', '--json']; from huddle import entry\n"
+        f"import sys; sys.argv = ['huddle', {command!r}, '--json']; from huddle import entry\n"
         "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
         "print('click' in sys.modules, file=sys.stderr)"
     )
@@ -56,8 +59,8 @@ def test_status_json_is_answered_without_click_and_says_what_the_click_command_s
     assert fast.stderr.splitlines()[-1] == "False", fast.stderr
     again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     slow = subprocess.run(
-        [sys.executable, "-m", "huddle.cli", "status", "--json"], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-m", "huddle.cli", command, "--json"], capture_output=True, text=True, env=env, check=True
     )
-    assert len(json.loads(fast.stdout)["sessions"]) >= 2
+    assert json.loads(fast.stdout)["sessions" if command == "status" else "rows"]
     assert fast.stdout == again.stdout == slow.stdout  # first read, from the cache, through click
     assert fast.stderr.splitlines()[:-1] == slow.stderr.splitlines()  # the notes too

@@ -1,7 +1,7 @@
 """The `huddle` console script. The status line runs on every message of every
-agent session, so its path imports the standard library only; `status --json`, what
-scripts ask most, is answered before click loads (huddle.oneshot); everything else
-goes to the click CLI."""
+agent session, so its path imports the standard library only; `status --json` and
+`usage --json`, what scripts ask most, are answered before click loads
+(huddle.oneshot); everything else goes to the click CLI."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ def main() -> None:
         from .statusline import main as statusline
 
         sys.exit(statusline(sys.argv[2:]))
-    from .oneshot import fits, status_json
+    from .oneshot import answer
 
-    if fits(sys.argv[1:]):
-        sys.exit(status_json())
+    code = answer(sys.argv[1:])
+    if code is not None:
+        sys.exit(code)
     from .cli import main as cli
 
     cli()

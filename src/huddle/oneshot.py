@@ -1,22 +1,45 @@
-"""`huddle status --json`, the command scripts run most, answered without loading click
-(a sixth of its time). The console script routes exactly that command line here; the
-click command (`huddle.cli`) answers through the same functions, so both say the same.
+"""`huddle status --json` and `huddle usage --json`, what scripts run most, answered
+without loading click (a sixth of their time). The console script routes exactly those
+command lines here; the click commands (`huddle.cli`) answer through the same functions,
+so both say the same.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from huddle.sources import Settings
+    from huddle.views.pricing import Table
 
 _ANSI = re.compile(r"\033\[[0-?]*[ -/]*[@-~]")  # what click.echo strips off a stream that is no terminal
 
 
-def fits(argv: list[str]) -> bool:
-    """Whether this command line is one answered here: `status --json`, on a UTF-8
-    stdout (click re-wraps a stream it finds misconfigured; this path leaves that to it)."""
+def answer(argv: list[str]) -> int | None:
+    """The exit code of a command line answered here, or None for one that is not:
+    `status --json` and `usage --json` on a UTF-8 stdout (click re-wraps a stream it
+    finds misconfigured; this path leaves that to it)."""
     enc = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-    return argv == ["status", "--json"] and enc == "utf8"
+    commands: dict[tuple[str, ...], Callable[[], int]] = {
+        ("status", "--json"): status_json,
+        ("usage", "--json"): usage_json,
+    }
+    run = commands.get(tuple(argv))
+    if run is None or enc != "utf8":
+        return None
+    try:
+        return run()
+    except BrokenPipeError:  # as click: the reader went away, and nothing more is said
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        echo("Aborted!", err=True)
+        return 1
 
 
 def echo(text: str, err: bool = False) -> None:
@@ -63,14 +86,42 @@ def status_json() -> int:
     """`huddle status --json`: every session, as GET /api/sessions returns them."""
     from huddle.views.select import Select
 
-    try:
-        echo(json_text(Select(None, None, None).apply(board())))
-    except BrokenPipeError:  # as click: the reader went away, and nothing more is said
-        import os
+    echo(json_text(Select(None, None, None).apply(board())))
+    return 0
 
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+def prices(settings: Settings) -> Table | None:
+    """The price table in force; None when the user's file cannot be used (said)."""
+    from huddle.views.pricing import current
+
+    table = current(settings.huddle_home)
+    if table.problem:
+        echo(f"huddle: {table.problem}", err=True)
+        return None
+    return table
+
+
+def usage(settings: Settings, table: Table, by: str, when: float | None, before: float | None) -> dict[str, Any]:
+    """The usage report from the usage index (it reads only what moved since the last
+    run), its notes said on stderr."""
+    from huddle.views.usage import aggregate
+    from huddle.views.usage_index import counted_from_index
+
+    counted, notes = counted_from_index(settings, table, when, before)
+    for note in notes:
+        echo(f"huddle: {note}", err=True)
+    return aggregate(counted, by=by, since=when, table=table, notes=notes, until=before)
+
+
+def usage_json() -> int:
+    """`huddle usage --json`: every day's tokens and cost."""
+    import json
+
+    from huddle.sources import Settings
+
+    settings = Settings.from_env()
+    table = prices(settings)
+    if table is None:
         return 1
-    except KeyboardInterrupt:
-        echo("Aborted!", err=True)
-        return 1
+    echo(json.dumps(usage(settings, table, "day", None, None), indent=2, ensure_ascii=False))
     return 0

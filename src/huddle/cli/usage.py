@@ -41,10 +41,10 @@ def usage(
 ) -> None:
     """Token totals (input, output, cache read, cache write) and cost, for every
     agent, sub-agents included, each model response counted once."""
+    from huddle.oneshot import prices
+    from huddle.oneshot import usage as report
     from huddle.sources import Settings
-    from huddle.views.pricing import current
-    from huddle.views.usage import aggregate, parse_since
-    from huddle.views.usage_index import counted_from_index
+    from huddle.views.usage import parse_since
 
     when = None
     if since is not None:
@@ -59,10 +59,10 @@ def usage(
     if hub is None and (by == "machine" or machine is not None):
         raise click.BadParameter("machines are the hub's: add --hub DSN", param_hint="--by machine / --machine")
     settings = Settings.from_env()
-    table = current(settings.huddle_home)
-    if table.problem:
-        click.echo(f"huddle: {table.problem}", err=True)
+    table = prices(settings)
+    if table is None:
         ctx.exit(1)
+        return
     if hub is not None:
         from .hub import hub_usage
 
@@ -72,10 +72,7 @@ def usage(
         else:
             print_report(data)
         return
-    counted, notes = counted_from_index(settings, table, when, before)  # reads only what moved since the last run
-    for note in notes:
-        click.echo(f"huddle: {note}", err=True)
-    data = aggregate(counted, by=by, since=when, table=table, notes=notes, until=before)
+    data = report(settings, table, by, when, before)  # (huddle.oneshot: `usage --json` is answered there)
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
