@@ -13,7 +13,6 @@ board file beside it is `huddle.io.boardfile`.
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -185,6 +184,8 @@ class HandleCache:
         return self._unpickle(self.store.blobs(keys).items())
 
     def _unpickle(self, blobs: Iterable[tuple[str, bytes]]) -> dict[str, Handle]:
+        import pickle  # (here and in save: a board whose sessions all sleep loads none)
+
         handles: dict[str, Handle] = {}
         for key, blob in blobs:
             try:
@@ -225,6 +226,8 @@ class HandleCache:
                     heads[key] = (version, head)
                     self.heads[key] = head
                 continue
+            import pickle
+
             try:
                 blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:

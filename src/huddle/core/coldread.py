@@ -12,7 +12,6 @@ is given, as `Huddle.read_whole` does.
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,6 +35,8 @@ def _size(h: Handle) -> int:
 
 
 def _read(keys: list[str]) -> bytes:
+    import pickle
+
     out: dict[str, bytes | None] = {}
     for k in keys:
         h = _work[k]
@@ -79,6 +80,7 @@ def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source], spaw
         groups[i].append(k)
         loads[i] += sizes[k]
     import multiprocessing
+    import pickle  # (here: a board with nothing new to read never loads it)
 
     sources = list(sources)
     names = [s.name for s in sources]
