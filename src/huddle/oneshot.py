@@ -45,7 +45,7 @@ def answer(argv: list[str]) -> int | None:
 def echo(text: str, err: bool = False) -> None:
     """A line as click.echo writes it."""
     stream = sys.stderr if err else sys.stdout
-    if not stream.isatty():
+    if "\033" in text and not stream.isatty():
         text = _ANSI.sub("", text)
     stream.write(text + "\n")
     stream.flush()
