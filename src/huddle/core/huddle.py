@@ -123,7 +123,6 @@ class Huddle:
                     continue  # no folder here at all (not set up for this source)
                 if not src.exists():
                     missing.append(src)
-                    scanned[src.name] = False  # found none: its cached sessions are gone
                     continue
                 moved, spared = self._between_scans(src, notes) if src.name in still else (set(), False)
                 if spared:  # no session came or went: the sessions are the cached ones
@@ -139,7 +138,7 @@ class Huddle:
                     moved |= guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append) or set()
                     live_moved.update(k for k in moved if k in got)
                 notes.extend(src.notes)
-            if self.dormant and scanned:
+            if self.dormant and scanned:  # (a missing source's sessions are gone with their files: awake)
                 found, gone = self._keep_dormant(found, live_moved, set(scanned))
                 changed |= gone
             changed |= live_moved
