@@ -1,7 +1,7 @@
 """huddle beside ccusage and AgentsView on one generated corpus: one table of paired ratios.
 
     python bench/bench_side.py [--sessions 1000] [--claude-gb 1.1] [--codex-threads 1000]
-                               [--codex-mb 550] [--runs 5] [--only usage,status,...]
+                               [--codex-mb 550] [--runs 5] [--only usage,status,...] [--no-cold]
 
 The peers are not dependencies. Install them in a scratch folder outside the repo:
 
@@ -320,6 +320,7 @@ def main() -> None:
     ap.add_argument("--codex-mb", type=int, default=550)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", default="usage,status,statusline,serve")
+    ap.add_argument("--no-cold", action="store_true", help="usage: skip the cold pairs (warm and after an append only)")
     a = ap.parse_args()
     only = set(a.only.split(","))
     claude, codex = build(a.sessions, a.claude_gb, a.codex_threads, a.codex_mb)
@@ -341,7 +342,7 @@ def main() -> None:
             def cold_huddle() -> Run:
                 return timed(usage_cmd, b.env(huddle_home=f"cold-{next(k)}"))
 
-            if cc_cmd:
+            if cc_cmd and not a.no_cold:
                 b.pair("usage cold (mix)", "ccusage", cold_huddle, lambda: timed(cc_cmd, b.env()), max(1, a.runs // 2))
             if av_cmd:
                 j = iter(range(10_000))
@@ -352,7 +353,8 @@ def main() -> None:
                     env = b.env(av_data=f"avcold-{next(j)}")
                     return then(timed(sync_cmd, env), timed(av_cmd, env))
 
-                b.pair("usage cold (mix)", "agentsview", cold_huddle, cold_av, max(1, a.runs // 2))
+                if not a.no_cold:
+                    b.pair("usage cold (mix)", "agentsview", cold_huddle, cold_av, max(1, a.runs // 2))
                 timed(sync_cmd, b.env())  # its database, for the warm runs
                 timed(av_cmd, b.env())
             timed(usage_cmd, b.env())  # huddle's index, for the warm runs
