@@ -295,3 +295,18 @@ def test_a_source_folder_removed_takes_its_sessions_off_the_board(home):
     b, _ = cached_board(home)
     assert {r["source"] for r in b["sessions"]} == {"claude"}
     same(fresh_board(home), b)
+
+
+def test_a_held_codex_lock_sends_codex_to_its_scan_each_time(home, scans):
+    rollout = next((home / "codex" / "sessions").rglob("rollout-*.jsonl"))
+    tid = rollout.stem[-36:]
+    cached_board(home)
+    locks = home / "codex" / "thread-writer-locks"
+    locks.mkdir()
+    (locks / f"{tid}.lock").write_text("")
+    settle(home)
+    for _ in range(2):  # the first run after the lock appeared, and one with nothing moved
+        scans.clear()
+        b, _ = cached_board(home)
+        assert "codex" in scans
+        same(fresh_board(home), b)
