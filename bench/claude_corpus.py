@@ -237,9 +237,12 @@ def write_claude_corpus(
     big_bytes = min(big_bytes, target_bytes // 2)
     total += write_session(rootp, rnd, big_bytes, t0, subagents=3)
     each = max(20_000, (target_bytes - total) // max(1, n_sessions - 1))
+    # a minute apart, closer when there are many: every session lies in the past (a
+    # future time keeps a row "your turn" for good, and read on every cached status)
+    step = min(60.0, 120_000.0 / max(1, n_sessions))
     for i in range(n_sessions - 1):
         size = int(each * rnd.uniform(0.3, 1.7))
-        total += write_session(rootp, rnd, size, t0 + i * 60, subagents=1 if rnd.random() < 0.2 else 0)
+        total += write_session(rootp, rnd, size, t0 + i * step, subagents=1 if rnd.random() < 0.2 else 0)
     return total
 
 
