@@ -1,7 +1,7 @@
 """The PostgreSQL hub: a cold push of 1,000 sessions, an incremental push after one
 append, and `huddle usage --hub` over 10 machines' worth of rows.
 
-    python bench/bench_hub.py [--sessions 1000] [--gb 0.25] [--runs 3]
+    python bench/bench_hub.py [--sessions 1000] [--gb 0.25] [--runs 3] [--against OTHER/src]
 
 A real PostgreSQL is started for the run (tests/pg_server.py: Debian's server, initdb in
 a temp folder, 127.0.0.1). The corpus is the Claude generator's (bench/claude_corpus.py),
@@ -9,7 +9,9 @@ written once under bench/corpus/hub/. Every command is a fresh `huddle` process;
 push also reads the corpus (new HUDDLE_HOME, empty hub). Ten machines: the first
 machine's rows copied nine times under new session keys in SQL (same shapes), then
 `usage --hub` (by day and by machine) timed beside the local `huddle usage` of one.
-Runs are interleaved and repeated; the medians are printed (2 shared cores: noisy).
+Runs are interleaved and repeated; the medians of wall and CPU (user + sys) seconds are
+printed (2 shared cores: noisy). `--against` times another tree's `usage --hub` (e.g. a
+`git archive` of main) between this tree's runs and says whether their answers match.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,13 +58,53 @@ def env_for(claude: Path, home: str) -> dict[str, str]:
     return env
 
 
+CPU: list[float] = []  # CPU seconds (user + sys) of each `huddle` run, beside its wall time
+
+
 def huddle(env: dict[str, str], *args: str) -> tuple[float, str, str]:
     t0 = time.perf_counter()
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run([sys.executable, "-m", "huddle", *args], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
     if p.returncode != 0:
         raise SystemExit(f"huddle {' '.join(args[:1])} failed: {p.stderr}")
     return wall, p.stdout, p.stderr
+
+
+SERVER: list[str] = []  # the PostgreSQL data folder, once started
+
+
+def server_cpu() -> float:
+    """CPU seconds the server has used: the postmaster's own and its reaped backends'
+    (each connection's backend exits with it)."""
+    if not SERVER:
+        return 0.0
+    try:
+        with open(os.path.join(SERVER[0], "postmaster.pid")) as f:
+            pid = int(f.readline())
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, ValueError):
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(env: dict[str, str], *args: str) -> tuple[float, float, str, float]:
+    """(wall, CPU seconds, stdout, the server's CPU seconds) of one run."""
+    s0 = server_cpu()
+    wall, out, _ = huddle(env, *args)
+    time.sleep(0.2)  # the backend's exit reaped by the postmaster (a bench, not a test)
+    return wall, CPU[-1], out, server_cpu() - s0
+
+
+def said(name: str, runs: list[tuple[float, float, str, float]], extra: str = "") -> str:
+    walls, cpus, server = [r[0] for r in runs], [r[1] for r in runs], [r[3] for r in runs]
+    return (
+        f"{name}: median {statistics.median(walls):.2f} s wall, {statistics.median(cpus):.2f} s CPU"
+        f" (+ {statistics.median(server):.2f} s the server's) {[round(w, 2) for w in walls]}{extra}"
+    )
 
 
 COPY_MACHINES = """
@@ -88,6 +131,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=1000)
     ap.add_argument("--gb", type=float, default=0.25)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--against", default=None, metavar="SRC", help="another tree's src/: its usage --hub interleaved")
     a = ap.parse_args()
     import psycopg
 
@@ -95,6 +139,7 @@ def main() -> None:
 
     root = corpus(a.gb, a.sessions)
     pg = Postgres().start()
+    SERVER.append(pg.data)
     try:
         cold, incr, rows_incr = [], [], []
         for i in range(a.runs):
@@ -133,19 +178,36 @@ def main() -> None:
             ns = c.execute("SELECT count(*) FROM huddle.sessions").fetchone()[0]
         with tempfile.TemporaryDirectory() as home:
             env = env_for(root, home)
+            trees = {"this tree": env}
+            if a.against:  # the same runs from another tree's src, interleaved (a before/after)
+                trees["against"] = {**env, "PYTHONPATH": str(Path(a.against).resolve())}
             huddle(env, "usage")  # the local index, built once
-            t_hub, t_machine, t_local = [], [], []
+            hub: dict[str, list] = {k: [] for k in trees}
+            machine: dict[str, list] = {k: [] for k in trees}
+            outs: dict[str, set[str]] = {k: set() for k in trees}
+            t_local = []
             for _ in range(a.runs):
-                t_hub.append(huddle(env, "usage", "--hub", dsn, "--json")[0])
-                t_machine.append(huddle(env, "usage", "--hub", dsn, "--json", "--by", "machine")[0])
-                t_local.append(huddle(env, "usage", "--json")[0])
-            _, out, _ = huddle(env, "usage", "--hub", dsn, "--json", "--by", "machine")
-            rows = json.loads(out)["rows"]
-        print(
-            f"usage --hub over 10 machines ({ns:,} sessions, {n:,} response rows): median {statistics.median(t_hub):.2f} s"
-        )
-        print(f"usage --hub --by machine: median {statistics.median(t_machine):.2f} s ({len(rows)} rows)")
-        print(f"local huddle usage of one machine (from its index): median {statistics.median(t_local):.2f} s")
+                for k, e in trees.items():
+                    hub[k].append(timed(e, "usage", "--hub", dsn, "--json"))
+                    machine[k].append(timed(e, "usage", "--hub", dsn, "--json", "--by", "machine"))
+                    outs[k] |= {hub[k][-1][2], machine[k][-1][2]}
+                t_local.append(timed(env, "usage", "--json"))
+            rows = json.loads(machine["this tree"][-1][2])["rows"]
+        for k in trees:
+            print(said(f"{k}: usage --hub over 10 machines ({ns:,} sessions, {n:,} response rows)", hub[k]))
+            print(said(f"{k}: usage --hub --by machine", machine[k], f" ({len(rows)} rows)"))
+        if a.against:
+            same = outs["this tree"] == outs["against"]
+            print(f"the two trees' JSON answers: {'identical' if same else 'DIFFERENT'}")
+            for name, runs in (("usage --hub", hub), ("--by machine", machine)):
+                ratio = statistics.median(r[1] for r in runs["this tree"]) / statistics.median(
+                    r[1] for r in runs["against"]
+                )
+                both = statistics.median(r[1] + r[3] for r in runs["this tree"]) / statistics.median(
+                    r[1] + r[3] for r in runs["against"]
+                )
+                print(f"{name}: this tree / against, CPU: {ratio:.3f}; CPU with the server's: {both:.3f}")
+        print(said("local huddle usage of one machine (from its index)", t_local))
     finally:
         pg.stop()
 

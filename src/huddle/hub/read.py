@@ -15,7 +15,10 @@ from typing import Any
 
 from huddle.model.times import iso
 from huddle.views.board import sort_rows
+from huddle.views.pricing import current
 from huddle.views.usage import aggregate
+
+from .sums import counted_groups, session_head
 
 STALE_AFTER = 120.0  # seconds without a push before a machine's live states are doubted
 LIVE = frozenset({"working", "needs_you", "waiting"})
@@ -85,17 +88,7 @@ def counted(conn: Any, machine: str | None = None) -> dict:
         if key != current:
             current = key
             rows = []
-            sessions.append(
-                {
-                    "key": key,
-                    "source": source,
-                    "id": sid,
-                    "title": title,
-                    "project": project,
-                    "started_at": iso(started_at),
-                    "rows": rows,
-                }
-            )
+            sessions.append({**session_head(key, source, sid, title, project, started_at), "rows": rows})
         rows.append([t, label, model, *tokens])
     conn.commit()
     return {"sessions": sessions, "duplicates": dupes}
@@ -114,11 +107,11 @@ def usage_report(
     machine, each equal to what that machine's own `huddle usage` says (a session held
     by two machines is in both rows, so rows can add up to more than the total)."""
     if by != "machine":
-        return aggregate(counted(conn, machine), by, since, table, until=until)
-    out = aggregate(counted(conn, machine), "day", since, table, until=until)
+        return _report(conn, by, since, table, machine, until)
+    out = _report(conn, "day", since, table, machine, until)
     rows = []
     for m in [machine] if machine is not None else machines(conn):
-        totals = aggregate(counted(conn, m), "day", since, table, until=until)["totals"]
+        totals = _report(conn, "day", since, table, m, until)["totals"]
         rows.append({"key": m, "machine": m, **totals})
     rows.sort(key=lambda d: (-(d["cost_usd"] or 0.0), -d["total_tokens"], d["key"]))
     out["by"] = "machine"
@@ -126,3 +119,13 @@ def usage_report(
     if sum(r["responses"] for r in rows) > out["totals"]["responses"]:
         out["notes"].append("some sessions are on more than one machine: machine rows add up to more than the total")
     return out
+
+
+def _report(conn: Any, by: str, since: float | None, table: Any, machine: str | None, until: float | None) -> dict:
+    """The report of the sessions a machine holds (all when None): summed in SQL
+    (sums.py), or from the rows when the sums cannot be had there."""
+    t = table or current()
+    sums = counted_groups(conn, t, machine, since, until)
+    if sums is not None:
+        return aggregate(sums, by, since, t, until=until, bounded=True)
+    return aggregate(counted(conn, machine), by, since, t, until=until)

@@ -201,9 +201,11 @@ def aggregate(
     table: Table | None = None,
     notes: list[str] | None = None,
     until: float | None = None,
+    bounded: bool = False,
 ) -> dict:
     """A report from collected rows (see `collect`), of usage at or after `since` and
-    before `until` (unix seconds; either may be None)."""
+    before `until` (unix seconds; either may be None). `bounded`: the sums (`groups`)
+    hold only usage inside the bounds already (the hub sums in SQL what they let in)."""
     if by not in GROUPS:
         raise ValueError(f"by must be one of {', '.join(GROUPS)}")
     t = table or current()
@@ -222,7 +224,8 @@ def aggregate(
         grouped = "groups" in s  # sums per day, agent and model (the usage index)
         if grouped:
             items = [
-                (g[10], g[0], g[1], g[2], Usage(*g[3:8]), g[9], g[8]) for g in groups_in(s["groups"], since, until)
+                (g[10], g[0], g[1], g[2], Usage(*g[3:8]), g[9], g[8])
+                for g in (s["groups"] if bounded else groups_in(s["groups"], since, until))
             ]
         else:
             items = []
