@@ -2,6 +2,7 @@
 
     python bench/bench_side.py [--sessions 1000] [--claude-gb 1.1] [--codex-threads 1000]
                                [--codex-mb 550] [--runs 5] [--only usage,status,...] [--no-cold]
+                               [--peers ccusage,agentsview]
 
 The peers are not dependencies. Install them in a scratch folder outside the repo:
 
@@ -321,8 +322,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", default="usage,status,statusline,serve")
     ap.add_argument("--no-cold", action="store_true", help="usage: skip the cold pairs (warm and after an append only)")
+    ap.add_argument("--peers", default="ccusage,agentsview", help="the peers to run (AgentsView's cold sync is slow)")
     a = ap.parse_args()
     only = set(a.only.split(","))
+    peers = set(a.peers.split(","))
+    global CCUSAGE, AGENTSVIEW
+    CCUSAGE = CCUSAGE if "ccusage" in peers else None
+    AGENTSVIEW = AGENTSVIEW if "agentsview" in peers else None
     claude, codex = build(a.sessions, a.claude_gb, a.codex_threads, a.codex_mb)
     files = [p for root in (claude, codex) for p in root.rglob("*.jsonl")]
     print(
