@@ -231,3 +231,37 @@ def test_a_fifo_or_a_symlink_out_is_refused_without_blocking(tmp_path):
     inside.symlink_to("real.jsonl")
     (tmp_path / "agent" / "real.jsonl").write_bytes(b'{"ok":1}\n')
     assert poll(LineReader(str(inside)))[1] == [(0, b'{"ok":1}')]  # a symlink that stays is fine
+
+
+def _commented(buf: bytes, i: int, end: int) -> bool:
+    return buf.startswith(b"#", i)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.sampled_from([b"#skip me", b"keep", b"#", b"x" * 40, b"#" + b"y" * 50, b""]), max_size=40),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=8),
+    chunk=st.sampled_from([7, 64, 1 << 20]),
+)
+def test_lines_passed_over_in_the_buffer_are_the_ones_a_filter_drops(tmp_path, monkeypatch, lines, cuts, chunk):
+    """`skip` judges a line where it lies in the read buffer (also one begun in an
+    earlier chunk or poll): exactly the lines a filter after the read would drop are
+    never handed out, and the cursor ends where a plain read's does."""
+    import huddle.io.reader as reader
+
+    monkeypatch.setattr(reader, "CHUNK", chunk)
+    data = b"".join(x + b"\n" for x in lines) + b"#half"
+    p = tmp_path / "skip.jsonl"
+    p.write_bytes(b"")
+    plain, skipping = LineReader(str(p)), LineReader(str(p))
+    got, want = [], []
+    prev = 0
+    for b in sorted({min(c, len(data)) for c in cuts}) + [len(data)]:
+        with open(p, "ab") as f:
+            f.write(data[prev:b])
+        prev = b
+        for r, out, skip in ((plain, want, None), (skipping, got, _commented)):
+            if r.check() in (GROWN, RESET):
+                out += list(r.lines(None, skip))
+    assert got == [(o, x) for o, x in want if not x.startswith(b"#")]
+    assert skipping.cursor.offset == plain.cursor.offset

@@ -26,7 +26,7 @@ import errno
 import os
 import stat
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from . import safefile
@@ -44,6 +44,10 @@ RESET = "reset"
 GONE = "gone"
 
 _SEEK_DATA = getattr(os, "SEEK_DATA", None)
+
+
+# A judge of a line where it lies in a buffer: (buf, start, end) -> pass it over?
+Skip = Callable[[bytes, int, int], bool]
 
 
 class Problems(Protocol):
@@ -157,10 +161,13 @@ class LineReader:
         finally:
             os.close(fd)
 
-    def lines(self, problems: Problems | None = None) -> Iterator[tuple[int, bytes]]:
+    def lines(self, problems: Problems | None = None, skip: Skip | None = None) -> Iterator[tuple[int, bytes]]:
         """Yield (offset, line) for every whole line appended since the last call.
         The newline is not part of `line`. Reads in CHUNK pieces. An over-long line
-        is said to `problems` (when given) instead."""
+        is said to `problems` (when given) instead. `skip(buf, start, end)`, when
+        given, judges a line where it lies in the read buffer (its bytes are
+        buf[start:end], perhaps with a trailing CR): a line it says True of is passed
+        over, never copied out (a usage-only read drops most of a file that way)."""
         c = self.cursor
         try:
             fd = safefile.open_fd(self.path, self.within)
@@ -208,13 +215,17 @@ class LineReader:
                         c.offset = base + i
                         if line.endswith(b"\r"):
                             line = line[:-1]
-                        if line:
+                        if line and not (skip is not None and skip(line, 0, len(line))):
                             yield at, line
                     find = chunk.find
                     while True:
                         nl = find(b"\n", i)
                         if nl < 0:
                             break
+                        if skip is not None and skip(chunk, i, nl):
+                            i = nl + 1
+                            c.offset = base + i
+                            continue
                         at = base + i
                         line = chunk[i:nl]
                         i = nl + 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
+from huddle.io.reader import Skip
 from huddle.model import events as ev
 from huddle.model import times
 from huddle.model.events import Event, cap
@@ -37,15 +38,15 @@ from .records import (
     first_match,
     harness_blocks,
     input_summary,
+    meta_skips,
     report_of,
     str_of,
     summary_text,
     usage_of,
+    usage_skips,
     wanted_for_usage,
 )
 from .state import SessionState
-
-PARTIAL_MIN_CHARS = 80  # below this a response is too short to judge its count by
 
 
 class FileParser:
@@ -89,6 +90,15 @@ class FileParser:
             return
         if self.usage_only and not wanted_for_usage(line):
             return
+        self.feed_kept(off, line)
+
+    @property
+    def skip(self) -> Skip:
+        """The lines `feed` passes over, judged in the reader's buffer (LineReader.lines)."""
+        return usage_skips if self.usage_only else meta_skips
+
+    def feed_kept(self, off: int, line: bytes) -> None:
+        """`feed` for a line `skip` kept."""
         i = line.find(ATTACHMENT_KEY, 0, 300)
         if i >= 0:
             start = i + len(ATTACHMENT_KEY)
@@ -220,7 +230,7 @@ class FileParser:
                 first = counted[mid]
                 if first is not None:  # a later record of the response: its counts may be the final ones
                     self.session.raise_usage(first, usage_of(m.usage))
-            self._check_output(mid, m)
+            self.shared.check_output(mid, m.content)
         if self.usage_only:
             return
         blocks = m.content if isinstance(m.content, list) else []
@@ -245,26 +255,6 @@ class FileParser:
             if mid:
                 self.shared.turn_ended.add(mid)
             self.emit(ev.TURN_END, off, n, id=mid, copied=copied)
-
-    def _check_output(self, mid: str, m) -> None:
-        """Whether a response's output count can be its final one, from what it wrote: a
-        token is a few characters, so 20 characters or more per counted token means the
-        file kept only a count from the start of the stream (Claude Code 2.1.50 never
-        writes the final one; a response cut by an interrupt has none either)."""
-        st = self.shared
-        chars = st.chars.get(mid, 0)
-        c = m.content
-        if isinstance(c, str):
-            chars += len(c)
-        elif c:
-            for b in c:
-                chars += len(b.text or "") + len(b.thinking or "") + (len(b.input) if b.type == "tool_use" else 0)
-        st.chars[mid] = chars
-        e = st.counted.get(mid)
-        if e is not None and e.usage is not None and chars >= PARTIAL_MIN_CHARS and e.usage.output * 20 < chars:
-            st.partial_output.add(mid)
-        else:
-            st.partial_output.discard(mid)
 
     def _tool_use(self, b: Block, off: int, n: int, copied: bool) -> None:
         name = b.name or ""

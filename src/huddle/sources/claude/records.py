@@ -324,11 +324,25 @@ def summary_text(line: bytes) -> str:
 _TITLE_PREFIXES = (b'{"type":"custom-title"', b'{"type":"ai-title"', b'{"type":"summary"', b'{"type":"last-prompt"')
 
 
-def wanted_for_usage(line: bytes) -> bool:
-    if line.find(b'"type":"user"', 0, 512) >= 0:
-        return line.find(b'"role":"user","content":"', 0, 768) >= 0
-    return (
-        line.startswith(_TITLE_PREFIXES)
-        or line.find(b'"type":"assistant"') >= 0
-        or line.find(b'"role":"assistant"') >= 0  # a record naming no type (tools' fixtures)
+def usage_skips(buf: bytes, i: int, end: int) -> bool:
+    """Whether a usage-only read passes over the line buf[i:end] (read in place, as
+    LineReader.lines's `skip`): metadata records, tool results, anything but a
+    response, a typed prompt or a title."""
+    if buf.startswith(SKIP_PREFIXES, i):
+        return True
+    if buf.find(b'"type":"user"', i, i + 512 if i + 512 < end else end) >= 0:
+        return buf.find(b'"role":"user","content":"', i, i + 768 if i + 768 < end else end) < 0
+    return not (
+        buf.startswith(_TITLE_PREFIXES, i)
+        or buf.find(b'"role":"assistant"', i, end) >= 0  # early in a response (and all a typeless one says)
+        or buf.find(b'"type":"assistant"', i, end) >= 0
     )
+
+
+def meta_skips(buf: bytes, i: int, end: int) -> bool:
+    """Whether a full read passes over the line buf[i:end]: metadata records only."""
+    return buf.startswith(SKIP_PREFIXES, i)
+
+
+def wanted_for_usage(line: bytes) -> bool:
+    return not usage_skips(line, 0, len(line))

@@ -124,7 +124,7 @@ class ClaudeHandle(Handle):
         return s.version != before
 
     def _drain(self, parser: FileParser, reader: LineReader) -> None:
-        drain(reader, self.session, parser.feed, parser.out, lambda: self._flush(parser))
+        drain(reader, self.session, parser.feed_kept, parser.out, lambda: self._flush(parser), skip=parser.skip)
 
     def _flush(self, parser: FileParser) -> None:
         out = parser.out

@@ -8,6 +8,10 @@ from huddle.model import events as ev
 from huddle.model.events import Event
 from huddle.model.session import Session
 
+from .records import Block
+
+PARTIAL_MIN_CHARS = 80  # below this a response is too short to judge its count by
+
 
 class SessionState:
     """What spans the files of one Claude session while it is read."""
@@ -33,6 +37,29 @@ class SessionState:
         self.custom_title = ""
         self.ai_title = ""
         self.permission_mode = ""
+
+    def check_output(self, mid: str, content: str | list[Block] | None) -> None:
+        """Whether a response's output count can be its final one, from what it wrote: a
+        token is a few characters, so 20 characters or more per counted token means the
+        file kept only a count from the start of the stream (Claude Code 2.1.50 never
+        writes the final one; a response cut by an interrupt has none either)."""
+        chars = self.chars.get(mid, 0)
+        if isinstance(content, str):
+            chars += len(content)
+        elif content:
+            for b in content:
+                if b.text:
+                    chars += len(b.text)
+                if b.thinking:
+                    chars += len(b.thinking)
+                if b.type == "tool_use":
+                    chars += len(b.input)
+        self.chars[mid] = chars
+        e = self.counted.get(mid)
+        if e is not None and e.usage is not None and chars >= PARTIAL_MIN_CHARS and e.usage.output * 20 < chars:
+            self.partial_output.add(mid)
+        else:
+            self.partial_output.discard(mid)
 
     def usage_note(self) -> str:
         n = len(self.partial_output)

@@ -336,6 +336,15 @@ USAGE_SKIP_LINE = re.compile(
 SKIP_EVENTS = frozenset({"thread_settings_applied", "agent_reasoning", "agent_message", "web_search_end"})
 
 
+def skips(buf: bytes, i: int, end: int, usage: bool) -> bool:
+    """Whether a read passes over the line buf[i:end], judged where it lies in the read
+    buffer (LineReader.lines's `skip`). `usage`: a usage-only read, past the thread's
+    first event (so that a session's start is unchanged)."""
+    if SKIP_LINE.search(buf, i, i + 160 if i + 160 < end else end) is not None:
+        return True
+    return usage and USAGE_SKIP_LINE.search(buf, i, i + 480 if i + 480 < end else end) is not None
+
+
 def unix(ts) -> float | None:
     """Unix seconds of a line's timestamp (a datetime, or the text of an odd one);
     None when it is no time between 1970 and 2200 (model/times)."""

@@ -29,11 +29,7 @@ KNOWN_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "token_usage_record", "turn_context", "compacted"}
 )
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
-
-
-_skippable = rec.SKIP_LINE.search
 _decode_line = rec.decode_line
-_usage_skips = rec.USAGE_SKIP_LINE.search
 
 
 class ThreadParser:
@@ -91,10 +87,14 @@ class ThreadParser:
     # -- lines -------------------------------------------------------------------------
 
     def feed(self, off: int, line: bytes) -> None:
-        if _skippable(line, 0, 160) is not None:
-            return
-        if self.usage_only and self.out_seen and _usage_skips(line, 0, 480) is not None:
-            return
+        if not self.skip(line, 0, len(line)):
+            self.feed_kept(off, line)
+
+    def skip(self, buf: bytes, i: int, end: int) -> bool:
+        """Whether `feed` passes over buf[i:end] (in the reader's buffer, asked just before it is fed)."""
+        return rec.skips(buf, i, end, self.usage_only and self.out_seen)
+
+    def feed_kept(self, off: int, line: bytes) -> None:  # `feed` for a line `skip` kept
         try:
             ln: rec.Line | rec.LooseLine = _decode_line(line)
         except msgspec.ValidationError as exc:  # (a subclass of DecodeError: first)

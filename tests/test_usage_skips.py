@@ -1,0 +1,64 @@
+"""Lines a read passes over are judged where they lie in the reader's buffer: the same
+judgment as of the line alone, whatever bytes stand before and after it (a pattern
+just past the line's end never counts)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import SAMPLES
+from huddle.sources.claude.records import meta_skips, usage_skips, wanted_for_usage
+from huddle.sources.codex import records as codex_records
+from huddle.sources.codex.thread import ThreadParser
+
+# Bytes that match every pattern, put around a line: only the line's own bytes may decide.
+BAIT = (
+    b'{"type":"user","message":{"role":"user","content":"x"},"role":"assistant","type":"assistant"}'
+    b'"payload":{"type":"reasoning"}{"type":"world_state"}{"type":"api-request"}'
+)
+
+
+def sample_lines(*globs: str) -> list[bytes]:
+    out = []
+    for g in globs:
+        for p in sorted(SAMPLES.glob(g)):
+            out += [x.rstrip(b"\r") for x in p.read_bytes().split(b"\n") if x]
+    return out
+
+
+CLAUDE = sample_lines("claude/*/config/projects/**/*.jsonl", "claude-history/*/*/config/projects/**/*.jsonl")
+CODEX = sample_lines("codex/*/codex_home/sessions/**/*.jsonl")
+
+
+def in_buffer(line: bytes) -> tuple[bytes, int, int]:
+    buf = BAIT + b"\n" + line + BAIT + b"\n"
+    i = len(BAIT) + 1
+    return buf, i, i + len(line)
+
+
+def test_the_samples_are_there():
+    assert len(CLAUDE) > 1000 and len(CODEX) > 1000
+
+
+@pytest.mark.parametrize("judge", [usage_skips, meta_skips])
+def test_claude_lines_are_judged_in_the_buffer_as_alone(judge):
+    for line in CLAUDE:
+        assert judge(*in_buffer(line)) == judge(line, 0, len(line)), line[:200]
+    kept = [x for x in CLAUDE if wanted_for_usage(x)]
+    assert 0 < len(kept) < len(CLAUDE)  # the samples have lines of both kinds
+
+
+@pytest.mark.parametrize("usage_only", [False, True])
+@pytest.mark.parametrize("out_seen", [False, True])
+def test_codex_lines_are_judged_in_the_buffer_as_alone(usage_only, out_seen):
+    parser = SimpleNamespace(usage_only=usage_only, out_seen=out_seen)
+    skipped = 0
+    for line in CODEX:
+        alone = codex_records.SKIP_LINE.search(line, 0, 160) is not None or (
+            usage_only and out_seen and codex_records.USAGE_SKIP_LINE.search(line, 0, 480) is not None
+        )
+        assert ThreadParser.skip(parser, *in_buffer(line)) == alone, line[:200]  # type: ignore[arg-type]
+        skipped += alone
+    assert skipped < len(CODEX)
