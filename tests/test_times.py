@@ -4,7 +4,7 @@ seconds between 1970 and 2200, or none; formatting never raises."""
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,3 +27,40 @@ def test_times_outside_1970_to_2200_are_no_times():
 def test_formatting_never_raises(v):
     out = times.iso(v)
     assert out is None or (out.endswith("Z") and 1970 <= int(out[:4]) < 2200)
+
+
+def _of_datetime_as_it_was(d):
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=UTC)
+    try:
+        return times.seconds(d.timestamp())
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _parse_time_as_it_was(s):
+    d = times._iso(s)
+    return _of_datetime_as_it_was(d) if d is not None else None
+
+
+@given(
+    st.datetimes(timezones=st.sampled_from([None, UTC, timezone(timedelta(hours=-7)), timezone(timedelta(hours=14))]))
+)
+def test_of_datetime_inlined_reads_every_time_as_before(d):
+    assert times.of_datetime(d) == _of_datetime_as_it_was(d)
+
+
+@given(
+    st.one_of(
+        st.datetimes(timezones=st.sampled_from([None, UTC])).map(lambda d: d.isoformat()),
+        st.datetimes().map(lambda d: d.isoformat(timespec="milliseconds") + "Z"),
+        st.text(max_size=30),
+        st.sampled_from(["", "2026-11-30T03:35:23.091Z", "9999-12-31T23:59:59Z", "1969-12-31T23:59:59Z", "2026-13-01"]),
+        st.none(),
+        st.integers(),
+    )
+)
+def test_parse_time_inlined_reads_every_value_as_before(s):
+    """parse_time inlines _iso / of_datetime / seconds (it runs for every record):
+    the same number, or None, for any value."""
+    assert times.parse_time(s) == _parse_time_as_it_was(s)

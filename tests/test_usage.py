@@ -480,3 +480,21 @@ def test_a_cost_summed_in_any_order_or_grouping_is_the_same(costs, rnd):
         for p in g:
             add_exact(total, p)
     assert math.fsum(one) == math.fsum(total) == math.fsum(costs)
+
+
+@given(
+    st.lists(
+        st.one_of(st.integers(), st.booleans(), st.floats(), st.none(), st.text(max_size=3)), min_size=5, max_size=5
+    )
+)
+def test_a_usage_problem_is_found_as_by_the_loop(values):
+    from huddle.model.events import USAGE_FIELDS, Usage
+
+    u = Usage(*values)
+    want = ""
+    for name in USAGE_FIELDS:
+        v = getattr(u, name)
+        if type(v) is not int or v < 0:
+            want = f"usage {name} is {v!r}, not a count"
+            break
+    assert u.problem() == want

@@ -94,6 +94,10 @@ class Usage(msgspec.Struct, omit_defaults=True, gc=False):
         """What is wrong with these counts, "" when each is a non-negative integer.
         Checked for every source where events enter a session (a negative count would
         be a negative cost)."""
+        a, b, c, d, e = self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h
+        ints = type(a) is int and type(b) is int and type(c) is int and type(d) is int and type(e) is int
+        if ints and a >= 0 and b >= 0 and c >= 0 and d >= 0 and e >= 0:
+            return ""  # (the common case, without a loop: checked for every response)
         for name in USAGE_FIELDS:
             v = getattr(self, name)
             if type(v) is not int or v < 0:

@@ -50,9 +50,21 @@ def _iso(s: object) -> datetime | None:
 
 def parse_time(s: object) -> float | None:
     """ISO 8601 (with Z or an offset; no zone is UTC) to unix seconds; None if it is not
-    one, or not between 1970 and 2200."""
-    d = _iso(s)
-    return of_datetime(d) if d is not None else None
+    one, or not between 1970 and 2200. (_iso, of_datetime and seconds inlined: every
+    record of a transcript has its time read here.)"""
+    if not s or not isinstance(s, str):
+        return None
+    try:
+        d = datetime.fromisoformat(s)
+    except (TypeError, ValueError):
+        return None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=UTC)
+    try:
+        t = d.timestamp()  # a float, always finite
+    except (OverflowError, OSError, ValueError):
+        return None
+    return t if EARLIEST <= t < LATEST else None
 
 
 def out_of_range(v: object) -> bool:
@@ -73,9 +85,10 @@ def of_datetime(d: datetime) -> float | None:
     if d.tzinfo is None:
         d = d.replace(tzinfo=UTC)
     try:
-        return seconds(d.timestamp())
+        t = d.timestamp()  # a float, always finite: `seconds` inlined (a Codex line's time comes here)
     except (OverflowError, OSError, ValueError):
         return None
+    return t if EARLIEST <= t < LATEST else None
 
 
 def iso(t: float | None) -> str | None:

@@ -229,7 +229,15 @@ class FileParser:
             else:
                 first = counted[mid]
                 if first is not None:  # a later record of the response: its counts may be the final ones
-                    self.session.raise_usage(first, usage_of(m.usage))
+                    u, o = usage_of(m.usage), first.usage
+                    if o is not None and (  # (most repeat the counts they follow: nothing to raise)
+                        u.input > o.input
+                        or u.output > o.output
+                        or u.cache_read > o.cache_read
+                        or u.cache_write > o.cache_write
+                        or u.cache_write_1h > o.cache_write_1h
+                    ):
+                        self.session.raise_usage(first, u)
             self.shared.check_output(mid, m.content)
         if self.usage_only:
             return
