@@ -482,6 +482,63 @@ def test_a_cost_summed_in_any_order_or_grouping_is_the_same(costs, rnd):
     assert math.fsum(one) == math.fsum(total) == math.fsum(costs)
 
 
+def _group_rows_as_it_was(rows, table):
+    from huddle.model.events import Usage
+    from huddle.views.usage import _day, add_exact
+
+    out = {}
+    for r in rows:
+        t, agent, model = r[0], r[1], r[2]
+        key = (_day(t), agent, model)
+        g = out.get(key)
+        if g is None:
+            g = out[key] = [key[0], agent, model, 0, 0, 0, 0, 0, 0, [], t]
+        for i in range(5):
+            g[3 + i] += r[3 + i]
+        g[8] += 1
+        cost = table.cost(model, Usage(*r[3:8]))
+        if cost is None or g[9] is None:
+            g[9] = None
+        else:
+            add_exact(g[9], cost)
+        if t is not None and (g[10] is None or t < g[10]):
+            g[10] = t
+    return list(out.values())
+
+
+_NEAR_MIDNIGHT = st.one_of(
+    st.none(),
+    st.floats(min_value=0, max_value=7e9, allow_nan=False),
+    st.builds(
+        lambda d, e: d * 86400.0 + e,
+        st.integers(min_value=0, max_value=80000),
+        st.sampled_from([-1e-6, -5e-7, -4e-7, -1e-7, 0.0, 1e-7, 5e-7, 1e-3, -1e-3, 0.0011, -0.0011]),
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            _NEAR_MIDNIGHT,
+            st.sampled_from(["lead", "Explore"]),
+            st.sampled_from(["claude-sonnet-4-5", "gpt-5.5", "no-such-model"]),
+            st.lists(st.integers(min_value=0, max_value=10**6), min_size=5, max_size=5),
+        ),
+        max_size=40,
+    )
+)
+def test_the_index_groups_rows_by_day_as_single_responses_would(rows):
+    """The first write works out each day once, not per response: the same days (also a
+    hair before or after midnight), sums, counts and exact costs."""
+    from huddle.views.pricing import current
+    from huddle.views.usage_index import group_rows
+
+    rows = [[t, a, m, *u[:3], u[3], min(u[4], u[3])] for t, a, m, u in rows]
+    assert group_rows(rows, current()) == _group_rows_as_it_was(rows, current())
+
+
 @given(
     st.lists(
         st.one_of(st.integers(), st.booleans(), st.floats(), st.none(), st.text(max_size=3)), min_size=5, max_size=5

@@ -109,6 +109,7 @@ def collect(sessions: list[Session], per_session: bool = False) -> dict:
     out: list[dict] = []
     current_key = None
     rows: list = []
+    labels: dict[str, str] = {}  # the session's agents' labels, each worked out once
     for s, e in counted_usage(sessions, stats=stats):
         u = e.usage
         if u is None:  # (counted_usage yields none such)
@@ -116,8 +117,12 @@ def collect(sessions: list[Session], per_session: bool = False) -> dict:
         if s.key != current_key:
             current_key = s.key
             rows = []
+            labels = {}
             out.append({**session_info(s), "rows": rows})
-        rows.append([e.t, agent_label(s, e.agent), model_name(e.name), *u.to_tuple()])
+        label = labels.get(e.agent)
+        if label is None:
+            label = labels[e.agent] = agent_label(s, e.agent)
+        rows.append([e.t, label, model_name(e.name), *u.to_tuple()])
     if per_session:
         for d in out:
             d["duplicates"] = stats.get("by_session", {}).get(d["key"], 0)

@@ -43,22 +43,36 @@ def group_rows(rows: list[list[Any]], table: Table) -> list[list[Any]]:
     """Counted rows ([t, agent, model, input, output, cache read, cache write, 1-hour])
     summed per (day, agent, model): [day, agent, model, input, output, cache read,
     cache write, 1-hour, responses, cost (its exact partials: usage.add_exact) or None
-    when unpriced, first t]."""
+    when unpriced, first t]. (The first write of the index sums every response: the
+    day of a time is worked out once per day, not per response.)"""
     out: dict[tuple[str, str, str], list[Any]] = {}
+    days: dict[float, str] = {}
+    cost = table.cost
     for r in rows:
         t, agent, model = r[0], r[1], r[2]
-        key = (_day(t), agent, model)
+        if t is None:
+            day = _day(t)
+        else:
+            k = t // 86400
+            inside = 0.001 < t - k * 86400 < 86399.999  # far from midnight: no rounding crosses it
+            day = (days.get(k) or days.setdefault(k, _day(t))) if inside else _day(t)
+        key = (day, agent, model)
         g = out.get(key)
         if g is None:
-            g = out[key] = [key[0], agent, model, 0, 0, 0, 0, 0, 0, [], t]
-        for i in range(5):
-            g[3 + i] += r[3 + i]
+            g = out[key] = [day, agent, model, 0, 0, 0, 0, 0, 0, [], t]
+        u = Usage(*r[3:8])
+        g[3] += u.input
+        g[4] += u.output
+        g[5] += u.cache_read
+        g[6] += u.cache_write
+        g[7] += u.cache_write_1h
         g[8] += 1
-        cost = table.cost(model, Usage(*r[3:8]))
-        if cost is None or g[9] is None:
-            g[9] = None
-        else:
-            add_exact(g[9], cost)
+        if g[9] is not None:
+            c = cost(model, u)
+            if c is None:
+                g[9] = None
+            else:
+                add_exact(g[9], c)
         if t is not None and (g[10] is None or t < g[10]):
             g[10] = t
     return list(out.values())
