@@ -110,7 +110,8 @@ class LineReader:
         self.path = path
         self.cursor = cursor if cursor is not None else Cursor()
         self.within = within  # the agent folder a symlink must not lead out of
-        self._pending: bytes | bytearray = b""  # a half-written last line, waiting for its newline
+        # a half-written last line, waiting for its newline (an older cache's may be a bytearray)
+        self._pending: bytes | bytearray = b""
         self.resets = 0
         self.long_lines = 0  # lines skipped for their length
 
@@ -176,8 +177,12 @@ class LineReader:
         # any other error (permissions, a FIFO, a folder) is the caller's to report
         try:  # unbuffered: positions are the descriptor's own (a hole is skipped with lseek)
             st = os.fstat(fd)
-            pend: bytes | bytearray = self._pending
-            pos = c.offset + len(pend)  # the next byte to read
+            # A line begun in an earlier chunk (or poll) is kept as its pieces, joined once
+            # at its end: each byte of a long line is copied once (bytearray growth and
+            # bytes(pend) + tail copied a 12 MB line three times, into fresh pages).
+            parts: list[bytes | bytearray | memoryview] = [self._pending] if self._pending else []
+            plen = len(self._pending)
+            pos = c.offset + plen  # the next byte to read
             done = False
             try:
                 while True:
@@ -197,20 +202,19 @@ class LineReader:
                         c.long_at = -1  # its end: what follows is read again
                         i = nl + 1
                         c.offset = base + i
-                    elif pend:  # a line begun in an earlier chunk (or poll)
+                    elif plen:  # a line begun in an earlier chunk (or poll)
                         nl = chunk.find(b"\n")
                         if nl < 0:
-                            if len(pend) + len(chunk) > LINE_MAX:
-                                c.long_at, c.offset, pend = c.offset, pos, b""
-                                self._pending = b""
+                            if plen + len(chunk) > LINE_MAX:
+                                c.long_at, c.offset, parts, plen = c.offset, pos, [], 0
                                 self._too_long(problems)
                             else:
-                                if not isinstance(pend, bytearray):
-                                    pend = bytearray(pend)  # grows in place: linear however long
-                                pend += chunk
+                                parts.append(chunk)
+                                plen += len(chunk)
                             continue
-                        at, line = c.offset, bytes(pend) + chunk[:nl]
-                        pend = self._pending = b""
+                        parts.append(memoryview(chunk)[:nl])
+                        at, line = c.offset, b"".join(parts)
+                        parts, plen = [], 0
                         i = nl + 1
                         c.offset = base + i
                         if line.endswith(b"\r"):
@@ -235,17 +239,16 @@ class LineReader:
                         if line:
                             yield at, line
                     if i < len(chunk):
-                        pend = chunk[i:]
-                        if len(pend) > LINE_MAX:
-                            c.long_at, c.offset, pend = c.offset, pos, b""
+                        parts, plen = [memoryview(chunk)[i:]], len(chunk) - i
+                        if plen > LINE_MAX:
+                            c.long_at, c.offset, parts, plen = c.offset, pos, [], 0
                             self._too_long(problems)
-                    self._pending = pend
                 done = True
             finally:
-                self._pending = pend if done else b""
+                self._pending = b"".join(parts) if done and plen else b""
                 c.print = fingerprint(fd, c.offset)
                 if done:
-                    c.size = max(st.st_size, c.offset + len(pend))
+                    c.size = max(st.st_size, c.offset + plen)
                     c.mtime_ns, c.ctime_ns = st.st_mtime_ns, st.st_ctime_ns
                     c.dev, c.ino = st.st_dev, st.st_ino
         finally:
