@@ -4,14 +4,11 @@ just past the line's end never counts)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
 
 from conftest import SAMPLES
 from huddle.sources.claude.records import meta_skips, usage_skips, wanted_for_usage
 from huddle.sources.codex import records as codex_records
-from huddle.sources.codex.thread import ThreadParser
 
 # Bytes that match every pattern, put around a line: only the line's own bytes may decide.
 BAIT = (
@@ -50,15 +47,15 @@ def test_claude_lines_are_judged_in_the_buffer_as_alone(judge):
     assert 0 < len(kept) < len(CLAUDE)  # the samples have lines of both kinds
 
 
-@pytest.mark.parametrize("usage_only", [False, True])
-@pytest.mark.parametrize("out_seen", [False, True])
-def test_codex_lines_are_judged_in_the_buffer_as_alone(usage_only, out_seen):
-    parser = SimpleNamespace(usage_only=usage_only, out_seen=out_seen)
+@pytest.mark.parametrize("usage", [False, True])
+def test_codex_lines_are_judged_in_the_buffer_as_alone(usage):
     skipped = 0
     for line in CODEX:
         alone = codex_records.SKIP_LINE.search(line, 0, 160) is not None or (
-            usage_only and out_seen and codex_records.USAGE_SKIP_LINE.search(line, 0, 480) is not None
+            usage and codex_records.USAGE_SKIP_LINE.search(line, 0, 480) is not None
         )
-        assert ThreadParser.skip(parser, *in_buffer(line)) == alone, line[:200]  # type: ignore[arg-type]
+        assert codex_records.skips(*in_buffer(line), usage) == alone, line[:200]
+        if not usage:
+            assert codex_records.meta_skips(*in_buffer(line)) == alone, line[:200]
         skipped += alone
     assert skipped < len(CODEX)

@@ -231,11 +231,9 @@ class LineReader:
                             c.offset = base + i
                             continue
                         at = base + i
-                        line = chunk[i:nl]
+                        line = chunk[i : nl - 1 if nl > i and chunk[nl - 1] == 13 else nl]  # without a CR
                         i = nl + 1
                         c.offset = base + i  # past the line before it is handed out
-                        if line.endswith(b"\r"):
-                            line = line[:-1]
                         if line:
                             yield at, line
                     if i < len(chunk):

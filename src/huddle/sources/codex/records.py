@@ -336,6 +336,11 @@ USAGE_SKIP_LINE = re.compile(
 SKIP_EVENTS = frozenset({"thread_settings_applied", "agent_reasoning", "agent_message", "web_search_end"})
 
 
+def meta_skips(buf: bytes, i: int, end: int) -> bool:
+    """Whether a full read passes over the line buf[i:end] (as `skips`)."""
+    return SKIP_LINE.search(buf, i, i + 160 if i + 160 < end else end) is not None
+
+
 def skips(buf: bytes, i: int, end: int, usage: bool) -> bool:
     """Whether a read passes over the line buf[i:end], judged where it lies in the read
     buffer (LineReader.lines's `skip`). `usage`: a usage-only read, past the thread's

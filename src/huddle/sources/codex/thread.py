@@ -13,6 +13,7 @@ from datetime import datetime
 
 import msgspec
 
+from huddle.io.reader import Skip
 from huddle.model import events as ev
 from huddle.model import times
 from huddle.model.events import Event, cap, one_line
@@ -29,6 +30,7 @@ KNOWN_TYPES = frozenset(
     {"session_meta", "response_item", "event_msg", "token_usage_record", "turn_context", "compacted"}
 )
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
+KEPT_ARGS = ("cmd", "command", "sandbox_permissions", "justification", "session_id", "targets", "ids", "questions")
 _decode_line = rec.decode_line
 
 
@@ -79,7 +81,8 @@ class ThreadParser:
         """The current line's time, worked out once per line that needs it."""
         if self._ts_for is not self._ts:
             self._ts_for = self._ts
-            t = rec.unix(self._ts)
+            ts = self._ts
+            t = times.of_datetime(ts) if isinstance(ts, datetime) else rec.unix(ts)  # (the common case first)
             if t is not None:
                 self.last_t = t
         return self.last_t
@@ -90,9 +93,13 @@ class ThreadParser:
         if not self.skip(line, 0, len(line)):
             self.feed_kept(off, line)
 
-    def skip(self, buf: bytes, i: int, end: int) -> bool:
-        """Whether `feed` passes over buf[i:end] (in the reader's buffer, asked just before it is fed)."""
-        return rec.skips(buf, i, end, self.usage_only and self.out_seen)
+    @property
+    def skip(self) -> Skip:
+        """What `feed` passes over, judged in the reader's buffer (asked just before each line is fed)."""
+        return self._usage_skips if self.usage_only else rec.meta_skips
+
+    def _usage_skips(self, buf: bytes, i: int, end: int) -> bool:
+        return rec.skips(buf, i, end, self.out_seen)
 
     def feed_kept(self, off: int, line: bytes) -> None:  # `feed` for a line `skip` kept
         try:
@@ -113,10 +120,13 @@ class ThreadParser:
         if t == "event_msg" and p.type in rec.SKIP_EVENTS:
             return
         self.lines += 1
-        if times.out_of_range(ln.timestamp):  # a time past 2200: noted, the last good time kept
-            self.session.note(self.path, off, times.odd(ln.timestamp))
-        elif ln.timestamp:
-            self._ts = ln.timestamp
+        ts = ln.timestamp
+        if isinstance(ts, datetime) and 1970 < ts.year < 2199:  # (the common case, without a call)
+            self._ts = ts
+        elif times.out_of_range(ts):  # a time past 2200: noted, the last good time kept
+            self.session.note(self.path, off, times.odd(ts))
+        elif ts:
+            self._ts = ts
         n = len(line)
         mark = len(self.out)
         try:
@@ -185,14 +195,8 @@ class ThreadParser:
         self.copied_lines += 1
         if self.copied_lines == 1:
             parent = self.info.forked_from or self.info.parent
-            self.emit(
-                ev.CONTEXT,
-                off,
-                n,
-                name="inherited",
-                copied=True,
-                text=f"Started with a copy of {parent}'s conversation",
-            )
+            text = f"Started with a copy of {parent}'s conversation"
+            self.emit(ev.CONTEXT, off, n, name="inherited", copied=True, text=text)
 
     # -- response items (what the model saw and did) ---------------------------------
 
@@ -297,20 +301,7 @@ class ThreadParser:
             self.calls[cid] = (name, {"task_name": args.get("task_name")})
             return
         tool = f"{ns}__{name}" if ns.startswith("mcp__") else name
-        kept = {
-            k: args[k]
-            for k in (
-                "cmd",
-                "command",
-                "sandbox_permissions",
-                "justification",
-                "session_id",
-                "targets",
-                "ids",
-                "questions",
-            )
-            if k in args
-        }
+        kept = {k: args[k] for k in KEPT_ARGS if k in args}
         self.calls[cid] = (name, kept)
         self.emit(ev.TOOL_CALL, off, n, id=cid, name=tool, detail=txt.call_summary(name, args))
 
