@@ -30,8 +30,6 @@ from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound, RequestE
 from huddle.live.boardfile import BoardFile
 from huddle.live.watcher import Watcher
 from huddle.views import api
-from huddle.views import export as export_view
-from huddle.views import search as search_view
 from huddle.views.board import board_notes, parse_at
 from huddle.views.select import Select
 
@@ -45,6 +43,12 @@ _encode = msgspec.json.Encoder().encode
 # connections from outrunning the closes that the connection cap makes.
 BACKLOG = 64
 EXIT_DEADLINE = 5.0  # seconds from a stop signal to the process's end, whatever is stuck
+
+
+def _search_view():
+    from huddle.views import search  # loaded when first asked: not on a server's start
+
+    return search
 
 
 def json_response(data, status: int = 200) -> Response:
@@ -166,6 +170,8 @@ def create_app(
         q = request.query_params
         with h.lock:
             sid = api.check_id(request.path_params["id"])
+        from huddle.views import export as export_view  # loaded when first asked: not on a server's start
+
         blob, media, name, summary = export_view.export_file(
             h, sid, q.get("format"), redact=q.get("redact"), images=q.get("images")
         )
@@ -184,7 +190,7 @@ def create_app(
         # query waiting on the indexing thread's write transaction never holds up refreshes
         q = request.query_params
         return json_response(
-            search_view.search(
+            _search_view().search(
                 h,
                 q.get("q"),
                 source=q.get("source"),
