@@ -45,6 +45,15 @@ BACKLOG = 64
 EXIT_DEADLINE = 5.0  # seconds from a stop signal to the process's end, whatever is stuck
 
 
+def _fresh_core(h):
+    """A core with no cache, read once: what `huddle status --at` reads."""
+    from huddle.core import Huddle
+
+    fresh = Huddle(h.settings)
+    fresh.refresh()
+    return fresh
+
+
 def _search_view():
     from huddle.views import search  # loaded when first asked: not on a server's start
 
@@ -130,6 +139,11 @@ def create_app(
             when = parse_at(at)
             if when is None:
                 raise BadRequest(f"not a time: {at[:40]!r} (use ISO 8601 or unix seconds)")
+            if getattr(h, "lazy", False):
+                # a past moment is replayed from whole timelines, which a core from the
+                # cache does not hold: read afresh, as `huddle status --at` does (outside
+                # the core's lock: the board goes on meanwhile)
+                return json_response(pick.apply(api.sessions(_fresh_core(h), at=when)))
             return call(lambda h, **kw: pick.apply(api.sessions(h, **kw)), at=when)
         t0 = time.perf_counter()
         data = st.watcher.board()

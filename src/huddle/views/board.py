@@ -159,14 +159,7 @@ def board_json(h: Huddle, at: float | None = None, debounce: Debouncer | None = 
             h.wake_all()
         kept = h.dormant_rows()
     sessions = h.loaded_sessions() if hasattr(h, "loaded_sessions") else h.sessions()
-    built: dict[str, dict[str, Any]] = {}
-    partial = [s.key for s in sessions if not s.complete] if at is not None and hasattr(h, "read_whole") else []
-    if partial:
-        # a past moment is replayed from whole timelines: a session held as the cache
-        # keeps it is read whole for it, one at a time, and not kept
-        for whole in h.read_whole(partial):
-            built[whole.key] = session_entry(h, whole, at=at, debounce=debounce, table=table)
-    built = {s.key: built.get(s.key) or session_entry(h, s, at=at, debounce=debounce, table=table) for s in sessions}
+    built = {s.key: session_entry(h, s, at=at, debounce=debounce, table=table) for s in sessions}
     if at is None and getattr(h, "lazy", False):
         h.built_rows = built  # every row, listed or not, for the cache (see Huddle.write_board_cache)
         if cache is not None and cache.meta().get("rows") != rows_key(h, table):
