@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from huddle.core import Huddle
@@ -41,3 +42,15 @@ def grow_in_pieces(config: Path, steps) -> Huddle:
             out.write(contents[f][pos[f] :])
     h.refresh()
     return h
+
+
+def wait_for(fn, what: object = None, deadline: float = 20.0):
+    """Poll `fn()` until it gives something true (returned), failing after `deadline`
+    seconds: a deadline to wait on, never a timed assertion."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        got = fn()
+        if got:
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"not within {deadline}s: {what or fn}")

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import web_corpus
+from helpers import wait_for
 from huddle.core import Huddle
 from huddle.io.reader import read_span
 from huddle.search import SearchIndex, attach
@@ -208,13 +209,7 @@ def test_the_route_and_the_command_give_the_same_dict(tmp_path):
 
 
 def _wait_for(fn, what: str, timeout: float = 20.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        got = fn()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return wait_for(fn, what, timeout)
 
 
 def test_a_live_append_is_searchable_and_a_rewrite_is_indexed_again(tmp_path):

@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 import web_corpus
+from helpers import wait_for
 from huddle.core import Huddle, coldread
 from huddle.server import ServerThread
 from huddle.views import api
@@ -39,13 +40,7 @@ def _status(settings) -> None:
 
 
 def _wait(what, deadline: float = DEADLINE):
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        got = what()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"not within {deadline}s: {what}")
+    return wait_for(what, deadline=deadline)
 
 
 @contextlib.contextmanager
