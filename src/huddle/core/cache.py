@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from huddle.io.stamps import stamps_of
 from huddle.sources.base import Handle, Source
 
 from .store import Store
@@ -28,31 +29,6 @@ FORMAT = 5
 
 def cache_dir(huddle_home: str) -> str:
     return os.path.join(huddle_home, "cache")
-
-
-SETTLE_NS = 1_000_000_000  # a file that moved this close to its read is looked at again next time
-
-
-def stamps_of(paths: Iterable[str], read_at_ns: int, folders: bool = False) -> list[list[Any]]:
-    """[path, size, mtime_ns] per file ([path, -1, -1] for one that is not there). One
-    that moved around the read (`read_at_ns`, when it began) gets a stamp that never
-    matches: what was half seen is read again rather than trusted. `folders`: [path,
-    mtime_ns, ctime_ns] (ctime: a folder made unreadable, or readable again, is listed
-    again; a scan that met an unreadable one left a note and was not stamped)."""
-    out: list[list[Any]] = []
-    for p in paths:
-        try:
-            st = os.stat(p)
-        except OSError:
-            out.append([p, -1, -1])
-            continue
-        if st.st_mtime_ns >= read_at_ns - SETTLE_NS:
-            out.append([p, -2, -2])
-        elif folders:
-            out.append([p, st.st_mtime_ns, st.st_ctime_ns])
-        else:
-            out.append([p, st.st_size, st.st_mtime_ns])
-    return out
 
 
 def head_for(h: Handle, read_at_ns: int, row: dict[str, Any] | None, entangled: bool = False) -> dict[str, Any]:
@@ -69,46 +45,6 @@ def head_for(h: Handle, read_at_ns: int, row: dict[str, Any] | None, entangled: 
     if entangled:
         head["entangled"] = True
     return head
-
-
-def unmoved(head: dict[str, Any]) -> bool:
-    """Whether nothing the head was stamped from has moved since."""
-    for path, size, mtime in head.get("files") or ():
-        try:
-            st = os.stat(path)
-        except OSError:
-            if size != -1:
-                return False
-            continue
-        if st.st_size != size or st.st_mtime_ns != mtime:
-            return False
-    for path, _size, mtime in head.get("dirs") or ():
-        try:
-            if os.stat(path).st_mtime_ns != mtime:
-                return False
-        except OSError:
-            if mtime != -1:
-                return False
-    return True
-
-
-def dirs_still(stamps: Any) -> bool:
-    """Whether none of these folders (`stamps_of(..., folders=True)`) moved since."""
-    if not isinstance(stamps, list) or not stamps:
-        return False
-    try:
-        for d, mtime, ctime in stamps:
-            try:
-                st = os.stat(d)
-            except OSError:
-                if mtime != -1:
-                    return False
-                continue
-            if st.st_mtime_ns != mtime or st.st_ctime_ns != ctime:
-                return False
-    except (TypeError, ValueError):  # not what stamps_of wrote: scan
-        return False
-    return True
 
 
 class Dormant:

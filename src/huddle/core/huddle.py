@@ -16,6 +16,7 @@ from typing import Any
 from huddle.errors import BadRequest, HuddleError, NotFound
 from huddle.io.boardfile import write_board
 from huddle.io.safefile import unreadable
+from huddle.io.stamps import dirs_still, unmoved
 from huddle.model.attention import IDLE_AFTER, YOUR_TURN
 from huddle.model.ledger import Ledger
 from huddle.model.session import Session
@@ -24,7 +25,7 @@ from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
 from . import whole
-from .cache import Dormant, HandleCache, Stamped, dirs_still, unmoved
+from .cache import Dormant, HandleCache, Stamped
 from .coldread import read_in_parallel
 from .reading import cache_form, refresh_one
 

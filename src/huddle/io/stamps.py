@@ -1,0 +1,78 @@
+"""Stamps of files and folders (size, mtime, ctime): how huddle tells, without reading
+a file, that it is what was read. The handle cache's heads and scan stamps are checked
+here, so whatever else checks them means the same by "unmoved". Standard library
+only: a fast path may import it before anything else.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+SETTLE_NS = 1_000_000_000  # a file that moved this close to its read is looked at again next time
+
+
+def stamps_of(paths: Iterable[str], read_at_ns: int, folders: bool = False) -> list[list[Any]]:
+    """[path, size, mtime_ns] per file ([path, -1, -1] for one that is not there). One
+    that moved around the read (`read_at_ns`, when it began) gets a stamp that never
+    matches: what was half seen is read again rather than trusted. `folders`: [path,
+    mtime_ns, ctime_ns] (ctime: a folder made unreadable, or readable again, is listed
+    again; a scan that met an unreadable one left a note and was not stamped)."""
+    out: list[list[Any]] = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            out.append([p, -1, -1])
+            continue
+        if st.st_mtime_ns >= read_at_ns - SETTLE_NS:
+            out.append([p, -2, -2])
+        elif folders:
+            out.append([p, st.st_mtime_ns, st.st_ctime_ns])
+        else:
+            out.append([p, st.st_size, st.st_mtime_ns])
+    return out
+
+
+def unmoved(head: dict[str, Any]) -> bool:
+    """Whether nothing the head was stamped from has moved since."""
+    for path, size, mtime in head.get("files") or ():
+        try:
+            st = os.stat(path)
+        except OSError:
+            if size != -1:
+                return False
+            continue
+        if st.st_size != size or st.st_mtime_ns != mtime:
+            return False
+    for path, _size, mtime in head.get("dirs") or ():
+        try:
+            if os.stat(path).st_mtime_ns != mtime:
+                return False
+        except OSError:
+            if mtime != -1:
+                return False
+    return True
+
+
+def dirs_still(stamps: Any) -> bool:
+    """Whether none of these folders (`stamps_of(..., folders=True)`) moved since."""
+    if not isinstance(stamps, list) or not stamps:
+        return False
+    try:
+        for d, mtime, ctime in stamps:
+            try:
+                st = os.stat(d)
+            except OSError:
+                if mtime != -1:
+                    return False
+                continue
+            if st.st_mtime_ns != mtime or st.st_ctime_ns != ctime:
+                return False
+    except (TypeError, ValueError):  # not what stamps_of wrote: scan
+        return False
+    return True
