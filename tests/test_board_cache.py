@@ -310,3 +310,21 @@ def test_a_held_codex_lock_sends_codex_to_its_scan_each_time(home, scans):
         b, _ = cached_board(home)
         assert "codex" in scans
         same(fresh_board(home), b)
+
+
+def test_a_codex_thread_named_between_scans_shows_its_name(home, scans):
+    """The TUI names a thread in session_index.jsonl a while after it starts: no folder
+    moves, and the sleeping row must not keep the title it had."""
+    rollout = next((home / "codex" / "sessions").rglob("rollout-*.jsonl"))
+    tid = rollout.stem[-36:]
+    (home / "codex" / "session_index.jsonl").write_text("")  # (made, it moves the home: a scan)
+    settle(home)
+    cached_board(home)
+    cached_board(home)
+    scans.clear()
+    with open(home / "codex" / "session_index.jsonl", "a") as out:
+        out.write(json.dumps({"id": tid, "thread_name": "Named later", "updated_at": "2026-11-30T12:00:00Z"}) + "\n")
+    b, _ = cached_board(home)
+    assert scans == []
+    assert next(r for r in b["sessions"] if r["id"] == tid)["title"] == "Named later"
+    same(fresh_board(home), b)

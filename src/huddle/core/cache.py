@@ -23,8 +23,8 @@ from .store import Store
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
 # (1 to 3 were handles.pickle, one pickle of every handle; 4 is handles.db; 5: reader cursors
-# keep ctime and a print, not a tail.)
-FORMAT = 5
+# keep ctime and a print, not a tail; 6: heads stamp the files a row shows beyond its own: Codex names.)
+FORMAT = 6
 
 
 def cache_dir(huddle_home: str) -> str:
@@ -37,7 +37,7 @@ def head_for(h: Handle, read_at_ns: int, row: dict[str, Any] | None, entangled: 
     files = h.files()
     dirs = list(dict.fromkeys(os.path.dirname(f) for f in files))
     head: dict[str, Any] = {
-        "files": stamps_of(files, read_at_ns),
+        "files": stamps_of([*files, *h.shown_from()], read_at_ns),
         "dirs": stamps_of(dirs, read_at_ns),
         "row": row,
         "at": read_at_ns,  # when what the row was built from was read

@@ -47,6 +47,11 @@ class Handle:
         """Every file this session is read from (for watching and read-back checks)."""
         return []
 
+    def shown_from(self) -> list[str]:
+        """Files outside the session's own whose content its row shows (Codex's thread
+        names): stamped with its files in the cache, so that a change wakes it."""
+        return []
+
     def record_token(self) -> bytes | None:
         """None when events point at byte spans of files (a file's bytes tell whether it
         was rewritten); a source whose records are numbered otherwise (database rows)

@@ -16,14 +16,13 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from huddle.io.reader import GONE, RESET, LineReader
-from huddle.io.safefile import forget, listdir, remember
+from huddle.io.safefile import listdir, remember
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from .live import SystemCache, live_signals
+from .names import SessionIndex
 
 if TYPE_CHECKING:  # the records and the parser load when a rollout is read, not for a board that sleeps
     from .records import ThreadInfo
@@ -108,6 +107,9 @@ class CodexHandle(Handle):
 
     def files(self) -> list[str]:
         return [tf.path for tf in self.threads.values()]
+
+    def shown_from(self) -> list[str]:
+        return [self.source.index.reader.path]  # its title, when the TUI has named the thread
 
     # -- reading -------------------------------------------------------------------------
 
@@ -201,47 +203,6 @@ class CodexHandle(Handle):
 
     def live(self, at: float | None = None) -> dict:
         return live_signals(self, at)
-
-
-class SessionIndex:
-    """`$CODEX_HOME/session_index.jsonl`: thread names, append-only, last one wins."""
-
-    def __init__(self, path: str):
-        self.reader = LineReader(path)
-        self.names: dict[str, str] = {}
-        self.problems: list[str] = []  # its bad lines, one line each (board notes)
-
-    def refresh(self) -> None:
-        try:
-            st = self.reader.check()
-        except OSError as exc:  # a FIFO, a loop in its place: the note says so; the names stand
-            remember(self.reader.path, exc)
-            return
-        if st == GONE:
-            return
-        if st == RESET:
-            self.names, self.problems = {}, []
-        try:
-            lines = list(self.reader.lines(self))
-        except OSError as exc:
-            remember(self.reader.path, exc)
-            return
-        forget(self.reader.path)
-        for off, line in lines:
-            try:
-                val = msgspec.json.decode(line)
-            except msgspec.MsgspecError as exc:
-                self.problem(self.reader.path, off, f"not JSON ({exc})")
-                continue
-            except RecursionError:
-                self.problem(self.reader.path, off, "not JSON (nested too deep)")
-                continue
-            if isinstance(val, dict) and isinstance(val.get("id"), str) and isinstance(val.get("thread_name"), str):
-                self.names[val["id"]] = val["thread_name"]
-
-    def problem(self, path: str, offset: int, what: str) -> None:
-        if len(self.problems) < 20:
-            self.problems.append(f"{path}:{offset}: {what}")
 
 
 class BrokenHandle(Handle):
