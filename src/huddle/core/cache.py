@@ -12,10 +12,12 @@ board file beside it is `huddle.io.boardfile`.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from huddle.io import answers
 from huddle.io.stamps import stamps_of
 from huddle.sources.base import Handle, Source
 
@@ -79,6 +81,9 @@ class HandleCache:
         self.heads: dict[str, dict[str, Any]] = {}
         self._sources: dict[str, Source] = {}
         self.read_at_ns = 0  # when the last read began (the core sets it)
+        self.opened: list[Any] = []  # the store's stamp when its heads were read (core.answering)
+        # the board stored as `huddle status --json`'s answer was built from these rows
+        self.store.on_write = functools.partial(answers.drop, huddle_home)
         legacy = os.path.join(cache_dir(huddle_home), name.rsplit(".", 1)[0] + ".pickle")
         self._legacy = legacy if legacy != self.path else None
 
@@ -95,6 +100,7 @@ class HandleCache:
             except OSError:
                 pass
         self.store.open()
+        self.opened = self.store.stamp()
 
     def load(self, sources: Iterable[Source]) -> dict[str, Handle]:
         """Every cached handle, re-attached to the live source objects."""

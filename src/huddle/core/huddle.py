@@ -73,6 +73,7 @@ class Huddle:
         # turns that off and saves with its rows now and then (save_rows)
         self.autosave = True
         self._unstamped: dict[str, bool] = {}  # scans not yet stamped (autosave off)
+        self.spared: set[str] = set()  # the sources the last refresh did not scan (core.answering)
         # told (key, session) when a session is read whole (complete): the watcher pushes
         # a page's events from that point on
         self.on_complete: list[Callable[[str, Session], None]] = []
@@ -119,6 +120,7 @@ class Huddle:
                 still -= {k.split(":", 1)[0] for k in lost}  # the scan reads those again
             live_moved: set[str] = set()
             scanned: dict[str, bool] = {}  # source -> whether its scan went through
+            self.spared = set()
             for src in self.sources:
                 if not src.roots():
                     continue  # no folder here at all (not set up for this source)
@@ -127,6 +129,7 @@ class Huddle:
                     continue
                 moved, spared = self._between_scans(src, notes) if src.name in still else (set(), False)
                 if spared:  # no session came or went: the sessions are the cached ones
+                    self.spared.add(src.name)
                     found.update((k, h) for k, h in self.handles.items() if k.startswith(src.name + ":"))
                     live_moved |= moved
                     notes.extend(src.notes)

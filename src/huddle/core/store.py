@@ -16,10 +16,11 @@ import marshal
 import os
 import sqlite3
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from huddle import __version__
+from huddle.io.stamps import ident
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v BLOB);
@@ -56,6 +57,7 @@ class Store:
         self.note: str | None = None  # one line when the file on disk was not trusted
         self.db: sqlite3.Connection | None = None
         self.meta: dict[str, Any] = {}
+        self.on_write: Callable[[], None] | None = None  # told before each write (what it vouched for may change)
 
     # -- opening ---------------------------------------------------------------------
 
@@ -103,6 +105,8 @@ class Store:
     def reset(self) -> None:
         """Start again from an empty file (the old one is removed, not repaired)."""
         self.close()
+        if self.on_write is not None:
+            self.on_write()
         for suffix in ("", "-wal", "-shm", "-journal"):
             try:
                 os.unlink(self.path + suffix)
@@ -114,6 +118,11 @@ class Store:
         except (OSError, sqlite3.Error) as exc:
             self.close()
             self._say(f"cannot be written ({exc})")
+
+    def stamp(self) -> list[Any]:
+        """The file's and its write-ahead log's stamps: taken before a read and again
+        after, equal if no one wrote in between."""
+        return [ident(self.path), ident(self.path + "-wal")]
 
     def close(self) -> None:
         if self.db is not None:
@@ -208,6 +217,8 @@ class Store:
         stored one); `heads` key -> (version, head) updates heads only; `drop` removes."""
         if self.db is None:
             return
+        if self.on_write is not None:
+            self.on_write()
         try:
             db = self.db
             db.execute("BEGIN IMMEDIATE")

@@ -1,7 +1,7 @@
 """Stamps of files and folders (size, mtime, ctime): how huddle tells, without reading
-a file, that it is what was read. The handle cache's heads and scan stamps are checked
-here, so whatever else checks them means the same by "unmoved". Standard library
-only: a fast path may import it before anything else.
+a file, that it is what was read. The handle cache's heads and scan stamps and the
+stored answers (`huddle.io.answers`) are both checked here, so both mean the same by
+"unmoved". Standard library only: the fast paths import it before anything else.
 """
 
 from __future__ import annotations
@@ -76,3 +76,13 @@ def dirs_still(stamps: Any) -> bool:
     except (TypeError, ValueError):  # not what stamps_of wrote: scan
         return False
     return True
+
+
+def ident(path: str) -> list[int] | None:
+    """A file's or folder's stamp: size, mtime, ctime (a chmod), inode (replaced); None
+    when it is not there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]

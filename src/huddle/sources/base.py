@@ -125,6 +125,18 @@ class Source:
         only a scan will do (the default)."""
         return None
 
+    def config_files(self) -> list[str]:
+        """Files that say where this source's folders are (Vibe's config.toml): a stored
+        answer stamps them, whether or not the folders are there."""
+        return []
+
+    def live_inputs(self) -> list[str] | None:
+        """The files and folders `between_scans` reads, beyond the sessions' own: what a
+        stored answer (`huddle.io.answers`) must find unmoved to be said again. None
+        (the default): something other than files can move its rows (a process table),
+        so no answer is stored while this source has a folder."""
+        return None
+
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         """All sessions now on disk, reusing the handles in `known` where they are
         still the same session. Must be cheap: listings and stats only."""

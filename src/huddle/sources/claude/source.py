@@ -328,6 +328,15 @@ class ClaudeSource(Source):
     def live_changed(self) -> set[str]:
         return {f"claude:{sid}" for sid in self.registry.moved}
 
+    def live_inputs(self) -> list[str]:
+        # the registry: its folder (an entry made or removed) and each entry, rewritten in place
+        folder = self.registry.folder
+        try:
+            names = sorted(n for n in os.listdir(folder) if n.endswith(".json"))
+        except OSError:
+            names = []  # (the folder's own stamp says it is not there, or not readable)
+        return [folder, *(os.path.join(folder, n) for n in names)]
+
     def between_scans(self, known: dict[str, Handle]) -> set[str] | None:
         # the registry is the live signal; a session's own folder (sub-agents, tool
         # results) may have been made since its handle was kept

@@ -306,6 +306,10 @@ class CodexSource(Source):
         self._locks, self._moved = {}, set()
         return set()
 
+    def live_inputs(self) -> list[str]:
+        # what between_scans looks at: the writer locks' folder and the names' index
+        return [self.under("thread-writer-locks"), self.index.reader.path]
+
     def _lock_changes(self) -> set[str]:
         """Thread ids whose writer lock was created, removed or made anew since the last scan
         (a dead holder leaves its lock in place: the rows of live sessions are looked at

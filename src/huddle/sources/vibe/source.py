@@ -343,6 +343,9 @@ class VibeSource(Source):
             return []
         return [self.root, os.path.join(self.root, "unified"), self.locks.folder]
 
+    def config_files(self) -> list[str]:
+        return [os.path.join(self.folder, "config.toml")] if self.folder else []
+
     def exists(self) -> bool:
         # a broken config.toml is worth a note even when there is nothing to read
         return os.path.isdir(self.root) or bool(self.config_note)

@@ -1,0 +1,51 @@
+"""Whether a one-shot board may be kept as `huddle status --json`'s stored answer
+(`huddle.io.answers`), and what it must find unmoved to be said again.
+
+Only a board that read nothing qualifies: every session slept on its cached row (a
+row time alone cannot move, over files that had not moved), every source with a
+sessions folder was spared its scan, and each says which files its live signals come
+from (`Source.live_inputs`).
+Such a board is worked out from stamped things only, so while they stand still, it
+is what the full path would say.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from huddle.io.stamps import ident
+from huddle.sources.registry import source_classes
+
+if TYPE_CHECKING:
+    from .huddle import Huddle
+
+
+def conditions(h: Huddle, also: list[str]) -> dict[str, Any] | None:
+    """What the board `h` just built hangs on (and the files `also`: the user's prices),
+    or None if it cannot be stored."""
+    cache = h.cache
+    if not h.lazy or cache is None or h.handles or cache.note or not h.settings.huddle_home:
+        return None  # something was read (or the cache was not what it should be)
+    if not cache.opened or cache.store.stamp() != cache.opened:
+        return None  # another process wrote the cache while this one read it
+    inputs: list[list[Any]] = []
+    scans: list[Any] = []
+    stamps = cache.meta().get("scans") or {}
+    for src in h.sources:
+        inputs.extend([p, ident(p)] for p in src.config_files())
+        roots = src.roots()
+        if not roots:
+            continue
+        if not src.exists():
+            # no sessions folder: what would make one moves a root or a watched folder
+            inputs.extend([p, ident(p)] for p in dict.fromkeys([*roots, *src.watch_dirs()]))
+            continue
+        live = src.live_inputs() if src.name in h.spared else None
+        if live is None or not stamps.get(src.name):
+            return None
+        scans.append(stamps[src.name])
+        inputs.extend([p, ident(p)] for p in live)
+    inputs.extend([p, ident(p)] for p in also)
+    heads = [{"files": d.head.get("files") or [], "dirs": d.head.get("dirs") or []} for d in h.dormant.values()]
+    names = sorted({c.folder_env for c in source_classes().values() if c.folder_env})
+    return {"inputs": inputs, "scans": scans, "heads": heads, "names": names}

@@ -1,0 +1,133 @@
+"""Stored answers: `huddle status --json` said again without reading anything, while
+nothing it was worked out from has moved (`$HUDDLE_HOME/cache/status.bin`).
+
+A one-shot board on which every session slept (its row settled, its files unmoved)
+and no source was scanned is a function of what it looked at: the session files and
+the folders a new session would move (the cache's heads and scan stamps), each
+source's live signals (`Source.live_inputs`), the price file, the environment that
+names the folders, and huddle's own code. `save` keeps the answer with all of those;
+`load` gives it back only if every one is as it was, so it is what the full path
+would say. A write to the handle cache drops it (`drop`): the rows the board is
+built from may have changed.
+
+Standard library only: `huddle status --json` looks here before importing anything.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+import zlib
+
+from .boardfile import atomic_write
+from .stamps import SETTLE_NS, dirs_still, ident, unmoved
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+    from typing import Any
+
+FORMAT = "huddle-answer/1"
+# What the environment can change: huddle's own settings, the XDG folders, HOME, and
+# every variable an agent's folder is named by (the sources' `folder_env`, and any
+# of theirs that starts with the agent's name).
+ENV_PREFIXES = ("HUDDLE_", "XDG_", "CLAUDE", "CODEX", "VIBE", "GEMINI", "OPENCODE")
+
+
+def answer_path(huddle_home: str) -> str:
+    return os.path.join(huddle_home, "cache", "status.bin")
+
+
+def environment(env: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
+    named = set(names)
+    return {k: v for k, v in env.items() if k == "HOME" or k in named or k.startswith(ENV_PREFIXES)}
+
+
+def code() -> list[Any]:
+    """Every file of huddle's package (a new version, or an edited checkout, is new
+    code), and the import path's folders (a plugin installed or removed moves its folder)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # (huddle/io/..)
+    files: list[tuple[str, int, int]] = []
+    todo = [root]
+    while todo:
+        folder = todo.pop()
+        try:
+            with os.scandir(folder) as it:
+                for e in it:
+                    if e.is_dir(follow_symlinks=False):
+                        if e.name != "__pycache__":
+                            todo.append(e.path)
+                    elif not e.name.endswith((".pyc", ".tmp")):
+                        try:
+                            st = e.stat()
+                        except OSError:
+                            continue
+                        files.append((e.path, st.st_size, st.st_mtime_ns))
+        except OSError:
+            continue
+    files.sort()
+    # (not the first: the script's own folder, or the working folder under `python -m`)
+    paths = [(p, ident(p)) for p in sys.path[1:] if p]
+    return [files, paths]
+
+
+def save(huddle_home: str, text: str, notes: list[str], conditions: dict[str, Any], started_ns: int) -> bool:
+    """Keep `text` (and the notes said beside it) as the answer while `conditions`
+    hold. Not kept if an input moved around the run (from `started_ns` on): what was
+    read may not be what its stamp says."""
+    inputs = conditions.get("inputs") or []
+    for _path, st in inputs:
+        if st is not None and st[1] >= started_ns - SETTLE_NS:  # (mtime: as the heads are stamped)
+            drop(huddle_home)
+            return False
+    data = {**conditions, "text": text, "notes": list(notes), "code": code()}
+    data["env"] = environment(os.environ, conditions.get("names") or ())
+    try:
+        payload = marshal.dumps(data)
+        atomic_write(answer_path(huddle_home), marshal.dumps((FORMAT, zlib.crc32(payload), payload)))
+    except (OSError, ValueError):  # (ValueError: something marshal cannot keep)
+        return False
+    return True
+
+
+def load(huddle_home: str) -> tuple[tuple[str, list[str]] | None, str | None]:
+    """(the stored answer and its notes, if nothing it was worked out from moved; one
+    line if the file was there but not to be trusted: torn, damaged, another version's)."""
+    path = answer_path(huddle_home)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None, None
+    try:
+        fmt, crc, payload = marshal.loads(raw)
+    except (ValueError, EOFError, TypeError):
+        return None, f"{path}: damaged; worked out again"
+    if fmt != FORMAT:
+        return None, f"{path}: from another version; worked out again"
+    try:
+        if zlib.crc32(payload) != crc:
+            raise ValueError("checksum")
+        data = marshal.loads(payload)
+        if data["env"] != environment(os.environ, data["names"]):
+            return None, None
+        if any(ident(p) != st for p, st in data["inputs"]):
+            return None, None
+        if not all(dirs_still(s) for s in data["scans"]) or not all(unmoved(h) for h in data["heads"]):
+            return None, None
+        if data["code"] != code():
+            return None, None
+        text, notes = data["text"], data["notes"]
+        if not isinstance(text, str) or not isinstance(notes, list):
+            raise ValueError("shape")
+    except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote
+        return None, f"{path}: damaged; worked out again"
+    return (text, [str(n) for n in notes]), None
+
+
+def drop(huddle_home: str) -> None:
+    try:
+        os.unlink(answer_path(huddle_home))
+    except OSError:
+        pass

@@ -1,0 +1,280 @@
+"""`huddle status --json` said again from its stored answer (huddle.io.answers) while
+nothing it was worked out from moved, and worked out again, the same as a fresh read,
+whatever moved: a session's file, a new one, a live signal, prices, the environment,
+the cache, the import path, or the stored file itself."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import SAMPLES
+from huddle.io import answers
+
+SCENARIOS = ("01-basic-tools", "02-subagents", "03-background-agent", "06-named-session")
+# the stored answer's path loads no core: that is how a run says it was one
+RUN = (
+    "import sys; sys.argv = ['huddle', 'status', '--json']; from huddle import entry\n"
+    "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
+    "print('stored' if 'huddle.core' not in sys.modules else 'read', file=sys.stderr)"
+)
+
+
+def settle(root) -> None:
+    """Files last written a while ago, as a history is (what moved around a read is
+    read again, and no answer is stored from it)."""
+    then = time.time() - 3600
+    for dirpath, dirs, files in os.walk(root):
+        for n in files + dirs:
+            os.utime(os.path.join(dirpath, n), (then, then), follow_symlinks=False)
+        os.utime(dirpath, (then, then))
+
+
+@pytest.fixture
+def home(tmp_path):
+    claude = tmp_path / "claude"
+    for name in SCENARIOS:
+        shutil.copytree(SAMPLES / "claude" / name / "config" / "projects", claude / "projects", dirs_exist_ok=True)
+    (claude / "sessions").mkdir()  # Claude Code's registry, empty: no process runs
+    codex = tmp_path / "codex"
+    shutil.copytree(SAMPLES / "codex" / "shell" / "codex_home" / "sessions", codex / "sessions")
+    (codex / "thread-writer-locks").mkdir()
+    settle(tmp_path)
+    return tmp_path
+
+
+def environment(home, huddle_home: str = "hh", **more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(answers.ENV_PREFIXES)}
+    env.update(
+        HOME=str(home),
+        HUDDLE_HOME=str(home / huddle_home),
+        CLAUDE_CONFIG_DIR=str(home / "claude"),
+        CODEX_HOME=str(home / "codex"),
+        VIBE_HOME=str(home / "none"),
+        PYTHONIOENCODING="utf-8",
+    )
+    env.update(more)
+    return env
+
+
+def status(env) -> tuple[str, list[str], str]:
+    """(stdout, the notes said, "stored" or "read")."""
+    out = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, env=env, check=True)
+    *notes, how = out.stderr.splitlines()
+    return out.stdout, notes, how
+
+
+def fresh(home, env) -> tuple[str, list[str]]:
+    """What a first read with no cache says, the truth a stored answer must equal."""
+    shutil.rmtree(home / "truth", ignore_errors=True)
+    (home / "truth").mkdir()
+    if (home / "hh" / "pricing.json").exists():  # the user's prices live beside the cache
+        shutil.copy(home / "hh" / "pricing.json", home / "truth" / "pricing.json")
+    out, notes, how = status({**env, "HUDDLE_HOME": str(home / "truth")})
+    assert how == "read"
+    return out, notes
+
+
+def stored(home, env) -> tuple[str, list[str]]:
+    """Runs until one is said from the stored answer (the first reads, the next stores)."""
+    for _ in range(3):
+        out, notes, how = status(env)
+        if how == "stored":
+            return out, notes
+    raise AssertionError("no run was said from a stored answer")
+
+
+def test_an_unmoved_board_is_said_again_as_a_fresh_read_says_it(home):
+    env = environment(home)
+    first, first_notes, how = status(env)
+    assert how == "read" and json.loads(first)["sessions"]
+    again, notes = stored(home, env)
+    assert (again, notes) == (first, first_notes) == fresh(home, env)
+    assert any("vibe: no sessions folder" in n for n in notes)  # the notes are said again too
+    assert status(env)[2] == "stored"
+
+
+def _prompt(home) -> None:
+    f = sorted((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))[0]
+    rec = {"type": "user", "message": {"role": "user", "content": "one more"}, "sessionId": f.stem}
+    with open(f, "a") as out:
+        out.write(json.dumps({**rec, "timestamp": "2026-11-30T12:00:00.000Z", "uuid": "u-more"}) + "\n")
+
+
+def _new_session(home) -> None:
+    f = sorted((home / "claude" / "projects").glob("*02-subagents*/*.jsonl"))[0]
+    shutil.copy(f, f.with_name("0f0f0f0f-0000-4000-8000-000000000001.jsonl"))
+
+
+def _gone(home) -> None:
+    sorted((home / "claude" / "projects").glob("*06-named-session*/*.jsonl"))[0].unlink()
+
+
+def _registry(home) -> None:
+    """A Claude Code process says it waits on you: its entry, written in place as Claude
+    Code does (the registry's folder does not move)."""
+    from huddle.io import procs
+
+    f = sorted((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))[0]
+    rec = {"sessionId": f.stem, "pid": os.getpid(), "procStart": str(procs.start_time(os.getpid()))}
+    entry = home / "claude" / "sessions" / f"{os.getpid()}.json"
+    entry.write_text(json.dumps({**rec, "status": "waiting", "waitingFor": "approve Bash", "updatedAt": 1}))
+
+
+def _codex_lock(home) -> None:
+    rollout = next((home / "codex" / "sessions").rglob("*.jsonl"))
+    tid = rollout.stem[-36:]
+    (home / "codex" / "thread-writer-locks" / f"{tid}.lock").write_text("")
+
+
+def _codex_name(home) -> None:
+    rollout = next((home / "codex" / "sessions").rglob("*.jsonl"))
+    rec = {"id": rollout.stem[-36:], "thread_name": "a name given later", "updated_at": "2026-11-30T12:00:00Z"}
+    with open(home / "codex" / "session_index.jsonl", "a") as out:
+        out.write(json.dumps(rec) + "\n")
+
+
+def _prices(home) -> None:
+    (home / "hh").mkdir(exist_ok=True)
+    price = {"input": 1000, "output": 1000, "cache_read": 1000, "cache_write": 1000}
+    table = {"as_of": "2026-11-30", "models": {"claude-opus-5-5": price}}
+    (home / "hh" / "pricing.json").write_text(json.dumps(table))
+
+
+def _new_agent_folder(home) -> None:
+    (home / "vibe" / "logs" / "session").mkdir(parents=True)  # VIBE_HOME is named below
+
+
+def _vibe_config(home) -> None:
+    """Vibe is told to keep its sessions elsewhere: a folder that is there."""
+    (home / "vibe").mkdir()
+    (home / "elsewhere").mkdir()
+    (home / "vibe" / "config.toml").write_text(f'[session_logging]\nsave_dir = "{home / "elsewhere"}"\n')
+
+
+MOVES = {
+    "a line appended": (_prompt, {}),
+    "a new session": (_new_session, {}),
+    "a session gone": (_gone, {}),
+    "a registry entry written in place": (_registry, {}),
+    "a Codex writer lock taken": (_codex_lock, {}),
+    "a Codex thread named": (_codex_name, {}),
+    "the user's prices": (_prices, {}),
+    "an agent's folder made": (_new_agent_folder, {"VIBE_HOME": "vibe"}),
+    "an agent's config moves its folder": (_vibe_config, {"VIBE_HOME": "vibe"}),
+}
+
+
+@pytest.mark.parametrize("move", MOVES, ids=list(MOVES))
+def test_whatever_moved_the_board_is_worked_out_again(home, move):
+    change, named = MOVES[move]
+    env = environment(home, **{k: str(home / v) for k, v in named.items()})
+    before, _ = stored(home, env)
+    change(home)
+    after, notes, how = status(env)
+    assert how == "read"
+    assert (after, notes) == fresh(home, env)
+    if move not in ("a Codex writer lock taken", "an agent's folder made"):
+        assert after != before  # (the others may show the same rows: what counts is that they were read)
+
+
+def test_another_environment_is_not_answered_from_this_one(home):
+    env = environment(home)
+    stored(home, env)
+    other = environment(home, VIBE_HOME=str(home / "elsewhere"))
+    out, notes, how = status(other)
+    assert how == "read" and any("elsewhere" in n for n in notes)
+    assert (out, notes) == fresh(home, other)
+
+
+def test_a_new_folder_on_the_import_path_is_new_code(home, tmp_path_factory):
+    env = environment(home)
+    stored(home, env)
+    plugins = tmp_path_factory.mktemp("plugins")
+    moved = {**env, "PYTHONPATH": os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")])}
+    assert status(moved)[2] == "read"
+    (plugins / "new_plugin.py").write_text("")  # its folder moves: plugins are found there
+    assert status(moved)[2] == "read"
+
+
+def test_a_write_to_the_cache_drops_the_answer(home):
+    env = environment(home)
+    stored(home, env)
+    path = answers.answer_path(str(home / "hh"))
+    assert os.path.exists(path)
+    # another huddle (a server, say) reads one session again from its start: it writes the cache
+    again = (
+        "from huddle.core import Huddle\n"
+        "h = Huddle(cache=True, lazy=True); h.refresh()\n"
+        "h.forget(next(iter(h.dormant))); h.refresh()\n"
+    )
+    subprocess.run([sys.executable, "-c", again], env=env, check=True)
+    assert not os.path.exists(path)
+    out, notes, how = status(env)
+    assert how == "read" and (out, notes) == fresh(home, env)
+
+
+@pytest.mark.parametrize("damage", ["torn", "garbage", "another version", "flipped byte"])
+def test_a_damaged_answer_is_said_in_one_line_and_never_trusted(home, damage):
+    env = environment(home)
+    good, _ = stored(home, env)
+    path = answers.answer_path(str(home / "hh"))
+    raw = pathlib.Path(path).read_bytes()
+    bad = {
+        "torn": raw[: len(raw) // 2],
+        "garbage": b"\x00not marshal at all",
+        "another version": marshal.dumps(("huddle-answer/0", 0, b"")),
+        "flipped byte": raw[:-100] + bytes([raw[-100] ^ 0x20]) + raw[-99:],
+    }[damage]
+    with open(path, "wb") as f:
+        f.write(bad)
+    out, notes, how = status(env)
+    assert how == "read" and out == good
+    said = [n for n in notes if path in n]
+    assert len(said) == 1 and ("damaged" in said[0] or "another version" in said[0])
+    assert (out, [n for n in notes if n not in said]) == fresh(home, env)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_damage_to_the_file_gives_the_answer_or_nothing(tmp_path_factory, data):
+    """Cut, mutated or extended anywhere, a stored answer loads as it was stored or not
+    at all, with at most one line; it never raises."""
+    home = tmp_path_factory.mktemp("answer")
+    hh = str(home / "hh")
+    kept = home / "kept.json"
+    kept.write_text("{}")
+    st_ = answers.ident(str(kept))
+    assert st_ is not None
+    answers.save(
+        hh,
+        '{"sessions": []}',
+        ["a note"],
+        {"inputs": [[str(kept), st_]], "scans": [], "heads": [], "names": []},
+        time.time_ns() + 10**10,
+    )
+    path = answers.answer_path(hh)
+    raw = pathlib.Path(path).read_bytes()
+    # (where, as fractions: the file's length is not the same from one example to the next)
+    cut = round(data.draw(st.floats(0, 1)) * len(raw))
+    at = round(data.draw(st.floats(0, 1)) * max(0, cut - 1))
+    flip = data.draw(st.integers(0, 255))
+    tail = data.draw(st.binary(max_size=8))
+    bad = bytearray(raw[:cut])
+    if bad:
+        bad[at] ^= flip
+    with open(path, "wb") as f:
+        f.write(bytes(bad) + tail)
+    hit, problem = answers.load(hh)
+    assert hit is None or hit == ('{"sessions": []}', ["a note"])
+    assert problem is None or problem.startswith(path)
