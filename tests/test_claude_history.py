@@ -21,7 +21,7 @@ from huddle.sources import Settings
 from huddle.views import api
 from huddle.views.board import board_json
 from huddle.views.pricing import current
-from huddle.views.usage import aggregate, report
+from huddle.views.usage import aggregate, collect, report
 from huddle.views.usage_index import counted_from_index
 
 HISTORY = SAMPLES / "claude-history"
@@ -90,6 +90,44 @@ def test_usage_is_the_largest_count_of_each_response_once(config):
         sid: r["tokens"] for sid, r in rows.items() if r["tokens"]
     }
     assert rep["totals"]["total_tokens"] == sum(truth.values())
+
+
+def usage_only(config: Path) -> Huddle:
+    h = Huddle(
+        Settings(
+            folders={"claude": str(config), "codex": NOWHERE, "vibe": NOWHERE}, huddle_home=NOWHERE, usage_only=True
+        ),
+        sources=["claude"],
+    )
+    h.refresh()
+    return h
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}")
+def test_a_usage_only_read_names_and_starts_as_a_full_read(config):
+    """`huddle usage` reads token counts and what names things: every agent's label,
+    every session's title and start, every counted row are a full read's."""
+    full, quick = claude_huddle(config), usage_only(config)
+    assert collect(quick.sessions(), per_session=True) == collect(full.sessions(), per_session=True)
+    for s in full.sessions():
+        q = quick.session(s.id)
+        assert (q.title, q.started_at, q.cwd) == (s.title, s.started_at, s.cwd)
+        assert {a.id: (a.kind, a.usage.to_dict()) for a in q.agents.values()} == {
+            a.id: (a.kind, a.usage.to_dict()) for a in s.agents.values()
+        }
+
+
+def test_lines_in_another_json_hand_are_read_as_claude_codes_own(tmp_path):
+    """A transcript written with spaces after the colons (by a tool, not Claude Code):
+    the usage-only prefilter cannot judge it, so it reads it whole, never passes it over."""
+    for config in (cfg("2.0.77", "02"), cfg("1.0.128", "04")):
+        dst = tmp_path / config.parent.name / "config"
+        shutil.copytree(config, dst)
+        for f in dst.glob("projects/**/*.jsonl"):
+            f.write_text("".join(json.dumps(json.loads(x)) + "\n" for x in f.read_text().splitlines()))
+        full, quick = claude_huddle(dst), usage_only(dst)
+        assert collect(quick.sessions()) == collect(full.sessions())
+        assert report(quick)["totals"] == report(claude_huddle(config))["totals"]
 
 
 @pytest.mark.parametrize("config", [c for c in CONFIGS if "04-resume" not in str(c)], ids=str)

@@ -4,16 +4,19 @@ just past the line's end never counts)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import SAMPLES
-from huddle.sources.claude.records import meta_skips, usage_skips, wanted_for_usage
+from huddle.sources.claude.records import UsageFilter, meta_skips, usage_skips, wanted_for_usage
 from huddle.sources.codex import records as codex_records
 
 # Bytes that match every pattern, put around a line: only the line's own bytes may decide.
 BAIT = (
     b'{"type":"user","message":{"role":"user","content":"x"},"role":"assistant","type":"assistant"}'
     b'"payload":{"type":"reasoning"}{"type":"world_state"}{"type":"api-request"}'
+    b'"isSidechain":true,"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result"}'
 )
 
 
@@ -45,6 +48,32 @@ def test_claude_lines_are_judged_in_the_buffer_as_alone(judge):
         assert judge(*in_buffer(line)) == judge(line, 0, len(line)), line[:200]
     kept = [x for x in CLAUDE if wanted_for_usage(x)]
     assert 0 < len(kept) < len(CLAUDE)  # the samples have lines of both kinds
+
+
+CALLS = {m.decode() for line in CLAUDE for m in re.findall(rb'"tool_use_id":"([^"]+)"', line)} | {"toolu_1"}
+
+
+class Calls:
+    agent_calls = dict.fromkeys(CALLS, "lead")
+
+
+LEARNT = UsageFilter(Calls())
+LEARNT.whole, LEARNT.sidechains = False, True
+
+
+def kept_results(buf: bytes, i: int, end: int) -> bool:
+    """The usage-only judgment in a file with inline sub-agents, every call an Agent call."""
+    return LEARNT.skip(buf, i, end)
+
+
+def test_claude_lines_are_judged_in_the_buffer_as_alone_with_agent_calls_and_sidechains():
+    for line in CLAUDE:
+        assert kept_results(*in_buffer(line)) == kept_results(line, 0, len(line)), line[:200]
+        assert kept_results(line, 0, len(line)) <= usage_skips(line, 0, len(line))  # keeps more, never less
+    # a tool result names its call first: the result of an Agent call is kept
+    results = [x for x in CLAUDE if b'"content":[{"tool_use_id":"' in x[:768] and not meta_skips(x, 0, len(x))]
+    assert results and not any(kept_results(x, 0, len(x)) for x in results)
+    assert all(usage_skips(x, 0, len(x)) for x in results)  # and passed over when its call was another's
 
 
 @pytest.mark.parametrize("usage", [False, True])

@@ -25,8 +25,9 @@ from .store import Store
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
 # (1 to 3 were handles.pickle, one pickle of every handle; 4 is handles.db; 5: reader cursors
-# keep ctime and a print, not a tail; 6: heads stamp the files a row shows beyond its own: Codex names.)
-FORMAT = 6
+# keep ctime and a print, not a tail; 6: heads stamp the files a row shows beyond its own: Codex names;
+# 7: a usage-only Claude read names agents and titles as a full read does.)
+FORMAT = 7
 
 
 def cache_dir(huddle_home: str) -> str:

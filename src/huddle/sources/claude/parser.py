@@ -20,7 +20,6 @@ from .records import (
     INTERRUPT,
     QUIET_ATTACHMENTS,
     RESULT_TAG,
-    SKIP_PREFIXES,
     SKIP_TYPES,
     STATUS_TAG,
     SUMMARY_TAG,
@@ -29,8 +28,10 @@ from .records import (
     WARMUP,
     Block,
     Record,
+    UsageFilter,
     agent_input,
     agent_result,
+    compact,
     compact_detail,
     decode_bash_result,
     decode_record,
@@ -39,12 +40,11 @@ from .records import (
     harness_blocks,
     input_summary,
     meta_skips,
+    order_text,
     report_of,
     str_of,
     summary_text,
     usage_of,
-    usage_skips,
-    wanted_for_usage,
 )
 from .state import SessionState
 
@@ -72,8 +72,11 @@ class FileParser:
         # 1.0.x / early 2.0.x sub-agents sit inline in a session file (isSidechain records);
         # a 2.0.x agent file read as an orphan session is all one agent's, sidechain-marked too
         self.inline_sidechains = not is_sub and not agent.startswith("agent-")
-        # Only model responses carry usage: other records are passed over unread.
-        self.usage_only = usage_only
+        # Only responses and what names the session and its agents are read, once the file
+        # has a first time (its first records are read whole: the start is a full read's).
+        self.usage_only = False
+        self.quick_later = usage_only
+        self.filter = UsageFilter(shared) if usage_only else None
         self.last_t: float | None = None
         self.prompted: set[str] = set()  # agents whose first prompt was read
         self.out: list[Event] = []
@@ -86,16 +89,13 @@ class FileParser:
         return e
 
     def feed(self, off: int, line: bytes) -> None:
-        if line.startswith(SKIP_PREFIXES):
-            return
-        if self.usage_only and not wanted_for_usage(line):
-            return
-        self.feed_kept(off, line)
+        if not self.skip(line, 0, len(line)):
+            self.feed_kept(off, line)
 
     @property
     def skip(self) -> Skip:
         """The lines `feed` passes over, judged in the reader's buffer (LineReader.lines)."""
-        return usage_skips if self.usage_only else meta_skips
+        return meta_skips if self.filter is None else self.filter.skip
 
     def feed_kept(self, off: int, line: bytes) -> None:
         """`feed` for a line `skip` kept."""
@@ -132,6 +132,11 @@ class FileParser:
         except Exception as exc:  # decoded, but holding what the code did not expect: costs its line
             del self.out[mark:]
             self.session.problem(self.path, off, f"unexpected {t or 'record'}: {type(exc).__name__}: {exc}")
+        if self.quick_later and self.filter is not None:
+            if not compact(line):  # a file in another hand than Claude Code's: read whole
+                self.quick_later = False
+            elif self.last_t is not None and len(self.out) > mark:  # the file's first time is in
+                self.quick_later, self.usage_only, self.filter.whole = False, True, False
 
     def _record(self, r: Record, t: str, off: int, line: bytes) -> None:
         if r.isSidechain and self.inline_sidechains:
@@ -189,8 +194,10 @@ class FileParser:
         if agent is None:
             agent = "sidechain-" + (r.uuid or f"{len(st.sidechain_of)}")[:36]
             st.last_sidechain = agent
+            if self.filter is not None:
+                self.filter.sidechains = True
             caller = self.lead
-            call = self._task_call_for(_order_text(r))
+            call = self._task_call_for(order_text(r))
             if call is not None:
                 cid, caller = call
                 st.agent_by_call[cid] = agent
@@ -239,7 +246,11 @@ class FileParser:
                     ):
                         self.session.raise_usage(first, u)
             self.shared.check_output(mid, m.content)
-        if self.usage_only:
+        if self.usage_only:  # of the blocks, only the Agent calls: they name the agents they start
+            if isinstance(m.content, list):
+                for b in m.content:
+                    if b.type == "tool_use" and b.name in SPAWN_TOOLS:
+                        self._tool_use(b, off, n, copied)
             return
         blocks = m.content if isinstance(m.content, list) else []
         if isinstance(m.content, str) and m.content:
@@ -375,6 +386,8 @@ class FileParser:
         size = len(b.content)
         lead = self.shared.agent_calls.get(cid)
         detail = ""
+        if lead is None and self.usage_only:
+            return
         if lead is not None:
             res = agent_result(r.toolUseResult)
             if res is not None and res.agentId:  # the link before meta.json existed (2.0.x, 2.1.50)
@@ -430,15 +443,3 @@ class FileParser:
             )
         elif st == "local_command":
             self.emit(ev.CONTEXT, off, n, name="command", text=str_of(r.content))
-
-
-def _order_text(r: Record) -> str:
-    """The text of a sidechain's first record (its order)."""
-    m = r.message
-    if m is None:
-        return ""
-    if isinstance(m.content, str):
-        return m.content.strip()
-    if m.content:
-        return "\n".join(b.text for b in m.content if b.type == "text" and b.text).strip()
-    return ""

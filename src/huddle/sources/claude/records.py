@@ -9,7 +9,7 @@ adds block and record types every release.
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Protocol
 
 import msgspec
 from msgspec import Raw
@@ -277,6 +277,18 @@ def report_of(res: AgentResult | None, content: Raw) -> str:
     return strip_handback(text_of(content))
 
 
+def order_text(r: Record) -> str:
+    """The text of a sidechain's first record (its order)."""
+    m = r.message
+    if m is None:
+        return ""
+    if isinstance(m.content, str):
+        return m.content.strip()
+    if m.content:
+        return "\n".join(b.text for b in m.content if b.type == "text" and b.text).strip()
+    return ""
+
+
 def compact_detail(raw: Raw) -> str:
     try:
         val = _decode_any(raw)
@@ -317,26 +329,87 @@ def summary_text(line: bytes) -> str:
     return s if isinstance(s, str) else ""
 
 
-# What `huddle usage` needs: model responses (usage) and what names a session (typed
-# prompts, titles). User records say early on (within their first bytes) whether they
-# hold a typed prompt or tool results, the bulk of a transcript's bytes: those are
-# passed over without scanning them. Any other record is kept if it is a response.
+# What `huddle usage` needs: model responses (usage) and what names a session and its
+# agents (prompts, titles, the Agent calls and their results, inline sub-agents' records).
+# User records say early on (within their first bytes) whether they hold a prompt or
+# tool results, the bulk of a transcript's bytes: those are passed over without scanning
+# them, but for the result of an Agent call (it names the agent started). Any other
+# record is kept if it is a response.
 _TITLE_PREFIXES = (b'{"type":"custom-title"', b'{"type":"ai-title"', b'{"type":"summary"', b'{"type":"last-prompt"')
+_USER_CONTENT = b'"role":"user","content":'
+_AFTER_USER_CONTENT = len(_USER_CONTENT)
+_PROMPT_CONTENT = (b'"', b'[{"type":"text"', b'[{"type":"image"')
+_CALL_ID = b'"tool_use_id":"'
+_AFTER_CALL_ID = len(_CALL_ID)
+
+
+class HasCalls(Protocol):
+    agent_calls: dict[str, str]  # Agent call id -> the agent calling (state.SessionState)
+
+
+class UsageFilter:
+    """What the usage-only filter of one file has learnt from the lines read before."""
+
+    __slots__ = ("shared", "sidechains", "whole")
+
+    def __init__(self, shared: HasCalls | None = None) -> None:
+        self.shared = shared  # the session's Agent calls: their results are kept
+        self.whole = shared is not None  # read whole for now (its first records: a full read's start)
+        self.sidechains = False  # inline sub-agents seen (1.0.x): their records are all kept
+
+    def __getstate__(self) -> tuple:
+        return (self.shared, self.sidechains, self.whole)
+
+    def __setstate__(self, state: tuple) -> None:
+        self.shared, self.sidechains, self.whole = state
+
+    def skip(self, buf: bytes, i: int, end: int) -> bool:
+        """Whether a usage-only read passes over the line buf[i:end] (read in place, as
+        LineReader.lines's `skip`): metadata records, tool results, anything but a
+        response, a prompt or a title. (A bound method: Python 3.11 calls it inline,
+        where a functools.partial costs a C call and a new frame per line.)"""
+        if buf.startswith(SKIP_PREFIXES, i):
+            return True
+        if self.whole:
+            return False
+        if self.sidechains and buf.find(b'"isSidechain":true', i, i + 768 if i + 768 < end else end) >= 0:
+            return False  # each links the next to its sub-agent
+        if buf.find(b'"type":"user"', i, i + 512 if i + 512 < end else end) >= 0:
+            head = i + 768 if i + 768 < end else end
+            j = buf.find(_USER_CONTENT, i, head)
+            if j < 0:
+                return True
+            j += _AFTER_USER_CONTENT
+            if buf.startswith(_PROMPT_CONTENT, j, end):
+                return False
+            calls = self.shared.agent_calls if self.shared is not None else None
+            if calls:
+                k = buf.find(_CALL_ID, j, head)
+                if k >= 0:
+                    k += _AFTER_CALL_ID
+                    q = buf.find(b'"', k, head)
+                    return q >= 0 and buf[k:q].decode("utf-8", "replace") not in calls  # (an id cut: kept)
+            return True
+        return not (
+            buf.startswith(_TITLE_PREFIXES, i)
+            or buf.find(b'"role":"assistant"', i, end) >= 0  # early in a response (and all a typeless one says)
+            or buf.find(b'"type":"assistant"', i, end) >= 0
+        )
+
+
+ALONE = UsageFilter()  # a line judged alone
 
 
 def usage_skips(buf: bytes, i: int, end: int) -> bool:
-    """Whether a usage-only read passes over the line buf[i:end] (read in place, as
-    LineReader.lines's `skip`): metadata records, tool results, anything but a
-    response, a typed prompt or a title."""
-    if buf.startswith(SKIP_PREFIXES, i):
-        return True
-    if buf.find(b'"type":"user"', i, i + 512 if i + 512 < end else end) >= 0:
-        return buf.find(b'"role":"user","content":"', i, i + 768 if i + 768 < end else end) < 0
-    return not (
-        buf.startswith(_TITLE_PREFIXES, i)
-        or buf.find(b'"role":"assistant"', i, end) >= 0  # early in a response (and all a typeless one says)
-        or buf.find(b'"type":"assistant"', i, end) >= 0
-    )
+    """`UsageFilter.skip` of a line alone (no Agent call, no sidechain known before it)."""
+    return ALONE.skip(buf, i, end)
+
+
+def compact(line: bytes) -> bool:
+    """Whether a line is in Claude Code's own hand, compact JSON (`{"key":value`): the
+    usage-only filter reads a file in another (`{"key": value`) whole."""
+    k = line.find(b'"', 2, 64)
+    return line.startswith(b'{"') and k > 0 and line.startswith(b'":', k) and not line.startswith(b'": ', k)
 
 
 def meta_skips(buf: bytes, i: int, end: int) -> bool:
