@@ -328,3 +328,19 @@ def test_a_codex_thread_named_between_scans_shows_its_name(home, scans):
     assert scans == []
     assert next(r for r in b["sessions"] if r["id"] == tid)["title"] == "Named later"
     same(fresh_board(home), b)
+
+
+def test_rows_alike_in_state_and_time_come_in_one_order_whichever_were_kept():
+    from huddle.views.board import sort_rows
+
+    rows = [
+        {"source": s, "id": i, "state": st, "updated_at": "2026-11-30T12:00:00.000Z"}
+        for s in ("codex", "claude")
+        for i in ("b", "a")
+        for st in ("idle", "needs_you")
+    ]
+    orders = {tuple((r["source"], r["id"], r["state"]) for r in sort_rows(list(p))) for p in (rows, rows[::-1])}
+    assert len(orders) == 1
+    (order,) = orders
+    assert [o[2] for o in order] == ["needs_you"] * 4 + ["idle"] * 4
+    assert [o[:2] for o in order[:4]] == [("claude", "a"), ("claude", "b"), ("codex", "a"), ("codex", "b")]

@@ -138,7 +138,10 @@ def session_entry(
 
 
 def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Most urgent first (needs you, then waiting...), most recently updated first within."""
+    """Most urgent first (needs you, then waiting...), most recently updated first within,
+    then by source and id: rows read afresh and rows kept in the cache come in no set
+    order, and the same board must come out the same whichever were which."""
+    rows.sort(key=lambda d: (str(d.get("source") or ""), str(d.get("id") or "")))
     rows.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
     rows.sort(key=lambda d: urgency(d.get("state")))
     return rows
