@@ -233,7 +233,7 @@ def test_a_damaged_answer_is_said_in_one_line_and_never_trusted(home, damage):
     bad = {
         "torn": raw[: len(raw) // 2],
         "garbage": b"\x00not marshal at all",
-        "another version": marshal.dumps(("huddle-answer/0", 0, b"")),
+        "another version": marshal.dumps(("huddle-answer/0", 0, b"", b"")),
         "flipped byte": raw[:-100] + bytes([raw[-100] ^ 0x20]) + raw[-99:],
     }[damage]
     with open(path, "wb") as f:
@@ -260,7 +260,7 @@ def test_any_damage_to_the_file_gives_the_answer_or_nothing(tmp_path_factory, da
         hh,
         '{"sessions": []}',
         ["a note"],
-        {"inputs": [[str(kept), st_]], "scans": [], "heads": [], "names": []},
+        {"inputs": [[str(kept), st_]], "scans": [], "files": [], "folders": [], "names": []},
         time.time_ns() + 10**10,
     )
     path = answers.answer_path(hh)
@@ -276,5 +276,5 @@ def test_any_damage_to_the_file_gives_the_answer_or_nothing(tmp_path_factory, da
     with open(path, "wb") as f:
         f.write(bytes(bad) + tail)
     hit, problem = answers.load(hh)
-    assert hit is None or hit == ('{"sessions": []}', ["a note"])
+    assert hit is None or hit == (b'{"sessions": []}', ["a note"])
     assert problem is None or problem.startswith(path)

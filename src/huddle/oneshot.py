@@ -102,10 +102,14 @@ def status_json() -> int:
     if problem:
         echo(f"huddle: {problem}", err=True)
     if hit is not None:
-        text, notes = hit
+        said, notes = hit
         for note in notes:
             echo(f"huddle: {note}", err=True)
-        echo(text)
+        sys.stdout.flush()
+        out = sys.stdout.buffer  # (the bytes echo would write: stdout is UTF-8 here)
+        out.write(said)
+        out.write(b"\n")
+        out.flush()
         return 0
     started = time.time_ns()
     kept: list[tuple[Any, dict[str, Any]]] = []

@@ -46,6 +46,9 @@ def conditions(h: Huddle, also: list[str]) -> dict[str, Any] | None:
         scans.append(stamps[src.name])
         inputs.extend([p, ident(p)] for p in live)
     inputs.extend([p, ident(p)] for p in also)
-    heads = [{"files": d.head.get("files") or [], "dirs": d.head.get("dirs") or []} for d in h.dormant.values()]
+    # every head's stamps, one list of files and one of folders (a project's folder holds
+    # many sessions: it is looked at once)
+    files = [f for d in h.dormant.values() for f in d.head.get("files") or ()]
+    folders = list({tuple(f): f for d in h.dormant.values() for f in d.head.get("dirs") or ()}.values())
     names = sorted({c.folder_env for c in source_classes().values() if c.folder_env})
-    return {"inputs": inputs, "scans": scans, "heads": heads, "names": names}
+    return {"inputs": inputs, "scans": scans, "files": files, "folders": folders, "names": names}

@@ -21,14 +21,14 @@ import sys
 import zlib
 
 from .boardfile import atomic_write
-from .stamps import SETTLE_NS, dirs_still, ident, unmoved
+from .stamps import SETTLE_NS, dirs_still, files_unmoved, folders_unmoved, ident
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-FORMAT = "huddle-answer/1"
+FORMAT = "huddle-answer/2"
 # What the environment can change: huddle's own settings, the XDG folders, HOME, and
 # every variable an agent's folder is named by (the sources' `folder_env`, and any
 # of theirs that starts with the agent's name).
@@ -81,19 +81,21 @@ def save(huddle_home: str, text: str, notes: list[str], conditions: dict[str, An
         if st is not None and st[1] >= started_ns - SETTLE_NS:  # (mtime: as the heads are stamped)
             drop(huddle_home)
             return False
-    data = {**conditions, "text": text, "notes": list(notes), "code": code()}
+    data = {**conditions, "notes": list(notes), "code": code()}
     data["env"] = environment(os.environ, conditions.get("names") or ())
     try:
-        payload = marshal.dumps(data)
-        atomic_write(answer_path(huddle_home), marshal.dumps((FORMAT, zlib.crc32(payload), payload)))
+        payload, said = marshal.dumps(data), text.encode()  # (the answer as written: no parse to say it)
+        crc = zlib.crc32(said, zlib.crc32(payload))
+        atomic_write(answer_path(huddle_home), marshal.dumps((FORMAT, crc, payload, said)))
     except (OSError, ValueError):  # (ValueError: something marshal cannot keep)
         return False
     return True
 
 
-def load(huddle_home: str) -> tuple[tuple[str, list[str]] | None, str | None]:
-    """(the stored answer and its notes, if nothing it was worked out from moved; one
-    line if the file was there but not to be trusted: torn, damaged, another version's)."""
+def load(huddle_home: str) -> tuple[tuple[bytes, list[str]] | None, str | None]:
+    """(the stored answer, UTF-8, and its notes, if nothing it was worked out from
+    moved; one line if the file was there but not to be trusted: torn, damaged,
+    another version's)."""
     path = answer_path(huddle_home)
     try:
         with open(path, "rb") as f:
@@ -101,29 +103,34 @@ def load(huddle_home: str) -> tuple[tuple[str, list[str]] | None, str | None]:
     except OSError:
         return None, None
     try:
-        fmt, crc, payload = marshal.loads(raw)
+        kept = marshal.loads(raw)
     except (ValueError, EOFError, TypeError):
-        return None, f"{path}: damaged; worked out again"
-    if fmt != FORMAT:
+        kept = None
+    if isinstance(kept, tuple) and kept and kept[0] != FORMAT and str(kept[0]).startswith("huddle-answer/"):
         return None, f"{path}: from another version; worked out again"
+    if not isinstance(kept, tuple) or len(kept) != 4 or kept[0] != FORMAT:
+        return None, f"{path}: damaged; worked out again"
+    _fmt, crc, payload, said = kept
     try:
-        if zlib.crc32(payload) != crc:
+        if zlib.crc32(said, zlib.crc32(payload)) != crc:
             raise ValueError("checksum")
         data = marshal.loads(payload)
         if data["env"] != environment(os.environ, data["names"]):
             return None, None
         if any(ident(p) != st for p, st in data["inputs"]):
             return None, None
-        if not all(dirs_still(s) for s in data["scans"]) or not all(unmoved(h) for h in data["heads"]):
+        if not all(dirs_still(s) for s in data["scans"]):
+            return None, None
+        if not folders_unmoved(data["folders"]) or not files_unmoved(data["files"]):
             return None, None
         if data["code"] != code():
             return None, None
-        text, notes = data["text"], data["notes"]
-        if not isinstance(text, str) or not isinstance(notes, list):
+        notes = data["notes"]
+        if not isinstance(said, bytes) or not isinstance(notes, list):
             raise ValueError("shape")
     except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote
         return None, f"{path}: damaged; worked out again"
-    return (text, [str(n) for n in notes]), None
+    return (said, [str(n) for n in notes]), None
 
 
 def drop(huddle_home: str) -> None:

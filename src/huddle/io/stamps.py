@@ -40,7 +40,12 @@ def stamps_of(paths: Iterable[str], read_at_ns: int, folders: bool = False) -> l
 
 def unmoved(head: dict[str, Any]) -> bool:
     """Whether nothing the head was stamped from has moved since."""
-    for path, size, mtime in head.get("files") or ():
+    return files_unmoved(head.get("files") or ()) and folders_unmoved(head.get("dirs") or ())
+
+
+def files_unmoved(stamps: Iterable[list[Any]]) -> bool:
+    """Whether each file is as stamped ([path, size, mtime_ns]; -1: not there)."""
+    for path, size, mtime in stamps:
         try:
             st = os.stat(path)
         except OSError:
@@ -49,7 +54,12 @@ def unmoved(head: dict[str, Any]) -> bool:
             continue
         if st.st_size != size or st.st_mtime_ns != mtime:
             return False
-    for path, _size, mtime in head.get("dirs") or ():
+    return True
+
+
+def folders_unmoved(stamps: Iterable[list[Any]]) -> bool:
+    """Whether each folder's mtime is as stamped (a head's "dirs": [path, size, mtime_ns])."""
+    for path, _size, mtime in stamps:
         try:
             if os.stat(path).st_mtime_ns != mtime:
                 return False
