@@ -65,3 +65,30 @@ def test_workers_started_fresh_read_the_same_from_a_thread(tmp_path, monkeypatch
     again = Huddle(settings(tmp_path))
     again.refresh(parallel=True, spawn=True)
     assert rows(again) == rows(plain)
+
+
+def test_the_cache_keeps_a_workers_pickle_unless_its_session_moved_since(tmp_path, monkeypatch):
+    """What a worker pickled is what the cache stores (not unpickled only to be pickled
+    again), while the session's version is the one it was pickled at."""
+    import pickle
+
+    from huddle.core.cache import HandleCache
+
+    monkeypatch.setattr(coldread, "MIN_BYTES", 0)
+    h = Huddle(settings(tmp_path))
+    new = {k: x for src in h.sources if src.exists() for k, x in src.scan({}).items()}
+    assert coldread.read_in_parallel(new, h.sources) == set(new)
+    moved = sorted(new)[0]
+    new[moved].session.version += 1  # (as a settle or a recount after the read does)
+    made = {k: coldread._pickled[x][1] for k, x in new.items() if k != moved}
+    cache = HandleCache(str(tmp_path / "hh"), ("key",))
+    cache.load(h.sources)
+    cache.save(new)
+    stored = cache.store.blobs(list(new))
+    assert {k: stored[k] for k in made} == made  # the workers' own bytes
+    assert stored[moved] == pickle.dumps(new[moved], protocol=pickle.HIGHEST_PROTOCOL)
+    assert coldread.pickled(new[moved]) is None and not coldread._pickled  # used once, then let go
+    again = HandleCache(str(tmp_path / "hh"), ("key",)).load(h.sources)
+    assert {k: x.session.usage.to_dict() for k, x in again.items()} == {
+        k: x.session.usage.to_dict() for k, x in new.items()
+    }

@@ -21,6 +21,7 @@ from huddle.io import answers
 from huddle.io.stamps import stamps_of
 from huddle.sources.base import Handle, Source
 
+from .coldread import pickled
 from .store import Store
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
@@ -171,10 +172,12 @@ class HandleCache:
                 continue
             import pickle
 
-            try:
-                blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:
-                continue  # a handle that cannot be kept is simply read again next time
+            blob = pickled(h)  # a worker's pickle of it (a cold read in parallel), as it stands
+            if blob is None:
+                try:
+                    blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
+                except Exception:
+                    continue  # a handle that cannot be kept is simply read again next time
             head = head_for(h, self.read_at_ns, row, key in tangled)
             put[key] = (version, head, blob)
             self.versions[key] = version

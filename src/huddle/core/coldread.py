@@ -12,6 +12,7 @@ is given, as `Huddle.read_whole` does.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,6 +23,15 @@ from .reading import refresh_one
 MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
 
 _work: dict[str, Handle] = {}  # what the forked workers inherit
+# A handle as a worker pickled it, and its session's version then: the cache stores that
+# pickle as it is while nothing moved (a handle is not unpickled only to be pickled again).
+_pickled: weakref.WeakKeyDictionary[Handle, tuple[int, bytes]] = weakref.WeakKeyDictionary()
+
+
+def pickled(h: Handle) -> bytes | None:
+    """The pickle a worker made of this handle, if its session has not moved since."""
+    got = _pickled.pop(h, None)
+    return got[1] if got is not None and got[0] == h.session.version else None
 
 
 def _size(h: Handle) -> int:
@@ -106,5 +116,6 @@ def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source], spaw
             h = pickle.loads(hb)
             h.source = by_name.get(h.session.source)
             handles[k] = h
+            _pickled[h] = (h.session.version, hb)
             done.add(k)
     return done

@@ -102,6 +102,7 @@ def counted_from_index(
             pass
     # Only token counts are needed: the sources may pass over everything else unread.
     h = Huddle(dataclasses.replace(settings, usage_only=True), cache=True, lazy=True, cache_name=CACHE_NAME)
+    h.autosave = False  # written once, below, with the sums (save_rows)
     h.refresh(parallel=True)
     notes += h.notes
     cache = h.cache
@@ -116,7 +117,7 @@ def counted_from_index(
         if s.key not in fresh:
             fresh[s.key] = _entry({**session_info(s), "rows": []}, table)
     if cache is not None:
-        cache.save({**h.dormant, **h.handles}, fresh)
+        h.save_rows(fresh)
         if not priced:
             cache.set_meta(pricing=pricing_key(table))
     if want_rows:
