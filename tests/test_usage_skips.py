@@ -88,3 +88,14 @@ def test_codex_lines_are_judged_in_the_buffer_as_alone(usage):
             assert codex_records.meta_skips(*in_buffer(line)) == alone, line[:200]
         skipped += alone
     assert skipped < len(CODEX)
+
+
+def test_a_last_prompt_record_is_kept_until_a_prompt_names_the_session_and_attachments_never():
+    f = UsageFilter(Calls())
+    last = b'{"type":"last-prompt","lastPrompt":"fix it","sessionId":"s"}'
+    attachment = next(x for x in CLAUDE if b'"attachment":{"type":"' in x[:300] and not meta_skips(x, 0, len(x)))
+    assert not f.skip(last, 0, len(last)) and not f.skip(attachment, 0, len(attachment))  # read whole, first
+    f.whole = False
+    assert not f.skip(last, 0, len(last)) and f.skip(attachment, 0, len(attachment))
+    f.prompted = True
+    assert f.skip(last, 0, len(last))

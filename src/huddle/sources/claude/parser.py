@@ -379,6 +379,8 @@ class FileParser:
             self.emit(ev.ORDER, off, n, text=t, truncated=cut, target=self.agent)
             return
         self.emit(ev.PROMPT, off, n, text=t, truncated=cut, name=name)
+        if self.filter is not None:
+            self.filter.prompted = True  # the title is a prompt's now: a last-prompt record cannot change it
 
     def _tool_result(self, r: Record, b: Block, off: int, n: int) -> None:
         cid = b.tool_use_id or ""

@@ -350,18 +350,19 @@ class HasCalls(Protocol):
 class UsageFilter:
     """What the usage-only filter of one file has learnt from the lines read before."""
 
-    __slots__ = ("shared", "sidechains", "whole")
+    __slots__ = ("prompted", "shared", "sidechains", "whole")
 
     def __init__(self, shared: HasCalls | None = None) -> None:
         self.shared = shared  # the session's Agent calls: their results are kept
         self.whole = shared is not None  # read whole for now (its first records: a full read's start)
         self.sidechains = False  # inline sub-agents seen (1.0.x): their records are all kept
+        self.prompted = False  # a prompt read: the session's title no longer falls back on last-prompt
 
     def __getstate__(self) -> tuple:
-        return (self.shared, self.sidechains, self.whole)
+        return (self.shared, self.sidechains, self.whole, self.prompted)
 
     def __setstate__(self, state: tuple) -> None:
-        self.shared, self.sidechains, self.whole = state
+        self.shared, self.sidechains, self.whole, self.prompted = state
 
     def skip(self, buf: bytes, i: int, end: int) -> bool:
         """Whether a usage-only read passes over the line buf[i:end] (read in place, as
@@ -372,6 +373,8 @@ class UsageFilter:
             return True
         if self.whole:
             return False
+        if buf.startswith(b'{"type":"last-prompt"', i):
+            return self.prompted
         if self.sidechains and buf.find(b'"isSidechain":true', i, i + 768 if i + 768 < end else end) >= 0:
             return False  # each links the next to its sub-agent
         if buf.find(b'"type":"user"', i, i + 512 if i + 512 < end else end) >= 0:
@@ -390,6 +393,8 @@ class UsageFilter:
                     q = buf.find(b'"', k, head)
                     return q >= 0 and buf[k:q].decode("utf-8", "replace") not in calls  # (an id cut: kept)
             return True
+        if buf.find(ATTACHMENT_KEY, i, i + 300 if i + 300 < end else end) >= 0:
+            return True  # context sent with a request (a third of a transcript's bytes): never counted
         return not (
             buf.startswith(_TITLE_PREFIXES, i)
             or buf.find(b'"role":"assistant"', i, end) >= 0  # early in a response (and all a typeless one says)

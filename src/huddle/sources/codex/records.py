@@ -325,13 +325,16 @@ _decode_str = msgspec.json.Decoder(str).decode
 # snapshots (kilobytes each) and inter-agent delivery flags.
 SKIP_LINE = re.compile(rb'"type":"(?:world_state|inter_agent_communication_metadata|thread_settings_applied)"')
 # What a usage-only read passes over: tool calls, their outputs and reasoning (most of a
-# rollout's bytes), none of which holds a count, a title or a prompt. Copied history is
-# not among them where it matters: a fork's copy is detected from turn markers and
-# ordinals, both kept.
+# rollout's bytes), what the model and the harness said (assistant and developer
+# messages, agent_message events), none of which holds a count, a title or a prompt.
+# Copied history is not among them where it matters: a fork's copy is detected from turn
+# markers and ordinals, both kept.
 USAGE_SKIP_LINE = re.compile(
     rb'"payload":\{"type":"(?:(?:function_call_output|function_call|custom_tool_call_output|custom_tool_call'
     rb'|reasoning|exec_command_end|patch_apply_end|mcp_tool_call_end|web_search_call)"'
+    rb'|message",(?:"id":"[^"]{0,100}",)?"role":"(?:assistant|developer)"'
     rb'|item_completed"[^{]{0,200}"item":\{"type":"(?:CommandExecution|FileChange|McpToolCall|Reasoning|AgentMessage)")'
+    rb'|"type":"event_msg","payload":\{"type":"agent_message"'
 )
 SKIP_EVENTS = frozenset({"thread_settings_applied", "agent_reasoning", "agent_message", "web_search_end"})
 
