@@ -104,6 +104,25 @@ def test_an_unmoved_board_is_said_again_as_a_fresh_read_says_it(home):
     assert status(env)[2] == "stored"
 
 
+@pytest.mark.parametrize("version", ["1.0.128", "2.0.77", "2.1.50"])
+def test_sessions_that_share_history_are_said_again_too(tmp_path, version):
+    """A resumed or forked session copies its parent's history: both are read each time
+    (a shared response counts once), and the board is still a function of their files."""
+    scenario = SAMPLES / "claude-history" / version / "04-resume-continue-fork" / "config"
+    shutil.copytree(scenario / "projects", tmp_path / "claude" / "projects")
+    settle(tmp_path)
+    env = environment(tmp_path)
+    first, first_notes, _ = status(env)
+    assert len(json.loads(first)["sessions"]) >= 2
+    assert stored(tmp_path, env) == (first, first_notes) == fresh(tmp_path, env)
+    f = sorted((tmp_path / "claude" / "projects").rglob("*.jsonl"))[0]
+    rec = {"type": "user", "message": {"role": "user", "content": "more"}, "sessionId": f.stem, "uuid": "u-x"}
+    with open(f, "a") as out:  # one of them moves: both are worked out again
+        out.write(json.dumps({**rec, "timestamp": "2026-11-30T12:00:00.000Z"}) + "\n")
+    after, notes, how = status(env)
+    assert how == "read" and (after, notes) == fresh(tmp_path, env) and after != first
+
+
 def _prompt(home) -> None:
     f = sorted((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))[0]
     rec = {"type": "user", "message": {"role": "user", "content": "one more"}, "sessionId": f.stem}

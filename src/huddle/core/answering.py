@@ -1,10 +1,10 @@
 """Whether a one-shot board may be kept as `huddle status --json`'s stored answer
 (`huddle.io.answers`), and what it must find unmoved to be said again.
 
-Only a board that read nothing qualifies: every session slept on its cached row (a
-row time alone cannot move, over files that had not moved), every source with a
-sessions folder was spared its scan, and each says which files its live signals come
-from (`Source.live_inputs`).
+Only a board that read nothing new qualifies: every session slept on its cached row
+(a row time alone cannot move, over files that had not moved) or was read only for
+another's sake, every source with a sessions folder was spared its scan, and each
+says which files its live signals come from (`Source.live_inputs`).
 Such a board is worked out from stamped things only, so while they stand still, it
 is what the full path would say.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from huddle.io.stamps import ident
+from huddle.io.stamps import ident, unmoved
 from huddle.sources.registry import source_classes
 
 if TYPE_CHECKING:
@@ -24,10 +24,16 @@ def conditions(h: Huddle, also: list[str]) -> dict[str, Any] | None:
     """What the board `h` just built hangs on (and the files `also`: the user's prices),
     or None if it cannot be stored."""
     cache = h.cache
-    if not h.lazy or cache is None or h.handles or cache.note or not h.settings.huddle_home:
-        return None  # something was read (or the cache was not what it should be)
+    if not h.lazy or cache is None or cache.note or not h.settings.huddle_home:
+        return None  # (the cache was not what it should be)
     if not cache.opened or cache.store.stamp() != cache.opened:
-        return None  # another process wrote the cache while this one read it
+        return None  # something new was read and kept, or another process wrote the cache
+    heads = [d.head for d in h.dormant.values()]
+    for key in h.handles:
+        head = cache.heads.get(key)
+        if head is None or not _read_only_for_others(h, key, head):
+            return None
+        heads.append(head)
     inputs: list[list[Any]] = []
     scans: list[Any] = []
     stamps = cache.meta().get("scans") or {}
@@ -48,7 +54,21 @@ def conditions(h: Huddle, also: list[str]) -> dict[str, Any] | None:
     inputs.extend([p, ident(p)] for p in also)
     # every head's stamps, one list of files and one of folders (a project's folder holds
     # many sessions: it is looked at once)
-    files = [f for d in h.dormant.values() for f in d.head.get("files") or ()]
-    folders = list({tuple(f): f for d in h.dormant.values() for f in d.head.get("dirs") or ()}.values())
+    files = [f for head in heads for f in head.get("files") or ()]
+    folders = list({tuple(f): f for head in heads for f in head.get("dirs") or ()}.values())
     names = sorted({c.folder_env for c in source_classes().values() if c.folder_env})
     return {"inputs": inputs, "scans": scans, "files": files, "folders": folders, "names": names}
+
+
+def _read_only_for_others(h: Huddle, key: str, head: dict[str, Any]) -> bool:
+    """A session read though nothing of its own moved: one whose row hangs on others'
+    files (a response it shares, a title another gives) is read with them every time.
+    Its row is still a function of files if its source's live signals are files only,
+    and it is settled (time alone cannot move it), over files that stood still."""
+    if not head.get("entangled") or not unmoved(head):
+        return False
+    src = getattr(h.handles[key], "source", None)
+    row = h.built_rows.get(key)
+    if not getattr(src, "rows_from_files", False) or not isinstance(row, dict) or row.get("pid") is not None:
+        return False  # (a process it names is looked at on every read: it may be gone)
+    return h.settled(row, head)

@@ -166,7 +166,7 @@ class HandleCache:
                 # no event, a partial line), and its row may have (time, a process)
                 old = self.heads[key]
                 head = head_for(h, self.read_at_ns, row if row is not None else old.get("row"), key in tangled)
-                if head != old:
+                if head != old and {**head, "at": old.get("at")} != old:  # (the same row read again: kept as it was)
                     heads[key] = (version, head)
                     self.heads[key] = head
                 continue

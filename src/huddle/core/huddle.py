@@ -205,16 +205,17 @@ class Huddle:
         if self.text_only:
             return unmoved(d.head)
         row = d.head.get("row")
-        settled = isinstance(row, dict) and (self.settings.usage_only or self._settled(row, d.head))
+        settled = isinstance(row, dict) and (self.settings.usage_only or self.settled(row, d.head))
         return settled and not d.head.get("entangled") and unmoved(d.head)
 
-    def _settled(self, row: dict[str, Any], head: dict[str, Any]) -> bool:
+    def settled(self, row: dict[str, Any], head: dict[str, Any]) -> bool:
         """Whether time alone cannot move this row (huddle.model.attention.after_quiet):
         ended or idle; or your turn with only background work left, no process known,
         and files that had stood still past the idle time when the row was built (what
-        nothing vouches for had gone idle by then: only a move wakes it)."""
+        nothing vouches for had gone idle by then: only a move wakes it); or a session
+        with nothing in it (off the board until a line or a live process comes)."""
         state = row.get("state")
-        if state in SETTLED:
+        if state in SETTLED or row.get("empty"):
             return True
         if state != YOUR_TURN or not row.get("background") or row.get("pid") is not None:
             return False

@@ -125,6 +125,10 @@ class Source:
         only a scan will do (the default)."""
         return None
 
+    # A read session's live signals (Handle.live) come from `live_inputs()` alone, no
+    # process looked at: its row is a function of files (a stored answer may hold it).
+    rows_from_files = False
+
     def config_files(self) -> list[str]:
         """Files that say where this source's folders are (Vibe's config.toml): a stored
         answer stamps them, whether or not the folders are there."""

@@ -306,6 +306,7 @@ class ClaudeSource(Source):
     folder_env = "CLAUDE_CONFIG_DIR"
     default_folder = "~/.claude"
     resume = "claude --resume {id}"
+    rows_from_files = True  # the registry (a process it names makes a row that is never stored)
 
     def __init__(self, settings):
         super().__init__(settings)
