@@ -297,3 +297,21 @@ def test_any_damage_to_the_file_gives_the_answer_or_nothing(tmp_path_factory, da
     hit, problem = answers.load(hh)
     assert hit is None or hit == (b'{"sessions": []}', ["a note"])
     assert problem is None or problem.startswith(path)
+
+
+def test_the_table_is_drawn_from_the_stored_answer_as_from_a_read(home):
+    env = {**environment(home), "COLUMNS": "120"}
+    stored(home, env)
+    table = (
+        "import sys; sys.argv = ['huddle', 'status', '--all']; from huddle import entry\n"
+        "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
+        "print('stored' if 'huddle.core' not in sys.modules else 'read', file=sys.stderr)"
+    )
+    said = subprocess.run([sys.executable, "-c", table], capture_output=True, text=True, env=env, check=True)
+    assert said.stderr.splitlines()[-1] == "stored"
+    shutil.rmtree(home / "truth", ignore_errors=True)
+    truth = {**env, "HUDDLE_HOME": str(home / "truth")}
+    read = subprocess.run([sys.executable, "-c", table], capture_output=True, text=True, env=truth, check=True)
+    assert read.stderr.splitlines()[-1] == "read"
+    assert said.stdout == read.stdout and "Greeting app check" in said.stdout
+    assert said.stderr.splitlines()[:-1] == read.stderr.splitlines()[:-1]

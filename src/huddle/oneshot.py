@@ -67,9 +67,22 @@ def json_text(data: Any) -> str:
         return json.dumps(data, indent=2, ensure_ascii=False)
 
 
-def board(when: float | None = None, answer: Callable[[Any, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """The board (as of `when`, or now from the cache), its notes said on stderr.
-    `answer(core, board)` is told the core it was read with, before the notes are said."""
+def board(when: float | None = None) -> dict[str, Any]:
+    """The board as of `when` (read from the files), or now: said from the stored answer
+    while nothing it came from moved (huddle.io.answers), else read from the cache. Its
+    notes are said on stderr."""
+    if when is not None:
+        return _read(when)[0]
+    said = stored()
+    if said is not None:
+        import json
+
+        return json.loads(said)
+    return read_now(text=False)[0]
+
+
+def _read(when: float | None) -> tuple[dict[str, Any], Any]:
+    """(the board, the core it was read with), its notes said on stderr."""
     from huddle.core import Huddle
     from huddle.views.board import board_json
 
@@ -81,18 +94,15 @@ def board(when: float | None = None, answer: Callable[[Any, dict[str, Any]], Non
     data = board_json(h, at=when)
     if when is None:
         h.write_board_cache(data)
-    if answer is not None:
-        answer(h, data)
     for note in data.get("notes", ()):
         echo(f"huddle: {note}", err=True)
-    return data
+    return data, h
 
 
-def status_json() -> int:
-    """`huddle status --json`: every session, as GET /api/sessions returns them. Said
-    from the stored answer (huddle.io.answers) while nothing it came from moved."""
+def stored() -> bytes | None:
+    """`huddle status --json`'s stored answer (UTF-8), its notes said on stderr; None
+    when there is none, or something it came from moved."""
     import os
-    import time
 
     from huddle.io import answers
     from huddle.io.folders import huddle_home
@@ -101,32 +111,48 @@ def status_json() -> int:
     hit, problem = answers.load(home) if home else (None, None)
     if problem:
         echo(f"huddle: {problem}", err=True)
-    if hit is not None:
-        said, notes = hit
-        for note in notes:
-            echo(f"huddle: {note}", err=True)
+    if hit is None:
+        return None
+    said, notes = hit
+    for note in notes:
+        echo(f"huddle: {note}", err=True)
+    return said
+
+
+def read_now(text: bool) -> tuple[dict[str, Any], str | None]:
+    """The board now, read from the cache (its notes said), and its JSON if `text`. A
+    board that read nothing new is kept as the stored answer (core.answering)."""
+    import os
+    import time
+
+    from huddle.core.answering import conditions
+    from huddle.io import answers
+    from huddle.views.pricing import USER_FILE
+
+    started = time.time_ns()
+    data, h = _read(None)
+    home = h.settings.huddle_home
+    cond = conditions(h, also=[os.path.join(home, USER_FILE)]) if home else None
+    said = json_text(data) if text or cond is not None else None
+    if cond is not None and said is not None:
+        answers.save(home, said, list(data.get("notes", ())), cond, started)
+    elif home:
+        answers.drop(home)
+    return data, said
+
+
+def status_json() -> int:
+    """`huddle status --json`: every session, as GET /api/sessions returns them."""
+    said = stored()
+    if said is not None:
         sys.stdout.flush()
         out = sys.stdout.buffer  # (the bytes echo would write: stdout is UTF-8 here)
         out.write(said)
         out.write(b"\n")
         out.flush()
         return 0
-    started = time.time_ns()
-    kept: list[tuple[Any, dict[str, Any]]] = []
-    data = board(answer=lambda h, d: kept.append((h, d)))
-    from huddle.views.select import Select
-
-    text = json_text(Select(None, None, None).apply(data))
-    echo(text)
-    if home and kept:
-        from huddle.core.answering import conditions
-        from huddle.views.pricing import USER_FILE
-
-        cond = conditions(kept[0][0], also=[os.path.join(home, USER_FILE)])
-        if cond is None:
-            answers.drop(home)
-        else:
-            answers.save(home, text, list(data.get("notes", ())), cond, started)
+    _data, text = read_now(text=True)
+    echo(text or "")
     return 0
 
 
