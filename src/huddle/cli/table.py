@@ -53,15 +53,23 @@ def money(cost: dict | None) -> str:
 
 def short_ids(rows: list[dict], least: int = 8) -> dict[str, str]:
     """The shortest start of each id (at least `least` characters) that no other row
-    shares: what the id column shows and what every command accepts."""
-    ids = [str(r.get("id") or "") for r in rows]
+    shares: what the id column shows and what every command accepts. An id's start is
+    shared exactly as far as it runs alike with its neighbours in sorted order."""
+    ids = sorted({str(r.get("id") or "") for r in rows})
     out = {}
-    for i in ids:
-        n = min(least, len(i))
-        while n < len(i) and any(o != i and o.startswith(i[:n]) for o in ids):
-            n += 1
-        out[i] = i[:n]
+    for k, i in enumerate(ids):
+        alike = max((_common(i, ids[j]) for j in (k - 1, k + 1) if 0 <= j < len(ids)), default=-1)
+        out[i] = i[: min(len(i), max(min(least, len(i)), alike + 1))]
     return out
+
+
+def _common(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _cut(text: str, width: int) -> str:
