@@ -245,7 +245,8 @@ class FileParser:
                         or u.cache_write_1h > o.cache_write_1h
                     ):
                         self.session.raise_usage(first, u)
-            self.shared.check_output(mid, m.content)
+            if not self.usage_only:  # (what the output count is worth: said by a session's page, not by usage)
+                self.shared.check_output(mid, m.content)
         if self.usage_only:  # of the blocks, only the Agent calls: they name the agents they start
             if isinstance(m.content, list):
                 for b in m.content:

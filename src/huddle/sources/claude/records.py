@@ -336,7 +336,7 @@ def summary_text(line: bytes) -> str:
 # them, but for the result of an Agent call (it names the agent started). Any other
 # record is kept if it is a response.
 _TITLE_PREFIXES = (b'{"type":"custom-title"', b'{"type":"ai-title"', b'{"type":"summary"', b'{"type":"last-prompt"')
-_USER_CONTENT = b'"role":"user","content":'
+_USER_CONTENT = b'user","content":'  # after a message's '"role":"'
 _AFTER_USER_CONTENT = len(_USER_CONTENT)
 _PROMPT_CONTENT = (b'"', b'[{"type":"text"', b'[{"type":"image"')
 _CALL_ID = b'"tool_use_id":"'
@@ -375,29 +375,31 @@ class UsageFilter:
             return False
         if buf.startswith(b'{"type":"last-prompt"', i):
             return self.prompted
-        if self.sidechains and buf.find(b'"isSidechain":true', i, i + 768 if i + 768 < end else end) >= 0:
+        head = i + 768 if i + 768 < end else end
+        if self.sidechains and buf.find(b'"isSidechain":true', i, head) >= 0:
             return False  # each links the next to its sub-agent
-        if buf.find(b'"type":"user"', i, i + 512 if i + 512 < end else end) >= 0:
-            head = i + 768 if i + 768 < end else end
-            j = buf.find(_USER_CONTENT, i, head)
-            if j < 0:
+        r = buf.find(b'"role":"', i, head)  # a message's, early in a response or a user record
+        if r >= 0:
+            r += 8
+            if buf.startswith(b'assistant"', r, end):
+                return False  # a response
+            if buf.startswith(_USER_CONTENT, r, end):
+                j = r + _AFTER_USER_CONTENT
+                if buf.startswith(_PROMPT_CONTENT, j, end):
+                    return False  # a prompt
+                calls = self.shared.agent_calls if self.shared is not None else None
+                if calls:  # tool results: kept only for an Agent call (its result names the agent)
+                    k = buf.find(_CALL_ID, j, head)
+                    if k >= 0:
+                        k += _AFTER_CALL_ID
+                        q = buf.find(b'"', k, head)
+                        return q >= 0 and buf[k:q].decode("utf-8", "replace") not in calls  # (an id cut: kept)
                 return True
-            j += _AFTER_USER_CONTENT
-            if buf.startswith(_PROMPT_CONTENT, j, end):
-                return False
-            calls = self.shared.agent_calls if self.shared is not None else None
-            if calls:
-                k = buf.find(_CALL_ID, j, head)
-                if k >= 0:
-                    k += _AFTER_CALL_ID
-                    q = buf.find(b'"', k, head)
-                    return q >= 0 and buf[k:q].decode("utf-8", "replace") not in calls  # (an id cut: kept)
-            return True
-        if buf.find(ATTACHMENT_KEY, i, i + 300 if i + 300 < end else end) >= 0:
+        elif buf.find(ATTACHMENT_KEY, i, i + 300 if i + 300 < end else end) >= 0:
             return True  # context sent with a request (a third of a transcript's bytes): never counted
         return not (
             buf.startswith(_TITLE_PREFIXES, i)
-            or buf.find(b'"role":"assistant"', i, end) >= 0  # early in a response (and all a typeless one says)
+            or buf.find(b'"role":"assistant"', i, end) >= 0  # a response with a long head (or typeless)
             or buf.find(b'"type":"assistant"', i, end) >= 0
         )
 
