@@ -243,6 +243,23 @@ def test_a_write_to_the_cache_drops_the_answer(home):
     assert how == "read" and (out, notes) == fresh(home, env)
 
 
+def test_a_usage_run_keeps_the_answer_it_has_no_part_in(home):
+    """The usage index is a cache of its own: its first build writes it, and the board's
+    answer still holds (only a write to the board's cache drops it: the test above)."""
+    env = environment(home)
+    stored(home, env)
+    path = answers.answer_path(str(home / "hh"))
+    index = home / "hh" / "cache" / "usage.db"
+    assert os.path.exists(path) and not index.exists()
+    usage = subprocess.run(
+        [sys.executable, "-m", "huddle", "usage", "--json"], capture_output=True, text=True, env=env, check=True
+    )
+    assert json.loads(usage.stdout)["counted"]["responses"] > 0 and index.exists()
+    assert os.path.exists(path)
+    out, notes, how = status(env)
+    assert how == "stored" and (out, notes) == fresh(home, env)
+
+
 @pytest.mark.parametrize("damage", ["torn", "garbage", "another version", "flipped byte"])
 def test_a_damaged_answer_is_said_in_one_line_and_never_trusted(home, damage):
     env = environment(home)

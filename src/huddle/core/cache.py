@@ -29,6 +29,7 @@ from .store import Store
 # keep ctime and a print, not a tail; 6: heads stamp the files a row shows beyond its own: Codex names;
 # 7: a usage-only Claude read names agents and titles as a full read does.)
 FORMAT = 7
+BOARD = "handles.db"  # the board's cache: what `huddle status --json`'s stored answer was built from
 
 
 def cache_dir(huddle_home: str) -> str:
@@ -74,7 +75,7 @@ class Stamped:
 
 
 class HandleCache:
-    def __init__(self, huddle_home: str, settings_key: tuple[Any, ...], name: str = "handles.db") -> None:
+    def __init__(self, huddle_home: str, settings_key: tuple[Any, ...], name: str = BOARD) -> None:
         # `name`: a reader with its own pace (the search index) keeps its own cache, so
         # what it has seen is never moved on by another command's refresh
         self.path = os.path.join(cache_dir(huddle_home), name)
@@ -84,8 +85,10 @@ class HandleCache:
         self._sources: dict[str, Source] = {}
         self.read_at_ns = 0  # when the last read began (the core sets it)
         self.opened: list[Any] = []  # the store's stamp when its heads were read (core.answering)
-        # the board stored as `huddle status --json`'s answer was built from these rows
-        self.store.on_write = functools.partial(answers.drop, huddle_home)
+        # the board stored as `huddle status --json`'s answer was built from these rows (a
+        # cache of its own, such as the usage index's, vouched for nothing it says)
+        if name == BOARD:
+            self.store.on_write = functools.partial(answers.drop, huddle_home)
         legacy = os.path.join(cache_dir(huddle_home), name.rsplit(".", 1)[0] + ".pickle")
         self._legacy = legacy if legacy != self.path else None
 

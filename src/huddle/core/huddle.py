@@ -25,7 +25,7 @@ from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
 from . import whole
-from .cache import Dormant, HandleCache, Stamped
+from .cache import BOARD, Dormant, HandleCache, Stamped
 from .coldread import read_in_parallel
 from .reading import cache_form, refresh_one
 
@@ -41,7 +41,7 @@ class Huddle:
         settings: Settings | None = None,
         sources: list[str] | None = None,
         cache: bool = False,
-        cache_name: str = "handles.db",
+        cache_name: str = BOARD,
         lazy: bool = False,
         text_only: bool = False,
     ):

@@ -7,7 +7,7 @@ the folders a new session would move (the cache's heads and scan stamps), each
 source's live signals (`Source.live_inputs`), the price file, the environment that
 names the folders, and huddle's own code. `save` keeps the answer with all of those;
 `load` gives it back only if every one is as it was, so it is what the full path
-would say. A write to the handle cache drops it (`drop`): the rows the board is
+would say. A write to the board's handle cache drops it (`drop`): the rows the board is
 built from may have changed.
 
 Standard library only: `huddle status --json` looks here before importing anything.
