@@ -92,3 +92,18 @@ def test_the_cache_keeps_a_workers_pickle_unless_its_session_moved_since(tmp_pat
     assert {k: x.session.usage.to_dict() for k, x in again.items()} == {
         k: x.session.usage.to_dict() for k, x in new.items()
     }
+
+
+def test_jobs_cut_the_bytes_evenly_biggest_first():
+    """Several jobs per worker, each key in one job, the biggest read first; a session
+    larger than a job's share is a job alone (workers take the next job when free)."""
+    sizes = {f"claude:{i}": 10 + i for i in range(40)} | {"codex:big": 5000}
+    jobs = coldread.jobs_for(sizes, workers=2)
+    keys = [k for job in jobs for k in job]
+    assert sorted(keys) == sorted(sizes)  # every session once
+    assert jobs[0] == ["codex:big"]
+    assert len(jobs) > 2
+    share = sum(sizes.values()) // (2 * coldread.JOBS_PER_WORKER)
+    rest = [sum(sizes[k] for k in job) for job in jobs[1:]]
+    assert all(b < share + max(v for v in sizes.values() if v != 5000) for b in rest)  # none much past its share
+    assert coldread.jobs_for({}, workers=2) == []

@@ -21,6 +21,7 @@ from huddle.sources import Handle, Source
 from .reading import refresh_one
 
 MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
+JOBS_PER_WORKER = 4  # (coldread.jobs_for)
 
 _work: dict[str, Handle] = {}  # what the forked workers inherit
 # A handle as a worker pickled it, and its session's version then: the cache stores that
@@ -49,7 +50,9 @@ def _read(keys: list[str]) -> bytes:
 
     out: dict[str, bytes | None] = {}
     for k in keys:
-        h = _work[k]
+        h = _work.get(k)
+        if h is None:
+            continue  # (a fresh worker's scan did not find it: the parent reads it)
         refresh_one(h)
         try:
             out[k] = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
@@ -58,64 +61,76 @@ def _read(keys: list[str]) -> bytes:
     return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _read_fresh(job: tuple[Any, list[str], list[str]]) -> bytes:
-    """A spawned worker: the sources made again from the settings, scanned, and the keys
-    given read (what a fresh scan does not find is left to the parent)."""
+def _scan_fresh(settings: Any, names: list[str]) -> None:
+    """A spawned worker's start: the sources made again from the settings and scanned
+    once (what a fresh scan does not find is left to the parent)."""
     from huddle.sources import all_sources, guarded
 
-    settings, names, keys = job
-    found: dict[str, Handle] = {}
-    for src in all_sources(settings, names):
-        if any(k.startswith(src.name + ":") for k in keys):
-            found.update(guarded(f"{src.name} scan", src.scan, {}) or {})
     _work.clear()
-    _work.update((k, found[k]) for k in keys if k in found)
-    return _read(list(_work))
+    for src in all_sources(settings, names):
+        _work.update(guarded(f"{src.name} scan", src.scan, {}) or {})
+
+
+def jobs_for(sizes: dict[str, int], workers: int) -> list[list[str]]:
+    """The sessions cut into jobs of about equal bytes, biggest first, several per
+    worker: each worker takes the next job when it is done with one, so a worker that
+    drew costlier bytes (a Codex rollout costs about twice a Claude transcript's) is not
+    the one everyone waits for at the end. A session larger than a job is a job alone."""
+    total = sum(sizes.values())
+    target = max(1, total // (workers * JOBS_PER_WORKER))
+    jobs: list[list[str]] = []
+    open_job: list[str] = []
+    held = 0
+    for k in sorted(sizes, key=lambda k: (-sizes[k], k)):
+        open_job.append(k)
+        held += sizes[k]
+        if held >= target:
+            jobs.append(open_job)
+            open_job, held = [], 0
+    if open_job:
+        jobs.append(open_job)
+    return jobs
 
 
 def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source], spawn: Any = None) -> set[str]:
     """Refresh the given (new, unread) handles in forked workers when it pays; the
     handles in `handles` are replaced by what the workers read. Returns the keys done.
-    `spawn`: the Settings, for a process with threads: workers started fresh (no fork)."""
+    `spawn`: the Settings, for a process with threads: workers started fresh (no fork),
+    each scanning the sources once."""
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or not hasattr(os, "fork") or len(handles) < 2:
         return set()
     sizes = {k: _size(h) for k, h in handles.items()}
     if sum(sizes.values()) < MIN_BYTES:
         return set()
-    groups: list[list[str]] = [[] for _ in range(workers)]
-    loads = [0] * workers
-    for k in sorted(sizes, key=sizes.__getitem__, reverse=True):  # biggest first, to the lightest worker
-        i = loads.index(min(loads))
-        groups[i].append(k)
-        loads[i] += sizes[k]
+    jobs = jobs_for(sizes, workers)
     import multiprocessing
     import pickle  # (here: a board with nothing new to read never loads it)
 
     sources = list(sources)
-    names = [s.name for s in sources]
+    by_name = {s.name: s for s in sources}
+    done: set[str] = set()
     _work.clear()
     _work.update(handles)
     try:
         if spawn is not None:
-            with multiprocessing.get_context("spawn").Pool(workers) as pool:
-                results = pool.map(_read_fresh, [(spawn, names, g) for g in groups if g])
+            names = [s.name for s in sources if any(k.startswith(s.name + ":") for k in handles)]
+            pool = multiprocessing.get_context("spawn").Pool(workers, _scan_fresh, (spawn, names))
         else:
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                results = pool.map(_read, [g for g in groups if g])
+            pool = multiprocessing.get_context("fork").Pool(workers)
+        with pool:
+            # each job's handles are taken in as it comes back, while the workers read on
+            for blob in pool.imap_unordered(_read, jobs):
+                for k, hb in pickle.loads(blob).items():
+                    if hb is None:
+                        continue
+                    h = pickle.loads(hb)
+                    h.source = by_name.get(h.session.source)
+                    handles[k] = h
+                    _pickled[h] = (h.session.version, hb)
+                    done.add(k)
     except (OSError, RuntimeError, pickle.PickleError, EOFError):
-        return set()
+        return done  # (a worker lost: the parent reads what did not come back)
     finally:
         _work.clear()
-    by_name = {s.name: s for s in sources}
-    done = set()
-    for blob in results:
-        for k, hb in pickle.loads(blob).items():
-            if hb is None:
-                continue
-            h = pickle.loads(hb)
-            h.source = by_name.get(h.session.source)
-            handles[k] = h
-            _pickled[h] = (h.session.version, hb)
-            done.add(k)
     return done
