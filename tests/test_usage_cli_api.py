@@ -58,3 +58,23 @@ def test_the_command_is_the_route_on_every_version(served):
         assert _cli(env, "--by", by) == route, by
     agents = {r["agent"] for r in route["rows"]}
     assert {"lead", "general-purpose", "warmup"} <= agents and "sub-agent" not in agents
+
+
+def test_a_one_shot_read_holds_the_collector_off_and_puts_it_back():
+    """huddle.oneshot.FewCollections: off inside (even when the read fails), as it was after."""
+    import gc
+
+    from huddle.oneshot import FewCollections
+
+    assert gc.isenabled()
+    with pytest.raises(ValueError), FewCollections():
+        assert not gc.isenabled()
+        raise ValueError("a read that fails")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with FewCollections():
+            pass
+        assert not gc.isenabled()  # a caller that had it off keeps it off
+    finally:
+        gc.enable()
