@@ -47,12 +47,16 @@ class Rates:
     cache_write_1h: float  # 1-hour cache writes (Claude); equals cache_write where none is published
 
     def cost(self, u: Usage) -> float:
+        return self.cost_of(u.input, u.output, u.cache_read, u.cache_write, u.cache_write_1h)
+
+    def cost_of(self, input: int, output: int, cache_read: int, cache_write: int, cache_write_1h: int) -> float:
+        """`cost` of the counts as they are (a sum of many rows need not make a Usage of each)."""
         return (
-            u.input * self.input
-            + u.output * self.output
-            + u.cache_read * self.cache_read
-            + (u.cache_write - u.cache_write_1h) * self.cache_write
-            + u.cache_write_1h * self.cache_write_1h
+            input * self.input
+            + output * self.output
+            + cache_read * self.cache_read
+            + (cache_write - cache_write_1h) * self.cache_write
+            + cache_write_1h * self.cache_write_1h
         ) / MILLION
 
 
@@ -65,9 +69,12 @@ class Price:
 
     def request_cost(self, u: Usage) -> float:
         """The cost of one model response (the long-context rule applies per request)."""
-        if self.long is not None and u.input + u.cache_read + u.cache_write > self.above:
-            return self.long.cost(u)
-        return self.base.cost(u)
+        return self.request_cost_of(u.input, u.output, u.cache_read, u.cache_write, u.cache_write_1h)
+
+    def request_cost_of(self, input: int, output: int, cache_read: int, cache_write: int, cache_write_1h: int) -> float:
+        """`request_cost` of one response's counts as they are."""
+        rates = self.long if self.long is not None and input + cache_read + cache_write > self.above else self.base
+        return rates.cost_of(input, output, cache_read, cache_write, cache_write_1h)
 
 
 _DATE_SUFFIX = re.compile(r"(-\d{8}|-\d{4}-\d{2}-\d{2}|@\d{8}|-v\d+:\d+)$")

@@ -18,8 +18,6 @@ import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from huddle.model.events import Usage
-
 from .pricing import Table
 from .usage import _day, add_exact, collect, session_info
 
@@ -47,9 +45,10 @@ def group_rows(rows: list[list[Any]], table: Table) -> list[list[Any]]:
     day of a time is worked out once per day, not per response.)"""
     out: dict[tuple[str, str, str], list[Any]] = {}
     days: dict[float, str] = {}
-    cost = table.cost
+    prices: dict[str, Any] = {}  # model -> its Price, or None when unpriced
+    price_of = table.price
     for r in rows:
-        t, agent, model = r[0], r[1], r[2]
+        t, agent, model, i, o, cr, cw, c1 = r
         if t is None:
             day = _day(t)
         else:
@@ -60,19 +59,20 @@ def group_rows(rows: list[list[Any]], table: Table) -> list[list[Any]]:
         g = out.get(key)
         if g is None:
             g = out[key] = [day, agent, model, 0, 0, 0, 0, 0, 0, [], t]
-        u = Usage(*r[3:8])
-        g[3] += u.input
-        g[4] += u.output
-        g[5] += u.cache_read
-        g[6] += u.cache_write
-        g[7] += u.cache_write_1h
+        g[3] += i
+        g[4] += o
+        g[5] += cr
+        g[6] += cw
+        g[7] += c1
         g[8] += 1
         if g[9] is not None:
-            c = cost(model, u)
-            if c is None:
+            p = prices.get(model, False)
+            if p is False:
+                p = prices[model] = price_of(model)
+            if p is None:
                 g[9] = None
             else:
-                add_exact(g[9], c)
+                add_exact(g[9], p.request_cost_of(i, o, cr, cw, c1))
         if t is not None and (g[10] is None or t < g[10]):
             g[10] = t
     return list(out.values())
