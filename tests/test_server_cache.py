@@ -198,9 +198,9 @@ def test_a_first_start_without_a_cache_holds_no_settled_timeline(tmp_path, monke
         monkeypatch.setattr(coldread, "MIN_BYTES", 0)
         real = coldread.read_in_parallel
 
-        def noted(handles, sources, spawn=None):
+        def noted(handles, sources, spawn=None, *rest):
             assert spawn is not None  # a process with threads never forks
-            done = real(handles, sources, spawn=spawn)
+            done = real(handles, sources, spawn, *rest)
             read_by_workers.update(done)
             return done
 

@@ -18,10 +18,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from huddle.io import answers
-from huddle.io.stamps import stamps_of
+from huddle.io.safefile import unreadable
+from huddle.io.stamps import dirs_still, stamps_of
 from huddle.sources.base import Handle, Source
 
-from .coldread import pickled
+from .coldread import Packed, pickled, sleepers, take
 from .store import Store
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
@@ -53,14 +54,40 @@ def head_for(h: Handle, read_at_ns: int, row: dict[str, Any] | None, entangled: 
 
 
 class Dormant:
-    """A cached session not unpickled: its head (stamps, row) stands for it."""
+    """A cached session not unpickled: its head (stamps, row) stands for it. `blob`: a
+    session a worker read and packed (core.coldread.Packed), not yet in the store (the
+    next save writes it)."""
 
-    __slots__ = ("head", "key", "version")
+    __slots__ = ("blob", "head", "key", "version")
 
-    def __init__(self, key: str, version: int, head: dict[str, Any]) -> None:
+    def __init__(self, key: str, version: int, head: dict[str, Any], blob: bytes | None = None) -> None:
         self.key = key
         self.version = version
         self.head = head
+        self.blob = blob
+
+
+def leave_packed(
+    packed: dict[str, Packed], new: dict[str, Handle], found: dict[str, Handle], sources: dict[str, Source]
+) -> tuple[dict[str, Dormant], set[str]]:
+    """A first read's sessions the workers packed (core.coldread.Packed): those whose
+    rows no other session has a say in (`sleepers`; only when every session `found` came
+    back packed) sleep, with the rows the workers made, taken out of `found`, stored by
+    the next save as the workers pickled them; the others are unpickled into `new`.
+    Returns (the sleepers, the keys not read by then: the sleepers and what did not
+    unpickle, read from their files)."""
+    asleep = sleepers(packed) if packed.keys() == found.keys() else set()
+    dormant: dict[str, Dormant] = {}
+    unread = set(asleep)
+    for k, p in packed.items():
+        if k in asleep:
+            dormant[k] = Dormant(k, p.version, p.head, blob=p.blob)
+            del found[k]
+        elif (h := take(p.blob, sources)) is not None:
+            new[k] = h
+        else:
+            unread.add(k)
+    return dormant, unread
 
 
 class Stamped:
@@ -91,6 +118,10 @@ class HandleCache:
             self.store.on_write = functools.partial(answers.drop, huddle_home)
         legacy = os.path.join(cache_dir(huddle_home), name.rsplit(".", 1)[0] + ".pickle")
         self._legacy = legacy if legacy != self.path else None
+
+    def head_of(self, h: Handle, row: dict[str, Any] | None) -> dict[str, Any]:
+        """A handle's head as this run stamps it (in a worker: core.coldread.Packed)."""
+        return head_for(h, self.read_at_ns, row)
 
     @property
     def note(self) -> str | None:
@@ -126,9 +157,14 @@ class HandleCache:
                 out[key] = Dormant(key, version, head)
         return out
 
-    def wake(self, keys: Iterable[str]) -> dict[str, Handle]:
-        """The handles of these cached sessions (those that unpickle)."""
-        return self._unpickle(self.store.blobs(keys).items())
+    def wake(self, keys: Iterable[str], dormant: Mapping[str, Dormant] | None = None) -> dict[str, Handle]:
+        """The handles of these cached sessions (those that unpickle); one a worker packed
+        this run (`dormant[key].blob`) from its pickle, not yet in the store."""
+        keys = list(keys)
+        packed = {k: d.blob for k in keys if (d := (dormant or {}).get(k)) is not None and d.blob is not None}
+        out = {k: h for k, b in packed.items() if (h := take(b, self._sources)) is not None}
+        out.update(self._unpickle(self.store.blobs([k for k in keys if k not in packed]).items()))
+        return out
 
     def _unpickle(self, blobs: Iterable[tuple[str, bytes]]) -> dict[str, Handle]:
         import pickle  # (here and in save: a board whose sessions all sleep loads none)
@@ -159,8 +195,14 @@ class HandleCache:
         heads: dict[str, tuple[int, Any]] = {}
         rows = rows or {}
         tangled = entangled or set()
+        packed: list[Dormant] = []
         for key, h in handles.items():
             if isinstance(h, Dormant):
+                if h.blob is not None:  # read this run, packed by a worker: stored as it came
+                    put[key] = (h.version, h.head, h.blob)
+                    self.versions[key] = h.version
+                    self.heads[key] = h.head
+                    packed.append(h)
                 continue
             version = h.session.version
             row = rows.get(key)
@@ -191,6 +233,8 @@ class HandleCache:
             self.heads.pop(k, None)
         if put or heads or gone:
             self.store.write(put, gone, heads=heads)
+        for d in packed:
+            d.blob = None  # in the store now (woken from there)
 
     def forget(self, key: str) -> None:
         """What is stored for this session is not to be kept: the next save writes it
@@ -214,6 +258,22 @@ class HandleCache:
                     dirs[d] = None
                     d = os.path.dirname(d)
         return stamps_of(dirs, self.read_at_ns, folders=True)
+
+    def still_sources(self) -> set[str]:
+        """The sources none of whose folders a session could appear in (or vanish from)
+        moved since their last scan, which had nothing to say (a lazy core skips their scans)."""
+        stamps = self.meta().get("scans")
+        return {name for name, st in stamps.items() if dirs_still(st)} if isinstance(stamps, dict) else set()
+
+    def stamp_scans(self, sources: Iterable[Source], scanned: dict[str, bool]) -> None:
+        """After the scans: their sources' folders, for `still_sources` next time (a scan
+        that failed or left a note is done again)."""
+        stamps = dict(self.meta().get("scans") or {})
+        for src in sources:
+            if src.name in scanned:
+                clean = scanned[src.name] and not src.notes and not unreadable(src.roots())
+                stamps[src.name] = self.folder_stamps(src) if clean else None
+        self.set_meta(scans={k: v for k, v in stamps.items() if v})
 
     def meta(self) -> dict[str, Any]:
         return self.store.meta

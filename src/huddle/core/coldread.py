@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from huddle.sources import Handle, Source
@@ -24,6 +24,7 @@ MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
 JOBS_PER_WORKER = 4  # (coldread.jobs_for)
 
 _work: dict[str, Handle] = {}  # what the forked workers inherit
+_pack: list[Any] = []  # [row_of, head_of] while workers pack (see Packed)
 # A handle as a worker pickled it, and its session's version then: the cache stores that
 # pickle as it is while nothing moved (a handle is not unpickled only to be pickled again).
 _pickled: weakref.WeakKeyDictionary[Handle, tuple[int, bytes]] = weakref.WeakKeyDictionary()
@@ -33,6 +34,61 @@ def pickled(h: Handle) -> bytes | None:
     """The pickle a worker made of this handle, if its session has not moved since."""
     got = _pickled.pop(h, None)
     return got[1] if got is not None and got[0] == h.session.version else None
+
+
+class Packed:
+    """A session a forked worker read and left packed: its pickle, and what lets the
+    parent leave it unread, as a cached session the cache holds sleeps (core.cache.Dormant):
+    the row the worker made of it, its head, its version; the response ids the ledger
+    would index and the folder a title may come from (Handle.entangled), to tell whether
+    another session has a say in that row (`sleepers`)."""
+
+    __slots__ = ("blob", "folder", "head", "ids", "key", "tangled", "version")
+
+    def __init__(self, h: Handle, blob: bytes, head: dict[str, Any]) -> None:
+        from huddle.model import events as ev
+
+        s = h.session
+        self.key = s.key
+        self.blob = blob
+        self.version = s.version
+        self.head = head
+        # as the ledger indexes them (huddle.model.ledger.Ledger._index)
+        self.ids = [e.id for e in s.events if e.kind == ev.USAGE and e.id and not e.copied]
+        self.tangled = h.entangled() or bool(s.counted_elsewhere)
+        files = h.files()
+        self.folder = os.path.dirname(files[0]) if files else ""
+
+
+def sleepers(packed: dict[str, Packed]) -> set[str]:
+    """The packed sessions whose rows no other session has a say in: none of their
+    response ids is in another session of their source, and no session of their folder
+    takes a title from across it. (Only when every session of the read is packed: the
+    ids of one read here are not known.)"""
+    owner: dict[tuple[str, str], str] = {}
+    shared: set[str] = set()
+    tangled = {p.folder for p in packed.values() if p.tangled}
+    for k, p in packed.items():
+        src = k.split(":", 1)[0]
+        for rid in p.ids:
+            first = owner.setdefault((src, rid), k)
+            if first != k:
+                shared.update((first, k))
+    return {k for k, p in packed.items() if k not in shared and p.folder not in tangled and not p.tangled}
+
+
+def take(blob: bytes, by_name: dict[str, Source]) -> Handle | None:
+    """A worker's pickle of a handle, as a handle of the live sources (None if it does
+    not load: the parent reads that session itself)."""
+    import pickle
+
+    try:
+        h = pickle.loads(blob)
+    except Exception:
+        return None
+    h.source = by_name.get(h.session.source)
+    _pickled[h] = (h.session.version, blob)
+    return h
 
 
 def _size(h: Handle) -> int:
@@ -48,14 +104,15 @@ def _size(h: Handle) -> int:
 def _read(keys: list[str]) -> bytes:
     import pickle
 
-    out: dict[str, bytes | None] = {}
+    out: dict[str, bytes | Packed | None] = {}
     for k in keys:
         h = _work.get(k)
         if h is None:
             continue  # (a fresh worker's scan did not find it: the parent reads it)
         refresh_one(h)
         try:
-            out[k] = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
+            blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
+            out[k] = Packed(h, blob, _pack[1](h, _pack[0](h))) if _pack else blob
         except Exception:
             out[k] = None  # the parent reads this one itself
     return pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
@@ -92,11 +149,20 @@ def jobs_for(sizes: dict[str, int], workers: int) -> list[list[str]]:
     return jobs
 
 
-def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source], spawn: Any = None) -> set[str]:
+def read_in_parallel(
+    handles: dict[str, Handle],
+    sources: Iterable[Source],
+    spawn: Any = None,
+    packed: dict[str, Packed] | None = None,
+    pack: tuple[Callable[[Handle], Any], Callable[[Handle, Any], dict[str, Any]]] | None = None,
+) -> set[str]:
     """Refresh the given (new, unread) handles in forked workers when it pays; the
     handles in `handles` are replaced by what the workers read. Returns the keys done.
     `spawn`: the Settings, for a process with threads: workers started fresh (no fork),
-    each scanning the sources once."""
+    each scanning the sources once. `packed` and `pack` (row_of, head_of), forked
+    workers only: each session comes back as a Packed, its row made by `row_of(handle)`
+    and its head by `head_of(handle, row)` in the worker, into `packed`, not unpickled
+    (`take` unpickles one)."""
     workers = min(os.cpu_count() or 1, 8)
     if workers < 2 or not hasattr(os, "fork") or len(handles) < 2:
         return set()
@@ -112,6 +178,7 @@ def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source], spaw
     done: set[str] = set()
     _work.clear()
     _work.update(handles)
+    _pack[:] = list(pack) if pack is not None and packed is not None and spawn is None else []
     try:
         if spawn is not None:
             names = [s.name for s in sources if any(k.startswith(s.name + ":") for k in handles)]
@@ -122,15 +189,17 @@ def read_in_parallel(handles: dict[str, Handle], sources: Iterable[Source], spaw
             # each job's handles are taken in as it comes back, while the workers read on
             for blob in pool.imap_unordered(_read, jobs):
                 for k, hb in pickle.loads(blob).items():
-                    if hb is None:
+                    if isinstance(hb, Packed) and packed is not None:
+                        packed[k] = hb
+                        done.add(k)
                         continue
-                    h = pickle.loads(hb)
-                    h.source = by_name.get(h.session.source)
-                    handles[k] = h
-                    _pickled[h] = (h.session.version, hb)
-                    done.add(k)
+                    h = take(hb, by_name) if isinstance(hb, bytes) else None
+                    if h is not None:
+                        handles[k] = h
+                        done.add(k)
     except (OSError, RuntimeError, pickle.PickleError, EOFError):
         return done  # (a worker lost: the parent reads what did not come back)
     finally:
         _work.clear()
+        _pack.clear()
     return done

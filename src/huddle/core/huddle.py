@@ -16,7 +16,7 @@ from typing import Any
 from huddle.errors import BadRequest, HuddleError, NotFound
 from huddle.io.boardfile import write_board
 from huddle.io.safefile import unreadable
-from huddle.io.stamps import dirs_still, unmoved
+from huddle.io.stamps import unmoved
 from huddle.model.attention import IDLE_AFTER, YOUR_TURN
 from huddle.model.ledger import Ledger
 from huddle.model.session import Session
@@ -25,8 +25,8 @@ from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
 from . import whole
-from .cache import BOARD, Dormant, HandleCache, Stamped
-from .coldread import read_in_parallel
+from .cache import BOARD, Dormant, HandleCache, Stamped, leave_packed
+from .coldread import Packed, read_in_parallel
 from .reading import cache_form, refresh_one
 
 MIN_PREFIX = 4  # characters of a session id that may name it, when no other starts so
@@ -74,6 +74,7 @@ class Huddle:
         self.autosave = True
         self._unstamped: dict[str, bool] = {}  # scans not yet stamped (autosave off)
         self.spared: set[str] = set()  # the sources the last refresh did not scan (core.answering)
+        self.packed = 0  # sessions the last refresh left packed (cache.leave_packed)
         # told (key, session) when a session is read whole (complete): the watcher pushes
         # a page's events from that point on
         self.on_complete: list[Callable[[str, Session], None]] = []
@@ -97,6 +98,7 @@ class Huddle:
         progress: Callable[[int, int], None] | None = None,
         keep_timelines: bool = True,
         spawn: bool = False,
+        pack: Callable[[Handle], Any] | None = None,
     ) -> set[str]:
         """Find sessions and read what was appended. Returns the keys that changed.
         `parallel`: a one-shot command may read many new sessions in forked workers
@@ -105,7 +107,10 @@ class Huddle:
         `keep_timelines=False`: a session read from its start this time is kept as the
         cache keeps it (without its whole timeline: a page that opens it reads it again),
         so a first read of a large history holds one timeline at a time. `spawn` (with
-        `parallel`): workers started fresh, for a process with threads (the server)."""
+        `parallel`): workers started fresh, for a process with threads (the server).
+        `pack(handle) -> row` (lazy, with `parallel`, a cache still empty): a session no
+        other has a say in is left unread, as if cached, with the row its worker made
+        (core.cache.leave_packed); `packed` then counts them."""
         with self.lock:
             changed: set[str] = set()
             notes: list[str] = list(self.load_notes)
@@ -113,7 +118,7 @@ class Huddle:
             missing = []
             if self.cache is not None:
                 self.cache.read_at_ns = time.time_ns()
-            still = self._still()
+            still = self.cache.still_sources() if self.lazy and self.cache is not None else set()
             if self.dormant:
                 # what moved, or what a live process can move, is read; the rest sleeps on
                 lost = self._wake([k for k, d in self.dormant.items() if not self._sleeps(d)])
@@ -157,9 +162,21 @@ class Huddle:
             for key in self.handles.keys() - found.keys():
                 changed.add(key)
             done: set[str] = set()
+            self.packed = 0
             if parallel:
                 new = {k: h for k, h in found.items() if self.handles.get(k) is not h}
-                done = read_in_parallel(new, self.sources, spawn=self.settings if spawn else None)
+                # a first read of an empty cache may leave what the workers read packed
+                packed: dict[str, Packed] | None = None
+                rows = None
+                if pack is not None and self.cache is not None and not spawn and not self.dormant and not self.handles:
+                    packed, rows = {}, (pack, self.cache.head_of)
+                done = read_in_parallel(new, self.sources, self.settings if spawn else None, packed, rows)
+                if packed:
+                    asleep, unread = leave_packed(packed, new, found, {s.name: s for s in self.sources})
+                    self.dormant.update(asleep)
+                    changed.update(asleep)
+                    done -= unread
+                    self.packed = len(asleep)
                 found.update((k, new[k]) for k in done)
             for i, (key, h) in enumerate(found.items()):
                 if self.handles.get(key) is not h:
@@ -182,7 +199,7 @@ class Huddle:
                 if changed or self.lazy or not os.path.exists(self.cache.path):
                     self.cache.save({**self.dormant, **self.handles}, entangled=self._entangled())
                 if self.lazy and scanned:
-                    self._stamp_folders(scanned)
+                    self.cache.stamp_scans(self.sources, scanned)
             elif self.cache is not None and self.lazy and scanned:
                 self._unstamped = scanned  # stamped by the next save_rows, after the heads
             if self.cache is not None and self.cache.note:
@@ -224,23 +241,6 @@ class Huddle:
         quiet_ns = 2 * float(getattr(self, "idle_after", IDLE_AFTER)) * 1e9  # a margin past it
         return newest is not None and isinstance(at, int) and at - newest > quiet_ns
 
-    def _still(self) -> set[str]:
-        """Lazy: the sources none of whose folders a session could appear in (or vanish
-        from) moved since their last scan, which had nothing to say."""
-        stamps = self.cache.meta().get("scans") if self.lazy and self.cache is not None else None
-        return {name for name, st in stamps.items() if dirs_still(st)} if isinstance(stamps, dict) else set()
-
-    def _stamp_folders(self, scanned: dict[str, bool]) -> None:
-        """After the scans: their sources' folders, for `_still` next time (a scan that
-        failed or left a note is done again)."""
-        assert self.cache is not None
-        stamps = dict(self.cache.meta().get("scans") or {})
-        for src in self.sources:
-            if src.name in scanned:
-                clean = scanned[src.name] and not src.notes and not unreadable(src.roots())
-                stamps[src.name] = self.cache.folder_stamps(src) if clean else None
-        self.cache.set_meta(scans={k: v for k, v in stamps.items() if v})
-
     def _between_scans(self, src: Source, notes: list[str]) -> tuple[set[str], bool]:
         """A source still since its last scan: its live signals only (usage: none). Returns
         the keys they moved, whose sleeping sessions are woken as after a scan, and
@@ -267,7 +267,7 @@ class Huddle:
         keys = [k for k in keys if k in self.dormant]
         if not keys or self.cache is None:
             return set()
-        for key, h in self.cache.wake(keys).items():
+        for key, h in self.cache.wake(keys, self.dormant).items():
             self.handles[key] = h
         for key in keys:
             self.dormant.pop(key, None)
@@ -367,7 +367,7 @@ class Huddle:
             if self.cache is not None:
                 self.cache.save({**self.dormant, **self.handles}, rows, entangled=self._entangled())
                 if self._unstamped:  # the last refresh's scans (its read_at_ns guards what moved since)
-                    self._stamp_folders(self._unstamped)
+                    self.cache.stamp_scans(self.sources, self._unstamped)
                     self._unstamped = {}
 
     def board_files(self) -> dict[str, Any]:

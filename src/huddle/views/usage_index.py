@@ -14,6 +14,7 @@ its files). A damaged, truncated or older index is said in one line and built ag
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from .pricing import Table
 from .usage import _day, add_exact, collect, session_info
 
 if TYPE_CHECKING:
+    from huddle.sources import Handle
     from huddle.sources.settings import Settings
 
 CACHE_NAME = "usage.db"
@@ -83,6 +85,13 @@ def _entry(s: dict[str, Any], table: Table) -> dict[str, Any]:
     return {**info, "groups": group_rows(s["rows"], table), "duplicates": s.get("duplicates", 0)}
 
 
+def _own_entry(h: Handle, table: Table) -> dict[str, Any]:
+    """A session's entry as if no other session shared its responses (in a worker)."""
+    s = h.session
+    got = collect([s], per_session=True)["sessions"]
+    return _entry(got[0] if got else {**session_info(s), "rows": []}, table)
+
+
 def counted_from_index(
     settings: Settings, table: Table, since: float | None = None, until: float | None = None
 ) -> tuple[dict[str, Any], list[str]]:
@@ -103,12 +112,14 @@ def counted_from_index(
     # Only token counts are needed: the sources may pass over everything else unread.
     h = Huddle(dataclasses.replace(settings, usage_only=True), cache=True, lazy=True, cache_name=CACHE_NAME)
     h.autosave = False  # written once, below, with the sums (save_rows)
-    h.refresh(parallel=True)
+    want_rows = not (day_aligned(since) and day_aligned(until))
+    # a first read in workers: each sums its sessions, and those no other session has a
+    # say in are never unpickled here (Huddle._leave_packed)
+    h.refresh(parallel=True, pack=None if want_rows else functools.partial(_own_entry, table=table))
     notes += h.notes
     cache = h.cache
-    want_rows = not (day_aligned(since) and day_aligned(until))
     priced = cache is not None and cache.meta().get("pricing") == pricing_key(table)
-    if want_rows or not priced or cache is None:
+    if want_rows or (not priced and not h.packed) or cache is None:
         h.wake_all()  # every session's responses, from its handle
     loaded = h.loaded_sessions()
     counted = collect(loaded, per_session=True)
