@@ -8,6 +8,7 @@ the models were asked to process (checked against `codex exec --json` output).""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from huddle.core import Huddle
 from huddle.sources import Settings
 from huddle.views.pricing import Table, load
-from huddle.views.usage import report
+from huddle.views.usage import collect, report
 
 CODEX = Path(__file__).parent / "fixtures" / "samples" / "codex"
 SCENARIOS = sorted(p.name for p in CODEX.iterdir() if (p / "codex_home").is_dir())
@@ -191,22 +192,31 @@ def test_an_empty_table_lists_every_model_unpriced():
     assert [u["model"] for u in data["unpriced"]] == ["gpt-5.5"]
 
 
-@pytest.mark.parametrize("name", SCENARIOS)
-def test_usage_only_reading_counts_and_names_the_same(name):
-    """`huddle usage` passes over tool calls, their outputs and reasoning undecoded: the
-    same counts at the same times, the same agents, titles and start as reading all."""
-    full = codex_huddle(name)
-    home = CODEX / name / "codex_home"
-    quick = Huddle(
+LIVE = Path(__file__).parent / "fixtures" / "samples" / "codex-live"
+HOMES = [CODEX / n / "codex_home" for n in SCENARIOS] + sorted(p / "codex_home" for p in LIVE.iterdir() if p.is_dir())
+
+
+def read_home(home: Path, usage_only: bool = False) -> Huddle:
+    h = Huddle(
         Settings(
             folders={"claude": "/nonexistent", "codex": str(home), "vibe": "/nonexistent"},
             huddle_home="/nonexistent-huddle-test",
-            usage_only=True,
+            usage_only=usage_only,
         ),
         sources=["codex"],
     )
-    quick.refresh()
+    h.refresh()
+    return h
+
+
+@pytest.mark.parametrize("home", HOMES, ids=lambda p: p.parent.name)
+def test_usage_only_reading_counts_and_names_the_same(home):
+    """`huddle usage` passes over tool calls, their outputs, reasoning and messages
+    undecoded: the same counted rows (times, agents, models), titles, projects and
+    starts as reading all, forks and live snapshots (a line cut short) included."""
+    full, quick = read_home(home), read_home(home, usage_only=True)
     assert full.sessions()
+    assert collect(quick.sessions(), per_session=True) == collect(full.sessions(), per_session=True)
     for s in full.sessions():
         q = quick.session(s.id)
         assert q is not None
@@ -218,3 +228,16 @@ def test_usage_only_reading_counts_and_names_the_same(name):
             (e.agent, e.id, e.t, e.usage, e.copied) for e in s.events if e.kind == "usage"
         ]
         assert len(q.events) <= len(s.events)
+
+
+def test_lines_in_another_json_hand_are_read_whole(tmp_path):
+    """Rollouts rewritten with spaces after the colons (by a tool, not Codex): the
+    usage-only judge does not know their heads, so it reads them whole."""
+    for name in ("subagents_v2", "multiturn__v0.144.3", "compaction"):
+        dst = tmp_path / name
+        shutil.copytree(CODEX / name / "codex_home", dst)
+        for f in dst.glob("sessions/**/*.jsonl"):
+            f.write_text("".join(json.dumps(json.loads(x)) + "\n" for x in f.read_text().splitlines() if x))
+        full, quick = read_home(dst), read_home(dst, usage_only=True)
+        assert collect(quick.sessions()) == collect(full.sessions())
+        assert report(quick)["totals"] == report(codex_huddle(name))["totals"]

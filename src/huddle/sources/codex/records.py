@@ -324,17 +324,24 @@ _decode_str = msgspec.json.Decoder(str).decode
 # Records never needed, recognised in the first bytes before any decoding: context
 # snapshots (kilobytes each) and inter-agent delivery flags.
 SKIP_LINE = re.compile(rb'"type":"(?:world_state|inter_agent_communication_metadata|thread_settings_applied)"')
-# What a usage-only read passes over: tool calls, their outputs and reasoning (most of a
-# rollout's bytes), what the model and the harness said (assistant and developer
-# messages, agent_message events), none of which holds a count, a title or a prompt.
-# Copied history is not among them where it matters: a fork's copy is detected from turn
-# markers and ordinals, both kept.
-USAGE_SKIP_LINE = re.compile(
-    rb'"payload":\{"type":"(?:(?:function_call_output|function_call|custom_tool_call_output|custom_tool_call'
-    rb'|reasoning|exec_command_end|patch_apply_end|mcp_tool_call_end|web_search_call)"'
-    rb'|message",(?:"id":"[^"]{0,100}",)?"role":"(?:assistant|developer)"'
-    rb'|item_completed"[^{]{0,200}"item":\{"type":"(?:CommandExecution|FileChange|McpToolCall|Reasoning|AgentMessage)")'
-    rb'|"type":"event_msg","payload":\{"type":"agent_message"'
+# What a usage-only read passes over, judged by a line's head as Codex writes it
+# (`{"timestamp":"…",` then `"ordinal":N,` from 0.160, then `"type":"…","payload":{"type":"…"`):
+# tool calls, their outputs and results, reasoning, what the model and the harness said
+# (messages, agent_message events) and what a full read passes over too. None of them
+# holds a count, a title, a prompt or a link between agents. A line with another head (a
+# tool's rewrite, a key order Codex never wrote) is kept: read whole, it says the same.
+# Copied history is not among them where it matters: a fork's copy is detected from its
+# session_meta, turn markers and ordinals, all kept.
+USAGE_SKIP_HEAD = re.compile(
+    rb'\{"timestamp":"[^"\\]{0,64}",(?:"ordinal":\d{1,20},)?"type":"(?:'
+    rb'(?:world_state|inter_agent_communication_metadata|compacted)"'
+    rb'|response_item","payload":\{"type":"(?:(?:function_call_output|function_call|custom_tool_call_output'
+    rb"|custom_tool_call|reasoning|web_search_call|local_shell_call|tool_search_call|tool_search_output"
+    rb'|ghost_snapshot|message)")'
+    rb'|event_msg","payload":\{"type":"(?:(?:agent_message|agent_reasoning|exec_command_end|patch_apply_end'
+    rb'|mcp_tool_call_end|web_search_end|thread_settings_applied|context_compacted)"'
+    rb'|item_completed"[^{]{0,200}"item":\{"type":"(?:CommandExecution|FileChange|McpToolCall|Reasoning'
+    rb'|AgentMessage|WebSearch|ContextCompaction)"))'
 )
 SKIP_EVENTS = frozenset({"thread_settings_applied", "agent_reasoning", "agent_message", "web_search_end"})
 
@@ -344,13 +351,10 @@ def meta_skips(buf: bytes, i: int, end: int) -> bool:
     return SKIP_LINE.search(buf, i, i + 160 if i + 160 < end else end) is not None
 
 
-def skips(buf: bytes, i: int, end: int, usage: bool) -> bool:
-    """Whether a read passes over the line buf[i:end], judged where it lies in the read
-    buffer (LineReader.lines's `skip`). `usage`: a usage-only read, past the thread's
-    first event (so that a session's start is unchanged)."""
-    if SKIP_LINE.search(buf, i, i + 160 if i + 160 < end else end) is not None:
-        return True
-    return usage and USAGE_SKIP_LINE.search(buf, i, i + 480 if i + 480 < end else end) is not None
+def usage_skips(buf: bytes, i: int, end: int) -> bool:
+    """Whether a usage-only read passes over the line buf[i:end] once its thread made an
+    event (before it, as a full read: `meta_skips`, so that a session's start is the same)."""
+    return USAGE_SKIP_HEAD.match(buf, i, end) is not None
 
 
 def unix(ts) -> float | None:

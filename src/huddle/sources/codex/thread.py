@@ -32,6 +32,8 @@ KNOWN_TYPES = frozenset(
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
 KEPT_ARGS = ("cmd", "command", "sandbox_permissions", "justification", "session_id", "targets", "ids", "questions")
 _decode_line = rec.decode_line
+_usage_head = rec.USAGE_SKIP_HEAD.match
+_meta_skips = rec.meta_skips
 
 
 class ThreadParser:
@@ -99,7 +101,10 @@ class ThreadParser:
         return self._usage_skips if self.usage_only else rec.meta_skips
 
     def _usage_skips(self, buf: bytes, i: int, end: int) -> bool:
-        return rec.skips(buf, i, end, self.out_seen)
+        # (rec.usage_skips inlined, one call per line of the file: the usage read's hot path)
+        if self.out_seen:
+            return _usage_head(buf, i, end) is not None
+        return _meta_skips(buf, i, end)  # until the thread's first event, as a full read
 
     def feed_kept(self, off: int, line: bytes) -> None:  # `feed` for a line `skip` kept
         try:
