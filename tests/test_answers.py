@@ -10,6 +10,7 @@ import marshal
 import os
 import pathlib
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -67,28 +68,30 @@ def environment(home, huddle_home: str = "hh", **more: str) -> dict[str, str]:
     return env
 
 
-def status(env) -> tuple[str, list[str], str]:
-    """(stdout, the notes said, "stored" or "read")."""
-    out = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, env=env, check=True)
+def status(env, command: str = "status") -> tuple[str, list[str], str]:
+    """(stdout, the notes said, "stored" or "read") of `huddle status --json` (or
+    `huddle usage --json`)."""
+    run = RUN.replace("'status'", repr(command))
+    out = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, env=env, check=True)
     *notes, how = out.stderr.splitlines()
     return out.stdout, notes, how
 
 
-def fresh(home, env) -> tuple[str, list[str]]:
+def fresh(home, env, command: str = "status") -> tuple[str, list[str]]:
     """What a first read with no cache says, the truth a stored answer must equal."""
     shutil.rmtree(home / "truth", ignore_errors=True)
     (home / "truth").mkdir()
     if (home / "hh" / "pricing.json").exists():  # the user's prices live beside the cache
         shutil.copy(home / "hh" / "pricing.json", home / "truth" / "pricing.json")
-    out, notes, how = status({**env, "HUDDLE_HOME": str(home / "truth")})
+    out, notes, how = status({**env, "HUDDLE_HOME": str(home / "truth")}, command)
     assert how == "read"
     return out, notes
 
 
-def stored(home, env) -> tuple[str, list[str]]:
+def stored(home, env, command: str = "status") -> tuple[str, list[str]]:
     """Runs until one is said from the stored answer (the first reads, the next stores)."""
     for _ in range(3):
-        out, notes, how = status(env)
+        out, notes, how = status(env, command)
         if how == "stored":
             return out, notes
     raise AssertionError("no run was said from a stored answer")
@@ -332,3 +335,86 @@ def test_the_table_is_drawn_from_the_stored_answer_as_from_a_read(home):
     assert read.stderr.splitlines()[-1] == "read"
     assert said.stdout == read.stdout and "Greeting app check" in said.stdout
     assert said.stderr.splitlines()[:-1] == read.stderr.splitlines()[:-1]
+
+
+# -- `huddle usage --json`, kept the same way from the usage index (usage.bin) ----------
+
+
+def _response(home) -> None:
+    """One more model response at the end of a session: the totals move."""
+    f = sorted((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))[0]
+    usage = {"input_tokens": 3, "output_tokens": 5, "cache_read_input_tokens": 7, "cache_creation_input_tokens": 0}
+    message = {"id": "msg_more", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5"}
+    message.update(content=[{"type": "text", "text": "more"}], stop_reason="end_turn", usage=usage)
+    rec = {"type": "assistant", "sessionId": f.stem, "uuid": "a-more", "timestamp": "2026-11-30T12:00:00.000Z"}
+    with open(f, "a") as out:  # (compact, as Claude Code writes it)
+        out.write(json.dumps({**rec, "message": message}, separators=(",", ":")) + "\n")
+
+
+USAGE_MOVES = {
+    "a response appended": _response,
+    "a line appended": _prompt,
+    "a new session": _new_session,
+    "a session gone": _gone,
+    "the user's prices": _prices,
+}
+
+
+def test_an_unmoved_usage_report_is_said_again_as_a_fresh_count_says_it(home):
+    env = environment(home)
+    first, first_notes, how = status(env, "usage")
+    assert how == "read" and json.loads(first)["counted"]["responses"] > 0
+    assert stored(home, env, "usage") == (first, first_notes) == fresh(home, env, "usage")
+    assert any("vibe: no sessions folder" in n for n in first_notes)  # the notes are said again too
+
+
+@pytest.mark.parametrize("move", USAGE_MOVES, ids=list(USAGE_MOVES))
+def test_whatever_moved_the_usage_report_is_counted_again(home, move):
+    env = environment(home)
+    before, _ = stored(home, env, "usage")
+    USAGE_MOVES[move](home)
+    after, notes, how = status(env, "usage")
+    assert how == "read"
+    truth = after.replace(str(home / "hh" / "pricing.json"), str(home / "truth" / "pricing.json"))  # (named)
+    assert (truth, notes) == fresh(home, env, "usage")
+    if move not in ("a line appended", "a new session"):  # (a prompt, a copy's responses: no new token)
+        assert after != before
+
+
+@pytest.mark.parametrize("version", ["1.0.128", "2.1.50"])
+def test_usage_shared_across_sessions_is_said_again_counted_once(tmp_path, version):
+    """A resumed or forked session's copies of its parent's responses count once: such
+    sessions are read each time, and the count is still a function of their files."""
+    scenario = SAMPLES / "claude-history" / version / "04-resume-continue-fork" / "config"
+    shutil.copytree(scenario / "projects", tmp_path / "claude" / "projects")
+    settle(tmp_path)
+    env = environment(tmp_path)
+    first, first_notes, _ = status(env, "usage")
+    db = sqlite3.connect(tmp_path / "hh" / "cache" / "usage.db")
+    heads = [marshal.loads(h) for (h,) in db.execute("SELECT head FROM entries")]
+    db.close()
+    assert any(h.get("entangled") for h in heads)  # (they share responses: read together each run)
+    assert stored(tmp_path, env, "usage") == (first, first_notes) == fresh(tmp_path, env, "usage")
+
+
+def test_each_cache_drops_only_its_own_answer(home):
+    """A write to the usage index drops the usage answer, one to the board's cache the
+    board's: neither vouched for the other's."""
+    env = environment(home)
+    stored(home, env, "usage")
+    stored(home, env)
+    board, usage = answers.answer_path(str(home / "hh")), answers.answer_path(str(home / "hh"), answers.USAGE)
+    again = (
+        "import dataclasses\nfrom huddle.core import Huddle\nfrom huddle.sources import Settings\n"
+        "s = Settings.from_env()\n"
+        "s = dataclasses.replace(s, usage_only=True) if {usage} else s\n"
+        "h = Huddle(s, cache=True, lazy=True, cache_name={name!r}); h.refresh()\n"
+        "h.forget(next(iter(h.dormant))); h.refresh()\n"
+    )
+    subprocess.run([sys.executable, "-c", again.format(usage=False, name="handles.db")], env=env, check=True)
+    assert not os.path.exists(board) and os.path.exists(usage)
+    assert status(env, "usage")[2] == "stored"
+    subprocess.run([sys.executable, "-c", again.format(usage=True, name="usage.db")], env=env, check=True)
+    assert not os.path.exists(usage)
+    out, notes, how = status(env, "usage")
+    assert how == "read" and (out, notes) == fresh(home, env, "usage")

@@ -119,16 +119,17 @@ def _read(when: float | None) -> tuple[dict[str, Any], Any]:
     return data, h
 
 
-def stored() -> bytes | None:
-    """`huddle status --json`'s stored answer (UTF-8), its notes said on stderr; None
-    when there is none, or something it came from moved."""
+def stored(name: str | None = None) -> bytes | None:
+    """`huddle status --json`'s stored answer (UTF-8), or another's (`name`: see
+    huddle.io.answers), its notes said on stderr; None when there is none, or something
+    it came from moved."""
     import os
 
     from huddle.io import answers
     from huddle.io.folders import huddle_home
 
     home = huddle_home(os.environ)
-    hit, problem = answers.load(home) if home else (None, None)
+    hit, problem = answers.load(home, name or answers.STATUS) if home else (None, None)
     if problem:
         echo(f"huddle: {problem}", err=True)
     if hit is None:
@@ -161,16 +162,21 @@ def read_now(text: bool) -> tuple[dict[str, Any], str | None]:
     return data, said
 
 
+def say(said: bytes) -> int:
+    """A stored answer on stdout, as echo would have written it."""
+    sys.stdout.flush()
+    out = sys.stdout.buffer  # (the bytes echo would write: stdout is UTF-8 here)
+    out.write(said)
+    out.write(b"\n")
+    out.flush()
+    return 0
+
+
 def status_json() -> int:
     """`huddle status --json`: every session, as GET /api/sessions returns them."""
     said = stored()
     if said is not None:
-        sys.stdout.flush()
-        out = sys.stdout.buffer  # (the bytes echo would write: stdout is UTF-8 here)
-        out.write(said)
-        out.write(b"\n")
-        out.flush()
-        return 0
+        return say(said)
     _data, text = read_now(text=True)
     echo(text or "")
     return 0
@@ -187,28 +193,52 @@ def prices(settings: Settings) -> Table | None:
     return table
 
 
-def usage(settings: Settings, table: Table, by: str, when: float | None, before: float | None) -> dict[str, Any]:
+def usage(
+    settings: Settings,
+    table: Table,
+    by: str,
+    when: float | None,
+    before: float | None,
+    keep: list[Any] | None = None,
+) -> dict[str, Any]:
     """The usage report from the usage index (it reads only what moved since the last
-    run), its notes said on stderr."""
+    run), its notes said on stderr. `keep`: told what the report hangs on when it may be
+    kept as a stored answer (views.usage_index.counted_from_index)."""
     from huddle.views.usage import aggregate
     from huddle.views.usage_index import counted_from_index
 
     with FewCollections():
-        counted, notes = counted_from_index(settings, table, when, before)
+        counted, notes = counted_from_index(settings, table, when, before, keep=keep)
     for note in notes:
         echo(f"huddle: {note}", err=True)
     return aggregate(counted, by=by, since=when, table=table, notes=notes, until=before)
 
 
 def usage_json() -> int:
-    """`huddle usage --json`: every day's tokens and cost."""
+    """`huddle usage --json`: every day's tokens and cost; said again from its stored
+    answer while no session file, folder or price moved (huddle.io.answers)."""
     import json
+    import time
 
+    from huddle.io import answers
+
+    said = stored(answers.USAGE)
+    if said is not None:
+        return say(said)
     from huddle.sources import Settings
 
+    started = time.time_ns()
     settings = Settings.from_env()
     table = prices(settings)
     if table is None:
         return 1
-    echo(json.dumps(usage(settings, table, "day", None, None), indent=2, ensure_ascii=False))
+    keep: list[Any] = []
+    data = usage(settings, table, "day", None, None, keep=keep)
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    home = settings.huddle_home
+    if keep and home:
+        answers.save(home, text, list(data.get("notes", ())), keep[0], started, answers.USAGE)
+    elif home:
+        answers.drop(home, answers.USAGE)
+    echo(text)
     return 0

@@ -6,7 +6,8 @@ Only a board that read nothing new qualifies: every session slept on its cached 
 another's sake, every source with a sessions folder was spared its scan, and each
 says which files its live signals come from (`Source.live_inputs`).
 Such a board is worked out from stamped things only, so while they stand still, it
-is what the full path would say.
+is what the full path would say. The usage index's run (`huddle usage --json`) is
+kept on the same terms, without the live signals: counting tokens, none matters.
 """
 
 from __future__ import annotations
@@ -21,17 +22,19 @@ if TYPE_CHECKING:
 
 
 def conditions(h: Huddle, also: list[str]) -> dict[str, Any] | None:
-    """What the board `h` just built hangs on (and the files `also`: the user's prices),
-    or None if it cannot be stored."""
+    """What the board `h` just built (or, on a core reading token counts only, the usage
+    it counted) hangs on, and the files `also` (the user's prices); None if it cannot be
+    stored."""
     cache = h.cache
     if not h.lazy or cache is None or cache.note or not h.settings.huddle_home:
         return None  # (the cache was not what it should be)
     if not cache.opened or cache.store.stamp() != cache.opened:
         return None  # something new was read and kept, or another process wrote the cache
+    usage = h.settings.usage_only
     heads = [d.head for d in h.dormant.values()]
     for key in h.handles:
         head = cache.heads.get(key)
-        if head is None or not _read_only_for_others(h, key, head):
+        if head is None or not _read_only_for_others(h, key, head, usage):
             return None
         heads.append(head)
     inputs: list[list[Any]] = []
@@ -46,7 +49,7 @@ def conditions(h: Huddle, also: list[str]) -> dict[str, Any] | None:
             # no sessions folder: what would make one moves a root or a watched folder
             inputs.extend([p, ident(p)] for p in dict.fromkeys([*roots, *src.watch_dirs()]))
             continue
-        live = src.live_inputs() if src.name in h.spared else None
+        live = (src.live_inputs() if not usage else []) if src.name in h.spared else None
         if live is None or not stamps.get(src.name):
             return None
         scans.append(stamps[src.name])
@@ -60,13 +63,16 @@ def conditions(h: Huddle, also: list[str]) -> dict[str, Any] | None:
     return {"inputs": inputs, "scans": scans, "files": files, "folders": folders, "names": names}
 
 
-def _read_only_for_others(h: Huddle, key: str, head: dict[str, Any]) -> bool:
+def _read_only_for_others(h: Huddle, key: str, head: dict[str, Any], usage: bool = False) -> bool:
     """A session read though nothing of its own moved: one whose row hangs on others'
     files (a response it shares, a title another gives) is read with them every time.
     Its row is still a function of files if its source's live signals are files only,
-    and it is settled (time alone cannot move it), over files that stood still."""
+    and it is settled (time alone cannot move it), over files that stood still. (Its
+    usage sums are a function of files alone.)"""
     if not head.get("entangled") or not unmoved(head):
         return False
+    if usage:
+        return True
     src = getattr(h.handles[key], "source", None)
     row = h.built_rows.get(key)
     if not getattr(src, "rows_from_files", False) or not isinstance(row, dict) or row.get("pid") is not None:

@@ -30,7 +30,10 @@ from .store import Store
 # keep ctime and a print, not a tail; 6: heads stamp the files a row shows beyond its own: Codex names;
 # 7: a usage-only Claude read names agents and titles as a full read does.)
 FORMAT = 7
-BOARD = "handles.db"  # the board's cache: what `huddle status --json`'s stored answer was built from
+BOARD = "handles.db"  # the board's cache
+USAGE_INDEX = "usage.db"  # huddle.views.usage_index
+# the stored answer (huddle.io.answers) worked out from each cache's entries
+ANSWERS = {BOARD: answers.STATUS, USAGE_INDEX: answers.USAGE}
 
 
 def cache_dir(huddle_home: str) -> str:
@@ -112,10 +115,9 @@ class HandleCache:
         self._sources: dict[str, Source] = {}
         self.read_at_ns = 0  # when the last read began (the core sets it)
         self.opened: list[Any] = []  # the store's stamp when its heads were read (core.answering)
-        # the board stored as `huddle status --json`'s answer was built from these rows (a
-        # cache of its own, such as the usage index's, vouched for nothing it says)
-        if name == BOARD:
-            self.store.on_write = functools.partial(answers.drop, huddle_home)
+        # a stored answer was worked out from these entries (and from no other cache's)
+        if name in ANSWERS:
+            self.store.on_write = functools.partial(answers.drop, huddle_home, ANSWERS[name])
         legacy = os.path.join(cache_dir(huddle_home), name.rsplit(".", 1)[0] + ".pickle")
         self._legacy = legacy if legacy != self.path else None
 

@@ -10,6 +10,10 @@ names the folders, and huddle's own code. `save` keeps the answer with all of th
 would say. A write to the board's handle cache drops it (`drop`): the rows the board is
 built from may have changed.
 
+`huddle usage --json` keeps its answer the same way (`usage.bin`), from a run of the
+usage index that read no session: the sums of every session, stamped as the heads
+are; a write to the index drops it.
+
 Standard library only: `huddle status --json` looks here before importing anything.
 """
 
@@ -35,8 +39,12 @@ FORMAT = "huddle-answer/2"
 ENV_PREFIXES = ("HUDDLE_", "XDG_", "CLAUDE", "CODEX", "VIBE", "GEMINI", "OPENCODE")
 
 
-def answer_path(huddle_home: str) -> str:
-    return os.path.join(huddle_home, "cache", "status.bin")
+STATUS = "status.bin"  # `huddle status --json`
+USAGE = "usage.bin"  # `huddle usage --json` (huddle.views.usage_index)
+
+
+def answer_path(huddle_home: str, name: str = STATUS) -> str:
+    return os.path.join(huddle_home, "cache", name)
 
 
 def environment(env: Mapping[str, str], names: Iterable[str]) -> dict[str, str]:
@@ -72,31 +80,33 @@ def code() -> list[Any]:
     return [files, paths]
 
 
-def save(huddle_home: str, text: str, notes: list[str], conditions: dict[str, Any], started_ns: int) -> bool:
+def save(
+    huddle_home: str, text: str, notes: list[str], conditions: dict[str, Any], started_ns: int, name: str = STATUS
+) -> bool:
     """Keep `text` (and the notes said beside it) as the answer while `conditions`
     hold. Not kept if an input moved around the run (from `started_ns` on): what was
     read may not be what its stamp says."""
     inputs = conditions.get("inputs") or []
     for _path, st in inputs:
         if st is not None and st[1] >= started_ns - SETTLE_NS:  # (mtime: as the heads are stamped)
-            drop(huddle_home)
+            drop(huddle_home, name)
             return False
     data = {**conditions, "notes": list(notes), "code": code()}
     data["env"] = environment(os.environ, conditions.get("names") or ())
     try:
         payload, said = marshal.dumps(data), text.encode()  # (the answer as written: no parse to say it)
         crc = zlib.crc32(said, zlib.crc32(payload))
-        atomic_write(answer_path(huddle_home), marshal.dumps((FORMAT, crc, payload, said)))
+        atomic_write(answer_path(huddle_home, name), marshal.dumps((FORMAT, crc, payload, said)))
     except (OSError, ValueError):  # (ValueError: something marshal cannot keep)
         return False
     return True
 
 
-def load(huddle_home: str) -> tuple[tuple[bytes, list[str]] | None, str | None]:
+def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[bytes, list[str]] | None, str | None]:
     """(the stored answer, UTF-8, and its notes, if nothing it was worked out from
     moved; one line if the file was there but not to be trusted: torn, damaged,
     another version's)."""
-    path = answer_path(huddle_home)
+    path = answer_path(huddle_home, name)
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -133,8 +143,8 @@ def load(huddle_home: str) -> tuple[tuple[bytes, list[str]] | None, str | None]:
     return (said, [str(n) for n in notes]), None
 
 
-def drop(huddle_home: str) -> None:
+def drop(huddle_home: str, name: str = STATUS) -> None:
     try:
-        os.unlink(answer_path(huddle_home))
+        os.unlink(answer_path(huddle_home, name))
     except OSError:
         pass

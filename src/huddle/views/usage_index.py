@@ -19,14 +19,16 @@ import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .pricing import Table
+from huddle.core.cache import USAGE_INDEX
+
+from .pricing import USER_FILE, Table
 from .usage import _day, add_exact, collect, session_info
 
 if TYPE_CHECKING:
     from huddle.sources import Handle
     from huddle.sources.settings import Settings
 
-CACHE_NAME = "usage.db"
+CACHE_NAME = USAGE_INDEX
 LEGACY = "usage-index.json"  # the index before usage.db: one JSON of every counted row
 
 
@@ -93,13 +95,20 @@ def _own_entry(h: Handle, table: Table) -> dict[str, Any]:
 
 
 def counted_from_index(
-    settings: Settings, table: Table, since: float | None = None, until: float | None = None
+    settings: Settings,
+    table: Table,
+    since: float | None = None,
+    until: float | None = None,
+    keep: list[Any] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The counted usage for `huddle usage`: per-session sums (`groups`) from the index,
     the sessions whose files moved read again (their new bytes only); or, when the
     sums cannot answer (a bound inside a day, other prices), every counted row.
-    Returns (counted, notes), for `usage.aggregate`."""
+    Returns (counted, notes), for `usage.aggregate`. `keep`, a list, is given what the
+    count hangs on (core.answering.conditions) when this run read nothing and wrote
+    nothing: a report from it may be stored (huddle.io.answers)."""
     from huddle.core import Huddle
+    from huddle.core.answering import conditions
 
     notes: list[str] = []
     legacy = os.path.join(settings.huddle_home, "cache", LEGACY)
@@ -133,6 +142,10 @@ def counted_from_index(
             cache.set_meta(pricing=pricing_key(table))
     if want_rows:
         return counted, notes
+    if keep is not None and settings.huddle_home:
+        cond = conditions(h, also=[os.path.join(settings.huddle_home, USER_FILE)])
+        if cond is not None:
+            keep.append(cond)
     kept = [d.head["row"] for d in h.dormant.values()]
     sessions = [s for s in (*kept, *fresh.values()) if s["groups"]]
     return {"sessions": sessions, "duplicates": sum(s.get("duplicates", 0) for s in sessions)}, notes
