@@ -121,7 +121,8 @@ class Huddle:
             still = self.cache.still_sources() if self.lazy and self.cache is not None else set()
             if self.dormant:
                 # what moved, or what a live process can move, is read; the rest sleeps on
-                lost = self._wake([k for k, d in self.dormant.items() if not self._sleeps(d)])
+                seen: dict[str, int] = {}  # (each folder looked at once)
+                lost = self._wake([k for k, d in self.dormant.items() if not self._sleeps(d, seen)])
                 still -= {k.split(":", 1)[0] for k in lost}  # the scan reads those again
             live_moved: set[str] = set()
             scanned: dict[str, bool] = {}  # source -> whether its scan went through
@@ -215,15 +216,15 @@ class Huddle:
         known = {k: h for k, h in self.handles.items() if k.startswith(src.name + ":")}
         return guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
 
-    def _sleeps(self, d: Dormant) -> bool:
+    def _sleeps(self, d: Dormant, seen: dict[str, int] | None = None) -> bool:
         """A cached session may stay unread: its row is settled (reading for token counts,
         any row is), nothing it was read from moved, and nothing it shows depends on
-        another session's files."""
+        another session's files. (`seen`: folders looked at this run, io.stamps.unmoved.)"""
         if self.text_only:
-            return unmoved(d.head)
+            return unmoved(d.head, seen)
         row = d.head.get("row")
         settled = isinstance(row, dict) and (self.settings.usage_only or self.settled(row, d.head))
-        return settled and not d.head.get("entangled") and unmoved(d.head)
+        return settled and not d.head.get("entangled") and unmoved(d.head, seen)
 
     def settled(self, row: dict[str, Any], head: dict[str, Any]) -> bool:
         """Whether time alone cannot move this row (huddle.model.attention.after_quiet):

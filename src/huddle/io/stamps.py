@@ -38,9 +38,10 @@ def stamps_of(paths: Iterable[str], read_at_ns: int, folders: bool = False) -> l
     return out
 
 
-def unmoved(head: dict[str, Any]) -> bool:
-    """Whether nothing the head was stamped from has moved since."""
-    return files_unmoved(head.get("files") or ()) and folders_unmoved(head.get("dirs") or ())
+def unmoved(head: dict[str, Any], seen: dict[str, int] | None = None) -> bool:
+    """Whether nothing the head was stamped from has moved since. `seen`: the folders'
+    mtimes looked at already this run (a project's folder holds many sessions)."""
+    return files_unmoved(head.get("files") or ()) and folders_unmoved(head.get("dirs") or (), seen)
 
 
 def files_unmoved(stamps: Iterable[list[Any]]) -> bool:
@@ -57,15 +58,20 @@ def files_unmoved(stamps: Iterable[list[Any]]) -> bool:
     return True
 
 
-def folders_unmoved(stamps: Iterable[list[Any]]) -> bool:
-    """Whether each folder's mtime is as stamped (a head's "dirs": [path, size, mtime_ns])."""
+def folders_unmoved(stamps: Iterable[list[Any]], seen: dict[str, int] | None = None) -> bool:
+    """Whether each folder's mtime is as stamped (a head's "dirs": [path, size, mtime_ns]).
+    `seen`, if given, keeps each folder's mtime (-1: not there) for the next call."""
     for path, _size, mtime in stamps:
-        try:
-            if os.stat(path).st_mtime_ns != mtime:
-                return False
-        except OSError:
-            if mtime != -1:
-                return False
+        now = seen.get(path) if seen is not None else None
+        if now is None:
+            try:
+                now = os.stat(path).st_mtime_ns
+            except OSError:
+                now = -1
+            if seen is not None:
+                seen[path] = now
+        if now != mtime:
+            return False
     return True
 
 
