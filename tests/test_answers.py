@@ -418,3 +418,29 @@ def test_each_cache_drops_only_its_own_answer(home):
     assert not os.path.exists(usage)
     out, notes, how = status(env, "usage")
     assert how == "read" and (out, notes) == fresh(home, env, "usage")
+
+
+def test_a_one_shot_run_holds_its_heads_out_of_the_collector_and_a_library_does_not(home):
+    """`huddle status --json` exits after its answer: the heads it loads are frozen (no
+    collection walks them again). A process that lives on, using the core as a library,
+    freezes nothing (a freeze would keep whatever garbage it found)."""
+    env = environment(home)
+    status(env)  # the cache
+    (home / "hh" / "cache" / "status.bin").unlink(missing_ok=True)  # (so the next run reads the cache)
+    once = (
+        "import gc, sys; sys.argv = ['huddle', 'status', '--json']; from huddle import entry\n"
+        "try:\n    entry.main()\nexcept SystemExit:\n    pass\n"
+        "print(gc.get_freeze_count(), gc.isenabled(), file=sys.stderr)"
+    )
+    lib = (
+        "import gc, sys\nfrom huddle.core import Huddle\n"
+        "h = Huddle(cache=True, lazy=True); h.refresh()\n"
+        "assert h.dormant\nprint(gc.get_freeze_count(), gc.isenabled(), file=sys.stderr)"
+    )
+    said = [
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        for code in (once, lib)
+    ]
+    frozen, enabled = said[0].stderr.split()[-2:]
+    assert int(frozen) > 0 and enabled == "True"
+    assert said[1].stderr.split()[-2:] == ["0", "True"]

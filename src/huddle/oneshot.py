@@ -177,6 +177,9 @@ def status_json() -> int:
     said = stored()
     if said is not None:
         return say(said)
+    from huddle.core.store import one_answer
+
+    one_answer()
     _data, text = read_now(text=True)
     echo(text or "")
     return 0
@@ -225,8 +228,10 @@ def usage_json() -> int:
     said = stored(answers.USAGE)
     if said is not None:
         return say(said)
+    from huddle.core.store import one_answer
     from huddle.sources import Settings
 
+    one_answer()
     started = time.time_ns()
     settings = Settings.from_env()
     table = prices(settings)
