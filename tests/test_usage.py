@@ -396,6 +396,60 @@ def test_a_second_run_reads_the_index_and_a_moved_file_is_read_again(tmp_path, m
     assert library["rows"] == first["rows"]
 
 
+def _tangled(home: Path) -> set[str]:
+    """The sessions the index marks as sharing responses with others."""
+    import marshal
+    import sqlite3
+
+    db = sqlite3.connect(home / "cache" / "usage.db")
+    heads = {key: marshal.loads(head) for key, head in db.execute("SELECT key, head FROM entries")}
+    db.close()
+    return {k for k, h in heads.items() if h.get("entangled")}
+
+
+def _respond(path: Path, rid: str) -> None:
+    """One more model response at the end of a transcript, compact as Claude Code writes it."""
+    usage = {"input_tokens": 3, "output_tokens": 5, "cache_read_input_tokens": 7, "cache_creation_input_tokens": 0}
+    message = {"id": rid, "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage}
+    message.update(content=[{"type": "text", "text": "more"}], stop_reason="end_turn")
+    rec = {"type": "assistant", "sessionId": path.stem, "uuid": f"u-{rid}", "timestamp": "2026-11-30T12:00:00.000Z"}
+    with open(path, "a") as f:
+        f.write(json.dumps({**rec, "message": message}, separators=(",", ":")) + "\n")
+
+
+@pytest.mark.parametrize("version", ["1.0.128", "2.0.77", "2.1.50"])
+def test_sessions_that_share_responses_sleep_together_and_wake_together(tmp_path, monkeypatch, version):
+    """A resumed or forked session holds copies of its parent's responses (each counts
+    once, where it was made). While none of them moves, the index answers for all of
+    them; when one moves, all of them are read again, and each shared response still
+    counts once, as a fresh count says."""
+    scenario = CLAUDE.parent / "claude-history" / version / "04-resume-continue-fork" / "config"
+    config = _aged_copy(scenario, tmp_path / "config")
+    home = tmp_path / "hh"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("HUDDLE_HOME", str(home))
+    first = {r["key"]: r for r in _usage_json(["--by", "session"])["rows"]}
+    tangled = _tangled(home)
+    assert len(tangled) >= 2
+    _edit_index(home, 1000)
+    inflated = {r["key"]: r for r in _usage_json(["--by", "session"])["rows"]}
+    assert all(inflated[k]["input"] == first[k]["input"] * 1000 for k in first)  # none was read
+    one = sorted(tangled)[0].split(":", 1)[1]
+    _respond(next(config.glob(f"projects/*/{one}.jsonl")), "msg_more")
+    again = {r["key"]: r for r in _usage_json(["--by", "session"])["rows"]}
+    monkeypatch.setenv("HUDDLE_HOME", str(tmp_path / "fresh"))
+    fresh = {r["key"]: r for r in _usage_json(["--by", "session"])["rows"]}
+    for k in fresh:
+        if k in tangled:  # read again, every one of them
+            assert again[k] == fresh[k]
+        else:  # (nothing they hold is shared: still the index's)
+            assert again[k]["input"] == first[k]["input"] * 1000
+    assert (
+        set(again) == set(fresh)
+        and sum(r["input"] for r in fresh.values()) == sum(r["input"] for r in first.values()) + 3
+    )  # (one more response, counted once)
+
+
 def test_files_that_moved_around_the_read_are_not_trusted_next_time(tmp_path, monkeypatch):
     config = tmp_path / "config"
     shutil.copytree(CLAUDE / "02-subagents" / "config", config, copy_function=shutil.copy)  # written just now

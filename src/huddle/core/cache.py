@@ -93,6 +93,18 @@ def leave_packed(
     return dormant, unread
 
 
+def tangled_with(dormant: Mapping[str, Dormant], waking: list[str]) -> list[str]:
+    """Reading token counts: the sessions that share responses with others (marked
+    `entangled`) sleep while none of their source's moved; when one does, all of that
+    source's wake with it, so the one count of each shared response is decided with
+    every session holding it at hand (huddle.model.ledger). Returns those to wake too."""
+    moved = {k.split(":", 1)[0] for k in waking if dormant[k].head.get("entangled")}
+    if not moved:
+        return []
+    woken = set(waking)
+    return [k for k, d in dormant.items() if k not in woken and d.head.get("entangled") and k.split(":", 1)[0] in moved]
+
+
 class Stamped:
     """A sleeping session as the board file needs it: its files, stamped when this run
     found them unmoved."""

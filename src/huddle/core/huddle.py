@@ -25,7 +25,7 @@ from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
 from . import whole
-from .cache import BOARD, Dormant, HandleCache, Stamped, leave_packed
+from .cache import BOARD, Dormant, HandleCache, Stamped, leave_packed, tangled_with
 from .coldread import Packed, read_in_parallel
 from .reading import cache_form, refresh_one
 
@@ -120,9 +120,9 @@ class Huddle:
                 self.cache.read_at_ns = time.time_ns()
             still = self.cache.still_sources() if self.lazy and self.cache is not None else set()
             if self.dormant:
-                # what moved, or what a live process can move, is read; the rest sleeps on
-                seen: dict[str, int] = {}  # (each folder looked at once)
-                lost = self._wake([k for k, d in self.dormant.items() if not self._sleeps(d, seen)])
+                seen: dict[str, int] = {}  # what moved (or a live process can move) is read; the rest sleeps
+                waking = [k for k, d in self.dormant.items() if not self._sleeps(d, seen)]
+                lost = self._wake(waking + (tangled_with(self.dormant, waking) if self.settings.usage_only else []))
                 still -= {k.split(":", 1)[0] for k in lost}  # the scan reads those again
             live_moved: set[str] = set()
             scanned: dict[str, bool] = {}  # source -> whether its scan went through
@@ -217,13 +217,15 @@ class Huddle:
         return guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
 
     def _sleeps(self, d: Dormant, seen: dict[str, int] | None = None) -> bool:
-        """A cached session may stay unread: its row is settled (reading for token counts,
-        any row is), nothing it was read from moved, and nothing it shows depends on
-        another session's files. (`seen`: folders looked at this run, io.stamps.unmoved.)"""
+        """A cached session may stay unread: its row is settled, nothing it was read from
+        moved, and nothing it shows depends on another session's files. Reading for token
+        counts, any row is settled, and one sharing responses sleeps too (cache.tangled_with)."""
         if self.text_only:
             return unmoved(d.head, seen)
         row = d.head.get("row")
-        settled = isinstance(row, dict) and (self.settings.usage_only or self.settled(row, d.head))
+        if self.settings.usage_only:
+            return isinstance(row, dict) and unmoved(d.head, seen)
+        settled = isinstance(row, dict) and self.settled(row, d.head)
         return settled and not d.head.get("entangled") and unmoved(d.head, seen)
 
     def settled(self, row: dict[str, Any], head: dict[str, Any]) -> bool:
