@@ -16,7 +16,7 @@ import msgspec
 from huddle.io.reader import Skip
 from huddle.model import events as ev
 from huddle.model import times
-from huddle.model.events import Event, cap, one_line
+from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
 from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
 
@@ -33,6 +33,7 @@ CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back
 KEPT_ARGS = ("cmd", "command", "sandbox_permissions", "justification", "session_id", "targets", "ids", "questions")
 _decode_line = rec.decode_line
 _usage_head = rec.USAGE_SKIP_HEAD.match
+_usage_head_in_copy = rec.USAGE_SKIP_HEAD_IN_COPY.match
 _meta_skips = rec.meta_skips
 
 
@@ -78,13 +79,39 @@ class ThreadParser:
         self.out_seen = True
         return e
 
+    def _usage(self, off: int, n: int, rid: str, u: Usage) -> None:
+        """`emit` of a usage event (one per response: the usage read's most common event)."""
+        e = Event(
+            kind=ev.USAGE,
+            agent=self.agent,
+            t=self.now,
+            file=self.path,
+            offset=off,
+            length=n,
+            id=rid,
+            name=self.model,
+            usage=u,
+        )
+        self.out.append(e)
+        self.out_seen = True
+
+    def _turn_end(self, off: int, n: int, **kw) -> None:
+        # A usage-only read past its first event passes over turn markers (their lines are
+        # not read, `_usage_skips`): no turn ends at all then, none inferred either.
+        if not (self.usage_only and self.out_seen):
+            self.emit(ev.TURN_END, off, n, **kw)
+
     @property
     def now(self) -> float | None:
         """The current line's time, worked out once per line that needs it."""
         if self._ts_for is not self._ts:
             self._ts_for = self._ts
             ts = self._ts
-            t = times.of_datetime(ts) if isinstance(ts, datetime) else rec.unix(ts)  # (the common case first)
+            t: float | None
+            if isinstance(ts, datetime) and ts.tzinfo is not None and 1970 < ts.year < 2199:
+                t = ts.timestamp()  # (the common case: times.of_datetime without its call)
+            else:
+                t = rec.unix(ts)
             if t is not None:
                 self.last_t = t
         return self.last_t
@@ -103,6 +130,8 @@ class ThreadParser:
     def _usage_skips(self, buf: bytes, i: int, end: int) -> bool:
         # (rec.usage_skips inlined, one call per line of the file: the usage read's hot path)
         if self.out_seen:
+            if self.copying:
+                return _usage_head_in_copy(buf, i, end) is not None
             return _usage_head(buf, i, end) is not None
         return _meta_skips(buf, i, end)  # until the thread's first event, as a full read
 
@@ -152,7 +181,7 @@ class ThreadParser:
         elif t == "token_usage_record":
             u = self.ledger.record(p.usage)
             if u is not None:
-                self.emit(ev.USAGE, off, n, id=p.response_id or "", name=self.model, usage=u)
+                self._usage(off, n, p.response_id or "", u)
         elif t == "turn_context":
             self.model = p.model or self.model
             self.approval = rec.raw_str(p.approval_policy) or self.approval
@@ -335,7 +364,7 @@ class ThreadParser:
                 return
             u = self.ledger.totals(info.total_token_usage, info.last_token_usage)
             if u is not None:
-                self.emit(ev.USAGE, off, n, name=self.model, usage=u)
+                self._usage(off, n, "", u)
             if self.ledger.moved:
                 self._response_done(off, n)
         elif ty == "user_message":
@@ -353,9 +382,9 @@ class ThreadParser:
             if ty == "task_complete":
                 if e.last_agent_message:
                     self.links.answers[self.agent] = e.last_agent_message
-                self.emit(ev.TURN_END, off, n, id=e.turn_id or "")
+                self._turn_end(off, n, id=e.turn_id or "")
             else:
-                self.emit(ev.TURN_END, off, n, id=e.turn_id or "", detail="aborted", text=e.reason or "")
+                self._turn_end(off, n, id=e.turn_id or "", detail="aborted", text=e.reason or "")
         elif ty == "patch_apply_end":
             self.results.file_change(e.call_id or "", e.success is not False, e.changes, off, n)
         elif ty == "mcp_tool_call_end":
@@ -418,7 +447,7 @@ class ThreadParser:
         markers: a response that said something and called no tool ends the turn."""
         if not self.markers and self.legacy_turn_open and self.resp_say and not self.resp_call:
             self.legacy_turn_open = False
-            self.emit(ev.TURN_END, off, n, detail="inferred")
+            self._turn_end(off, n, detail="inferred")
         self.resp_call = self.resp_say = False
 
     # -- prompts and orders -------------------------------------------------------------
@@ -427,7 +456,7 @@ class ThreadParser:
         """A task for this agent: the human's prompt for the lead, an order for a child."""
         if not self.markers:
             if self.legacy_turn_open:
-                self.emit(ev.TURN_END, off, n, detail="inferred")
+                self._turn_end(off, n, detail="inferred")
             self.legacy_turn_open = True
         s, cut = cap(text)
         if self.is_lead:

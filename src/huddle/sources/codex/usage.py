@@ -103,9 +103,15 @@ class Ledger:
         # Records not yet in the totals stay pending (a total may be re-emitted unchanged
         # after a new record); totals beyond the records are what is left to count.
         pending = self.pending
-        rest = _pos(_sub(delta, pending))
-        self.pending = _pos(_sub(pending, delta))
-        if rest == ZERO:
+        if pending == delta:  # the records since the last total, exactly (0.160+)
+            self.pending = ZERO
             return None
+        if pending == ZERO:  # no records (before 0.160): the whole move (delta >= 0)
+            rest = delta
+        else:
+            rest = _pos(_sub(delta, pending))
+            self.pending = _pos(_sub(pending, delta))
+            if rest == ZERO:
+                return None
         self.counted = _add(self.counted, rest)
         return to_usage(rest)
