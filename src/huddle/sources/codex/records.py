@@ -363,6 +363,21 @@ def usage_skips(buf: bytes, i: int, end: int, copying: bool = False) -> bool:
     return (USAGE_SKIP_HEAD_IN_COPY if copying else USAGE_SKIP_HEAD).match(buf, i, end) is not None
 
 
+KNOWN_TYPES = frozenset(
+    {"session_meta", "response_item", "event_msg", "token_usage_record", "turn_context", "compacted"}
+)
+
+
+def odd_kind(line: bytes) -> str | None:
+    """Of a line whose fields have unexpected types: its type when it is a kind huddle
+    reads ("" when it says none), None when it is a kind huddle does not know."""
+    try:
+        t = decode_envelope(line).type
+    except msgspec.MsgspecError:
+        t = ""
+    return t if t in KNOWN_TYPES or not t else None
+
+
 def unix(ts) -> float | None:
     """Unix seconds of a line's timestamp (a datetime, or the text of an odd one);
     None when it is no time between 1970 and 2200 (model/times)."""

@@ -16,7 +16,7 @@ import msgspec
 from huddle.io.reader import Skip
 from huddle.model import events as ev
 from huddle.model import times
-from huddle.model.events import Event, Usage, cap, one_line
+from huddle.model.events import Event, cap, one_line
 from huddle.model.session import Session
 from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
 
@@ -26,9 +26,6 @@ from .results import Links, Results, mcp_ok
 from .text import harness_tag, mail_parts
 from .usage import Ledger
 
-KNOWN_TYPES = frozenset(
-    {"session_meta", "response_item", "event_msg", "token_usage_record", "turn_context", "compacted"}
-)
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
 KEPT_ARGS = ("cmd", "command", "sandbox_permissions", "justification", "session_id", "targets", "ids", "questions")
 _decode_line = rec.decode_line
@@ -79,25 +76,8 @@ class ThreadParser:
         self.out_seen = True
         return e
 
-    def _usage(self, off: int, n: int, rid: str, u: Usage) -> None:
-        """`emit` of a usage event (one per response: the usage read's most common event)."""
-        e = Event(
-            kind=ev.USAGE,
-            agent=self.agent,
-            t=self.now,
-            file=self.path,
-            offset=off,
-            length=n,
-            id=rid,
-            name=self.model,
-            usage=u,
-        )
-        self.out.append(e)
-        self.out_seen = True
-
     def _turn_end(self, off: int, n: int, **kw) -> None:
-        # A usage-only read past its first event passes over turn markers (their lines are
-        # not read, `_usage_skips`): no turn ends at all then, none inferred either.
+        # a usage-only read past its first event passes over turn markers: no turn ends then
         if not (self.usage_only and self.out_seen):
             self.emit(ev.TURN_END, off, n, **kw)
 
@@ -181,7 +161,7 @@ class ThreadParser:
         elif t == "token_usage_record":
             u = self.ledger.record(p.usage)
             if u is not None:
-                self._usage(off, n, p.response_id or "", u)
+                self.emit(ev.USAGE, off, n, id=p.response_id or "", name=self.model, usage=u)
         elif t == "turn_context":
             self.model = p.model or self.model
             self.approval = rec.raw_str(p.approval_policy) or self.approval
@@ -189,13 +169,8 @@ class ThreadParser:
             self._compaction(off, n, one_line(p.message or "", 300))
 
     def _odd(self, line: bytes, off: int, exc: Exception) -> None:
-        """A line whose fields have unexpected types: a problem if it is a kind huddle
-        reads, nothing at all if it is a kind it does not know."""
-        try:
-            t = rec.decode_envelope(line).type
-        except msgspec.MsgspecError:
-            t = ""
-        if t in KNOWN_TYPES or not t:
+        t = rec.odd_kind(line)  # a kind huddle reads (a problem), or one it does not know (nothing)
+        if t is not None:
             self.session.problem(self.path, off, f"unexpected {t or 'record'} shape ({exc})")
 
     def _meta(self, p: rec.Payload) -> None:
@@ -364,7 +339,7 @@ class ThreadParser:
                 return
             u = self.ledger.totals(info.total_token_usage, info.last_token_usage)
             if u is not None:
-                self._usage(off, n, "", u)
+                self.emit(ev.USAGE, off, n, name=self.model, usage=u)
             if self.ledger.moved:
                 self._response_done(off, n)
         elif ty == "user_message":
