@@ -64,3 +64,29 @@ def test_parse_time_inlined_reads_every_value_as_before(s):
     """parse_time inlines _iso / of_datetime / seconds (it runs for every record):
     the same number, or None, for any value."""
     assert times.parse_time(s) == _parse_time_as_it_was(s)
+
+
+_CLAUDE_TIME = st.datetimes(min_value=datetime(1960, 1, 1), max_value=datetime(2210, 1, 1)).map(
+    lambda d: d.isoformat(timespec="milliseconds") + "Z"
+)
+
+
+@given(
+    _CLAUDE_TIME,
+    st.lists(
+        st.tuples(st.integers(0, 23), st.sampled_from(list("0123456789:-.TZ +_x") + ["\u0663", "\u00b2", "\uff11"])),
+        max_size=3,
+    ),
+)
+def test_claude_codes_own_times_read_from_their_parts_as_the_general_path_reads_them(s, changes):
+    """Claude Code's `2026-11-30T02:18:35.224Z` is read from its parts (its minute once,
+    its seconds and milliseconds by tables): the same float as fromisoformat + timestamp,
+    or None alike, for that form with any character changed (non-ASCII digits too)."""
+    chars = list(s)
+    for at, c in changes:
+        chars[at] = c
+    s = "".join(chars)
+    times._minutes.clear()
+    cold = times.parse_time(s)
+    assert cold == _parse_time_as_it_was(s)
+    assert times.parse_time(s) == cold  # its minute known now
