@@ -452,6 +452,29 @@ def test_a_negative_count_is_a_bad_line_never_a_negative_cost(tmp_path):
     assert listed(h)[s.id]["cost"]["usd"] > 0
 
 
+def test_a_usage_only_read_says_a_bad_response_as_a_full_read_does(tmp_path):
+    """A usage-only read decodes a response for the fields it uses (records.Response); a
+    line that does not decode so is decoded whole, so its problem is the full read's."""
+
+    def response(mid: str, **message) -> dict:
+        m = {"id": mid, "role": "assistant", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 5}, "content": []}
+        return {"type": "assistant", "timestamp": "2025-06-01T10:00:01.250Z", "message": {**m, **message}}
+
+    records = [
+        user("hello"),
+        response("m1"),
+        response("m2", usage={"output_tokens": -40}),
+        response("m3", model=7),
+        response("m4", content=[{"type": "tool_use", "id": "c1", "name": 5}]),
+        {"type": "assistant", "message": "not one"},
+        response("m5", content=[{"type": "text", "text": "done"}]),
+    ]
+    (full,) = write(tmp_path, records).sessions()
+    (quick,) = usage_only(tmp_path / "config").sessions()
+    assert quick.problems == full.problems and quick.skipped_lines == full.skipped_lines == 4
+    assert quick.usage == full.usage and full.usage.input == 10 and quick.updated_at == full.updated_at
+
+
 LIVE = [cfg("1.0.128", "02"), cfg("2.0.14", "01"), cfg("2.0.77", "02"), cfg("1.0.128", "04")]
 
 

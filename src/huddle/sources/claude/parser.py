@@ -28,6 +28,9 @@ from .records import (
     WARMUP,
     Block,
     Record,
+    Response,
+    ResponseBlock,
+    ResponseMessage,
     UsageFilter,
     agent_input,
     agent_result,
@@ -35,6 +38,7 @@ from .records import (
     compact_detail,
     decode_bash_result,
     decode_record,
+    decode_response,
     error_text,
     first_match,
     harness_blocks,
@@ -105,19 +109,23 @@ class FileParser:
             end = line.find(b'"', start, start + 64)
             if end > 0 and line[start:end].decode("ascii", "replace") in QUIET_ATTACHMENTS:
                 return
-        try:
-            r = decode_record(line)
-        except msgspec.ValidationError as exc:  # a subclass of DecodeError: first
-            self.session.problem(self.path, off, f"unexpected shape ({exc})")
-            return
-        except msgspec.DecodeError as exc:
-            self.session.problem(self.path, off, f"not JSON ({exc})")
-            return
-        t = r.type
-        if not t and r.message is not None and r.message.role in ("assistant", "user"):
-            t = r.message.role  # a record that names no type (tools' fixtures): its message says
-        if t in SKIP_TYPES:
-            return
+        r: Response | None = self._response_of(line) if self.usage_only else None
+        if r is None:
+            try:
+                r = decode_record(line)
+            except msgspec.ValidationError as exc:  # a subclass of DecodeError: first
+                self.session.problem(self.path, off, f"unexpected shape ({exc})")
+                return
+            except msgspec.DecodeError as exc:
+                self.session.problem(self.path, off, f"not JSON ({exc})")
+                return
+            t = r.type
+            if not t and r.message is not None and r.message.role in ("assistant", "user"):
+                t = r.message.role  # a record that names no type (tools' fixtures): its message says
+            if t in SKIP_TYPES:
+                return
+        else:
+            t = "assistant"
         if r.timestamp:
             ts = parse_time(r.timestamp)
             if ts is not None:
@@ -128,7 +136,10 @@ class FileParser:
             self.session.cwd = r.cwd
         mark = len(self.out)
         try:
-            self._record(r, t, off, line)
+            if type(r) is Record:
+                self._record(r, t, off, line)
+            else:
+                self._response(r, off, len(line))
         except Exception as exc:  # decoded, but holding what the code did not expect: costs its line
             del self.out[mark:]
             self.session.problem(self.path, off, f"unexpected {t or 'record'}: {type(exc).__name__}: {exc}")
@@ -137,6 +148,21 @@ class FileParser:
                 self.quick_later = False
             elif self.last_t is not None and len(self.out) > mark:  # the file's first time is in
                 self.quick_later, self.usage_only, self.filter.whole = False, True, False
+
+    def _response_of(self, line: bytes) -> Response | None:
+        """A usage-only read's response, decoded for what it uses (records.Response); None
+        for any other record, a sidechain's (its agent may be known by its order's text)
+        or a line that does not decode (the full decode says why)."""
+        try:
+            r = decode_response(line)
+        except msgspec.DecodeError:
+            return None
+        m = r.message
+        if r.type != "assistant" and (r.type or m is None or m.role != "assistant"):
+            return None
+        if r.isSidechain and self.inline_sidechains:
+            return None
+        return r
 
     def _record(self, r: Record, t: str, off: int, line: bytes) -> None:
         if r.isSidechain and self.inline_sidechains:
@@ -218,35 +244,58 @@ class FileParser:
 
     # -- record kinds --------------------------------------------------------------
 
+    def _response(self, r: Response, off: int, n: int) -> None:
+        """A response read for its counts alone (a usage-only read): of its blocks, only the
+        Agent calls (they name the agents they start)."""
+        if self.agent != self.lead:
+            self.agent = self.lead
+            self.is_sub = self.file_is_sub
+        m = r.message
+        if m is None:
+            return
+        copied = bool(r.requestSessionId) and r.requestSessionId != (r.sessionId or self.session.id)
+        self._count(r, m, off, n, copied)
+        if isinstance(m.content, list):
+            for b in m.content:
+                if b.type == "tool_use" and b.name in SPAWN_TOOLS:
+                    self._tool_use(b, off, n, copied)
+
+    def _count(self, r: Response, m: ResponseMessage, off: int, n: int, copied: bool) -> bool:
+        """Count a response's usage once per message id, with its largest counts; whether it had any."""
+        mid = m.id or ""
+        if m.usage is None or not mid or m.model == "<synthetic>":
+            return False
+        counted = self.shared.counted
+        if mid not in counted:
+            origin = r.sessionId if r.sessionId and r.sessionId != self.own_session and self.own_session else ""
+            counted[mid] = (
+                None
+                if copied
+                else self.emit(ev.USAGE, off, n, id=mid, name=m.model or "", usage=usage_of(m.usage), origin=origin)
+            )
+        else:
+            first = counted[mid]
+            if first is not None:  # a later record of the response: its counts may be the final ones
+                u, o = usage_of(m.usage), first.usage
+                if o is not None and (  # (most repeat the counts they follow: nothing to raise)
+                    u.input > o.input
+                    or u.output > o.output
+                    or u.cache_read > o.cache_read
+                    or u.cache_write > o.cache_write
+                    or u.cache_write_1h > o.cache_write_1h
+                ):
+                    self.session.raise_usage(first, u)
+        return True
+
     def _assistant(self, r: Record, off: int, n: int) -> None:
         m = r.message
         if m is None:
             return
         copied = bool(r.requestSessionId) and r.requestSessionId != (r.sessionId or self.session.id)
         mid = m.id or ""
-        if m.usage is not None and mid and m.model != "<synthetic>":
-            counted = self.shared.counted
-            if mid not in counted:
-                origin = r.sessionId if r.sessionId and r.sessionId != self.own_session and self.own_session else ""
-                counted[mid] = (
-                    None
-                    if copied
-                    else self.emit(ev.USAGE, off, n, id=mid, name=m.model or "", usage=usage_of(m.usage), origin=origin)
-                )
-            else:
-                first = counted[mid]
-                if first is not None:  # a later record of the response: its counts may be the final ones
-                    u, o = usage_of(m.usage), first.usage
-                    if o is not None and (  # (most repeat the counts they follow: nothing to raise)
-                        u.input > o.input
-                        or u.output > o.output
-                        or u.cache_read > o.cache_read
-                        or u.cache_write > o.cache_write
-                        or u.cache_write_1h > o.cache_write_1h
-                    ):
-                        self.session.raise_usage(first, u)
-            if not self.usage_only:  # (what the output count is worth: said by a session's page, not by usage)
-                self.shared.check_output(mid, m.content)
+        if self._count(r, m, off, n, copied) and not self.usage_only:
+            # (what the output count is worth: said by a session's page, not by usage)
+            self.shared.check_output(mid, m.content)
         if self.usage_only:  # of the blocks, only the Agent calls: they name the agents they start
             if isinstance(m.content, list):
                 for b in m.content:
@@ -276,7 +325,7 @@ class FileParser:
                 self.shared.turn_ended.add(mid)
             self.emit(ev.TURN_END, off, n, id=mid, copied=copied)
 
-    def _tool_use(self, b: Block, off: int, n: int, copied: bool) -> None:
+    def _tool_use(self, b: ResponseBlock, off: int, n: int, copied: bool) -> None:
         name = b.name or ""
         cid = b.id or ""
         if name in SPAWN_TOOLS:
