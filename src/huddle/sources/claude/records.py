@@ -391,21 +391,25 @@ class UsageFilter:
         LineReader.lines's `skip`): metadata records, tool results, anything but a
         response, a prompt or a title. (A bound method: Python 3.11 calls it inline,
         where a functools.partial costs a C call and a new frame per line.)"""
-        if buf.startswith(SKIP_PREFIXES, i):
-            return True
-        if self.whole:
+        if end - i > 2 and buf[i + 2] == 116:  # `{"t`: a record that opens with its type (a byte, not a search)
+            if buf.startswith(SKIP_PREFIXES, i):
+                return True
+            if self.whole:
+                return False
+            if buf.startswith(b'{"type":"last-prompt"', i):
+                return self.prompted
+        elif self.whole:
             return False
-        if buf.startswith(b'{"type":"last-prompt"', i):
-            return self.prompted
         head = i + 768 if i + 768 < end else end
         if self.sidechains and buf.find(b'"isSidechain":true', i, head) >= 0:
             return False  # each links the next to its sub-agent
         r = buf.find(b'"role":"', i, head)  # a message's, early in a response or a user record
         if r >= 0:
             r += 8
-            if buf.startswith(b'assistant"', r, end):
+            c = buf[r] if r < end else 0  # the role's first letter says which test can pass
+            if c == 97 and buf.startswith(b'assistant"', r, end):
                 return False  # a response
-            if buf.startswith(_USER_CONTENT, r, end):
+            if c == 117 and buf.startswith(_USER_CONTENT, r, end):
                 j = r + _AFTER_USER_CONTENT
                 if buf.startswith(_PROMPT_CONTENT, j, end):
                     return False  # a prompt
