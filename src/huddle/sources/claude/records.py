@@ -408,9 +408,9 @@ class UsageFilter:
         r = buf.find(b'"role":"', i, head)  # a message's, early in a response or a user record
         if r >= 0:
             r += 8
-            c = buf[r] if r < end else 0  # the role's first letter says which test can pass
-            if c == 97 and buf.startswith(b'assistant"', r, end):
-                return False  # a response
+            c = buf[r] if r < end else 0  # the role's first letter
+            if c == 97:
+                return False  # a response (`assistant`: the API's one role with an a)
             if c == 117 and buf.startswith(_USER_CONTENT, r, end):
                 j = r + _AFTER_USER_CONTENT
                 if buf.startswith(_PROMPT_CONTENT, j, end):
