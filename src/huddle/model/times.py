@@ -77,13 +77,15 @@ def parse_time(s: object) -> float | None:
     one, or not between 1970 and 2200. (_iso, of_datetime and seconds inlined: every
     record of a transcript has its time read here.)"""
     if type(s) is str and len(s) == 24 and s[23] == "Z" and s[19] == ".":  # Claude Code's
-        key = s[:17]
-        m = _minutes[key] if key in _minutes else _minute(key)
-        sec = _SECONDS.get(s[17:19])
-        ms = _MILLIS.get(s[20:23])
-        if m is not None and sec is not None and ms is not None:
-            t = (m + sec + ms) / 1_000_000
+        try:
+            t = (_minutes[s[:17]] + _SECONDS[s[17:19]] + _MILLIS[s[20:23]]) / 1_000_000  # type: ignore[operator]
             return t if EARLIEST <= t < LATEST else None
+        except KeyError:  # a minute not seen yet (then once more), or not digits where they go
+            if s[:17] not in _minutes:
+                _minute(s[:17])
+                return parse_time(s)
+        except TypeError:  # not a minute (None)
+            pass
     if not s or not isinstance(s, str):
         return None
     try:
