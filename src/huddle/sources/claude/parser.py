@@ -30,7 +30,6 @@ from .records import (
     Record,
     Response,
     ResponseBlock,
-    ResponseMessage,
     UsageFilter,
     agent_input,
     agent_result,
@@ -38,7 +37,6 @@ from .records import (
     compact_detail,
     decode_bash_result,
     decode_record,
-    decode_response,
     error_text,
     first_match,
     harness_blocks,
@@ -48,12 +46,12 @@ from .records import (
     report_of,
     str_of,
     summary_text,
-    usage_of,
 )
+from .responses import ResponseCounts
 from .state import SessionState
 
 
-class FileParser:
+class FileParser(ResponseCounts):
     """Turns the lines of one transcript file into events for one agent.
 
     State that spans lines (which call ids are Agent calls, the last time seen,
@@ -149,21 +147,6 @@ class FileParser:
             elif self.last_t is not None and len(self.out) > mark:  # the file's first time is in
                 self.quick_later, self.usage_only, self.filter.whole = False, True, False
 
-    def _response_of(self, line: bytes) -> Response | None:
-        """A usage-only read's response, decoded for what it uses (records.Response); None
-        for any other record, a sidechain's (its agent may be known by its order's text)
-        or a line that does not decode (the full decode says why)."""
-        try:
-            r = decode_response(line)
-        except msgspec.DecodeError:
-            return None
-        m = r.message
-        if r.type != "assistant" and (r.type or m is None or m.role != "assistant"):
-            return None
-        if r.isSidechain and self.inline_sidechains:
-            return None
-        return r
-
     def _record(self, r: Record, t: str, off: int, line: bytes) -> None:
         if r.isSidechain and self.inline_sidechains:
             # 1.0.x / early 2.0.x: a sub-agent's records inline in the session file
@@ -243,49 +226,6 @@ class FileParser:
         return pick[0], pick[2]
 
     # -- record kinds --------------------------------------------------------------
-
-    def _response(self, r: Response, off: int, n: int) -> None:
-        """A response read for its counts alone (a usage-only read): of its blocks, only the
-        Agent calls (they name the agents they start)."""
-        if self.agent != self.lead:
-            self.agent = self.lead
-            self.is_sub = self.file_is_sub
-        m = r.message
-        if m is None:
-            return
-        copied = bool(r.requestSessionId) and r.requestSessionId != (r.sessionId or self.session.id)
-        self._count(r, m, off, n, copied)
-        if isinstance(m.content, list):
-            for b in m.content:
-                if b.type == "tool_use" and b.name in SPAWN_TOOLS:
-                    self._tool_use(b, off, n, copied)
-
-    def _count(self, r: Response, m: ResponseMessage, off: int, n: int, copied: bool) -> bool:
-        """Count a response's usage once per message id, with its largest counts; whether it had any."""
-        mid = m.id or ""
-        if m.usage is None or not mid or m.model == "<synthetic>":
-            return False
-        counted = self.shared.counted
-        if mid not in counted:
-            origin = r.sessionId if r.sessionId and r.sessionId != self.own_session and self.own_session else ""
-            counted[mid] = (
-                None
-                if copied
-                else self.emit(ev.USAGE, off, n, id=mid, name=m.model or "", usage=usage_of(m.usage), origin=origin)
-            )
-        else:
-            first = counted[mid]
-            if first is not None:  # a later record of the response: its counts may be the final ones
-                u, o = usage_of(m.usage), first.usage
-                if o is not None and (  # (most repeat the counts they follow: nothing to raise)
-                    u.input > o.input
-                    or u.output > o.output
-                    or u.cache_read > o.cache_read
-                    or u.cache_write > o.cache_write
-                    or u.cache_write_1h > o.cache_write_1h
-                ):
-                    self.session.raise_usage(first, u)
-        return True
 
     def _assistant(self, r: Record, off: int, n: int) -> None:
         m = r.message

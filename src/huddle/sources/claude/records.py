@@ -19,9 +19,7 @@ from huddle.model.doing import input_summary as summarize
 from huddle.model.events import Usage
 
 
-class ResponseBlock(msgspec.Struct):
-    """What a usage-only read looks at in a response's block: an Agent call names the agent it starts."""
-
+class ResponseBlock(msgspec.Struct):  # what a usage-only read looks at: an Agent call names its agent
     type: str = ""
     id: str | None = None
     name: str | None = None
@@ -74,12 +72,8 @@ class Origin(msgspec.Struct):
 
 
 class Response(msgspec.Struct):
-    """The fields of a response's record a usage-only read uses (its counts, its time,
-    whose it is, its Agent calls). Decoding a struct costs a scan of its fields for each
-    key of the line it does not know (msgspec): a response has some 20 such keys, and
-    this struct a quarter of Record's fields (the decode of the bench's responses: -26%
-    instructions). Its other fields are not read, nor their types checked: a response
-    whose `isMeta` is a number is counted here, where a full read calls the line bad."""
+    """A usage-only read's response: a quarter of Record's fields (msgspec scans them for each of
+    its ~20 unknown keys); the rest unchecked (a numeric `isMeta` counts here, not in a full read)."""
 
     isSidechain: bool | None = None  # (in the order Claude Code writes them: each key found at the first try)
     message: ResponseMessage | None = None

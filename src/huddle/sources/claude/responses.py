@@ -1,0 +1,93 @@
+"""A response's counts, as FileParser reads them (records.Response in a usage-only read,
+records.Record in a full one): one owner for what a response adds to the usage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from huddle.model import events as ev
+from huddle.model.events import Event
+from huddle.model.session import Session
+from huddle.model.tools import SPAWN_TOOLS
+
+from .records import Response, ResponseBlock, ResponseMessage, decode_response, usage_of
+from .state import SessionState
+
+
+class ResponseCounts:
+    """FileParser's part that counts responses (its attributes and emit are the parser's)."""
+
+    session: Session
+    shared: SessionState
+    agent: str
+    lead: str
+    is_sub: bool
+    file_is_sub: bool
+    own_session: str
+    inline_sidechains: bool
+
+    def emit(self, kind: str, off: int, ln: int, **kw: Any) -> Event:
+        raise NotImplementedError
+
+    def _tool_use(self, b: ResponseBlock, off: int, n: int, copied: bool) -> None:
+        raise NotImplementedError
+
+    def _response_of(self, line: bytes) -> Response | None:
+        """A usage-only read's response, decoded for what it uses (records.Response); None
+        for any other record, a sidechain's (its agent may be known by its order's text)
+        or a line that does not decode (the full decode says why)."""
+        try:
+            r = decode_response(line)
+        except msgspec.DecodeError:
+            return None
+        m = r.message
+        if r.type != "assistant" and (r.type or m is None or m.role != "assistant"):
+            return None
+        if r.isSidechain and self.inline_sidechains:
+            return None
+        return r
+
+    def _response(self, r: Response, off: int, n: int) -> None:
+        """A response read for its counts alone (a usage-only read): of its blocks, only the
+        Agent calls (they name the agents they start)."""
+        if self.agent != self.lead:
+            self.agent = self.lead
+            self.is_sub = self.file_is_sub
+        m = r.message
+        if m is None:
+            return
+        copied = bool(r.requestSessionId) and r.requestSessionId != (r.sessionId or self.session.id)
+        self._count(r, m, off, n, copied)
+        if isinstance(m.content, list):
+            for b in m.content:
+                if b.type == "tool_use" and b.name in SPAWN_TOOLS:
+                    self._tool_use(b, off, n, copied)
+
+    def _count(self, r: Response, m: ResponseMessage, off: int, n: int, copied: bool) -> bool:
+        """Count a response's usage once per message id, with its largest counts; whether it had any."""
+        mid = m.id or ""
+        if m.usage is None or not mid or m.model == "<synthetic>":
+            return False
+        counted = self.shared.counted
+        if mid not in counted:
+            origin = r.sessionId if r.sessionId and r.sessionId != self.own_session and self.own_session else ""
+            counted[mid] = (
+                None
+                if copied
+                else self.emit(ev.USAGE, off, n, id=mid, name=m.model or "", usage=usage_of(m.usage), origin=origin)
+            )
+        else:
+            first = counted[mid]
+            if first is not None:  # a later record of the response: its counts may be the final ones
+                u, o = usage_of(m.usage), first.usage
+                if o is not None and (  # (most repeat the counts they follow: nothing to raise)
+                    u.input > o.input
+                    or u.output > o.output
+                    or u.cache_read > o.cache_read
+                    or u.cache_write > o.cache_write
+                    or u.cache_write_1h > o.cache_write_1h
+                ):
+                    self.session.raise_usage(first, u)
+        return True
