@@ -43,19 +43,18 @@ class Packed:
     would index and the folder a title may come from (Handle.entangled), to tell whether
     another session has a say in that row (`sleepers`)."""
 
-    __slots__ = ("blob", "folder", "head", "ids", "key", "tangled", "version")
+    __slots__ = ("blob", "folder", "head", "ids", "tangled", "version")
 
     def __init__(self, h: Handle, blob: bytes, head: dict[str, Any]) -> None:
         from huddle.model import events as ev
 
         s = h.session
-        self.key = s.key
         self.blob = blob
         self.version = s.version
         self.head = head
         # as the ledger indexes them (huddle.model.ledger.Ledger._index)
         self.ids = [e.id for e in s.events if e.kind == ev.USAGE and e.id and not e.copied]
-        self.tangled = h.entangled() or bool(s.counted_elsewhere)
+        self.tangled = h.entangled()  # (what the ledger marks is known from `ids`)
         files = h.files()
         self.folder = os.path.dirname(files[0]) if files else ""
 
