@@ -16,23 +16,18 @@ from typing import Any
 from huddle.errors import BadRequest, HuddleError, NotFound
 from huddle.io.boardfile import write_board
 from huddle.io.safefile import unreadable
-from huddle.io.stamps import unmoved
-from huddle.model.attention import IDLE_AFTER, YOUR_TURN
 from huddle.model.ledger import Ledger
 from huddle.model.session import Session
 from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
 from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
-from . import whole
+from . import sleeping, whole
 from .cache import BOARD, Dormant, HandleCache, Stamped, leave_packed, tangled_with
 from .coldread import Packed, read_in_parallel
 from .reading import cache_form, refresh_one
 
 MIN_PREFIX = 4  # characters of a session id that may name it, when no other starts so
-# A row in one of these states stays as it is while its files and the source's live
-# signals stand still: time alone moves neither (see huddle.model.attention.after_quiet).
-SETTLED = ("ended", "idle")
 
 
 class Huddle:
@@ -133,7 +128,7 @@ class Huddle:
                 if not src.exists():
                     missing.append(src)
                     continue
-                moved, spared = self._between_scans(src, notes) if src.name in still else (set(), False)
+                moved, spared = sleeping.between_scans(self, src, notes) if src.name in still else (set(), False)
                 if spared:  # no session came or went: the sessions are the cached ones
                     self.spared.add(src.name)
                     found.update((k, h) for k, h in self.handles.items() if k.startswith(src.name + ":"))
@@ -149,7 +144,7 @@ class Huddle:
                     live_moved.update(k for k in moved if k in got)
                 notes.extend(src.notes)
             if self.dormant and scanned:  # (a missing source's sessions are gone with their files: awake)
-                found, gone = self._keep_dormant(found, live_moved, set(scanned))
+                found, gone = sleeping.keep_dormant(self, found, live_moved, set(scanned))
                 changed |= gone
             changed |= live_moved
             agent_sources = [s for s in self.sources if s.roots()]
@@ -217,95 +212,15 @@ class Huddle:
         return guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
 
     def _sleeps(self, d: Dormant, seen: dict[str, int] | None = None) -> bool:
-        """A cached session may stay unread: its row is settled, nothing it was read from
-        moved, and nothing it shows depends on another session's files. Reading for token
-        counts, any row is settled, and one sharing responses sleeps too (cache.tangled_with)."""
-        if self.text_only:
-            return unmoved(d.head, seen)
-        row = d.head.get("row")
-        if self.settings.usage_only:
-            return isinstance(row, dict) and unmoved(d.head, seen)
-        settled = isinstance(row, dict) and self.settled(row, d.head)
-        return settled and not d.head.get("entangled") and unmoved(d.head, seen)
+        return sleeping.sleeps(self, d, seen)
 
     def settled(self, row: dict[str, Any], head: dict[str, Any]) -> bool:
-        """Whether time alone cannot move this row (huddle.model.attention.after_quiet):
-        ended or idle; or your turn with only background work left, no process known,
-        and files that had stood still past the idle time when the row was built (what
-        nothing vouches for had gone idle by then: only a move wakes it); or a session
-        with nothing in it (off the board until a line or a live process comes)."""
-        state = row.get("state")
-        if state in SETTLED or row.get("empty"):
-            return True
-        if state != YOUR_TURN or not row.get("background") or row.get("pid") is not None:
-            return False
-        newest = max((f[2] for f in head.get("files") or () if f[1] >= 0), default=None)
-        at = head.get("at")
-        quiet_ns = 2 * float(getattr(self, "idle_after", IDLE_AFTER)) * 1e9  # a margin past it
-        return newest is not None and isinstance(at, int) and at - newest > quiet_ns
-
-    def _between_scans(self, src: Source, notes: list[str]) -> tuple[set[str], bool]:
-        """A source still since its last scan: its live signals only (usage: none). Returns
-        the keys they moved, whose sleeping sessions are woken as after a scan, and
-        whether that did (False: scan it after all)."""
-        if self.settings.usage_only:
-            return set(), True
-        mine = src.name + ":"
-        known = {k: h for k, h in self.handles.items() if k.startswith(mine)}
-        moved = guarded(f"{src.name} live signals", src.between_scans, known, on_error=notes.append)
-        if moved is None:
-            return set(), False
-        tangled = {_folder_of(h.files()) for h in known.values() if h.entangled()} - {""}
-        woken = [
-            k
-            for k, d in self.dormant.items()
-            if k.startswith(mine)
-            and (k in moved or (tangled and _folder_of([f[0] for f in d.head.get("files") or ()]) in tangled))
-        ]
-        lost = self._wake(woken)
-        return {k for k in moved if k in self.handles or k in lost}, not lost
+        """Whether time alone cannot move this row (sleeping.settled)."""
+        return sleeping.settled(self, row, head)
 
     def _wake(self, keys: Iterable[str]) -> set[str]:
         """Returns the keys that did not unpickle (the scan reads them again)."""
-        keys = [k for k in keys if k in self.dormant]
-        if not keys or self.cache is None:
-            return set()
-        for key, h in self.cache.wake(keys, self.dormant).items():
-            self.handles[key] = h
-        for key in keys:
-            self.dormant.pop(key, None)
-        return {k for k in keys if k not in self.handles}
-
-    def _keep_dormant(
-        self, found: dict[str, Handle], live_moved: set[str], scanned: set[str]
-    ) -> tuple[dict[str, Handle], set[str]]:
-        """After the scans: a sleeping session the scan still finds sleeps on (the fresh
-        handle the scan made for it is dropped: nothing it was read from moved), unless
-        its live signals moved, or a session of its source came or went (a new file may
-        copy its history, and the one count of a shared response is decided over all of
-        a source's sessions: see huddle.model.ledger). Only the `scanned` sources' sessions
-        can be gone. Returns (found, keys gone)."""
-        gone = {k for k in self.dormant if k not in found and k.split(":", 1)[0] in scanned}
-        for k in gone:
-            del self.dormant[k]
-        known = self.cache.versions if self.cache is not None else {}
-        stirred = {k.split(":", 1)[0] for k in found if k not in known and k not in self.handles}
-        stirred |= {k.split(":", 1)[0] for k in gone | ((set(known) | set(self.handles)) - set(found))}
-        stirred &= scanned
-        # a title given across a folder (huddle.sources.base.Handle.entangled) is decided
-        # with every session of that folder at hand
-        tangled = {_folder_of(h.files()) for h in found.values() if h.entangled()} - {""}
-        woken = [
-            k
-            for k, d in self.dormant.items()
-            if k in live_moved
-            or k.split(":", 1)[0] in stirred
-            or (tangled and _folder_of([f[0] for f in d.head.get("files") or ()]) in tangled)
-        ]
-        if woken:
-            self._wake(woken)  # unmoved: what was read is what the scan would find
-            found.update((k, self.handles[k]) for k in woken if k in self.handles)
-        return {k: h for k, h in found.items() if k not in self.dormant}, gone
+        return sleeping.wake(self, keys)
 
     def _entangled(self) -> set[str]:
         """Sessions whose rows hang on another session's files: a response counted in one
@@ -444,7 +359,3 @@ class Huddle:
 
     def agent_roots(self) -> list[str]:
         return [os.path.realpath(r) for src in self.sources for r in src.roots()]
-
-
-def _folder_of(files: list[str]) -> str:
-    return os.path.dirname(files[0]) if files else ""
