@@ -319,6 +319,36 @@ def test_any_damage_to_the_file_gives_the_answer_or_nothing(tmp_path_factory, da
     assert problem is None or problem.startswith(path)
 
 
+def test_a_miss_looks_at_the_newest_files_first_and_never_at_the_answer(tmp_path):
+    """The stamps are kept newest first (the file appended to last is the one likely
+    to have moved), and a miss is told before the answer's own checksum is worked out:
+    an answer damaged under conditions that no longer hold is simply worked out again."""
+    hh = str(tmp_path / "hh")
+    now = time.time()
+    files = []
+    for i, age in enumerate((7200, 60, 3600)):
+        p = tmp_path / f"s{i}.jsonl"
+        p.write_text("{}\n")
+        os.utime(p, (now - age, now - age))
+        st_ = p.stat()
+        files.append([str(p), st_.st_size, st_.st_mtime_ns])
+    cond = {"inputs": [], "scans": [], "files": files, "folders": [], "names": []}
+    assert answers.save(hh, b'{"sessions": []}', [], cond, time.time_ns())
+    path = answers.answer_path(hh)
+    kept = marshal.loads(pathlib.Path(path).read_bytes())
+    assert [f[0] for f in marshal.loads(kept[2])["files"]] == [files[1][0], files[2][0], files[0][0]]
+    assert answers.load(hh) == ((b'{"sessions": []}', []), None)
+    with open(files[1][0], "a") as f:  # the newest moved, and the answer's bytes are damaged
+        f.write("{}\n")
+    fmt, crc, payload, said_crc, said = kept
+    pathlib.Path(path).write_bytes(marshal.dumps((fmt, crc, payload, said_crc, said[:-1] + b"]")))
+    assert answers.load(hh) == (None, None)
+    os.truncate(files[1][0], 3)  # as it was stamped (size, mtime): now the damage is found and said
+    os.utime(files[1][0], ns=(files[1][2], files[1][2]))
+    hit, problem = answers.load(hh)
+    assert hit is None and problem == f"{path}: damaged; worked out again"
+
+
 def test_the_table_is_drawn_from_the_stored_answer_as_from_a_read(home):
     env = {**environment(home), "COLUMNS": "120"}
     stored(home, env)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-FORMAT = "huddle-answer/2"
+FORMAT = "huddle-answer/3"
 # What the environment can change: huddle's own settings, the XDG folders, HOME, and
 # every variable an agent's folder is named by (the sources' `folder_env`, and any
 # of theirs that starts with the agent's name).
@@ -81,7 +81,12 @@ def code() -> list[Any]:
 
 
 def save(
-    huddle_home: str, text: str, notes: list[str], conditions: dict[str, Any], started_ns: int, name: str = STATUS
+    huddle_home: str,
+    text: str | bytes,
+    notes: list[str],
+    conditions: dict[str, Any],
+    started_ns: int,
+    name: str = STATUS,
 ) -> bool:
     """Keep `text` (and the notes said beside it) as the answer while `conditions`
     hold. Not kept if an input moved around the run (from `started_ns` on): what was
@@ -92,20 +97,30 @@ def save(
             drop(huddle_home, name)
             return False
     data = {**conditions, "notes": list(notes), "code": code()}
+    # the newest files first: the one most likely to have moved next time is looked at
+    # before the others (a miss costs a stat or two, not the home's)
+    data["files"] = sorted(conditions.get("files") or (), key=_newest_first)
     data["env"] = environment(os.environ, conditions.get("names") or ())
     try:
-        payload, said = marshal.dumps(data), text.encode()  # (the answer as written: no parse to say it)
-        crc = zlib.crc32(said, zlib.crc32(payload))
-        atomic_write(answer_path(huddle_home, name), marshal.dumps((FORMAT, crc, payload, said)))
+        payload = marshal.dumps(data)
+        said = text if isinstance(text, bytes) else text.encode()  # (the answer as written: no parse to say it)
+        kept = (FORMAT, zlib.crc32(payload), payload, zlib.crc32(said), said)
+        atomic_write(answer_path(huddle_home, name), marshal.dumps(kept))
     except (OSError, ValueError):  # (ValueError: something marshal cannot keep)
         return False
     return True
 
 
+def _newest_first(stamp: list[Any]) -> Any:
+    mtime = stamp[2] if len(stamp) > 2 else None
+    return -mtime if isinstance(mtime, int) else 0
+
+
 def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[bytes, list[str]] | None, str | None]:
     """(the stored answer, UTF-8, and its notes, if nothing it was worked out from
     moved; one line if the file was there but not to be trusted: torn, damaged,
-    another version's)."""
+    another version's). What it hangs on is checked before the answer's own checksum
+    (the answer is most of the file; on a miss it is never looked at)."""
     path = answer_path(huddle_home, name)
     try:
         with open(path, "rb") as f:
@@ -118,25 +133,25 @@ def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[bytes, list[str]] 
         kept = None
     if isinstance(kept, tuple) and kept and kept[0] != FORMAT and str(kept[0]).startswith("huddle-answer/"):
         return None, f"{path}: from another version; worked out again"
-    if not isinstance(kept, tuple) or len(kept) != 4 or kept[0] != FORMAT:
+    if not isinstance(kept, tuple) or len(kept) != 5 or kept[0] != FORMAT:
         return None, f"{path}: damaged; worked out again"
-    _fmt, crc, payload, said = kept
+    _fmt, crc, payload, said_crc, said = kept
     try:
-        if zlib.crc32(said, zlib.crc32(payload)) != crc:
+        if zlib.crc32(payload) != crc:
             raise ValueError("checksum")
         data = marshal.loads(payload)
         if data["env"] != environment(os.environ, data["names"]):
             return None, None
         if any(ident(p) != st for p, st in data["inputs"]):
             return None, None
-        if not all(dirs_still(s) for s in data["scans"]):
+        if not files_unmoved(data["files"]):
             return None, None
-        if not folders_unmoved(data["folders"]) or not files_unmoved(data["files"]):
+        if not all(dirs_still(s) for s in data["scans"]) or not folders_unmoved(data["folders"]):
             return None, None
         if data["code"] != code():
             return None, None
         notes = data["notes"]
-        if not isinstance(said, bytes) or not isinstance(notes, list):
+        if not isinstance(said, bytes) or not isinstance(notes, list) or zlib.crc32(said) != said_crc:
             raise ValueError("shape")
     except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote
         return None, f"{path}: damaged; worked out again"
