@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from conftest import SAMPLES
 from huddle.model import events as ev
 from huddle.model.session import Session
-from huddle.sources.claude.records import UsageFilter, meta_skips, usage_skips, wanted_for_usage
+from huddle.sources.claude.skips import UsageFilter, meta_skips, usage_skips, wanted_for_usage
 from huddle.sources.codex import records as codex_records
 from huddle.sources.codex.results import Links
 from huddle.sources.codex.thread import ThreadParser

@@ -1,6 +1,6 @@
 """Claude Code transcript lines -> events: the parser of one file (state.py holds what
-spans a session's files while they are read; records.py the decoded shapes, the text
-helpers and the usage-only line filter)."""
+spans a session's files while they are read; records.py the decoded shapes and the text
+helpers; skips.py the lines a read passes over)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,8 @@ from .records import (
     Record,
     Response,
     ResponseBlock,
-    UsageFilter,
     agent_input,
     agent_result,
-    compact,
     compact_detail,
     decode_bash_result,
     decode_record,
@@ -41,13 +39,13 @@ from .records import (
     first_match,
     harness_blocks,
     input_summary,
-    meta_skips,
     order_text,
     report_of,
     str_of,
     summary_text,
 )
 from .responses import ResponseCounts
+from .skips import UsageFilter, compact, meta_skips
 from .state import SessionState
 
 
