@@ -12,83 +12,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import events as ev
+from .activity import Activity
 from .events import Event, Usage
 from .times import iso, project_name
 
 # What makes a session worth a row: someone said or did something.
 CONVERSATION = (ev.PROMPT, ev.SAY, ev.THINK, ev.TOOL_CALL, ev.TOOL_RESULT, ev.ORDER, ev.REPORT, ev.USAGE, ev.WAITING)
-
-
-class Activity:
-    """What an agent is in the middle of, kept up to date event by event."""
-
-    __slots__ = (
-        "background",
-        "ended_by",
-        "exited",
-        "last_kind",
-        "last_t",
-        "open_calls",
-        "turn_open",
-        "turn_t",
-        "waits",
-    )
-
-    def __init__(self) -> None:
-        self.open_calls: dict[str, Event] = {}  # tool calls and orders without a result
-        self.turn_open = False  # a prompt came and no turn end / interrupt yet
-        self.turn_t: float | None = None  # when the open turn began
-        self.last_kind = ""
-        self.last_t: float | None = None
-        self.waits: dict[str, Event] = {}  # open waiting-for-you events
-        self.background: dict[str, Event] = {}  # work launched in the background, not done
-        self.exited = False  # the transcript says its process exited
-        self.ended_by = ""  # the response whose turn end closed the last turn
-
-    def _open_turn(self, t: float | None) -> None:
-        if not self.turn_open:
-            self.turn_open = True
-            self.turn_t = t
-        self.exited = False
-
-    def apply(self, e: Event) -> None:
-        k = e.kind
-        if k == ev.CONTEXT and e.name == "session_end":
-            self.exited = True
-            return
-        if k in (ev.USAGE, ev.TITLE, ev.CONTEXT):
-            return
-        if e.t is not None:
-            self.last_t = e.t
-        self.last_kind = k
-        if k == ev.PROMPT or (k == ev.ORDER and e.agent == e.target):
-            self._open_turn(e.t)
-        elif k in (ev.TOOL_CALL, ev.ORDER):
-            self._open_turn(e.t)
-            if e.id:
-                self.open_calls[e.id] = e
-        elif k == ev.TOOL_RESULT:
-            call = self.open_calls.pop(e.id, None)
-            if e.detail == "background":
-                self.background[e.id] = call or e
-            else:
-                self.background.pop(e.id, None)
-            if call is not None:
-                self._open_turn(e.t)
-        elif k == ev.REPORT:
-            self.background.pop(e.id, None)
-            self.open_calls.pop(e.id, None)
-        elif k in (ev.TURN_END, ev.INTERRUPT):
-            self.ended_by = e.id if k == ev.TURN_END else ""
-            self.turn_open = False
-            self.open_calls.clear()
-            self.waits.clear()
-        elif k == ev.WAITING:
-            self.waits[e.id] = e
-        elif k == ev.RESOLVED:
-            self.waits.pop(e.id, None)
-        elif k in (ev.SAY, ev.THINK) and not (e.id and e.id == self.ended_by):
-            self._open_turn(e.t)  # (a later block of the response that ended the turn does not)
 
 
 class Agent:
@@ -433,17 +362,3 @@ class Session:
             **({"times_estimated": True} if self.time_estimated else {}),
             **({"error": self.error} if self.error else {}),
         }
-
-
-def activity_at(session: Session, at: float) -> dict[str, Activity]:
-    """Each agent's activity as of a past time, replayed from the timeline (an event
-    without a time takes the last known time before it in its file)."""
-    acts: dict[str, Activity] = {a: Activity() for a in session.agents}
-    last_t: dict[str, float | None] = {}
-    for e in session.events:
-        t = e.t if e.t is not None else last_t.get(e.file)
-        last_t[e.file] = t
-        if t is not None and t > at:
-            continue
-        acts.setdefault(e.agent, Activity()).apply(e)
-    return acts

@@ -16,9 +16,10 @@ from typing import Any
 
 from huddle.model import attention as rules
 from huddle.model import events as ev
+from huddle.model.activity import Activity, activity_at
 from huddle.model.attention import ENDED, IDLE_AFTER, NEEDS_YOU, WAITING, WORKING, YOUR_TURN
 from huddle.model.doing import doing
-from huddle.model.session import Activity, Agent, Session, activity_at
+from huddle.model.session import Agent, Session
 from huddle.model.times import iso
 from huddle.model.tools import QUESTION_TOOLS
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 from huddle.io import procs
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
+from huddle.model.activity import activity_at
 from huddle.model.attention import ENDED, NEEDS_YOU, WAITING, WORKING, YOUR_TURN, urgency
-from huddle.model.session import activity_at
 from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, WAIT_TOOLS
 
 if TYPE_CHECKING:
