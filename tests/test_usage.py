@@ -4,7 +4,9 @@ sub-agents included, fork copies counted once, grouping, --since, and the CLI.""
 from __future__ import annotations
 
 import json
+import math
 import shutil
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -536,6 +538,23 @@ def test_a_cost_summed_in_any_order_or_grouping_is_the_same(costs, rnd):
     assert math.fsum(one) == math.fsum(total) == math.fsum(costs)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(min_value=-1e30, max_value=1e30, allow_nan=False), max_size=60))
+def test_exact_partials_hold_the_exact_sum_as_add_exact_does(costs):
+    from huddle.views.usage import add_exact, exact_partials
+
+    one: list[float] = []
+    for c in costs:
+        add_exact(one, c)
+    got = exact_partials(list(costs))
+    assert sum(map(Fraction, got)) == sum(map(Fraction, costs)) == sum(map(Fraction, one))
+    assert math.fsum(got) == math.fsum(costs)
+    merged = list(got)
+    for c in costs:  # partials merge with add_exact as its own do
+        add_exact(merged, c)
+    assert sum(map(Fraction, merged)) == 2 * sum(map(Fraction, costs))
+
+
 def _group_rows_as_it_was(rows, table):
     from huddle.model.events import Usage
     from huddle.views.usage import _day, add_exact
@@ -590,7 +609,13 @@ def test_the_index_groups_rows_by_day_as_single_responses_would(rows):
     from huddle.views.usage_index import group_rows
 
     rows = [[t, a, m, *u[:3], u[3], min(u[4], u[3])] for t, a, m, u in rows]
-    assert group_rows(rows, current()) == _group_rows_as_it_was(rows, current())
+    got, was = group_rows(rows, current()), _group_rows_as_it_was(rows, current())
+    assert [g[:9] + g[10:] for g in got] == [g[:9] + g[10:] for g in was]
+    for g, w in zip(got, was, strict=True):  # the same exact cost, whatever its partials
+        assert (g[9] is None) == (w[9] is None)
+        if g[9] is not None:
+            assert sum(map(Fraction, g[9])) == sum(map(Fraction, w[9]))
+            assert all(abs(a) <= abs(b) for a, b in zip(g[9], g[9][1:]))  # smallest first
 
 
 @given(

@@ -146,6 +146,20 @@ def add_exact(partials: list[float], x: float) -> None:
     partials[i:] = [x]
 
 
+def exact_partials(costs: list[float]) -> list[float]:
+    """The exact sum of these floats as partials (what `add_exact` keeps), found in C:
+    each `math.fsum` gives the correctly rounded sum of what is left, which is taken
+    away exactly until nothing is. (Three passes or so; it leaves `costs` longer.)"""
+    out: list[float] = []
+    s = math.fsum(costs)
+    while s:  # (a sum of floats is a multiple of the least one: what is left reaches 0)
+        out.append(s)
+        costs.append(-s)
+        s = math.fsum(costs)
+    out.reverse()  # smallest first, as add_exact keeps them
+    return out or [0.0]
+
+
 class Line:
     """One row of the report being summed."""
 

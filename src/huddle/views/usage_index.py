@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from huddle.core.cache import USAGE_INDEX
 
 from .pricing import USER_FILE, Table
-from .usage import _day, add_exact, collect, session_info
+from .usage import _day, collect, exact_partials, session_info
 
 if TYPE_CHECKING:
     from huddle.sources import Handle
@@ -46,40 +46,34 @@ def group_rows(rows: list[list[Any]], table: Table) -> list[list[Any]]:
     summed per (day, agent, model): [day, agent, model, input, output, cache read,
     cache write, 1-hour, responses, cost (its exact partials: usage.add_exact) or None
     when unpriced, first t]. (The first write of the index sums every response: the
-    day of a time is worked out once per day, not per response.)"""
-    out: dict[tuple[str, str, str], list[Any]] = {}
+    day of a time is worked out once per day, not per response, and each group's
+    columns are summed in C.)"""
+    by_key: dict[tuple[str, str, str], list[list[Any]]] = {}
     days: dict[float, str] = {}
-    prices: dict[str, Any] = {}  # model -> its Price, or None when unpriced
-    price_of = table.price
     for r in rows:
-        t, agent, model, i, o, cr, cw, c1 = r
+        t = r[0]
         if t is None:
             day = _day(t)
         else:
             k = t // 86400
             inside = 0.001 < t - k * 86400 < 86399.999  # far from midnight: no rounding crosses it
             day = (days.get(k) or days.setdefault(k, _day(t))) if inside else _day(t)
-        key = (day, agent, model)
-        g = out.get(key)
-        if g is None:
-            g = out[key] = [day, agent, model, 0, 0, 0, 0, 0, 0, [], t]
-        g[3] += i
-        g[4] += o
-        g[5] += cr
-        g[6] += cw
-        g[7] += c1
-        g[8] += 1
-        if g[9] is not None:
-            p = prices.get(model, False)
-            if p is False:
-                p = prices[model] = price_of(model)
-            if p is None:
-                g[9] = None
-            else:
-                add_exact(g[9], p.request_cost_of(i, o, cr, cw, c1))
-        if t is not None and (g[10] is None or t < g[10]):
-            g[10] = t
-    return list(out.values())
+        key = (day, r[1], r[2])
+        got = by_key.get(key)
+        if got is None:
+            by_key[key] = [r]
+        else:
+            got.append(r)
+    out: list[list[Any]] = []
+    prices: dict[str, Any] = {}  # model -> its Price, or None when unpriced
+    for (day, agent, model), group in by_key.items():
+        ts, _, _, i, o, cr, cw, c1 = zip(*group, strict=True)
+        p = prices[model] if model in prices else prices.setdefault(model, table.price(model))
+        cost = None if p is None else exact_partials(list(map(p.request_cost_of, i, o, cr, cw, c1)))
+        known = [t for t in ts if t is not None]
+        first = min(known) if known else None
+        out.append([day, agent, model, sum(i), sum(o), sum(cr), sum(cw), sum(c1), len(group), cost, first])
+    return out
 
 
 def _entry(s: dict[str, Any], table: Table) -> dict[str, Any]:
