@@ -95,15 +95,17 @@ def test_the_cache_keeps_a_workers_pickle_unless_its_session_moved_since(tmp_pat
 
 
 def test_jobs_cut_the_bytes_evenly_biggest_first():
-    """Several jobs per worker, each key in one job, the biggest read first; a session
+    """Several jobs per worker, each key in one job, the biggest read first, each job a
+    share of what is left (so the last are small: the workers end together); a session
     larger than a job's share is a job alone (workers take the next job when free)."""
-    sizes = {f"claude:{i}": 10 + i for i in range(40)} | {"codex:big": 5000}
+    sizes = {f"claude:{i}": 10 + i for i in range(400)} | {"codex:big": 50000}
     jobs = coldread.jobs_for(sizes, workers=2)
     keys = [k for job in jobs for k in job]
     assert sorted(keys) == sorted(sizes)  # every session once
     assert jobs[0] == ["codex:big"]
-    assert len(jobs) > 2
-    share = sum(sizes.values()) // (2 * coldread.JOBS_PER_WORKER)
-    rest = [sum(sizes[k] for k in job) for job in jobs[1:]]
-    assert all(b < share + max(v for v in sizes.values() if v != 5000) for b in rest)  # none much past its share
+    assert len(jobs) > 4
+    bytes_of = [sum(sizes[k] for k in job) for job in jobs]
+    assert bytes_of[1] > 2 * bytes_of[-2]  # shares shrink as the read goes on
+    least = sum(sizes.values()) // (2 * coldread.SMALLEST_JOB)
+    assert all(b < least + 410 for b in bytes_of[-3:])  # the last are the smallest share
     assert coldread.jobs_for({}, workers=2) == []

@@ -21,7 +21,7 @@ from huddle.sources import Handle, Source
 from .reading import refresh_one
 
 MIN_BYTES = 64 << 20  # below this, starting workers costs more than it saves
-JOBS_PER_WORKER = 4  # (coldread.jobs_for)
+SMALLEST_JOB = 16  # the last jobs are a worker's 1/16 (jobs_for)
 
 _work: dict[str, Handle] = {}  # what the forked workers inherit
 _pack: list[Any] = []  # [row_of, head_of] while workers pack (see Packed)
@@ -128,20 +128,23 @@ def _scan_fresh(settings: Any, names: list[str]) -> None:
 
 
 def jobs_for(sizes: dict[str, int], workers: int) -> list[list[str]]:
-    """The sessions cut into jobs of about equal bytes, biggest first, several per
-    worker: each worker takes the next job when it is done with one, so a worker that
-    drew costlier bytes (a Codex rollout costs about twice a Claude transcript's) is not
-    the one everyone waits for at the end. A session larger than a job is a job alone."""
+    """The sessions cut into jobs, biggest sessions first, each job a share of what is
+    left (guided scheduling): each worker takes the next job when it is done with one,
+    and the last jobs are small, so the workers end close together whatever their
+    bytes cost (a Codex rollout costs about twice a Claude transcript's per byte). A
+    session larger than its job's share is a job alone."""
     total = sum(sizes.values())
-    target = max(1, total // (workers * JOBS_PER_WORKER))
+    least = max(1, total // (workers * SMALLEST_JOB))
+    left = total
     jobs: list[list[str]] = []
     open_job: list[str] = []
     held = 0
     for k in sorted(sizes, key=lambda k: (-sizes[k], k)):
         open_job.append(k)
         held += sizes[k]
-        if held >= target:
+        if held >= max(least, left // (2 * workers)):
             jobs.append(open_job)
+            left -= held
             open_job, held = [], 0
     if open_job:
         jobs.append(open_job)
