@@ -73,6 +73,10 @@ class Store:
         self.db: sqlite3.Connection | None = None
         self.meta: dict[str, Any] = {}
         self.on_write: Callable[[], None] | None = None  # told before each write (what it vouched for may change)
+        # each entry's head checksum as read or last written here: what is kept beside the
+        # entries, worked out from their heads (views.usage_sums), says the checksums it
+        # was worked out from, and is trusted only while they are the entries'
+        self.crcs: dict[str, int] = {}
 
     # -- opening ---------------------------------------------------------------------
 
@@ -128,6 +132,7 @@ class Store:
             except OSError:
                 pass
         self.meta = {}
+        self.crcs = {}
         try:
             self._open()
         except (OSError, sqlite3.Error) as exc:
@@ -185,6 +190,8 @@ class Store:
                     out[key] = (version, marshal.loads(head))
                 except (EOFError, ValueError, TypeError):
                     bad += 1
+                else:
+                    self.crcs[key] = crc
         finally:
             if hold:
                 gc.freeze()
@@ -247,22 +254,26 @@ class Store:
         try:
             db = self.db
             db.execute("BEGIN IMMEDIATE")
+            crcs: dict[str, int] = {}
             try:
                 for key, (version, head, blob) in put.items():
                     hb = marshal.dumps(head)
+                    crcs[key] = _crc(hb)
                     if blob is None:
                         db.execute(
-                            "UPDATE entries SET version=?, head=?, head_crc=? WHERE key=?", (version, hb, _crc(hb), key)
+                            "UPDATE entries SET version=?, head=?, head_crc=? WHERE key=?",
+                            (version, hb, crcs[key], key),
                         )
                     else:
                         db.execute(
                             "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?)",
-                            (key, version, hb, _crc(hb), blob, _crc(blob)),
+                            (key, version, hb, crcs[key], blob, _crc(blob)),
                         )
                 for key, (version, head) in (heads or {}).items():
                     hb = marshal.dumps(head)
+                    crcs[key] = _crc(hb)
                     db.execute(
-                        "UPDATE entries SET version=?, head=?, head_crc=? WHERE key=?", (version, hb, _crc(hb), key)
+                        "UPDATE entries SET version=?, head=?, head_crc=? WHERE key=?", (version, hb, crcs[key], key)
                     )
                 drop = list(drop)
                 for i in range(0, len(drop), 500):
@@ -272,6 +283,9 @@ class Store:
                     db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, marshal.dumps(v)))
                     self.meta[k] = v
                 db.execute("COMMIT")
+                self.crcs.update(crcs)
+                for key in drop:
+                    self.crcs.pop(key, None)
             except BaseException:
                 if db.in_transaction:
                     db.execute("ROLLBACK")

@@ -272,6 +272,21 @@ def aggregate(
             line.add(key_s, when, model, u, cost, n)
             total.add(key_s, when, model, u, cost, n)
             by_source[src] = by_source.get(src, 0) + n
+    return shaped(by, lines, total, by_source, counted.get("duplicates", 0), t, since, until, notes)
+
+
+def shaped(
+    by: str,
+    lines: dict[str, Line],
+    total: Line,
+    by_source: dict[str, int],
+    duplicates: int,
+    t: Table,
+    since: float | None = None,
+    until: float | None = None,
+    notes: list[str] | None = None,
+) -> dict:
+    """The report of lines summed (`aggregate`; or kept summed: views.usage_sums)."""
     rows = [{"key": key, **line.info, **line.to_dict()} for key, line in _ordered(by, lines)]
     unpriced = [{"model": m, "tokens": n} for m, n in sorted(total.unpriced.items(), key=lambda kv: (-kv[1], kv[0]))]
     return {
@@ -284,7 +299,7 @@ def aggregate(
         "pricing": t.describe(),
         "counted": {
             "responses": total.responses,
-            "duplicates_skipped": counted.get("duplicates", 0),
+            "duplicates_skipped": duplicates,
             "by_source": dict(sorted(by_source.items())),
         },
         "notes": list(notes or []),

@@ -130,8 +130,12 @@ def counted_from_index(
     for s in loaded:  # a session with nothing counted is kept too (as nothing)
         if s.key not in fresh:
             fresh[s.key] = _entry({**session_info(s), "rows": []}, table)
+    sums = None
     if cache is not None:
-        h.save_rows(fresh)
+        if want_rows:
+            h.save_rows(fresh)  # (the kept sums are added up again next time)
+        else:
+            sums = _summed(h, fresh, table, notes)
         if not priced:
             cache.set_meta(pricing=pricing_key(table))
     if want_rows:
@@ -142,4 +146,44 @@ def counted_from_index(
             keep.append(cond)
     kept = [d.head["row"] for d in h.dormant.values()]
     sessions = [s for s in (*kept, *fresh.values()) if s["groups"]]
-    return {"sessions": sessions, "duplicates": sum(s.get("duplicates", 0) for s in sessions)}, notes
+    out = {"sessions": sessions, "duplicates": sum(s.get("duplicates", 0) for s in sessions)}
+    if sums is not None:
+        out["sums"] = sums  # the report by day, kept summed (usage_sums.report)
+    return out, notes
+
+
+def _summed(h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[str]) -> dict[str, Any] | None:
+    """Write the rows, and the report's sums kept beside them (views.usage_sums): the
+    sums kept, less the rows replaced or gone, plus their new ones; added up from every
+    row when they cannot be trusted. None when they could not be kept."""
+    from . import usage_sums
+
+    cache = h.cache
+    store = cache.store
+    before = {k: store.crcs.get(k) for k in cache.heads}
+    sums, problem = usage_sums.loaded(store.meta.get(usage_sums.KEY), before, pricing_key(table))
+    if problem:
+        notes.append(f"{cache.path}: {problem}")
+    # the rows this save replaces or drops, as they stand (cache.heads is what was read)
+    packed = {k: d.head.get("row") for k, d in h.dormant.items() if d.blob is not None}
+    moved = [*fresh, *packed, *(k for k in cache.heads if k not in h.dormant and k not in h.handles)]
+    if sums is not None:
+        try:
+            for k in moved:
+                if k in cache.heads:
+                    usage_sums.apply(sums, cache.heads[k].get("row"), -1)
+            for row in (*fresh.values(), *packed.values()):
+                usage_sums.apply(sums, row, 1)
+        except (KeyError, IndexError, TypeError, ValueError):  # (ValueError: not the rows' sums)
+            sums = None
+    rebuilt = sums is None
+    h.save_rows(fresh)
+    if rebuilt:
+        try:
+            sums = usage_sums.total_of([*(d.head.get("row") for d in h.dormant.values()), *fresh.values()])
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+    after = {k: store.crcs.get(k) for k in cache.heads}
+    if (rebuilt or after != before) and sums is not None:
+        cache.set_meta(**{usage_sums.KEY: usage_sums.dumped(sums, after, pricing_key(table))})
+    return sums
