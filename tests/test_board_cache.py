@@ -9,6 +9,9 @@ import shutil
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from conftest import SAMPLES
 from huddle.core import Huddle
@@ -344,3 +347,29 @@ def test_rows_alike_in_state_and_time_come_in_one_order_whichever_were_kept():
     (order,) = orders
     assert [o[2] for o in order] == ["needs_you"] * 4 + ["idle"] * 4
     assert [o[:2] for o in order[:4]] == [("claude", "a"), ("claude", "b"), ("codex", "a"), ("codex", "b")]
+
+
+@examples(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "source": st.sampled_from(["claude", "codex", None]),
+                "id": st.sampled_from(["a", "b", "c", ""]),
+                "state": st.sampled_from(["needs_you", "your_turn", "working", "idle", "ended", None, "odd"]),
+                "updated_at": st.sampled_from(["2026-11-30T12:00:00.000Z", "2026-11-30T13:00:00.000Z", "", None]),
+            }
+        ),
+        max_size=30,
+    )
+)
+def test_rows_sort_as_three_stable_sorts_by_id_then_time_then_urgency_do(rows):
+    """sort_rows' two sorts put rows in the order its three used to (stability kept)."""
+    from huddle.model.attention import urgency
+    from huddle.views.board import sort_rows
+
+    three = list(rows)
+    three.sort(key=lambda d: (str(d.get("source") or ""), str(d.get("id") or "")))
+    three.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
+    three.sort(key=lambda d: urgency(d.get("state")))
+    assert [id(r) for r in sort_rows(list(rows))] == [id(r) for r in three]

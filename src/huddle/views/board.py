@@ -142,8 +142,8 @@ def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     then by source and id: rows read afresh and rows kept in the cache come in no set
     order, and the same board must come out the same whichever were which."""
     rows.sort(key=lambda d: (str(d.get("source") or ""), str(d.get("id") or "")))
-    rows.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
-    rows.sort(key=lambda d: urgency(d.get("state")))
+    # (urgency up and the time down in one stable sort: reversed, equal keys keep their order)
+    rows.sort(key=lambda d: (-urgency(d.get("state")), d.get("updated_at") or ""), reverse=True)
     return rows
 
 

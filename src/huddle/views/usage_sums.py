@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import marshal
 import zlib
-from typing import Any
+from typing import Any, cast
 
 from huddle.model.events import Usage
 
@@ -128,7 +128,7 @@ def _as_line(v: list[Any]) -> Line:
     line.priced = v[PRICED] > 0
     line.unpriced = {m: e[0] for m, e in v[UNPRICED].items()}
     line.responses = v[RESPONSES]
-    line.sessions = {str(i) for i in range(v[SESSIONS])}  # (only how many is said)
+    line.sessions = cast("set[str]", range(v[SESSIONS]))  # (only how many is said: len)
     line.models = set(v[MODELS])
     return line
 
