@@ -135,6 +135,37 @@ def test_a_damaged_cache_is_said_in_one_line_and_built_again(home, damage):
     assert not [n for n in h2.notes if "handles.db" in n]
 
 
+@pytest.mark.parametrize("keep", [0.0, 0.1, 0.5, 0.9, 0.99])
+def test_a_cache_whose_last_writes_were_lost_reads_as_a_fresh_board(home, keep):
+    """The store does not sync (core.store): a machine's crash may lose the tail of what
+    was written, here the write-ahead log of the last run cut short."""
+    import sqlite3
+
+    cached_board(home)
+    db = home / "hh" / "cache" / "handles.db"
+    hold = sqlite3.connect(db)  # another reader: the WAL is left as it is on close
+    hold.execute("SELECT count(*) FROM entries").fetchone()
+    f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
+    prompt(f, "one more thing")
+    cached_board(home)
+    wal = home / "hh" / "cache" / "handles.db-wal"
+    files = {p: p.read_bytes() for p in (db, wal) if p.exists()}
+    assert len(files.get(wal, b"")) > 4096, "the last run's writes are in the WAL"
+    hold.close()
+    for p, data in files.items():
+        p.write_bytes(data[: int(len(data) * keep)] if p == wal else data)
+    (home / "hh" / "cache" / "handles.db-shm").unlink(missing_ok=True)
+    b, h = cached_board(home)
+    same(fresh_board(home), b)
+    said = [n for n in h.notes if "handles.db" in n]
+    assert len(said) <= 1 and all("\n" not in n for n in said)
+    store = h.cache.store
+    store.open()
+    assert store.db.execute("PRAGMA synchronous").fetchone() == (0,)
+    assert store.db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    store.close()
+
+
 def test_a_cache_from_an_older_version_is_said_and_replaced(home):
     cache = home / "hh" / "cache"
     cache.mkdir(parents=True)
