@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -265,3 +266,67 @@ def test_lines_passed_over_in_the_buffer_are_the_ones_a_filter_drops(tmp_path, m
                 out += list(r.lines(None, skip))
     assert got == [(o, x) for o, x in want if not x.startswith(b"#")]
     assert skipping.cursor.offset == plain.cursor.offset
+
+
+class _Learning:
+    """A judge that learns from the lines it is handed: after a `+` line it passes over
+    the lines that start with `#` (a compiled pattern's match, as a usage-only read
+    gives), after a `-` line none."""
+
+    _commented = re.compile(rb"#").match
+
+    def __init__(self) -> None:
+        self.skip = None
+
+    def feed(self, line: bytes) -> None:
+        if line.startswith(b"+"):
+            self.skip = self._commented
+        elif line.startswith(b"-"):
+            self.skip = None
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lines=st.lists(st.sampled_from([b"#skip", b"keep", b"+", b"-", b"#" + b"y" * 50, b"", b"x" * 30]), max_size=40),
+    cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=8),
+    chunk=st.sampled_from([7, 64, 1 << 20]),
+    stop=st.integers(min_value=0, max_value=40),
+)
+def test_a_judge_that_learns_passes_over_what_it_says_after_each_line_kept(
+    tmp_path, monkeypatch, lines, cuts, chunk, stop
+):
+    """`judge.skip` is read again after each line handed out: the lines passed over are
+    exactly those a filter with the same rule, applied after a plain read, drops; the
+    cursor ends where a plain read's does, also when the consumer stops early (a line's
+    failure) and reads on at the next poll."""
+    import huddle.io.reader as reader
+
+    monkeypatch.setattr(reader, "CHUNK", chunk)
+    data = b"".join(x + b"\n" for x in lines) + b"#half"
+    p = tmp_path / "learn.jsonl"
+    p.write_bytes(b"")
+    plain, judged = LineReader(str(p)), LineReader(str(p))
+    want, got = [], []
+    seen = _Learning()  # the rule, applied to the plain read's lines
+    judge = _Learning()
+    prev = 0
+    for b in sorted({min(c, len(data)) for c in cuts}) + [len(data)]:
+        with open(p, "ab") as f:
+            f.write(data[prev:b])
+        prev = b
+        if plain.check() in (GROWN, RESET):
+            for o, x in plain.lines():
+                if not (seen.skip is not None and seen.skip(x)):
+                    want.append((o, x))
+                    seen.feed(x)
+        if judged.check() in (GROWN, RESET):
+            for o, x in judged.lines(None, None, judge):
+                got.append((o, x))
+                judge.feed(x)
+                if len(got) == stop:
+                    break  # the consumer stops: the cursor is past this line, not past the next
+    for o, x in judged.lines(None, None, judge):  # what was left after an early stop
+        got.append((o, x))
+        judge.feed(x)
+    assert got == want
+    assert judged.cursor.offset == plain.cursor.offset

@@ -15,6 +15,7 @@ from huddle.model import events as ev
 from huddle.model.session import Session
 from huddle.sources.claude.skips import UsageFilter, meta_skips, usage_skips, wanted_for_usage
 from huddle.sources.codex import records as codex_records
+from huddle.sources.codex import skips as codex_skips
 from huddle.sources.codex.results import Links
 from huddle.sources.codex.thread import ThreadParser
 
@@ -83,10 +84,10 @@ def test_claude_lines_are_judged_in_the_buffer_as_alone_with_agent_calls_and_sid
 
 
 def in_copy(buf: bytes, i: int, end: int) -> bool:
-    return codex_records.usage_skips(buf, i, end, copying=True)
+    return codex_skips.usage_skips(buf, i, end, copying=True)
 
 
-@pytest.mark.parametrize("judge", [codex_records.meta_skips, codex_records.usage_skips, in_copy])
+@pytest.mark.parametrize("judge", [codex_skips.meta_skips, codex_skips.usage_skips, in_copy])
 def test_codex_lines_are_judged_in_the_buffer_as_alone(judge):
     skipped = 0
     for line in CODEX:
@@ -94,7 +95,7 @@ def test_codex_lines_are_judged_in_the_buffer_as_alone(judge):
         assert judge(*in_buffer(line)) == alone, line[:200]
         skipped += alone
     assert skipped < len(CODEX)
-    if judge is not codex_records.meta_skips:
+    if judge is not codex_skips.meta_skips:
         assert skipped > len(CODEX) // 2  # tool calls, outputs, reasoning, messages: most lines
 
 
@@ -105,6 +106,7 @@ def codex_parser(copying: bool, usage: bool = False) -> ThreadParser:
     p = ThreadParser(Session("codex", "t1"), Links(), info, "/x/rollout.jsonl", True, usage)
     p.seen_meta = p.out_seen = True
     p.copying = copying
+    p._judge()
     return p
 
 
@@ -199,3 +201,18 @@ def test_a_last_prompt_record_is_kept_until_a_prompt_names_the_session_and_attac
     assert not f.skip(last, 0, len(last)) and f.skip(attachment, 0, len(attachment))
     f.prompted = True
     assert f.skip(last, 0, len(last))
+
+
+@pytest.mark.parametrize("copying", [False, True])
+def test_a_parser_pickles_without_its_judge_and_says_it_again_on_load(copying):
+    """The reader reads a parser's `skip` (a compiled pattern's match past the thread's
+    first event): a cached or packed parser carries its state, never the pattern, and
+    judges as before once loaded."""
+    import pickle
+
+    p = codex_parser(copying, usage=True)
+    blob = pickle.dumps(p)
+    assert codex_skips.USAGE_SKIP_HEAD.pattern[:40] not in blob
+    q = pickle.loads(blob)
+    assert q.skip == p.skip and q.skip != codex_skips.meta_skips
+    assert pickle.loads(pickle.dumps(codex_parser(copying))).skip == codex_skips.meta_skips  # a full read's

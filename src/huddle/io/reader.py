@@ -46,8 +46,17 @@ GONE = "gone"
 _SEEK_DATA = getattr(os, "SEEK_DATA", None)
 
 
-# A judge of a line where it lies in a buffer: (buf, start, end) -> pass it over?
-Skip = Callable[[bytes, int, int], bool]
+# A judge of a line where it lies in a buffer: (buf, start, end) -> pass it over (truthy)?
+# A compiled bytes pattern's `match` is one: a C call per line, no Python frame.
+Skip = Callable[[bytes, int, int], object]
+
+
+class Judge(Protocol):
+    """What tells a read which lines to pass over, as it learns from the lines it kept:
+    its `skip` is read when the read starts and again after each line handed out."""
+
+    @property
+    def skip(self) -> Skip | None: ...
 
 
 class Problems(Protocol):
@@ -162,13 +171,20 @@ class LineReader:
         finally:
             os.close(fd)
 
-    def lines(self, problems: Problems | None = None, skip: Skip | None = None) -> Iterator[tuple[int, bytes]]:
+    def lines(
+        self, problems: Problems | None = None, skip: Skip | None = None, judge: Judge | None = None
+    ) -> Iterator[tuple[int, bytes]]:
         """Yield (offset, line) for every whole line appended since the last call.
         The newline is not part of `line`. Reads in CHUNK pieces. An over-long line
         is said to `problems` (when given) instead. `skip(buf, start, end)`, when
         given, judges a line where it lies in the read buffer (its bytes are
-        buf[start:end], perhaps with a trailing CR): a line it says True of is passed
-        over, never copied out (a usage-only read drops most of a file that way)."""
+        buf[start:end], perhaps with a trailing CR): a line it says true of is passed
+        over, never copied out nor handed out (a usage-only read drops most of a file
+        that way). `judge`, when given, says the `skip` in force, and may change it
+        while it handles a line: its `skip` is read again after each line handed out.
+        A passed-over line costs the newline's search and the judge's call alone."""
+        if judge is not None:
+            skip = judge.skip
         c = self.cursor
         try:
             fd = safefile.open_fd(self.path, self.within)
@@ -221,21 +237,25 @@ class LineReader:
                             line = line[:-1]
                         if line and not (skip is not None and skip(line, 0, len(line))):
                             yield at, line
+                            if judge is not None:
+                                skip = judge.skip
                     find = chunk.find
                     while True:
                         nl = find(b"\n", i)
                         if nl < 0:
                             break
                         if skip is not None and skip(chunk, i, nl):
-                            i = nl + 1
-                            c.offset = base + i
+                            i = nl + 1  # (the cursor catches up before a line is handed out, or below)
                             continue
                         at = base + i
                         line = chunk[i : nl - 1 if nl > i and chunk[nl - 1] == 13 else nl]  # without a CR
                         i = nl + 1
-                        c.offset = base + i  # past the line before it is handed out
+                        c.offset = base + i  # past the line (and those passed over) before it is handed out
                         if line:
                             yield at, line
+                            if judge is not None:
+                                skip = judge.skip
+                    c.offset = base + i  # past the lines passed over at the chunk's end
                     if i < len(chunk):
                         parts, plen = [memoryview(chunk)[i:]], len(chunk) - i
                         if plen > LINE_MAX:

@@ -321,46 +321,7 @@ decode_envelope = msgspec.json.Decoder(Envelope).decode
 decode_any = msgspec.json.Decoder().decode
 _decode_str = msgspec.json.Decoder(str).decode
 
-# Records never needed, recognised in the first bytes before any decoding: context
-# snapshots (kilobytes each) and inter-agent delivery flags.
-SKIP_LINE = re.compile(rb'"type":"(?:world_state|inter_agent_communication_metadata|thread_settings_applied)"')
-# What a usage-only read passes over, judged by a line's head as Codex writes it
-# (`{"timestamp":"…",` then `"ordinal":N,` from 0.160, then `"type":"…","payload":{"type":"…"`):
-# tool calls, their outputs and results, reasoning, what the model and the harness said
-# (messages, agent_message events) and what a full read passes over too. None of them
-# holds a count, a title, a prompt or a link between agents. A line with another head (a
-# tool's rewrite, a key order Codex never wrote) is kept: read whole, it says the same.
-# (`[^"]` may stop at an escaped quote inside the time: what follows it then cannot be
-# `,"type":"` in valid JSON.)
-_USAGE_SKIP = (
-    rb'\{"timestamp":"[^"]{0,64}","(?:ordinal":\d{1,20},"type|type)":"(?:'
-    rb'(?:world_state|inter_agent_communication_metadata|compacted)"'
-    rb'|response_item","payload":\{"type":"(?:(?:function_call_output|function_call|custom_tool_call_output'
-    rb"|custom_tool_call|reasoning|web_search_call|local_shell_call|tool_search_call|tool_search_output"
-    rb'|ghost_snapshot|message)")'
-    rb'|event_msg","payload":\{"type":"(?:(?:agent_message|agent_reasoning|exec_command_end|patch_apply_end'
-    rb"|mcp_tool_call_end|web_search_end|thread_settings_applied|context_compacted%s)\""
-    rb'|item_completed"[^{]{0,200}"item":\{"type":"(?:CommandExecution|FileChange|McpToolCall|Reasoning'
-    rb'|AgentMessage|WebSearch|ContextCompaction)"))'
-)
-# Inside a fork's copy of its parent's history (0.144 writes no ordinals) the turn markers
-# say where the copy ends; anywhere else they hold nothing `huddle usage` shows.
-USAGE_SKIP_HEAD = re.compile(_USAGE_SKIP % b"|task_started|task_complete|turn_aborted")
-USAGE_SKIP_HEAD_IN_COPY = re.compile(_USAGE_SKIP % b"")
 SKIP_EVENTS = frozenset({"thread_settings_applied", "agent_reasoning", "agent_message", "web_search_end"})
-
-
-def meta_skips(buf: bytes, i: int, end: int) -> bool:
-    """Whether a full read passes over the line buf[i:end], judged where it lies in the
-    read buffer (LineReader.lines's `skip`)."""
-    return SKIP_LINE.search(buf, i, i + 160 if i + 160 < end else end) is not None
-
-
-def usage_skips(buf: bytes, i: int, end: int, copying: bool = False) -> bool:
-    """Whether a usage-only read passes over the line buf[i:end] once its thread made an
-    event (before it, as a full read: `meta_skips`, so that a session's start is the
-    same). `copying`: inside a copy of another thread's history."""
-    return (USAGE_SKIP_HEAD_IN_COPY if copying else USAGE_SKIP_HEAD).match(buf, i, end) is not None
 
 
 KNOWN_TYPES = frozenset(

@@ -13,7 +13,6 @@ from datetime import datetime
 
 import msgspec
 
-from huddle.io.reader import Skip
 from huddle.model import events as ev
 from huddle.model import times
 from huddle.model.events import Event, cap, one_line
@@ -23,18 +22,16 @@ from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
 from . import records as rec
 from . import text as txt
 from .results import Links, Results, mcp_ok
+from .skips import Judged, meta_skips
 from .text import harness_tag, mail_parts
 from .usage import Ledger
 
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
 KEPT_ARGS = ("cmd", "command", "sandbox_permissions", "justification", "session_id", "targets", "ids", "questions")
 _decode_line = rec.decode_line
-_usage_head = rec.USAGE_SKIP_HEAD.match
-_usage_head_in_copy = rec.USAGE_SKIP_HEAD_IN_COPY.match
-_meta_skips = rec.meta_skips
 
 
-class ThreadParser:
+class ThreadParser(Judged):
     def __init__(self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool, usage=False):
         self.session = session
         self.usage_only = usage  # `huddle usage`: lines no count, title or time needs pass undecoded
@@ -67,13 +64,16 @@ class ThreadParser:
         self.calls = self.results.calls  # open calls (the live states read them); results settle them
         self.ledger = Ledger()
         self.out_seen = False  # an event made: skipping after it keeps the session's start
+        self.skip = meta_skips  # what `feed` and the reader pass over (`_judge`)
 
     # -- helpers -----------------------------------------------------------------------
 
     def emit(self, kind: str, off: int, n: int, **kw) -> Event:
         e = Event(kind=kind, agent=self.agent, t=self.now, file=self.path, offset=off, length=n, **kw)
         self.out.append(e)
-        self.out_seen = True
+        if not self.out_seen:
+            self.out_seen = True
+            self._judge()
         return e
 
     def _turn_end(self, off: int, n: int, **kw) -> None:
@@ -101,19 +101,6 @@ class ThreadParser:
     def feed(self, off: int, line: bytes) -> None:
         if not self.skip(line, 0, len(line)):
             self.feed_kept(off, line)
-
-    @property
-    def skip(self) -> Skip:
-        """What `feed` passes over, judged in the reader's buffer (asked just before each line is fed)."""
-        return self._usage_skips if self.usage_only else rec.meta_skips
-
-    def _usage_skips(self, buf: bytes, i: int, end: int) -> bool:
-        # (rec.usage_skips inlined, one call per line of the file: the usage read's hot path)
-        if self.out_seen:
-            if self.copying:
-                return _usage_head_in_copy(buf, i, end) is not None
-            return _usage_head(buf, i, end) is not None
-        return _meta_skips(buf, i, end)  # until the thread's first event, as a full read
 
     def feed_kept(self, off: int, line: bytes) -> None:  # `feed` for a line `skip` kept
         try:
@@ -179,6 +166,7 @@ class ThreadParser:
             return
         if p.id and p.id != self.agent:
             self.copying = True  # a forked child: the parent's history follows
+            self._judge()
 
     def _copied(self, t: str, ordinal: int | None, p: rec.Payload) -> bool:
         start = self.info.history_start
@@ -193,6 +181,7 @@ class ThreadParser:
             own = (p.turn_attribution is not None and p.turn_attribution.parent_turn_id) or self.copy_turn_open
             if own:
                 self.copying = False
+                self._judge()
                 return False
             self.copy_turn_open = True
         elif kind in ("task_complete", "turn_aborted"):
