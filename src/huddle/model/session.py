@@ -134,6 +134,7 @@ class Session:
         agents = self.agents
         a = None
         t_min, t_max = self.started_at, self.updated_at
+        counted: dict[tuple[Agent, str], Usage] = {}  # (agent, model) -> this batch's usage, added once after
         for e in events:
             e.seq = seq
             seq += 1
@@ -161,7 +162,14 @@ class Session:
                         self.problem(e.file, e.offset, bad)
                         e.usage = None
                     elif not e.copied and not e.counted_in:
-                        self._count_usage(a, e.name, u)
+                        key = (a, e.name)
+                        sum_ = counted.get(key)
+                        if sum_ is None:
+                            counted[key] = Usage(u.input, u.output, u.cache_read, u.cache_write, u.cache_write_1h)
+                        else:
+                            sum_.add(u)
+                        if e.name:
+                            a.model = e.name
             elif k == ev.PROMPT:
                 if not self.first_prompt:
                     self.first_prompt = e.text
@@ -176,19 +184,24 @@ class Session:
                 if sub is not None:
                     sub.report = e.text
             a.activity.apply(e)
+        for (a, model), u in counted.items():  # (three sums per agent and model, not per response)
+            self._add_usage(a, model, u)
         self.next_seq = seq
         self.started_at, self.updated_at = t_min, t_max
         self.version += 1
 
     def _count_usage(self, a: Agent, model: str, u: Usage) -> None:
+        self._add_usage(a, model, u)
+        if model:
+            a.model = model
+
+    def _add_usage(self, a: Agent, model: str, u: Usage) -> None:
         a.usage.add(u)
         self.usage.add(u)
         m = self.model_usage.get(model)
         if m is None:
             m = self.model_usage[model] = Usage()
         m.add(u)
-        if model:
-            a.model = model
 
     def raise_usage(self, e: Event, u: Usage) -> None:
         """A later record of the same response `e` counted: keep the largest of each
