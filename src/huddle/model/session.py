@@ -170,6 +170,7 @@ class Session:
                             sum_.add(u)
                         if e.name:
                             a.model = e.name
+                continue  # (an agent's activity takes nothing from a count)
             elif k == ev.PROMPT:
                 if not self.first_prompt:
                     self.first_prompt = e.text
