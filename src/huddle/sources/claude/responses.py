@@ -81,13 +81,16 @@ class ResponseCounts:
         else:
             first = counted[mid]
             if first is not None:  # a later record of the response: its counts may be the final ones
-                u, o = usage_of(m.usage), first.usage
-                if o is not None and (  # (most repeat the counts they follow: nothing to raise)
-                    u.input > o.input
-                    or u.output > o.output
-                    or u.cache_read > o.cache_read
-                    or u.cache_write > o.cache_write
-                    or u.cache_write_1h > o.cache_write_1h
-                ):
-                    self.session.raise_usage(first, u)
+                u, o = m.usage, first.usage  # (read as they are: most repeat the counts they follow)
+                if o is not None and (
+                    (u.output_tokens or 0) > o.output
+                    or (u.input_tokens or 0) > o.input
+                    or (u.cache_read_input_tokens or 0) > o.cache_read
+                    or (u.cache_creation_input_tokens or 0) > o.cache_write
+                    or (
+                        u.cache_creation is not None
+                        and (u.cache_creation.ephemeral_1h_input_tokens or 0) > o.cache_write_1h
+                    )
+                ):  # (a 1-hour count past its own is capped by usage_of: raise_usage keeps the largest)
+                    self.session.raise_usage(first, usage_of(u))
         return True
