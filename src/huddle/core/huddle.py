@@ -119,6 +119,8 @@ class Huddle:
                 waking = [k for k, d in self.dormant.items() if not self._sleeps(d, seen)]
                 lost = self._wake(waking + (tangled_with(self.dormant, waking) if self.settings.usage_only else []))
                 still -= {k.split(":", 1)[0] for k in lost}  # the scan reads those again
+                # (and one whose move can give other sessions' files to it: Handle.regroups)
+                still -= {k.split(":", 1)[0] for k in waking if k in self.handles and self.handles[k].regroups()}
             live_moved: set[str] = set()
             scanned: dict[str, bool] = {}  # source -> whether its scan went through
             self.spared = set()

@@ -102,6 +102,12 @@ def keep_dormant(
     known = core.cache.versions if core.cache is not None else {}
     stirred = {k.split(":", 1)[0] for k in found if k not in known and k not in core.handles}
     stirred |= {k.split(":", 1)[0] for k in gone | ((set(known) | set(core.handles)) - set(found))}
+    # a sleeping session the scan gives other files than it was read from (Handle.regrouped)
+    # is read again from its start, and, as after a session came, its source's others
+    regrouped = {k for k, d in core.dormant.items() if k in found and _regrouped(found[k], d)}
+    for k in regrouped:
+        del core.dormant[k]
+    stirred |= {k.split(":", 1)[0] for k in regrouped}
     stirred &= scanned
     # a title given across a folder (huddle.sources.base.Handle.entangled) is decided
     # with every session of that folder at hand
@@ -117,6 +123,13 @@ def keep_dormant(
         wake(core, woken)  # unmoved: what was read is what the scan would find
         found.update((k, core.handles[k]) for k in woken if k in core.handles)
     return {k: h for k, h in found.items() if k not in core.dormant}, gone
+
+
+def _regrouped(h: Handle, d: Dormant) -> bool:
+    try:
+        return bool(h.regrouped([f[0] for f in d.head.get("files") or ()]))
+    except Exception:  # (an adapter's bug: reading it again is never wrong)
+        return True
 
 
 def folder_of(files: list[str]) -> str:

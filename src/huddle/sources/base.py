@@ -47,6 +47,17 @@ class Handle:
         """Every file this session is read from (for watching and read-back checks)."""
         return []
 
+    def regrouped(self, read_from: list[str]) -> bool:
+        """Whether the scan now gives this (unread) handle other files than its sleeping
+        session was read from (`read_from`, its cached head's): then it is read again
+        from its start (core.sleeping.keep_dormant)."""
+        return False
+
+    def regroups(self) -> bool:
+        """Whether this session's files moving can change which files the scan gives
+        other sessions: then its source is scanned even while its folders stood still."""
+        return False
+
     def shown_from(self) -> list[str]:
         """Files outside the session's own whose content its row shows (Codex's thread
         names): stamped with its files in the cache, so that a change wakes it."""

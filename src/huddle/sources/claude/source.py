@@ -86,6 +86,21 @@ class ClaudeHandle(Handle):
     def files(self) -> list[str]:
         return [self.path] + [sf.path for sf in self.subs.values()]
 
+    def regrouped(self, read_from: list[str]) -> bool:
+        # A 2.0.x agent file beside the sessions goes to the candidate their sizes choose
+        # (project_agents.choose_parent): a session that grows can take one from another.
+        folder = os.path.dirname(self.path)
+        had = {
+            p
+            for p in read_from
+            if p != self.path and os.path.dirname(p) == folder and is_agent_file(os.path.basename(p))
+        }
+        return had != set(self.project_agents)
+
+    def regroups(self) -> bool:
+        # empty when last read: once it holds something, the agent files naming it go to it
+        return self.reader.cursor.offset == 0 and self.reader.cursor.size == 0
+
     # -- reading -------------------------------------------------------------------
 
     def refresh(self) -> bool:
