@@ -78,3 +78,21 @@ def test_the_cached_board_shows_what_a_first_read_does_when_agent_files_change_s
     assert _board(folders, hh) == _board(folders)
     _grow(path)
     assert _board(folders, hh) == _board(folders)
+
+
+def test_a_held_board_shows_what_a_first_read_does_when_agent_files_change_session(tmp_path):
+    # the server holds every session between refreshes: the session that lost the agent
+    # files is read again, the one that took them reads them (scan's placement kept no longer)
+    folders, path = _home(tmp_path)
+    held = Huddle(Settings(folders=folders, huddle_home=""), cache=False, lazy=False)
+    held.refresh()
+
+    def rows(h) -> dict:
+        return {r["id"]: (r.get("agents"), r.get("usage"), r.get("title")) for r in board_json(h)["sessions"]}
+
+    assert rows(held) == _board(folders)
+    before = rows(held)
+    _grow(path)
+    held.refresh()
+    assert rows(held) == _board(folders)
+    assert rows(held) != before

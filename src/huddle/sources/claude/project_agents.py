@@ -11,9 +11,15 @@ an orphan: a session of its own.
 
 from __future__ import annotations
 
+import os
+
 import msgspec
 
 from huddle.io.safefile import open_regular
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .source import ClaudeSource
 
 HEAD_BYTES = 64 << 10  # the first records name the parent; a sub-agent's prompt fits easily
 HEAD_LINES = 8
@@ -64,3 +70,68 @@ def choose_parent(candidates: list[str], sizes: dict[str, int]) -> str | None:
         if sizes[sid] > 0:
             return sid
     return present[0] if present else None
+
+
+def settled(candidates: list[str], parent: str, sizes: dict[str, int]) -> bool:
+    """Whether no later size can give this agent file to another session: its parent is
+    the first session it names, and holds something (a file does not shrink but by a
+    rewrite, which reads everything again)."""
+    return bool(candidates) and candidates[0] == parent and sizes.get(parent, 0) > 0
+
+
+# -- placing them, scan by scan (ClaudeSource.scan) -----------------------------------
+
+
+def place(source: ClaudeSource, f: os.DirEntry, files: dict, known: dict, was: tuple[dict, dict], found: dict) -> None:
+    """A 2.0.x agent file: into its parent session's handle, or an orphan session.
+    `files`: the folder's session files by id; `was`: where the held handles had agent
+    files, and the candidates of those a size can still move (unsettled)."""
+    ClaudeHandle = source.handle_class
+    placed, unsettled = was
+    if placed.get(f.path) in found and f.path not in unsettled:
+        found[placed[f.path]].project_agents[f.path] = agent_id_of(f.name)
+        return
+    stem = f.name[: -len(".jsonl")]
+    key = f"claude:{stem}"
+    orphan = known.get(key)
+    if isinstance(orphan, ClaudeHandle) and orphan.path == f.path and orphan.candidates:
+        candidates = orphan.candidates
+    elif f.path in unsettled:
+        candidates = unsettled[f.path]
+    else:
+        candidates = session_ids(f.path)
+    sizes = {}
+    for sid in candidates:
+        entry = files.get(sid)
+        if entry is not None:
+            try:
+                sizes[sid] = entry.stat(follow_symlinks=False).st_size
+            except OSError:
+                pass
+    parent = choose_parent(candidates, sizes)
+    if parent is not None and f"claude:{parent}" in found:
+        h = found[f"claude:{parent}"]
+        h.project_agents[f.path] = agent_id_of(f.name)
+        if not settled(candidates, parent, sizes):
+            h.unsettled[f.path] = candidates
+        return
+    if not isinstance(orphan, ClaudeHandle) or orphan.path != f.path:
+        orphan = ClaudeHandle(source, f.path, stem)
+    orphan.candidates = candidates
+    orphan.has_dir = False
+    orphan.session.parent_session = candidates[0] if candidates else None
+    found[key] = orphan
+
+
+def regroup(source: ClaudeSource, placed: dict[str, str], known: dict, found: dict) -> None:
+    """A held session that lost an agent file to another is read again from its start
+    (as a first read gives it), not kept with what it read from that file. `placed`:
+    agent file -> the key of the held session it was in before this scan."""
+    ClaudeHandle = source.handle_class
+    now = {path: key for key, h in found.items() if isinstance(h, ClaudeHandle) for path in h.project_agents}
+    for key in {k for path, k in placed.items() if now.get(path) != k}:
+        h = found.get(key)
+        if h is known.get(key) and isinstance(h, ClaudeHandle):
+            fresh = ClaudeHandle(source, h.path, h.session.id)
+            fresh.has_dir, fresh.project_agents, fresh.unsettled = h.has_dir, h.project_agents, h.unsettled
+            found[key] = fresh

@@ -15,7 +15,7 @@ from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from . import summaries
-from .project_agents import agent_id_of, choose_parent, is_agent_file, session_ids
+from .project_agents import is_agent_file, place, regroup
 from .registry import Registry
 from .state import SessionState
 from .summaries import SummarySearch
@@ -55,6 +55,7 @@ class ClaudeHandle(Handle):
         # 2.0.x sub-agent files beside the session file (path -> agent id), given by the scan
         self.project_agents: dict[str, str] = {}
         self.candidates: list[str] = []  # an orphan agent file: the sessions it names
+        self.unsettled: dict[str, list[str]] = {}  # of project_agents, those a size can move: their candidates
         self._fresh()
 
     def _fresh(self) -> None:
@@ -78,6 +79,7 @@ class ClaudeHandle(Handle):
     def __setstate__(self, d: dict) -> None:
         d.setdefault("project_agents", {})
         d.setdefault("candidates", [])
+        d.setdefault("unsettled", {})
         d.setdefault("summary_search", SummarySearch())
         d.setdefault("summary_title", "")
         self.__dict__.update(d)
@@ -322,6 +324,7 @@ class ClaudeSource(Source):
     default_folder = "~/.claude"
     resume = "claude --resume {id}"
     rows_from_files = True  # the registry (a process it names makes a row that is never stored)
+    handle_class = ClaudeHandle  # (project_agents makes and tells handles by it, without importing this module)
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -368,8 +371,11 @@ class ClaudeSource(Source):
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
         self.registry.refresh()
-        # 2.0.x agent files whose parent is known already: no need to read their first lines
-        linked = {path: key for key, h in known.items() if isinstance(h, ClaudeHandle) for path in h.project_agents}
+        # 2.0.x agent files and the sessions they were given to; a settled one is given
+        # again without reading its first lines (project_agents.settled)
+        held = [(k, h) for k, h in known.items() if isinstance(h, ClaudeHandle)]
+        placed = {path: key for key, h in held for path in h.project_agents}
+        unsettled = {path: c for _, h in held for path, c in h.unsettled.items()}
         for p in listdir(self.projects):
             if p.is_dir(follow_symlinks=False):
                 files, agents, dirs = {}, [], set()
@@ -389,40 +395,9 @@ class ClaudeSource(Source):
                     # Most sessions have no <session>/ folder (no sub-agents): the listing
                     # already says so, which spares a stat per session per refresh.
                     h.has_dir = sid in dirs
-                    h.project_agents = {}
+                    h.project_agents, h.unsettled = {}, {}
                     found[key] = h
                 for f in sorted(agents, key=lambda e: e.name):
-                    self._place_agent(f, files, known, linked, found)
+                    place(self, f, files, known, (placed, unsettled), found)
+        regroup(self, placed, known, found)
         return found
-
-    def _place_agent(self, f: os.DirEntry, files: dict, known: dict, linked: dict, found: dict) -> None:
-        """A 2.0.x agent file: into its parent session's handle, or an orphan session."""
-        parent_key = linked.get(f.path)
-        if parent_key in found:
-            found[parent_key].project_agents[f.path] = agent_id_of(f.name)
-            return
-        stem = f.name[: -len(".jsonl")]
-        key = f"claude:{stem}"
-        orphan = known.get(key)
-        if isinstance(orphan, ClaudeHandle) and orphan.path == f.path and orphan.candidates:
-            candidates = orphan.candidates
-        else:
-            candidates = session_ids(f.path)
-        sizes = {}
-        for sid in candidates:
-            entry = files.get(sid)
-            if entry is not None:
-                try:
-                    sizes[sid] = entry.stat(follow_symlinks=False).st_size
-                except OSError:
-                    pass
-        parent = choose_parent(candidates, sizes)
-        if parent is not None and f"claude:{parent}" in found:
-            found[f"claude:{parent}"].project_agents[f.path] = agent_id_of(f.name)
-            return
-        if not isinstance(orphan, ClaudeHandle) or orphan.path != f.path:
-            orphan = ClaudeHandle(self, f.path, stem)
-        orphan.candidates = candidates
-        orphan.has_dir = False
-        orphan.session.parent_session = candidates[0] if candidates else None
-        found[key] = orphan
