@@ -169,6 +169,8 @@ def test_search_finds_what_sleeping_sessions_say(home):
         )
         got = c.get("/api/search", params={"q": word, "limit": 200}).json()
         assert any(r["key"] == key and r["snippet"] for r in got["results"]), got
+    # built in a child process: what it read whole is no memory of the server's
+    assert srv.state.indexer.built_by not in (None, os.getpid())
 
 
 def test_the_next_start_shows_what_the_last_one_read(home):
