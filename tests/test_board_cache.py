@@ -404,3 +404,14 @@ def test_rows_sort_as_three_stable_sorts_by_id_then_time_then_urgency_do(rows):
     three.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
     three.sort(key=lambda d: urgency(d.get("state")))
     assert [id(r) for r in sort_rows(list(rows))] == [id(r) for r in three]
+
+
+def test_the_cache_is_one_whatever_order_the_adapters_were_imported_in(home):
+    # (a process that imported huddle.host first listed "hosted" second, and its cache
+    # was another's: each start read everything again and wrote over the other's)
+    first = Huddle(settings(home), sources=["claude", "codex", "hosted"], cache=True, lazy=True)
+    first.refresh()
+    first.write_board_cache(board_json(first))
+    first.cache.store.close()
+    again = Huddle(settings(home), sources=["hosted", "codex", "claude"], cache=True, lazy=True)
+    assert again.dormant and set(again.dormant) == set(first.handles) | set(first.dormant)

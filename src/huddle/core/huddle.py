@@ -76,7 +76,7 @@ class Huddle:
         if cache and self.settings.huddle_home and (lazy or not self.settings.usage_only):
             key = (
                 tuple(sorted(self.settings.folders.items())),
-                tuple(s.name for s in self.sources),
+                tuple(sorted(s.name for s in self.sources)),  # (the order adapters were imported in is no part of it)
                 self.settings.usage_only,
             )
             self.cache = HandleCache(self.settings.huddle_home, key, cache_name)
