@@ -390,13 +390,16 @@ def test_serve_prints_the_real_url_and_a_token_off_loopback(tmp_path):
             assert bool(m.group(4)) == wants_token
             url = f"http://127.0.0.1:{m.group(2)}/api/sessions"
             deadline = time.time() + 20
-            while True:
+            while True:  # up, and its first read done (a first start reads in a child process)
                 try:
-                    r = httpx.get(url, headers={"x-huddle-token": m.group(4) or ""})
-                    break
+                    info = httpx.get(url.replace("sessions", "info"), headers={"x-huddle-token": m.group(4) or ""})
+                    if not info.json().get("reading"):
+                        r = httpx.get(url, headers={"x-huddle-token": m.group(4) or ""})
+                        break
                 except httpx.ConnectError:
-                    assert time.time() < deadline
-                    time.sleep(0.1)
+                    pass
+                assert time.time() < deadline
+                time.sleep(0.1)
             assert r.status_code == 200 and r.json()["sessions"][0]["id"] == sid
             if wants_token:
                 assert httpx.get(url).status_code == 401

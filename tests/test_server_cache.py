@@ -193,26 +193,29 @@ def test_the_next_start_shows_what_the_last_one_read(home):
         _wait(lambda: srv.state.watcher.started)
 
 
-@pytest.mark.parametrize("workers", [False, True], ids=["in-process", "fresh-workers"])
+@pytest.mark.parametrize("workers", [False, True, "apart"], ids=["in-process", "fresh-workers", "child-process"])
 def test_a_first_start_without_a_cache_holds_no_settled_timeline(tmp_path, monkeypatch, workers):
     read_by_workers: set[str] = set()
-    if workers:  # the samples are small: read them in fresh worker processes anyway
-        monkeypatch.setattr(coldread, "MIN_BYTES", 0)
-        real = coldread.read_in_parallel
+    read_here: list[int] = []
+    # the samples are small: read them in fresh worker processes anyway
+    monkeypatch.setattr(coldread, "MIN_BYTES", 0)
+    real = coldread.read_in_parallel
 
-        def noted(handles, sources, spawn=None, *rest):
-            assert spawn is not None  # a process with threads never forks
-            done = real(handles, sources, spawn, *rest)
-            read_by_workers.update(done)
-            return done
+    def noted(handles, sources, spawn=None, *rest):
+        assert spawn is not None  # a process with threads never forks
+        read_here.append(len(handles))
+        done = real(handles, sources, spawn, *rest) if workers is True else set()
+        read_by_workers.update(done)
+        return done
 
-        monkeypatch.setattr("huddle.core.huddle.read_in_parallel", noted)
+    monkeypatch.setattr("huddle.core.huddle.read_in_parallel", noted)
     settings = web_corpus.build(tmp_path)
     for folder in settings.folders.values():
         _age(folder)
     cold = _cold(settings)
     h = Huddle(settings, cache=True, lazy=True)
-    with _held(h) as release, ServerThread(h, watch_options=FAST) as srv, httpx.Client(base_url=srv.url) as c:
+    opts = {**FAST, "read_apart": workers == "apart"}
+    with _held(h) as release, ServerThread(h, watch_options=opts) as srv, httpx.Client(base_url=srv.url) as c:
         early = c.get("/api/sessions").json()
         assert early["sessions"] == [] and c.get("/api/info").json()["reading"] is True
         release()
@@ -224,7 +227,11 @@ def test_a_first_start_without_a_cache_holds_no_settled_timeline(tmp_path, monke
         key = sorted(h.dormant)[0]
         sid = key.split(":", 1)[1]
         assert c.get(f"/api/sessions/{sid}/events").json() == api.events(cold, sid)
-    assert len(read_by_workers) > len(cold.handles) // 2 if workers else not read_by_workers
+    if workers == "apart":  # the child read everything: here, only what had not settled
+        assert srv.state.watcher.last_error is None and sum(read_here) < len(cold.handles) // 2
+        assert len(srv.state.watcher.built) < len(cold.handles) // 2  # (its rows stand: none built again)
+    else:
+        assert len(read_by_workers) > len(cold.handles) // 2 if workers else not read_by_workers
 
 
 def test_the_board_at_a_past_moment_replays_whole_timelines(home):

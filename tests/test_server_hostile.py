@@ -184,11 +184,13 @@ def served(tmp_path):
         deadline = time.monotonic() + 30
         while True:
             try:
-                httpx.get(f"http://127.0.0.1:{port}/api/info", timeout=5)
-                break
+                info = httpx.get(f"http://127.0.0.1:{port}/api/info", timeout=5).json()
+                if not info.get("reading"):
+                    break  # up, and its first read done (a first start reads in a child process)
             except httpx.TransportError:
-                assert time.monotonic() < deadline, "the server did not come up"
-                time.sleep(0.05)
+                pass
+            assert time.monotonic() < deadline, "the server did not come up and read"
+            time.sleep(0.05)
         yield p, port, sid
     finally:
         if p.poll() is None:

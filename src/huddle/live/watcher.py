@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from huddle.live.firstread import read_apart
 from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
 from huddle.model.times import parse_time
 from huddle.views import api
@@ -63,8 +64,10 @@ class Watcher:
         full_every: float = FULL_EVERY,
         hot_every: float = HOT_EVERY,
         use_watchfiles: bool = True,
+        read_apart: bool = True,
     ):
         self.h = h
+        self.read_apart = read_apart  # a first read without a cache in a child (live.firstread)
         self.publish = publish
         self.debounce = debounce or Debouncer()
         self.poll_watched = poll_watched
@@ -119,6 +122,14 @@ class Watcher:
 
     def _first(self, publish: bool) -> None:
         h = self.h
+        # no cache yet: a child reads it all (live.firstread), and its rows are the board
+        first = self.lazy and self.read_apart and not h.dormant and not h.handles
+        note = read_apart(h, self.stopping.is_set) if first else ""
+        if note:  # (read here instead)
+            self.last_error = f"first read in a child process: {note}"
+        apart = note is None
+        if apart:
+            self._prime_from_cache()
         with h.lock:
             if self.lazy:
                 # what is read from its start is held as the cache holds it (a page reads it
@@ -131,6 +142,8 @@ class Watcher:
             else:
                 h.refresh()
             msgs = self._full_pass(publish=publish)
+            if apart and publish and self.rows:  # (pages that came early have none of them)
+                msgs.insert(0, ("board", {"sessions": list(self.rows.values()), "removed": []}, None))
             if self.lazy:
                 self._save(force=True)
                 h.put_to_sleep()
