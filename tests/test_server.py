@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +15,7 @@ import pytest
 
 import web_corpus
 from conftest import fingerprint
+from helpers import wait_for
 from huddle.server import ServerThread
 from huddle.views import api
 
@@ -441,3 +443,46 @@ def test_plain_huddle_serves_the_demo_when_no_agent_folders_exist(tmp_path):
             p.terminate()
             p.communicate(timeout=10)  # (closes the pipes too)
         assert not list((tmp_path / "huddle-home" / "demo").glob("run-*")), "the demo cleans up after itself"
+
+
+def test_ctrl_c_during_a_first_read_in_a_child_ends_everything_quietly(tmp_path):
+    """A first start reads in a child process with forked workers of its own
+    (live.firstread): Ctrl+C to the terminal's whole process group leaves no traceback
+    and no process behind, whether the child was still reading or had just done."""
+    settings, sid, main = web_corpus.one_session(tmp_path)
+    data = main.read_bytes()
+    for i in range(400):  # enough that the child is likely still reading when Ctrl+C comes
+        (main.parent / f"{sid[:-8]}{i:08d}.jsonl").write_bytes(
+            data.replace(sid.encode(), f"{sid[:-8]}{i:08d}".encode())
+        )
+    env = {**os.environ, **web_corpus.env_of(settings), "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "huddle", "serve", "--port", "0", "--no-open", "--no-notify"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,  # its own group: the test's terminal, Ctrl+C to all of it
+    )
+    try:
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", p.stdout.readline())
+        assert m
+        wait_for(lambda: _info(f"http://127.0.0.1:{m.group(1)}/api/info"), "the server up")
+        os.killpg(p.pid, signal.SIGINT)
+        _out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0 and "Traceback" not in err, err
+
+    def left() -> list[str]:  # (multiprocessing's resource tracker ends just after the server)
+        return subprocess.run(["pgrep", "-g", str(p.pid)], capture_output=True, text=True).stdout.split()
+
+    wait_for(lambda: not left(), "every process of its group gone")
+
+
+def _info(url: str) -> dict | None:
+    try:
+        return httpx.get(url).json()
+    except httpx.TransportError:
+        return None

@@ -3,14 +3,16 @@
 What a read leaves in a Python heap (freed objects among kept ones, unpickled worker
 results) is not given back to the system: a server that read the bench's 2 GB home
 itself held ~240 MB RSS for good, where one starting from the cache holds ~50 MB. The
-child fills the cache as `huddle status` does (its own forked workers: it has one
-thread) and exits; the server then starts from that cache, as on any later start.
+child (io.apart) fills the cache as `huddle status` does (its own forked workers: it
+has one thread) and exits; the server then starts from that cache, as on any later start.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from huddle.io.apart import run_apart
 
 
 def read_apart(core: Any, stopping: Callable[[], bool]) -> str | None:
@@ -19,22 +21,7 @@ def read_apart(core: Any, stopping: Callable[[], bool]) -> str | None:
     caller reads in-process instead)."""
     if core.cache is None or not core.settings.huddle_home:
         return "no cache to fill"
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("spawn")  # a process with threads never forks
-    said = ctx.SimpleQueue()
-    child = ctx.Process(
-        target=fill_cache, args=(core.settings, getattr(core, "idle_after", None), said), name="huddle-first-read"
-    )
-    child.start()
-    while child.is_alive():
-        child.join(0.2)
-        if stopping():
-            child.terminate()
-            child.join()
-            return "stopped"
-    note = said.get() if child.exitcode == 0 and not said.empty() else f"ended with exit code {child.exitcode}"
-    said.close()
+    note = run_apart(__name__, "fill_cache", (core.settings, getattr(core, "idle_after", None)), stopping)
     if note is not None:
         return note
     with core.lock:
@@ -43,21 +30,16 @@ def read_apart(core: Any, stopping: Callable[[], bool]) -> str | None:
     return None
 
 
-def fill_cache(settings: Any, idle_after: float | None, said: Any) -> None:
-    """The child: a cold read into the cache, with the board rows it shows; None or one
-    line through `said`."""
-    note = None
-    try:
-        from huddle.core import Huddle
-        from huddle.views.board import board_json
+def fill_cache(argument: tuple[Any, float | None], say: Callable[[str], None]) -> None:
+    """The child: a cold read into the cache, with the board rows it shows."""
+    from huddle.core import Huddle
+    from huddle.views.board import board_json
 
-        h: Any = Huddle(settings, cache=True, lazy=True)
-        if idle_after is not None:
-            h.idle_after = idle_after  # (the rows' key: built alike, they stand on the server)
-        h.refresh(parallel=True)
-        h.write_board_cache(board_json(h))
-        if h.cache is not None:
-            h.cache.store.close()
-    except Exception as exc:
-        note = f"{type(exc).__name__}: {exc}"
-    said.put(note)
+    settings, idle_after = argument
+    h: Any = Huddle(settings, cache=True, lazy=True)
+    if idle_after is not None:
+        h.idle_after = idle_after  # (the rows' key: built alike, they stand on the server)
+    h.refresh(parallel=True)
+    h.write_board_cache(board_json(h))
+    if h.cache is not None:
+        h.cache.store.close()

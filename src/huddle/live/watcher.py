@@ -125,6 +125,8 @@ class Watcher:
         # no cache yet: a child reads it all (live.firstread), and its rows are the board
         first = self.lazy and self.read_apart and not h.dormant and not h.handles
         note = read_apart(h, self.stopping.is_set) if first else ""
+        if note and self.stopping.is_set():
+            return  # (the server stops: nothing to read for)
         if note:  # (read here instead)
             self.last_error = f"first read in a child process: {note}"
         apart = note is None

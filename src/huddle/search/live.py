@@ -78,26 +78,17 @@ class LiveIndexer:
         is then memory the server never holds (a first build over 2 GB of sessions took
         the server from 240 to 620 MB RSS for good). The watcher's changes follow on the
         server's own core."""
-        import multiprocessing
+        from huddle.io.apart import run_apart
 
-        ctx = multiprocessing.get_context("spawn")  # a process with threads never forks
-        stop, said, done = ctx.Event(), ctx.Queue(), ctx.Array("q", 2)
-        child = ctx.Process(target=build_level, args=(self.h.settings, stop, said, done), name="huddle-search-build")
-        child.start()
-        while child.is_alive():
-            child.join(0.2)
-            self.index.progress = (done[0], done[1])  # what a search says of the build
-            if self.stopping.is_set():
-                stop.set()  # it ends at its next write transaction
-                child.join(30)
-                if child.is_alive():
-                    child.terminate()
-        got = said.get(timeout=5) if child.exitcode == 0 else None
-        said.close()
-        if not got:
-            raise BuildFailed(f"its build ended without a word (exit code {child.exitcode})")
-        self.built_by, error = got
-        if error:
+        def heard(line: str) -> None:  # "pid <its pid>", then "<bytes done> <bytes in all>"
+            done, _, total = line.partition(" ")
+            if done == "pid" and total.isdigit():
+                self.built_by = int(total)
+            elif done.isdigit() and total.isdigit():
+                self.index.progress = (int(done), int(total))  # what a search says of the build
+
+        error = run_apart(__name__, "build_level", self.h.settings, self.stopping.is_set, heard)
+        if error is not None and not self.stopping.is_set():
             raise BuildFailed(error)
 
     def _take(self) -> set[str] | None:
@@ -163,31 +154,22 @@ class BuildFailed(Exception):
     """A first build run apart ended with this one line (said by the child)."""
 
 
-def build_level(settings: Any, stop: Any, said: Any, done: Any) -> None:
-    """A first build in a child process (LiveIndexer._level): its pid and its error in
-    one line (or None) go back through `said`; `stop` (an Event) ends it early; `done`
-    (two shared integers) follows the indexing's bytes done and in all."""
+def build_level(settings: Any, say: Any) -> None:
+    """A first build in a child process (LiveIndexer._level, io.apart): its pid, then
+    its progress as "<bytes done> <bytes in all>" lines."""
     import os
 
     from .index import make_level
 
+    say(f"pid {os.getpid()}")
+
     def progress(what: str, total: int):
-        def step(n: int, of: int) -> None:
-            done[0], done[1] = n, of
+        return (lambda n, of: say(f"{n} {of}")) if what == "building the search index" else None
 
-        return step if what == "building the search index" else None
-
-    error = None
+    index = SearchIndex(settings.huddle_home, settings.folders)
     try:
-        index = SearchIndex(settings.huddle_home, settings.folders)
-        try:
-            core = make_level(settings, index, progress=progress, stop=stop.is_set)
-            if core.cache is not None:
-                core.cache.store.close()
-        finally:
-            index.store.close()
-    except Damaged as exc:
-        error = str(exc)
-    except Exception as exc:  # the server says it in one line and builds again later
-        error = f"{type(exc).__name__}: {exc}"
-    said.put((os.getpid(), error))
+        core = make_level(settings, index, progress=progress)
+        if core.cache is not None:
+            core.cache.store.close()
+    finally:
+        index.store.close()

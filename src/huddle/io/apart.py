@@ -1,0 +1,99 @@
+"""One function of huddle's run in a fresh Python process of its own process group.
+
+A long-lived server reads what leaves memory behind (a first read, a first search-index
+build) in a child: what the child's heap kept goes when it exits. The child is in a
+process group of its own from its first instruction, so Ctrl+C at the terminal reaches
+only the server, which ends the child's whole group (it and the workers it forks) when
+it stops; a child that met Ctrl+C while importing printed a traceback. Standard library
+only, and no multiprocessing: its spawn start cannot make a group.
+
+The child is told (module, function, argument) as a pickle on its stdin; it calls
+`function(argument, say)`, where `say(line)` reaches the parent's `heard`, and its last
+line is its result: "done" alone, or "done <one line saying what went wrong>".
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import selectors
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+CHILD = "from huddle.io.apart import child_main; child_main()"
+DONE = "done"
+
+
+def run_apart(
+    module: str,
+    function: str,
+    argument: Any,
+    stopping: Callable[[], bool],
+    heard: Callable[[str], None] | None = None,
+) -> str | None:
+    """Run `module.function(argument, say)` in a child; None when it is done, else one
+    line saying why not ("stopped": `stopping()` said so, and the child's group ended)."""
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # (it says what went wrong on its last line)
+            process_group=0,
+        )
+    except OSError as exc:
+        return f"could not start it ({exc.strerror or exc})"
+    assert child.stdin is not None and child.stdout is not None
+    result: str | None = "ended without a word"
+    try:
+        try:
+            child.stdin.write(pickle.dumps((module, function, argument)))
+            child.stdin.close()
+        except OSError:
+            pass  # (it ended at once: its exit says so)
+        with selectors.DefaultSelector() as sel:
+            sel.register(child.stdout, selectors.EVENT_READ)
+            while True:
+                if stopping():
+                    return "stopped"
+                if not sel.select(0.2):
+                    continue
+                line = child.stdout.readline().decode("utf-8", "replace").rstrip("\n")
+                if not line:
+                    break  # its end: it exited
+                if line == DONE or line.startswith(DONE + " "):
+                    result = line[len(DONE) + 1 :] or None
+                elif heard is not None:
+                    heard(line)
+        return result
+    finally:
+        if child.poll() is None and result is not None:
+            try:
+                os.killpg(child.pid, signal.SIGTERM)
+            except OSError:
+                pass
+        child.wait()
+        child.stdout.close()
+
+
+def child_main() -> None:
+    """The child's side (CHILD)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (its group is its own: only a kill of the server's)
+    out = sys.stdout
+
+    def say(line: str) -> None:
+        out.write(line.replace("\n", " ") + "\n")
+        out.flush()
+
+    note = ""
+    try:
+        import importlib
+
+        module, function, argument = pickle.loads(sys.stdin.buffer.read())
+        getattr(importlib.import_module(module), function)(argument, say)
+    except Exception as exc:
+        note = f" {type(exc).__name__}: {exc}"
+    say(DONE + note)
