@@ -190,6 +190,78 @@ def test_a_store_of_another_format_is_said_and_rebuilt(home):
     assert any("another version" in n for n in h.notes)
 
 
+def test_a_store_of_the_layout_before_rows_apart_is_said_and_rebuilt(home):
+    """Format 7 kept each row inside its head, in an entries table of six columns: such a
+    file is said in one line and built again in the new layout, never read."""
+    import marshal
+    import sqlite3
+
+    from huddle import __version__
+    from huddle.core.cache import BOARD
+
+    first, h1 = cached_board(home)
+    db = home / "hh" / "cache" / BOARD
+    for extra in ("-wal", "-shm"):
+        (home / "hh" / "cache" / f"{BOARD}{extra}").unlink(missing_ok=True)
+    db.unlink()
+    old = sqlite3.connect(db)
+    old.executescript(
+        "CREATE TABLE meta(k TEXT PRIMARY KEY, v BLOB);"
+        "CREATE TABLE entries(key TEXT PRIMARY KEY, version INTEGER, head BLOB, head_crc INTEGER,"
+        " blob BLOB, blob_crc INTEGER);"
+    )
+    identity = ["handles", 7, __version__, list(h1.cache.store.identity)]
+    old.execute("INSERT INTO meta VALUES ('identity', ?)", (marshal.dumps(identity),))
+    head = marshal.dumps({"files": [], "dirs": [], "row": {"id": "x", "source": "claude"}, "at": 0})
+    old.execute("INSERT INTO entries VALUES ('claude:x', 1, ?, 0, x'00', 0)", (head,))
+    old.commit()
+    old.close()
+    b, h = cached_board(home)
+    same(fresh_board(home), b)
+    assert [n for n in h.notes if BOARD in n and "another version" in n]
+    again, h2 = cached_board(home)
+    same(b, again)
+    assert not h2.handles and not [n for n in h2.notes if BOARD in n]
+
+
+def test_a_row_whose_checksum_fails_has_its_session_read_again(home):
+    """A row is kept beside its head with its own checksum, checked when the heads are
+    read (before any row is decoded): a row that does not match is never shown, and its
+    session, left out, is found by a scan (not spared: the store said something)."""
+    import sqlite3
+
+    cached_board(home)
+    db = sqlite3.connect(home / "hh" / "cache" / "handles.db")
+    key, row = db.execute("SELECT key, row FROM entries WHERE row IS NOT NULL LIMIT 1").fetchone()
+    db.execute("UPDATE entries SET row=? WHERE key=?", (row[:-1] + bytes([row[-1] ^ 1]), key))
+    db.commit()
+    db.close()
+    b, h = cached_board(home)
+    same(fresh_board(home), b)
+    assert key in h.handles  # (found by a scan: its source's others wake with it, as after a new session)
+    assert [n for n in h.notes if "handles.db" in n and "damaged" in n]
+
+
+def test_an_append_decodes_the_rows_of_what_it_shows_only_once(home, monkeypatch):
+    """The rows stay as stored until a view asks for them: a sleeping session's is
+    decoded once, for the board, and the moved session's not at all (built afresh)."""
+    from huddle.core import cache as cache_mod
+
+    cached_board(home)
+    f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
+    prompt(f, "one more thing")
+    decoded: list[bytes | None] = []
+    real = cache_mod.loads
+    monkeypatch.setattr(cache_mod, "loads", lambda raw: (decoded.append(raw), real(raw))[1])
+    h = Huddle(settings(home), cache=True, lazy=True)
+    h.refresh()
+    assert not decoded, "deciding what sleeps decodes no row"
+    b = board_json(h)
+    assert len(decoded) == len(h.dormant)
+    monkeypatch.undo()
+    same(fresh_board(home), b)
+
+
 def test_your_turn_with_only_background_work_left_sleeps_once_its_files_stood_still(tmp_path):
     """Time alone moves such a row only while its files moved within the idle time (the
     background work nothing vouches for goes idle then): long untouched, it stays unread."""

@@ -367,12 +367,12 @@ def _edit_index(home: Path, factor: int) -> None:
     import zlib
 
     db = sqlite3.connect(home / "cache" / "usage.db")
-    for key, head in db.execute("SELECT key, head FROM entries").fetchall():
-        h = marshal.loads(head)
-        for g in (h.get("row") or {}).get("groups", ()):
+    for key, row in db.execute("SELECT key, row FROM entries WHERE row IS NOT NULL").fetchall():
+        r = marshal.loads(row)
+        for g in r.get("groups", ()):
             g[3] *= factor  # input tokens
-        hb = marshal.dumps(h)
-        db.execute("UPDATE entries SET head=?, head_crc=? WHERE key=?", (hb, zlib.crc32(hb), key))
+        rb = marshal.dumps(r)
+        db.execute("UPDATE entries SET row=?, row_crc=? WHERE key=?", (rb, zlib.crc32(rb), key))
     db.commit()
     db.close()
 

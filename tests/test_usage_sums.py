@@ -153,10 +153,16 @@ def test_a_run_takes_out_and_puts_in_only_what_moved(home, tmp_path, monkeypatch
     monkeypatch.setattr(
         usage_sums, "apply", lambda sums, row, sign: (applied.append(row["key"]), real(sums, row, sign))
     )
+    from huddle.core import cache as cache_mod
+
+    decoded: list[bytes | None] = []  # the rows read back from the index: the replaced ones only
+    real_loads = cache_mod.loads
+    monkeypatch.setattr(cache_mod, "loads", lambda raw: (decoded.append(raw), real_loads(raw))[1])
     path = claude_file(home)
     append_response(path, 3, "claude-sonnet-4-5", "2026-11-30T13:00:00.000Z")
     said = kept_report(home, hh)
     assert len(set(applied)) <= 3 and len(applied) <= 6  # (that session, and any sharing its folder's count)
+    assert 1 <= len(decoded) <= 3
     monkeypatch.undo()
     assert said == every_row(home, hh) == fresh(home, tmp_path, hh)
 
@@ -208,15 +214,15 @@ def test_sums_from_before_a_write_they_were_not_part_of_are_added_up_again(home,
     said = kept_report(home, hh)
     assert not any("kept sums" in n for n in said["notes"])
     assert said == every_row(home, hh) == fresh(home, tmp_path, hh)
-    # a row changed behind the index's back (its head's checksum with it): not trusted either
+    # a row changed behind the index's back (its checksum with it): not trusted either
     db = sqlite3.connect(os.path.join(hh, "cache", "usage.db"))
     with db:
-        for key, head in db.execute("SELECT key, head FROM entries").fetchall():
-            h = marshal.loads(head)
-            for g in (h.get("row") or {}).get("groups", ()):
+        for key, row in db.execute("SELECT key, row FROM entries WHERE row IS NOT NULL").fetchall():
+            r = marshal.loads(row)
+            for g in r.get("groups", ()):
                 g[3] += 1000
-            hb = marshal.dumps(h)
-            db.execute("UPDATE entries SET head=?, head_crc=? WHERE key=?", (hb, zlib.crc32(hb), key))
+            rb = marshal.dumps(r)
+            db.execute("UPDATE entries SET row=?, row_crc=? WHERE key=?", (rb, zlib.crc32(rb), key))
     db.close()
     inflated = kept_report(home, hh)
     assert inflated == every_row(home, hh) and inflated["totals"]["input"] > said["totals"]["input"]

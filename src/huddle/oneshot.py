@@ -215,11 +215,12 @@ def usage(
     from huddle.views.usage import aggregate
     from huddle.views.usage_index import counted_from_index
 
+    summed = by == "day" and when is None and before is None
     with FewCollections():
-        counted, notes = counted_from_index(settings, table, when, before, keep=keep)
+        counted, notes = counted_from_index(settings, table, when, before, keep=keep, summed=summed)
     for note in notes:
         echo(f"huddle: {note}", err=True)
-    if by == "day" and when is None and before is None and counted.get("sums") is not None:
+    if summed and counted.get("sums") is not None:
         from huddle.views.usage_sums import report
 
         return report(counted["sums"], table, notes)  # (kept summed: what aggregate says of the rows)

@@ -2,10 +2,11 @@
 
 `$HUDDLE_HOME/cache/handles.db` (a `Store`) keeps, per session, its incremental
 reading state (file identity and offsets, what was derived, the usage events) as a
-pickle, and beside it a small head: its files' stamps and the board row last built
-from it. A new `huddle status` reads the heads, and unpickles only the sessions whose
-files moved (or whose row could move without them: a live process); the others'
-rows are the board as it stands. Written per changed session; a damaged, truncated
+pickle, and beside it a small head (its files' stamps, and the few fields of its row
+that say whether it may sleep: `brief`) and the board row last built from it. A new
+`huddle status` reads the heads, and unpickles only the sessions whose files moved (or
+whose row could move without them: a live process); the others' rows are the board as
+it stands, decoded only where a view asks for them (`Dormant.row`). Written per changed session; a damaged, truncated
 or older file is ignored (one line says so) and built again. The status line's
 board file beside it is `huddle.io.boardfile`.
 """
@@ -23,13 +24,13 @@ from huddle.io.stamps import dirs_still, stamps_of
 from huddle.sources.base import Handle, Source
 
 from .coldread import Packed, pickled, sleepers, take
-from .store import Store
+from .store import Store, dumps, loads
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
 # (1 to 3 were handles.pickle, one pickle of every handle; 4 is handles.db; 5: reader cursors
 # keep ctime and a print, not a tail; 6: heads stamp the files a row shows beyond its own: Codex names;
-# 7: a usage-only Claude read names agents and titles as a full read does.)
-FORMAT = 7
+# 7: a usage-only Claude read names agents and titles as a full read does; 8: rows apart from heads.)
+FORMAT = 8
 BOARD = "handles.db"  # the board's cache
 USAGE_INDEX = "usage.db"  # huddle.views.usage_index
 # the stored answer (huddle.io.answers) worked out from each cache's entries
@@ -42,32 +43,52 @@ def cache_dir(huddle_home: str) -> str:
 
 def head_for(h: Handle, read_at_ns: int, row: dict[str, Any] | None, entangled: bool = False) -> dict[str, Any]:
     """A handle's head: the stamps of its files and of the folders holding them (a new
-    sub-agent file moves its folder before anyone knows of the file), and its row."""
+    sub-agent file moves its folder before anyone knows of the file), and its row's
+    `brief` (the row itself is kept beside the head)."""
     files = h.files()
     dirs = list(dict.fromkeys(os.path.dirname(f) for f in files))
     head: dict[str, Any] = {
         "files": stamps_of([*files, *h.shown_from()], read_at_ns),
         "dirs": stamps_of(dirs, read_at_ns),
-        "row": row,
         "at": read_at_ns,  # when what the row was built from was read
     }
+    if isinstance(row, dict):
+        head["brief"] = brief_of(row)
     if entangled:
         head["entangled"] = True
     return head
 
 
+def brief_of(row: dict[str, Any]) -> dict[str, Any]:
+    """What of a row says whether its session may sleep (core.sleeping.settled reads
+    these fields as it reads a row's): known without decoding the row."""
+    return {
+        "state": row.get("state"),
+        "empty": bool(row.get("empty")),
+        "background": bool(row.get("background")),
+        "pid": row.get("pid"),
+    }
+
+
 class Dormant:
-    """A cached session not unpickled: its head (stamps, row) stands for it. `blob`: a
-    session a worker read and packed (core.coldread.Packed), not yet in the store (the
-    next save writes it)."""
+    """A cached session not unpickled: its head (stamps, brief) and its row stand for it.
+    `raw`: the row as the store keeps it (`row` decodes it). `blob`: a session a worker
+    read and packed (core.coldread.Packed), not yet in the store (the next save writes it)."""
 
-    __slots__ = ("blob", "head", "key", "version")
+    __slots__ = ("blob", "head", "key", "raw", "version")
 
-    def __init__(self, key: str, version: int, head: dict[str, Any], blob: bytes | None = None) -> None:
+    def __init__(
+        self, key: str, version: int, head: dict[str, Any], blob: bytes | None = None, raw: bytes | None = None
+    ) -> None:
         self.key = key
         self.version = version
         self.head = head
         self.blob = blob
+        self.raw = raw
+
+    @property
+    def row(self) -> Any:
+        return loads(self.raw)
 
 
 def leave_packed(
@@ -84,7 +105,8 @@ def leave_packed(
     unread = set(asleep)
     for k, p in packed.items():
         if k in asleep:
-            dormant[k] = Dormant(k, p.version, p.head, blob=p.blob)
+            row = p.head.pop("row", None)  # (the worker's head_of gave it: kept beside the head)
+            dormant[k] = Dormant(k, p.version, p.head, blob=p.blob, raw=dumps(row))
             del found[k]
         elif (h := take(p.blob, sources)) is not None:
             new[k] = h
@@ -124,6 +146,7 @@ class HandleCache:
         self.store = Store(self.path, "handles", FORMAT, settings_key)
         self.versions: dict[str, int] = {}  # key -> the session version stored
         self.heads: dict[str, dict[str, Any]] = {}
+        self.raw: dict[str, bytes | None] = {}  # key -> its row as stored (`row_of`)
         self._sources: dict[str, Source] = {}
         self.read_at_ns = 0  # when the last read began (the core sets it)
         self.opened: list[Any] = []  # the store's stamp when its heads were read (core.answering)
@@ -134,8 +157,18 @@ class HandleCache:
         self._legacy = legacy if legacy != self.path else None
 
     def head_of(self, h: Handle, row: dict[str, Any] | None) -> dict[str, Any]:
-        """A handle's head as this run stamps it (in a worker: core.coldread.Packed)."""
-        return head_for(h, self.read_at_ns, row)
+        """A handle's head as this run stamps it, its row with it (in a worker:
+        core.coldread.Packed; leave_packed takes the row out)."""
+        return {**head_for(h, self.read_at_ns, row), "row": row}
+
+    def row_of(self, key: str) -> Any:
+        """The row stored for this session (None: none)."""
+        return loads(self.raw.get(key))
+
+    def rows(self) -> Iterator[tuple[str, Any]]:
+        """Every stored session's row, decoded."""
+        for key in self.heads:
+            yield key, self.row_of(key)
 
     @property
     def note(self) -> str | None:
@@ -155,20 +188,22 @@ class HandleCache:
     def load(self, sources: Iterable[Source]) -> dict[str, Handle]:
         """Every cached handle, re-attached to the live source objects."""
         self._open(sources)
-        for key, (version, head) in self.store.heads().items():
+        for key, (version, head, raw) in self.store.heads().items():
             self.versions[key] = version
             self.heads[key] = head
+            self.raw[key] = raw
         return self._unpickle(self.store.all_blobs())
 
     def load_dormant(self, sources: Iterable[Source]) -> dict[str, Dormant]:
         """Every cached session as its head only (see `wake`)."""
         self._open(sources)
         out: dict[str, Dormant] = {}
-        for key, (version, head) in self.store.heads().items():
+        for key, (version, head, raw) in self.store.heads().items():
             if isinstance(head, dict):
                 self.versions[key] = version
                 self.heads[key] = head
-                out[key] = Dormant(key, version, head)
+                self.raw[key] = raw
+                out[key] = Dormant(key, version, head, raw=raw)
         return out
 
     def wake(self, keys: Iterable[str], dormant: Mapping[str, Dormant] | None = None) -> dict[str, Handle]:
@@ -205,17 +240,18 @@ class HandleCache:
         """Write what changed: handles whose session version moved, heads whose row (or
         files) did, and drop the sessions that are gone. `entangled`: the sessions whose
         rows hang on other sessions' files (never left unread)."""
-        put: dict[str, tuple[int, Any, bytes | None]] = {}
-        heads: dict[str, tuple[int, Any]] = {}
+        put: dict[str, tuple[int, Any, bytes | None, bytes]] = {}
+        heads: dict[str, tuple[int, Any, bytes | None]] = {}
         rows = rows or {}
         tangled = entangled or set()
         packed: list[Dormant] = []
         for key, h in handles.items():
             if isinstance(h, Dormant):
                 if h.blob is not None:  # read this run, packed by a worker: stored as it came
-                    put[key] = (h.version, h.head, h.blob)
+                    put[key] = (h.version, h.head, h.raw, h.blob)
                     self.versions[key] = h.version
                     self.heads[key] = h.head
+                    self.raw[key] = h.raw
                     packed.append(h)
                 continue
             version = h.session.version
@@ -224,10 +260,18 @@ class HandleCache:
                 # the same reading state: its files may still have moved (a line that made
                 # no event, a partial line), and its row may have (time, a process)
                 old = self.heads[key]
-                head = head_for(h, self.read_at_ns, row if row is not None else old.get("row"), key in tangled)
-                if head != old and {**head, "at": old.get("at")} != old:  # (the same row read again: kept as it was)
-                    heads[key] = (version, head)
+                raw = self.raw.get(key)
+                head = head_for(h, self.read_at_ns, row, key in tangled)
+                if row is None:
+                    if "brief" in old:  # (the row stays as stored)
+                        head["brief"] = old["brief"]
+                elif row != self.row_of(key):
+                    raw = dumps(row)
+                # (the same row read again: kept as it was)
+                if raw is not self.raw.get(key) or (head != old and {**head, "at": old.get("at")} != old):
+                    heads[key] = (version, head, raw)
                     self.heads[key] = head
+                    self.raw[key] = raw
                 continue
             import pickle
 
@@ -238,13 +282,15 @@ class HandleCache:
                 except Exception:
                     continue  # a handle that cannot be kept is simply read again next time
             head = head_for(h, self.read_at_ns, row, key in tangled)
-            put[key] = (version, head, blob)
+            put[key] = (version, head, dumps(row), blob)
             self.versions[key] = version
             self.heads[key] = head
+            self.raw[key] = put[key][2]
         gone = [k for k in self.versions if k not in handles]
         for k in gone:
             del self.versions[k]
             self.heads.pop(k, None)
+            self.raw.pop(k, None)
         if put or heads or gone:
             self.store.write(put, gone, heads=heads)
         for d in packed:
@@ -275,7 +321,11 @@ class HandleCache:
 
     def still_sources(self) -> set[str]:
         """The sources none of whose folders a session could appear in (or vanish from)
-        moved since their last scan, which had nothing to say (a lazy core skips their scans)."""
+        moved since their last scan, which had nothing to say (a lazy core skips their scans).
+        None while the store said something this run (a damaged entry left out is a session
+        only a scan finds again)."""
+        if self.store.note:
+            return set()
         stamps = self.meta().get("scans")
         return {name for name, st in stamps.items() if dirs_still(st)} if isinstance(stamps, dict) else set()
 
@@ -294,6 +344,3 @@ class HandleCache:
 
     def set_meta(self, **kv: Any) -> None:
         self.store.write({}, meta=kv)
-
-    def entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        yield from self.heads.items()

@@ -266,7 +266,7 @@ class Huddle:
     def dormant_rows(self) -> dict[str, dict[str, Any]]:
         """The board rows of the sessions left unread, as last built."""
         with self.lock:
-            return {k: d.head["row"] for k, d in self.dormant.items()}
+            return {k: d.row for k, d in self.dormant.items()}
 
     def write_board_cache(self, board: dict) -> None:
         """Leave the board where the standard-library status line can read it, and its

@@ -26,18 +26,19 @@ SETTLED = ("ended", "idle")
 def sleeps(core: Huddle, d: Dormant, seen: dict[str, int] | None = None) -> bool:
     """A cached session may stay unread: its row is settled, nothing it was read from
     moved, and nothing it shows depends on another session's files. Reading for token
-    counts, any row is settled, and one sharing responses sleeps too (cache.tangled_with)."""
+    counts, any row is settled, and one sharing responses sleeps too (cache.tangled_with).
+    The row is judged by its brief (core.cache.brief_of): the row itself stays undecoded."""
     if core.text_only:
         return unmoved(d.head, seen)
-    row = d.head.get("row")
+    brief = d.head.get("brief")
     if core.settings.usage_only:
-        return isinstance(row, dict) and unmoved(d.head, seen)
-    still = isinstance(row, dict) and settled(core, row, d.head)
+        return isinstance(brief, dict) and unmoved(d.head, seen)
+    still = isinstance(brief, dict) and settled(core, brief, d.head)
     return still and not d.head.get("entangled") and unmoved(d.head, seen)
 
 
 def settled(core: Huddle, row: dict[str, Any], head: dict[str, Any]) -> bool:
-    """Whether time alone cannot move this row (huddle.model.attention.after_quiet):
+    """Whether time alone cannot move this row, or its brief (huddle.model.attention.after_quiet):
     ended or idle; or your turn with only background work left, no process known,
     and files that had stood still past the idle time when the row was built (what
     nothing vouches for had gone idle by then: only a move wakes it); or a session

@@ -30,7 +30,7 @@ def put_to_sleep(core: Huddle) -> int:
             head = core.cache.heads.get(key)
             if h.session.complete or head is None or core.cache.versions.get(key) != h.session.version:
                 continue
-            d = Dormant(key, h.session.version, head)
+            d = Dormant(key, h.session.version, head, raw=core.cache.raw.get(key))
             if core._sleeps(d):
                 del core.handles[key]
                 core.dormant[key] = d

@@ -175,7 +175,7 @@ class Watcher:
         h = self.h
         if h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
             return
-        rows = {k: head["row"] for k, head in h.cache.entries() if isinstance(head.get("row"), dict)}
+        rows = {k: row for k, row in h.cache.rows() if isinstance(row, dict)}
         with self.rows_lock:
             self.rows = {k: r for k, r in rows.items() if listed(r)}
 

@@ -94,13 +94,16 @@ def counted_from_index(
     since: float | None = None,
     until: float | None = None,
     keep: list[Any] | None = None,
+    summed: bool = False,
 ) -> tuple[dict[str, Any], list[str]]:
     """The counted usage for `huddle usage`: per-session sums (`groups`) from the index,
     the sessions whose files moved read again (their new bytes only); or, when the
     sums cannot answer (a bound inside a day, other prices), every counted row.
     Returns (counted, notes), for `usage.aggregate`. `keep`, a list, is given what the
     count hangs on (core.answering.conditions) when this run read nothing and wrote
-    nothing: a report from it may be stored (huddle.io.answers)."""
+    nothing: a report from it may be stored (huddle.io.answers). `summed`: the report
+    is by day over all time, said from the kept sums when there are any: the sessions'
+    own sums are then left out (not decoded: they are the most of what the index holds)."""
     from huddle.core import Huddle
     from huddle.core.answering import conditions
 
@@ -144,11 +147,13 @@ def counted_from_index(
         cond = conditions(h, also=[os.path.join(settings.huddle_home, USER_FILE)])
         if cond is not None:
             keep.append(cond)
-    kept = [d.head["row"] for d in h.dormant.values()]
+    if sums is not None and summed:
+        return {"sums": sums}, notes  # the report by day, kept summed (usage_sums.report)
+    kept = [d.row for d in h.dormant.values()]
     sessions = [s for s in (*kept, *fresh.values()) if s["groups"]]
     out = {"sessions": sessions, "duplicates": sum(s.get("duplicates", 0) for s in sessions)}
     if sums is not None:
-        out["sums"] = sums  # the report by day, kept summed (usage_sums.report)
+        out["sums"] = sums
     return out, notes
 
 
@@ -165,13 +170,13 @@ def _summed(h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[
     if problem:
         notes.append(f"{cache.path}: {problem}")
     # the rows this save replaces or drops, as they stand (cache.heads is what was read)
-    packed = {k: d.head.get("row") for k, d in h.dormant.items() if d.blob is not None}
+    packed = {k: d.row for k, d in h.dormant.items() if d.blob is not None}
     moved = [*fresh, *packed, *(k for k in cache.heads if k not in h.dormant and k not in h.handles)]
     if sums is not None:
         try:
             for k in moved:
                 if k in cache.heads:
-                    usage_sums.apply(sums, cache.heads[k].get("row"), -1)
+                    usage_sums.apply(sums, cache.row_of(k), -1)
             for row in (*fresh.values(), *packed.values()):
                 usage_sums.apply(sums, row, 1)
         except (KeyError, IndexError, TypeError, ValueError):  # (ValueError: not the rows' sums)
@@ -180,7 +185,7 @@ def _summed(h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[
     h.save_rows(fresh)
     if rebuilt:
         try:
-            sums = usage_sums.total_of([*(d.head.get("row") for d in h.dormant.values()), *fresh.values()])
+            sums = usage_sums.total_of([*(d.row for d in h.dormant.values()), *fresh.values()])
         except (KeyError, IndexError, TypeError, ValueError):
             return None
     after = {k: store.crcs.get(k) for k in cache.heads}
