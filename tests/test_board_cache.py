@@ -199,7 +199,7 @@ def test_a_store_of_the_layout_before_rows_apart_is_said_and_rebuilt(home):
     from huddle import __version__
     from huddle.core.cache import BOARD
 
-    first, h1 = cached_board(home)
+    _first, h1 = cached_board(home)
     db = home / "hh" / "cache" / BOARD
     for extra in ("-wal", "-shm"):
         (home / "hh" / "cache" / f"{BOARD}{extra}").unlink(missing_ok=True)

@@ -70,7 +70,23 @@ def json_bytes(data: Any) -> bytes:
     except (TypeError, msgspec.EncodeError):
         import json
 
-        return json.dumps(data, indent=2, ensure_ascii=False).encode()
+        def kept(o: Any) -> Any:  # (a row given as its JSON: said_board)
+            if isinstance(o, msgspec.Raw):
+                return json.loads(bytes(o))
+            raise TypeError(type(o).__name__)
+
+        return json.dumps(data, indent=2, ensure_ascii=False, default=kept).encode()
+
+
+def said_board(data: dict[str, Any]) -> dict[str, Any]:
+    """A board read with its sleeping rows as kept (core.cache.Kept), as JSON says it:
+    each such row its JSON as kept (msgspec.Raw), not decoded only to be encoded again."""
+    import msgspec
+
+    from huddle.core.cache import Kept
+
+    rows = [msgspec.Raw(r.json) if isinstance(r, Kept) else r for r in data.get("sessions", ())]
+    return {**data, "sessions": rows}
 
 
 def board(when: float | None = None) -> dict[str, Any]:
@@ -106,8 +122,9 @@ class FewCollections:
             gc.enable()
 
 
-def _read(when: float | None) -> tuple[dict[str, Any], Any]:
-    """(the board, the core it was read with), its notes said on stderr."""
+def _read(when: float | None, raw: bool = False) -> tuple[dict[str, Any], Any]:
+    """(the board, the core it was read with), its notes said on stderr. `raw`: its
+    sleeping rows as kept (views.board.board_json), to be said as JSON (`said_board`)."""
     from huddle.core import Huddle
     from huddle.views.board import board_json
 
@@ -117,7 +134,7 @@ def _read(when: float | None) -> tuple[dict[str, Any], Any]:
     h = Huddle(cache=when is None, lazy=when is None)
     with FewCollections():
         h.refresh(parallel=when is None)
-        data = board_json(h, at=when)
+        data = board_json(h, at=when, raw=raw)
     if when is None:
         h.write_board_cache(data)
     for note in data.get("notes", ()):
@@ -147,8 +164,9 @@ def stored(name: str | None = None) -> bytes | None:
 
 
 def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
-    """The board now, read from the cache (its notes said), and its JSON if `text`. A
-    board that read nothing new is kept as the stored answer (core.answering)."""
+    """The board now, read from the cache (its notes said), and its JSON if `text` (the
+    board then with its sleeping rows as kept: `said_board`). A board that read nothing
+    new is kept as the stored answer (core.answering)."""
     import os
     import time
 
@@ -157,10 +175,10 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     from huddle.views.pricing import USER_FILE
 
     started = time.time_ns()
-    data, h = _read(None)
+    data, h = _read(None, raw=text)
     home = h.settings.huddle_home
     cond = conditions(h, also=[os.path.join(home, USER_FILE)]) if home else None
-    said = json_bytes(data) if text or cond is not None else None
+    said = json_bytes(said_board(data)) if text or cond is not None else None
     if cond is not None and said is not None:
         answers.save(home, said, list(data.get("notes", ())), cond, started)
     elif home:

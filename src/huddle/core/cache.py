@@ -24,12 +24,13 @@ from huddle.io.stamps import dirs_still, stamps_of
 from huddle.sources.base import Handle, Source
 
 from .coldread import Packed, pickled, sleepers, take
-from .store import Store, dumps, loads
+from .store import Store, dumps, json_of, loads
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
 # (1 to 3 were handles.pickle, one pickle of every handle; 4 is handles.db; 5: reader cursors
 # keep ctime and a print, not a tail; 6: heads stamp the files a row shows beyond its own: Codex names;
-# 7: a usage-only Claude read names agents and titles as a full read does; 8: rows apart from heads.)
+# 7: a usage-only Claude read names agents and titles as a full read does; 8: rows apart from
+# heads, the board's as their JSON.)
 FORMAT = 8
 BOARD = "handles.db"  # the board's cache
 USAGE_INDEX = "usage.db"  # huddle.views.usage_index
@@ -41,7 +42,21 @@ def cache_dir(huddle_home: str) -> str:
     return os.path.join(huddle_home, "cache")
 
 
-def head_for(h: Handle, read_at_ns: int, row: dict[str, Any] | None, entangled: bool = False) -> dict[str, Any]:
+# A row's brief: what says whether its session may sleep (core.sleeping.settled reads these
+# fields as it reads a row's); a board row's also what sorts and lists it and what the
+# status line's board file shows (views.board.sort_rows, listed; io.boardfile.write_board)
+SLEEP_BRIEF = ("state", "empty", "background", "pid")
+BOARD_BRIEF: tuple[str, ...] = (*SLEEP_BRIEF, "id", "source", "title", "project", "state_since", "waiting_for")
+BOARD_BRIEF += ("tokens", "cost", "updated_at")
+
+
+def head_for(
+    h: Handle,
+    read_at_ns: int,
+    row: dict[str, Any] | None,
+    entangled: bool = False,
+    brief: tuple[str, ...] = SLEEP_BRIEF,
+) -> dict[str, Any]:
     """A handle's head: the stamps of its files and of the folders holding them (a new
     sub-agent file moves its folder before anyone knows of the file), and its row's
     `brief` (the row itself is kept beside the head)."""
@@ -53,21 +68,35 @@ def head_for(h: Handle, read_at_ns: int, row: dict[str, Any] | None, entangled: 
         "at": read_at_ns,  # when what the row was built from was read
     }
     if isinstance(row, dict):
-        head["brief"] = brief_of(row)
+        head["brief"] = brief_of(row, brief)
     if entangled:
         head["entangled"] = True
     return head
 
 
-def brief_of(row: dict[str, Any]) -> dict[str, Any]:
-    """What of a row says whether its session may sleep (core.sleeping.settled reads
-    these fields as it reads a row's): known without decoding the row."""
-    return {
-        "state": row.get("state"),
-        "empty": bool(row.get("empty")),
-        "background": bool(row.get("background")),
-        "pid": row.get("pid"),
-    }
+def brief_of(row: dict[str, Any], fields: tuple[str, ...] = SLEEP_BRIEF) -> dict[str, Any]:
+    """These fields of a row (SLEEP_BRIEF, BOARD_BRIEF) that it has, known without
+    decoding the row: what is only tested for, as a flag, and of the cost its sum in
+    dollars (what views.board and io.boardfile.write_board read of a row)."""
+    out = {k: row[k] for k in fields if k in row}
+    for flag in ("empty", "background"):
+        if flag in out:
+            out[flag] = bool(out[flag])
+    if "cost" in out:
+        out["cost"] = {"usd": (out["cost"] or {}).get("usd")}
+    return out
+
+
+class Kept(dict[str, Any]):
+    """A sleeping session's board row as its brief (what sorts and lists it, what the
+    board file shows), with the row's JSON as kept (`json`): a board said as JSON says
+    it without decoding or encoding it (views.board.board_json, raw)."""
+
+    __slots__ = ("json",)
+
+    def __init__(self, brief: dict[str, Any], raw: bytes) -> None:
+        super().__init__(brief)
+        self.json = json_of(raw)
 
 
 class Dormant:
@@ -89,6 +118,13 @@ class Dormant:
     @property
     def row(self) -> Any:
         return loads(self.raw)
+
+    def kept(self) -> Kept | None:
+        """Its board row as brief and JSON (`Kept`), if its head has a board brief."""
+        brief = self.head.get("brief")
+        if self.raw is None or not isinstance(brief, dict) or "source" not in brief:
+            return None
+        return Kept(brief, self.raw)
 
 
 def leave_packed(
@@ -147,6 +183,9 @@ class HandleCache:
         self.versions: dict[str, int] = {}  # key -> the session version stored
         self.heads: dict[str, dict[str, Any]] = {}
         self.raw: dict[str, bytes | None] = {}  # key -> its row as stored (`row_of`)
+        # the board's rows are kept as their JSON, with a brief that sorts and lists them
+        self.json_rows = name == BOARD
+        self.brief = BOARD_BRIEF if self.json_rows else SLEEP_BRIEF
         self._sources: dict[str, Source] = {}
         self.read_at_ns = 0  # when the last read began (the core sets it)
         self.opened: list[Any] = []  # the store's stamp when its heads were read (core.answering)
@@ -159,7 +198,7 @@ class HandleCache:
     def head_of(self, h: Handle, row: dict[str, Any] | None) -> dict[str, Any]:
         """A handle's head as this run stamps it, its row with it (in a worker:
         core.coldread.Packed; leave_packed takes the row out)."""
-        return {**head_for(h, self.read_at_ns, row), "row": row}
+        return {**head_for(h, self.read_at_ns, row, brief=self.brief), "row": row}
 
     def row_of(self, key: str) -> Any:
         """The row stored for this session (None: none)."""
@@ -261,12 +300,12 @@ class HandleCache:
                 # no event, a partial line), and its row may have (time, a process)
                 old = self.heads[key]
                 raw = self.raw.get(key)
-                head = head_for(h, self.read_at_ns, row, key in tangled)
+                head = head_for(h, self.read_at_ns, row, key in tangled, self.brief)
                 if row is None:
                     if "brief" in old:  # (the row stays as stored)
                         head["brief"] = old["brief"]
-                elif row != self.row_of(key):
-                    raw = dumps(row)
+                elif (new := dumps(row, self.json_rows)) != raw and row != self.row_of(key):
+                    raw = new
                 # (the same row read again: kept as it was)
                 if raw is not self.raw.get(key) or (head != old and {**head, "at": old.get("at")} != old):
                     heads[key] = (version, head, raw)
@@ -281,8 +320,8 @@ class HandleCache:
                     blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
                 except Exception:
                     continue  # a handle that cannot be kept is simply read again next time
-            head = head_for(h, self.read_at_ns, row, key in tangled)
-            put[key] = (version, head, dumps(row), blob)
+            head = head_for(h, self.read_at_ns, row, key in tangled, self.brief)
+            put[key] = (version, head, dumps(row, self.json_rows), blob)
             self.versions[key] = version
             self.heads[key] = head
             self.raw[key] = put[key][2]

@@ -268,6 +268,12 @@ class Huddle:
         with self.lock:
             return {k: d.row for k, d in self.dormant.items()}
 
+    def dormant_kept(self) -> dict[str, dict[str, Any]]:
+        """The same rows, undecoded where kept as JSON (cache.Kept: a brief, the JSON as
+        kept); a row kept otherwise is decoded."""
+        with self.lock:
+            return {k: d.kept() or d.row for k, d in self.dormant.items()}
+
     def write_board_cache(self, board: dict) -> None:
         """Leave the board where the standard-library status line can read it, and its
         rows in the cache (what a sleeping session shows next time)."""

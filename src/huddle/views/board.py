@@ -152,7 +152,11 @@ def rows_key(h: Huddle, table: pricing.Table | None) -> list[Any]:
     return [repr(sorted(table.describe().items())) if table is not None else None, getattr(h, "idle_after", None)]
 
 
-def board_json(h: Huddle, at: float | None = None, debounce: Debouncer | None = None) -> dict[str, Any]:
+def board_json(
+    h: Huddle, at: float | None = None, debounce: Debouncer | None = None, raw: bool = False
+) -> dict[str, Any]:
+    """The board. `raw`: a sleeping session's row may be given as kept (core.cache.Kept:
+    its brief, with its JSON beside it), for a board said as JSON (`said_json`)."""
     table = pricing_table(h)
     kept: dict[str, dict[str, Any]] = {}
     cache = getattr(h, "cache", None)
@@ -160,14 +164,14 @@ def board_json(h: Huddle, at: float | None = None, debounce: Debouncer | None = 
         # sessions left unread (huddle's cache): their rows as last built, if built alike
         if at is not None or cache is None or cache.meta().get("rows") != rows_key(h, table):
             h.wake_all()
-        kept = h.dormant_rows()
+        kept = h.dormant_kept() if raw and at is None else h.dormant_rows()
     sessions = h.loaded_sessions() if hasattr(h, "loaded_sessions") else h.sessions()
     built = {s.key: session_entry(h, s, at=at, debounce=debounce, table=table) for s in sessions}
     if at is None and getattr(h, "lazy", False):
         h.built_rows = built  # every row, listed or not, for the cache (see Huddle.write_board_cache)
         if cache is not None and cache.meta().get("rows") != rows_key(h, table):
             cache.set_meta(rows=rows_key(h, table))
-    rows = sort_rows([r for r in [*built.values(), *(dict(r) for r in kept.values())] if listed(r)])
+    rows = sort_rows([r for r in [*built.values(), *(r if raw else dict(r) for r in kept.values())] if listed(r)])
     out: dict[str, Any] = {"sessions": rows}
     notes = board_notes(h)
     if notes:
