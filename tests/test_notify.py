@@ -223,7 +223,8 @@ def test_huddle_serve_notifies_and_ctrl_c_exits_0(bus, live_claude):
 
         def up() -> bool:  # answering: the watcher has read the board (as it stood: not news)
             try:
-                return httpx.get(url + "api/sessions", timeout=5).json()["sessions"][0]["state"] == "working"
+                rows = httpx.get(url + "api/sessions", timeout=5).json()["sessions"]
+                return bool(rows) and rows[0]["state"] == "working"  # (none while its first read runs)
             except httpx.HTTPError:
                 return False
 

@@ -89,7 +89,7 @@ class LiveIndexer:
 
         error = run_apart(__name__, "build_level", self.h.settings, self.stopping.is_set, heard)
         if error is not None and not self.stopping.is_set():
-            raise BuildFailed(error)
+            raise _BuildFailed(error)
 
     def _take(self) -> set[str] | None:
         with self._lock:
@@ -131,7 +131,7 @@ class LiveIndexer:
                 with self._lock:
                     self.dirty = None  # build it all again
             except Exception as exc:  # the thread outlives any one bad round
-                said = str(exc) if isinstance(exc, BuildFailed) else f"{type(exc).__name__}: {exc}"
+                said = str(exc) if isinstance(exc, _BuildFailed) else f"{type(exc).__name__}: {exc}"
                 self.last_error = f"search index: {said}"
                 failed = True
                 with self._lock:
@@ -150,7 +150,7 @@ class LiveIndexer:
                 self.wake.set()  # more came in meanwhile (a failure waits CHECK instead)
 
 
-class BuildFailed(Exception):
+class _BuildFailed(Exception):
     """A first build run apart ended with this one line (said by the child)."""
 
 
