@@ -366,7 +366,10 @@ class FileParser(ResponseCounts):
                 return  # the lead's ORDER event already carries this text
             self.emit(ev.ORDER, off, n, text=t, truncated=cut, target=self.agent)
             return
-        self.emit(ev.PROMPT, off, n, text=t, truncated=cut, name=name)
+        agent, at, path = self.agent, self.last_t, self.path  # (emit's event without a **kw: ~8k instructions)
+        self.out.append(
+            Event(kind=ev.PROMPT, agent=agent, t=at, file=path, offset=off, length=n, name=name, text=t, truncated=cut)
+        )
         if self.filter is not None:
             self.filter.prompted = True  # the title is a prompt's now: a last-prompt record cannot change it
 

@@ -27,6 +27,9 @@ class ResponseCounts:
     file_is_sub: bool
     own_session: str
     inline_sidechains: bool
+    last_t: float | None
+    path: str
+    out: list[Event]
 
     def emit(self, kind: str, off: int, ln: int, **kw: Any) -> Event:
         raise NotImplementedError
@@ -73,11 +76,23 @@ class ResponseCounts:
         counted = self.shared.counted
         if mid not in counted:
             origin = r.sessionId if r.sessionId and r.sessionId != self.own_session and self.own_session else ""
-            counted[mid] = (
-                None
-                if copied
-                else self.emit(ev.USAGE, off, n, id=mid, name=m.model or "", usage=usage_of(m.usage), origin=origin)
-            )
+            if copied:
+                counted[mid] = None
+            else:  # (emit's event, without a **kw)
+                e = Event(
+                    kind=ev.USAGE,
+                    agent=self.agent,
+                    t=self.last_t,
+                    file=self.path,
+                    offset=off,
+                    length=n,
+                    id=mid,
+                    name=m.model or "",
+                    usage=usage_of(m.usage),
+                    origin=origin,
+                )
+                self.out.append(e)
+                counted[mid] = e
         else:
             first = counted[mid]
             if first is not None:  # a later record of the response: its counts may be the final ones

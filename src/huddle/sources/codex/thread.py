@@ -15,7 +15,7 @@ import msgspec
 
 from huddle.model import events as ev
 from huddle.model import times
-from huddle.model.events import Event, cap, one_line
+from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
 from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
 
@@ -69,12 +69,22 @@ class ThreadParser(Judged):
     # -- helpers -----------------------------------------------------------------------
 
     def emit(self, kind: str, off: int, n: int, **kw) -> Event:
-        e = Event(kind=kind, agent=self.agent, t=self.now, file=self.path, offset=off, length=n, **kw)
+        return self._added(Event(kind=kind, agent=self.agent, t=self.now, file=self.path, offset=off, length=n, **kw))
+
+    def _added(self, e: Event) -> Event:
+        """`emit`'s end. A count and a prompt (most of a usage-only read's events) are made
+        whole where they are read and added here: a **kw costs ~8k instructions an event."""
         self.out.append(e)
         if not self.out_seen:
             self.out_seen = True
             self._judge()
         return e
+
+    def _usage(self, off: int, n: int, mid: str, u: Usage) -> None:
+        agent, t, path, model = self.agent, self.now, self.path, self.model
+        self._added(
+            Event(kind=ev.USAGE, agent=agent, t=t, file=path, offset=off, length=n, id=mid, name=model, usage=u)
+        )
 
     def _turn_end(self, off: int, n: int, **kw) -> None:
         # a usage-only read past its first event passes over turn markers: no turn ends then
@@ -148,7 +158,7 @@ class ThreadParser(Judged):
         elif t == "token_usage_record":
             u = self.ledger.record(p.usage)
             if u is not None:
-                self.emit(ev.USAGE, off, n, id=p.response_id or "", name=self.model, usage=u)
+                self._usage(off, n, p.response_id or "", u)
         elif t == "turn_context":
             self.model = p.model or self.model
             self.approval = rec.raw_str(p.approval_policy) or self.approval
@@ -328,7 +338,7 @@ class ThreadParser(Judged):
                 return
             u = self.ledger.totals(info.total_token_usage, info.last_token_usage)
             if u is not None:
-                self.emit(ev.USAGE, off, n, name=self.model, usage=u)
+                self._usage(off, n, "", u)
             if self.ledger.moved:
                 self._response_done(off, n)
         elif ty == "user_message":
@@ -424,7 +434,8 @@ class ThreadParser(Judged):
             self.legacy_turn_open = True
         s, cut = cap(text)
         if self.is_lead:
-            self.emit(ev.PROMPT, off, n, text=s, truncated=cut)
+            agent, t, path = self.agent, self.now, self.path
+            self._added(Event(kind=ev.PROMPT, agent=agent, t=t, file=path, offset=off, length=n, text=s, truncated=cut))
             return
         if self.folded_from_item is not None:
             same = text == self.folded_from_item

@@ -37,7 +37,8 @@ def to_usage(v: Counts) -> Usage:
     """Codex counts input including cached (and cache-written) input, and output
     including reasoning. huddle's Usage wants input net of both caches."""
     inp, cached, written, out, _reasoning = v
-    return Usage(input=max(0, inp - cached - written), output=out, cache_read=cached, cache_write=written)
+    net = inp - cached - written
+    return Usage(input=net if net > 0 else 0, output=out, cache_read=cached, cache_write=written)
 
 
 def _sub(a: Counts, b: Counts) -> Counts:
