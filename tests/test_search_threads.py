@@ -67,13 +67,23 @@ class Pause:
         self.closed = threading.Event()  # the closer's close returned
         self.violations: list[str] = []
         self.statements = 0
+        # held between rounds (_hammer): the thread waits at its next statement for the
+        # test's next round, so how many rounds land is not up to the machine's load;
+        # never while the closer waits for the lock (a transaction holds it: it goes on)
+        self.holding = False
+        self.closing = False
+        self.turn = threading.Event()
 
     def trace(self, sql: str) -> None:
         if threading.current_thread().name != INDEXER:
             return
         self.statements += 1
+        end = time.monotonic() + DEADLINE
+        while self.holding and not self.closing and not self.arm.is_set() and time.monotonic() < end:
+            self.turn.wait(0.05)
         if not self.arm.is_set():
             return
+        self.turn.clear()
         self.arm.clear()
         self.inside.set()
         if not self.waiting.wait(DEADLINE):
@@ -114,6 +124,7 @@ def _next_statement(pause: Pause, indexer: LiveIndexer) -> bool:
     once it has nothing more to do."""
     pause.closed.clear()
     pause.arm.set()
+    pause.turn.set()
     end = time.monotonic() + DEADLINE
     while not pause.inside.wait(0.05):
         if indexer.idle.is_set() and not pause.inside.is_set():
@@ -129,15 +140,22 @@ def _hammer(pause: Pause, indexer: LiveIndexer, close, most: int) -> int:
     `most` times, until it is done (the first statement is always held). Returns how
     many closes landed inside a statement."""
     pause.arm.set()
+    pause.holding = True
     indexer.start()
     closes = 0
     try:
         while closes < most and _next_statement(pause, indexer):
+            pause.closing = True
             close()
+            pause.closing = False
             pause.closed.set()
             closes += 1
+        pause.holding = False  # the rest runs free
+        pause.turn.set()
         assert indexer.idle.wait(DEADLINE)
     finally:
+        pause.holding = False
+        pause.turn.set()
         indexer.stop()
     assert pause.violations == []
     return closes
