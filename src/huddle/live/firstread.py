@@ -21,7 +21,8 @@ def read_apart(core: Any, stopping: Callable[[], bool]) -> str | None:
     caller reads in-process instead)."""
     if core.cache is None or not core.settings.huddle_home:
         return "no cache to fill"
-    note = run_apart(__name__, "fill_cache", (core.settings, getattr(core, "idle_after", None)), stopping)
+    names = [s.name for s in core.sources]  # (the cache's key: the child's must be the same)
+    note = run_apart(__name__, "fill_cache", (core.settings, names, getattr(core, "idle_after", None)), stopping)
     if note is not None:
         return note
     with core.lock:
@@ -30,13 +31,13 @@ def read_apart(core: Any, stopping: Callable[[], bool]) -> str | None:
     return None
 
 
-def fill_cache(argument: tuple[Any, float | None], say: Callable[[str], None]) -> None:
+def fill_cache(argument: tuple[Any, list[str], float | None], say: Callable[[str], None]) -> None:
     """The child: a cold read into the cache, with the board rows it shows."""
     from huddle.core import Huddle
     from huddle.views.board import board_json
 
-    settings, idle_after = argument
-    h: Any = Huddle(settings, cache=True, lazy=True)
+    settings, names, idle_after = argument
+    h: Any = Huddle(settings, sources=names, cache=True, lazy=True)
     if idle_after is not None:
         h.idle_after = idle_after  # (the rows' key: built alike, they stand on the server)
     h.refresh(parallel=True)
