@@ -222,14 +222,24 @@ class Bench:
         return env
 
     def answered(self, status_cmd: list[str], name: str = "status.bin") -> None:
-        """Runs `huddle status --json` (or `usage --json`, its answer `name`) until its
-        answer is kept (huddle.io.answers): once a run read nothing; a session appended
-        to under a second before its read is read once more."""
+        """Runs `huddle status --json` (or `usage --json`, its answer `name`) until a run
+        is said from its stored answer (huddle.io.answers: the run left it as it was):
+        a run after a move reads it and stores a new one, and a session appended to
+        under a second before its read is read once more."""
         answer = self.work / "hh" / "cache" / name
-        for _ in range(4):
-            if answer.exists():
-                return
+
+        def stamp() -> tuple[int, int, int] | None:
+            try:
+                st = answer.stat()
+            except OSError:
+                return None
+            return st.st_ino, st.st_size, st.st_mtime_ns
+
+        for _ in range(5):
+            before = stamp()
             timed(status_cmd, self.env())
+            if before is not None and stamp() == before:
+                return
 
     def append(self) -> None:
         """One more model response at the end of one session (a new message id)."""
