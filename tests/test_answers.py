@@ -43,6 +43,11 @@ def settle(root) -> None:
 
 @pytest.fixture
 def home(tmp_path):
+    return make_home(tmp_path)
+
+
+def make_home(tmp_path):
+    """Claude sessions of four scenarios and a Codex one, settled, no process running."""
     claude = tmp_path / "claude"
     for name in SCENARIOS:
         shutil.copytree(SAMPLES / "claude" / name / "config" / "projects", claude / "projects", dirs_exist_ok=True)
@@ -340,8 +345,8 @@ def test_a_miss_looks_at_the_newest_files_first_and_never_at_the_answer(tmp_path
     assert answers.load(hh) == ((b'{"sessions": []}', []), None)
     with open(files[1][0], "a") as f:  # the newest moved, and the answer's bytes are damaged
         f.write("{}\n")
-    fmt, crc, payload, said_crc, said = kept
-    pathlib.Path(path).write_bytes(marshal.dumps((fmt, crc, payload, said_crc, said[:-1] + b"]")))
+    fmt, crc, payload, said_crc, said, *index = kept
+    pathlib.Path(path).write_bytes(marshal.dumps((fmt, crc, payload, said_crc, said[:-1] + b"]", *index)))
     assert answers.load(hh) == (None, None)
     os.truncate(files[1][0], 3)  # as it was stamped (size, mtime): now the damage is found and said
     os.utime(files[1][0], ns=(files[1][2], files[1][2]))

@@ -78,6 +78,38 @@ def json_bytes(data: Any) -> bytes:
         return json.dumps(data, indent=2, ensure_ascii=False, default=kept).encode()
 
 
+def board_text(rows: list[Any], notes: list[str]) -> tuple[bytes, list[tuple[int, int]]]:
+    """`json_bytes({"sessions": rows, "notes": notes})` (no notes: none said), each row
+    formatted apart (`row_text`), and where each row's text stands in it: a board put
+    together again from its rows' texts (core.patching) is the board as written."""
+    return joined_board([row_text(r) for r in rows], notes)
+
+
+def row_text(row: Any) -> bytes:
+    """A board row's JSON as it stands in the board's: indented at its depth (a
+    formatted string holds no newline: each one indents)."""
+    import msgspec
+
+    raw = bytes(row) if isinstance(row, msgspec.Raw) else msgspec.json.encode(row)
+    return b"    " + msgspec.json.format(raw, indent=2).replace(b"\n", b"\n    ")
+
+
+def joined_board(texts: list[bytes], notes: list[str]) -> tuple[bytes, list[tuple[int, int]]]:
+    """A board's JSON from its rows' texts (`row_text`), and where each stands in it."""
+    import msgspec
+
+    tail = b""
+    if notes:
+        tail = b',\n  "notes": ' + msgspec.json.format(msgspec.json.encode(notes), indent=2).replace(b"\n", b"\n  ")
+    if not texts:
+        return b'{\n  "sessions": []' + tail + b"\n}", []
+    spans, at = [], len(b'{\n  "sessions": [\n')
+    for t in texts:
+        spans.append((at, at + len(t)))
+        at += len(t) + 2  # (",\n")
+    return b'{\n  "sessions": [\n' + b",\n".join(texts) + b"\n  ]" + tail + b"\n}", spans
+
+
 def said_board(data: dict[str, Any]) -> dict[str, Any]:
     """A board read with its sleeping rows as kept (core.cache.Kept), as JSON says it:
     each such row its JSON as kept (msgspec.Raw), not decoded only to be encoded again."""
@@ -146,21 +178,27 @@ def stored(name: str | None = None) -> bytes | None:
     """`huddle status --json`'s stored answer (UTF-8), or another's (`name`: see
     huddle.io.answers), its notes said on stderr; None when there is none, or something
     it came from moved."""
+    return looked(name)[0]
+
+
+def looked(name: str | None = None, most: int = 0) -> tuple[bytes | None, Any]:
+    """(`stored`'s answer, or None and, if only `most` session files or fewer moved
+    under it, the answer as stale: huddle.io.answers.Stale, for core.patching)."""
     import os
 
     from huddle.io import answers
     from huddle.io.folders import huddle_home
 
     home = huddle_home(os.environ)
-    hit, problem = answers.load(home, name or answers.STATUS) if home else (None, None)
+    hit, stale, problem = answers.look(home, name or answers.STATUS, most) if home else (None, None, None)
     if problem:
         echo(f"huddle: {problem}", err=True)
     if hit is None:
-        return None
+        return None, stale
     said, notes = hit
     for note in notes:
         echo(f"huddle: {note}", err=True)
-    return said
+    return said, None
 
 
 def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
@@ -178,9 +216,20 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     data, h = _read(None, raw=text)
     home = h.settings.huddle_home
     cond = conditions(h, also=[os.path.join(home, USER_FILE)]) if home else None
-    said = json_bytes(said_board(data)) if text or cond is not None else None
+    said, spans = None, None
+    if text or cond is not None:
+        import msgspec
+
+        rows, notes = said_board(data)["sessions"], list(data.get("notes", ()))
+        try:
+            said, spans = board_text(rows, notes)
+        except (TypeError, msgspec.EncodeError):  # what only json.dumps says (json_bytes)
+            said = json_bytes(said_board(data))
     if cond is not None and said is not None:
-        answers.save(home, said, list(data.get("notes", ())), cond, started)
+        from huddle.core.patching import index_of
+
+        index = index_of(h, data["sessions"], spans) if spans is not None else None
+        answers.save(home, said, list(data.get("notes", ())), cond, started, index=index)
     elif home:
         answers.drop(home)
     return data, said
@@ -198,12 +247,20 @@ def say(said: bytes) -> int:
 
 def status_json() -> int:
     """`huddle status --json`: every session, as GET /api/sessions returns them."""
-    said = stored()
+    from huddle.io.answers import PATCHABLE
+
+    said, stale = looked(most=PATCHABLE)
     if said is not None:
         return say(said)
     from huddle.core.store import one_answer
 
     one_answer()
+    if stale is not None:  # only some sessions' files moved: the board is worked out from them
+        from huddle.core.patching import patched
+
+        said = patched(stale, echo)
+        if said is not None:
+            return say(said)
     _data, said = read_now(text=True)
     return say(said or b"")
 

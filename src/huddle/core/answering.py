@@ -21,20 +21,29 @@ if TYPE_CHECKING:
     from .huddle import Huddle
 
 
-def conditions(h: Huddle, also: list[str]) -> dict[str, Any] | None:
+def conditions(h: Huddle, also: list[str], stored_at: list[Any] | None = None) -> dict[str, Any] | None:
     """What the board `h` just built (or, on a core reading token counts only, the usage
     it counted) hangs on, and the files `also` (the user's prices); None if it cannot be
-    stored."""
+    stored. `stored_at` (a partial core, core.patching: the store's stamp after it kept
+    what it read): the sessions read this run stand on their new heads, if their rows
+    are settled; what they hang on is the part of a board's conditions they are."""
     cache = h.cache
     if not h.lazy or cache is None or cache.note or not h.settings.huddle_home:
         return None  # (the cache was not what it should be)
-    if not cache.opened or cache.store.stamp() != cache.opened:
+    if h.partial != (stored_at is not None):
+        return None  # (a partial core's answer is made whole by core.patching)
+    if not cache.opened or cache.store.stamp() != (stored_at or cache.opened):
         return None  # something new was read and kept, or another process wrote the cache
     usage = h.settings.usage_only
     heads = [d.head for d in h.dormant.values()]
     for key in h.handles:
         head = cache.heads.get(key)
-        if head is None or not _read_only_for_others(h, key, head, usage):
+        if head is None:
+            return None
+        if stored_at is not None and not head.get("entangled"):
+            if not (usage or _settled_row(h, key, head)):
+                return None  # (time alone can move its row: read again next time)
+        elif not _read_only_for_others(h, key, head, usage):
             return None
         heads.append(head)
     inputs: list[list[Any]] = []
@@ -71,8 +80,13 @@ def _read_only_for_others(h: Huddle, key: str, head: dict[str, Any], usage: bool
     usage sums are a function of files alone.)"""
     if not head.get("entangled") or not unmoved(head):
         return False
-    if usage:
-        return True
+    return usage or _settled_row(h, key, head)
+
+
+def _settled_row(h: Huddle, key: str, head: dict[str, Any]) -> bool:
+    """Whether a session's row, just built, is a function of its files: its source's
+    live signals are files only, and time alone cannot move it (no process it names
+    may be gone; it is settled)."""
     src = getattr(h.handles[key], "source", None)
     row = h.built_rows.get(key)
     if not getattr(src, "rows_from_files", False) or not isinstance(row, dict) or row.get("pid") is not None:

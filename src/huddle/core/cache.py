@@ -233,11 +233,11 @@ class HandleCache:
             self.raw[key] = raw
         return self._unpickle(self.store.all_blobs())
 
-    def load_dormant(self, sources: Iterable[Source]) -> dict[str, Dormant]:
-        """Every cached session as its head only (see `wake`)."""
+    def load_dormant(self, sources: Iterable[Source], keys: Iterable[str] | None = None) -> dict[str, Dormant]:
+        """Every cached session as its head only (see `wake`); or only these `keys`'."""
         self._open(sources)
         out: dict[str, Dormant] = {}
-        for key, (version, head, raw) in self.store.heads().items():
+        for key, (version, head, raw) in self.store.heads(keys).items():
             if isinstance(head, dict):
                 self.versions[key] = version
                 self.heads[key] = head

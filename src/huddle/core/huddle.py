@@ -39,13 +39,16 @@ class Huddle:
         cache_name: str = BOARD,
         lazy: bool = False,
         text_only: bool = False,
+        only: Iterable[str] | None = None,
     ):
         """`cache`: keep reading state in $HUDDLE_HOME/cache (`cache_name`). `lazy`: leave
         cached sessions nothing moved in unread. Reading for token counts only
         (settings.usage_only) no live signal matters: any unmoved session sleeps, and
         when no folder moved either, the sources are not even scanned. `text_only`:
         reading for what sessions say (the search index), where rows and live signals
-        do not matter either: any session whose files did not move sleeps."""
+        do not matter either: any session whose files did not move sleeps. `only` (lazy):
+        the core holds these cached sessions alone, as if no other were stored: the part
+        of a board that a stored answer says moved (core.patching)."""
         self.settings = settings or Settings.from_env()
         self.sources = all_sources(self.settings, sources)
         # adapters that failed to load, and names no adapter has, are said on every refresh
@@ -63,6 +66,7 @@ class Huddle:
         self.dormant: dict[str, Dormant] = {}
         self.lazy = lazy and cache
         self.text_only = text_only
+        self.partial = only is not None and self.lazy  # (core.answering: what it builds is not a whole board)
         self.built_rows: dict[str, dict[str, Any]] = {}  # the last board's rows, listed or not (lazy)
         # refresh() writes the cache each time; a long-lived reader (the server's watcher)
         # turns that off and saves with its rows now and then (save_rows)
@@ -81,7 +85,7 @@ class Huddle:
             )
             self.cache = HandleCache(self.settings.huddle_home, key, cache_name)
             if lazy:
-                self.dormant = self.cache.load_dormant(self.sources)
+                self.dormant = self.cache.load_dormant(self.sources, only if self.partial else None)
             else:
                 self.handles = self.cache.load(self.sources)
 

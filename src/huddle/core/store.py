@@ -175,14 +175,22 @@ class Store:
 
     # -- reading ---------------------------------------------------------------------
 
-    def heads(self) -> dict[str, tuple[int, Any, bytes | None]]:
-        """Every entry's (version, head, row as marshalled or None), blobs left unread. An
-        entry whose head's or row's checksum fails is left out (its session is read again)."""
+    def heads(self, keys: Iterable[str] | None = None) -> dict[str, tuple[int, Any, bytes | None]]:
+        """Every entry's (version, head, row as marshalled or None), blobs left unread; or
+        only these `keys`' (those stored). An entry whose head's or row's checksum fails
+        is left out (its session is read again)."""
         if self.db is None:
             return {}
         out: dict[str, tuple[int, Any, bytes | None]] = {}
+        q = "SELECT key, version, head, head_crc, row, row_crc FROM entries"
         try:
-            rows = self.db.execute("SELECT key, version, head, head_crc, row, row_crc FROM entries").fetchall()
+            if keys is None:
+                rows = self.db.execute(q).fetchall()
+            else:
+                wanted, rows = list(keys), []
+                for i in range(0, len(wanted), 500):
+                    part = wanted[i : i + 500]
+                    rows += self.db.execute(f"{q} WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 return {}

@@ -25,20 +25,23 @@ import sys
 import zlib
 
 from .boardfile import atomic_write
-from .stamps import SETTLE_NS, dirs_still, files_unmoved, folders_unmoved, ident
+from .stamps import SETTLE_NS, dirs_still, folders_unmoved, ident, moved_files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-FORMAT = "huddle-answer/3"
+FORMAT = "huddle-answer/4"  # (4: an index of what the answer's parts hang on, for core.patching)
 # What the environment can change: huddle's own settings, the XDG folders, HOME, and
 # every variable an agent's folder is named by (the sources' `folder_env`, and any
 # of theirs that starts with the agent's name).
 ENV_PREFIXES = ("HUDDLE_", "XDG_", "CLAUDE", "CODEX", "VIBE", "GEMINI", "OPENCODE")
 
 
+# moved session files beyond which a stale answer is not patched (core.patching): a whole
+# read is then about as cheap
+PATCHABLE = 32
 STATUS = "status.bin"  # `huddle status --json`
 USAGE = "usage.bin"  # `huddle usage --json` (huddle.views.usage_index)
 
@@ -87,10 +90,12 @@ def save(
     conditions: dict[str, Any],
     started_ns: int,
     name: str = STATUS,
+    index: Any = None,
 ) -> bool:
     """Keep `text` (and the notes said beside it) as the answer while `conditions`
     hold. Not kept if an input moved around the run (from `started_ns` on): what was
-    read may not be what its stamp says."""
+    read may not be what its stamp says. `index`: what core.patching needs to work
+    the answer out again when only some sessions' files moved (decoded only then)."""
     inputs = conditions.get("inputs") or []
     for _path, st in inputs:
         if st is not None and st[1] >= started_ns - SETTLE_NS:  # (mtime: as the heads are stamped)
@@ -104,7 +109,8 @@ def save(
     try:
         payload = marshal.dumps(data)
         said = text if isinstance(text, bytes) else text.encode()  # (the answer as written: no parse to say it)
-        kept = (FORMAT, zlib.crc32(payload), payload, zlib.crc32(said), said)
+        part = marshal.dumps(index)
+        kept = (FORMAT, zlib.crc32(payload), payload, zlib.crc32(said), said, zlib.crc32(part), part)
         atomic_write(answer_path(huddle_home, name), marshal.dumps(kept))
     except (OSError, ValueError):  # (ValueError: something marshal cannot keep)
         return False
@@ -116,46 +122,73 @@ def _newest_first(stamp: list[Any]) -> Any:
     return -mtime if isinstance(mtime, int) else 0
 
 
+class Stale:
+    """A stored answer some session files moved under (and nothing else it hangs on):
+    its conditions, its text, its index, and those files."""
+
+    __slots__ = ("data", "index", "moved", "said")
+
+    def __init__(self, data: dict[str, Any], said: bytes, index: Any, moved: list[str]) -> None:
+        self.data, self.said, self.index, self.moved = data, said, index, moved
+
+
 def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[bytes, list[str]] | None, str | None]:
     """(the stored answer, UTF-8, and its notes, if nothing it was worked out from
     moved; one line if the file was there but not to be trusted: torn, damaged,
-    another version's). What it hangs on is checked before the answer's own checksum
-    (the answer is most of the file; on a miss it is never looked at)."""
+    another version's)."""
+    hit, _stale, problem = look(huddle_home, name)
+    return hit, problem
+
+
+def look(
+    huddle_home: str, name: str = STATUS, most: int = 0
+) -> tuple[tuple[bytes, list[str]] | None, Stale | None, str | None]:
+    """(the stored answer and its notes, if nothing it was worked out from moved; else,
+    if only session files did, at most `most` of them, and it kept an index: the answer
+    as `Stale`; one line if the file was there but not to be trusted). What it hangs on
+    is checked before the answer's own checksum (the answer is most of the file; on a
+    miss it is never looked at)."""
     path = answer_path(huddle_home, name)
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError:
-        return None, None
+        return None, None, None
     try:
         kept = marshal.loads(raw)
     except (ValueError, EOFError, TypeError):
         kept = None
     if isinstance(kept, tuple) and kept and kept[0] != FORMAT and str(kept[0]).startswith("huddle-answer/"):
-        return None, f"{path}: from another version; worked out again"
-    if not isinstance(kept, tuple) or len(kept) != 5 or kept[0] != FORMAT:
-        return None, f"{path}: damaged; worked out again"
-    _fmt, crc, payload, said_crc, said = kept
+        return None, None, f"{path}: from another version; worked out again"
+    if not isinstance(kept, tuple) or len(kept) != 7 or kept[0] != FORMAT:
+        return None, None, f"{path}: damaged; worked out again"
+    _fmt, crc, payload, said_crc, said, index_crc, part = kept
     try:
         if zlib.crc32(payload) != crc:
             raise ValueError("checksum")
         data = marshal.loads(payload)
         if data["env"] != environment(os.environ, data["names"]):
-            return None, None
+            return None, None, None
         if any(ident(p) != st for p, st in data["inputs"]):
-            return None, None
-        if not files_unmoved(data["files"]):
-            return None, None
+            return None, None, None
+        moved = moved_files(data["files"], most)
+        if moved is None:
+            return None, None, None
         if not all(dirs_still(s) for s in data["scans"]) or not folders_unmoved(data["folders"]):
-            return None, None
+            return None, None, None
         if data["code"] != code():
-            return None, None
+            return None, None, None
         notes = data["notes"]
         if not isinstance(said, bytes) or not isinstance(notes, list) or zlib.crc32(said) != said_crc:
             raise ValueError("shape")
+        if not isinstance(part, bytes) or zlib.crc32(part) != index_crc:
+            raise ValueError("index")
+        if moved:
+            index = marshal.loads(part)
+            return None, (Stale(data, said, index, moved) if index is not None else None), None
     except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote
-        return None, f"{path}: damaged; worked out again"
-    return (said, [str(n) for n in notes]), None
+        return None, None, f"{path}: damaged; worked out again"
+    return (said, [str(n) for n in notes]), None, None
 
 
 def drop(huddle_home: str, name: str = STATUS) -> None:

@@ -105,24 +105,31 @@ def write_board(
     """The board for the status line, with what it needs to tell that it is stale, and
     the agents' folders it was read from (the status line overlays Claude Code's live
     registry from the same folder, resolved once, by the sources)."""
-    rows = []
-    for s in board.get("sessions", []):
-        h = handles.get(f"{s['source']}:{s['id']}")
-        rows.append(
-            {
-                "id": s["id"],
-                "source": s["source"],
-                "title": s.get("title", ""),
-                "project": s.get("project", ""),
-                "state": s.get("state"),
-                "state_since": s.get("state_since"),
-                "waiting_for": s.get("waiting_for"),
-                "background": bool(s.get("background")),
-                "tokens": s.get("tokens", 0),
-                "cost_usd": (s.get("cost") or {}).get("usd"),
-                "files": _stamps_of(h) if h is not None else [],
-            }
-        )
+    rows = [board_row(s, handles.get(f"{s['source']}:{s['id']}")) for s in board.get("sessions", [])]
+    write_rows(huddle_home, rows, watch_dirs, folders)
+
+
+def board_row(s: Mapping[str, Any], h: HasFiles | None) -> dict[str, Any]:
+    """One board row as the board file keeps it, with its session's files stamped."""
+    return {
+        "id": s["id"],
+        "source": s["source"],
+        "title": s.get("title", ""),
+        "project": s.get("project", ""),
+        "state": s.get("state"),
+        "state_since": s.get("state_since"),
+        "waiting_for": s.get("waiting_for"),
+        "background": bool(s.get("background")),
+        "tokens": s.get("tokens", 0),
+        "cost_usd": (s.get("cost") or {}).get("usd"),
+        "files": _stamps_of(h) if h is not None else [],
+    }
+
+
+def write_rows(
+    huddle_home: str, rows: list[dict[str, Any]], watch_dirs: list[str], folders: Mapping[str, str] | None = None
+) -> None:
+    """The board file of these rows (`board_row`), the watched folders stamped now."""
     dirs: list[list[Any]] = []
     for d in watch_dirs:
         try:

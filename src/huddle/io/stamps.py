@@ -46,16 +46,25 @@ def unmoved(head: dict[str, Any], seen: dict[str, int] | None = None) -> bool:
 
 def files_unmoved(stamps: Iterable[list[Any]]) -> bool:
     """Whether each file is as stamped ([path, size, mtime_ns]; -1: not there)."""
+    return moved_files(stamps, 0) == []
+
+
+def moved_files(stamps: Iterable[list[Any]], most: int) -> list[str] | None:
+    """The files not as stamped, or None when more than `most` are."""
+    moved: list[str] = []
     for path, size, mtime in stamps:
         try:
             st = os.stat(path)
         except OSError:
-            if size != -1:
-                return False
-            continue
-        if st.st_size != size or st.st_mtime_ns != mtime:
-            return False
-    return True
+            if size == -1:
+                continue
+        else:
+            if st.st_size == size and st.st_mtime_ns == mtime:
+                continue
+        if len(moved) >= most:
+            return None
+        moved.append(path)
+    return moved
 
 
 def folders_unmoved(stamps: Iterable[list[Any]], seen: dict[str, int] | None = None) -> bool:

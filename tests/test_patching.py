@@ -1,0 +1,165 @@
+"""`huddle status --json` after some sessions' files moved under its stored answer:
+worked out from those sessions alone (core.patching), and said exactly as a first read
+with no cache says it, with the board file and the next stored answer as the whole path
+leaves them; whatever it cannot vouch for is worked out whole."""
+
+from __future__ import annotations
+
+import json
+import marshal
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import SAMPLES
+from huddle.oneshot import board_text, json_bytes
+from test_answers import environment, fresh, make_home, settle
+
+# how a run went: patched (core.patching answered), stored (no board was built), read
+RUN = (
+    "import sys; sys.argv = ['huddle', 'status', '--json']\n"
+    "import huddle.core.patching as p\n"
+    "orig, said = p.patched, []\n"
+    "def patched(*a):\n    r = orig(*a); said.append(r is not None); return r\n"
+    "p.patched = patched\n"
+    "from huddle import entry\n"
+    "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
+    "how = 'patched' if said == [True] else 'stored' if 'huddle.views.board' not in sys.modules else 'read'\n"
+    "print(how, file=sys.stderr)"
+)
+
+
+@pytest.fixture
+def home(tmp_path):
+    return make_home(tmp_path)
+
+
+def status(env) -> tuple[str, list[str], str]:
+    out = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, env=env, check=True)
+    *notes, how = out.stderr.splitlines()
+    return out.stdout, notes, how
+
+
+def until_stored(env) -> str:
+    for _ in range(3):
+        out, _notes, how = status(env)
+        if how == "stored":
+            return out
+    raise AssertionError("no run was said from a stored answer")
+
+
+def append_response(path, backdate: bool = True) -> None:
+    """One more model response at the end of a session: its last one again, with a new
+    id, as Claude Code writes its lines; the file then stood still for an hour."""
+    lines = path.read_text().splitlines()
+    last = next(
+        json.loads(x) for x in reversed(lines) if '"assistant"' in x and json.loads(x).get("type") == "assistant"
+    )
+    last["parentUuid"], last["uuid"] = last["uuid"], "00000000-0000-4000-8000-000000000001"
+    last["message"]["id"] = "msg_appended_by_the_test"
+    with open(path, "a") as f:
+        f.write(json.dumps(last, separators=(",", ":")) + "\n")
+    if backdate:
+        then = time.time() - 3600
+        os.utime(path, (then, then))
+
+
+def board_file(hh) -> dict:
+    """The status line's board file, but when it was written and huddle's own folders
+    (a first read's is another huddle home)."""
+    data = marshal.loads((hh / "cache" / "board.bin").read_bytes())[1]
+    data.pop("written_at")
+    data["dirs"] = [d for d in data["dirs"] if not d[0].startswith(str(hh))]
+    return data
+
+
+def session_file(home, name: str):
+    return next(p for p in sorted((home / "claude" / "projects").rglob("*.jsonl")) if name in str(p))
+
+
+def test_an_append_is_patched_in_and_said_as_a_first_read_says_it(home):
+    env = environment(home)
+    until_stored(env)
+    append_response(session_file(home, "01-basic-tools"))
+    out, notes, how = status(env)
+    assert how == "patched"
+    truth, truth_notes = fresh(home, env)
+    assert (out, notes) == (truth, truth_notes)
+    assert board_file(home / "hh") == board_file(home / "truth")  # the status line's board, as the whole path leaves it
+    assert status(env)[:2] == (truth, truth_notes)  # the patched board was stored
+    assert status(env)[2] == "stored"
+
+
+def test_a_sub_agents_append_and_a_second_session_are_patched_together(home):
+    env = environment(home)
+    until_stored(env)
+    agent = next((home / "claude" / "projects").rglob("subagents/*.jsonl"))
+    append_response(agent)
+    append_response(session_file(home, "06-named-session"))
+    out, notes, how = status(env)
+    assert how == "patched"
+    assert (out, notes) == fresh(home, env)
+
+
+def test_a_line_appended_just_now_is_patched_in_and_read_again_until_it_settles(home):
+    env = environment(home)
+    until_stored(env)
+    append_response(session_file(home, "03-background-agent"), backdate=False)
+    out, notes, how = status(env)  # (half seen: its stamp never matches, and the next run looks again)
+    assert how == "patched" and (out, notes) == fresh(home, env)
+    out, notes, how = status(env)
+    assert how == "patched" and (out, notes) == fresh(home, env)
+
+
+def test_a_new_session_or_a_damaged_board_file_is_worked_out_whole(home):
+    env = environment(home)
+    until_stored(env)
+    src = session_file(home, "01-basic-tools")
+    shutil.copy(src, src.with_name("11111111-2222-4333-8444-555555555555.jsonl"))  # (its folder moves)
+    settle(home)
+    out, _notes, how = status(env)
+    assert how == "read" and out == fresh(home, env)[0]
+    until_stored(env)
+    (home / "hh" / "cache" / "board.bin").write_bytes(b"torn")
+    append_response(src)
+    out, _notes, how = status(env)
+    assert how == "read" and out == fresh(home, env)[0]
+    assert board_file(home / "hh") == board_file(home / "truth")
+
+
+def test_sessions_sharing_history_are_read_together_when_one_moves(tmp_path):
+    """A resumed session copies its parent's responses: which of the two counts one is
+    decided with both at hand (both are read, as the whole path reads them)."""
+    scenario = SAMPLES / "claude-history" / "2.1.50" / "04-resume-continue-fork" / "config"
+    shutil.copytree(scenario / "projects", tmp_path / "claude" / "projects")
+    settle(tmp_path)
+    env = environment(tmp_path)
+    until_stored(env)
+    first = sorted((tmp_path / "claude" / "projects").rglob("*.jsonl"))[0]
+    append_response(first)
+    out, notes, how = status(env)
+    assert how == "patched" and (out, notes) == fresh(tmp_path, env)
+
+
+rows = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.dictionaries(st.text(max_size=8), rows, max_size=4), max_size=4), st.lists(st.text(), max_size=2))
+def test_a_board_put_together_from_its_rows_is_the_board_as_written(board, notes):
+    """Rows given decoded or as kept JSON (msgspec.Raw) alike."""
+    said, spans = board_text([msgspec.Raw(msgspec.json.encode(r)) if i % 2 else r for i, r in enumerate(board)], notes)
+    assert said == json_bytes({"sessions": board, **({"notes": notes} if notes else {})})
+    for (start, end), row in zip(spans, board, strict=True):
+        assert json.loads(said[start:end]) == json.loads(json_bytes(row))
