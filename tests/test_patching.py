@@ -41,15 +41,29 @@ def home(tmp_path):
     return make_home(tmp_path)
 
 
-def status(env) -> tuple[str, list[str], str]:
-    out = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, env=env, check=True)
+# usage: patched when the index was asked once, with the stale report (no whole read after)
+RUN_USAGE = (
+    "import sys; sys.argv = ['huddle', 'usage', '--json']\n"
+    "import huddle.views.usage_index as u\n"
+    "orig, asked = u.counted_from_index, []\n"
+    "def counted(*a, **kw):\n    asked.append(kw.get('stale') is not None); return orig(*a, **kw)\n"
+    "u.counted_from_index = counted\n"
+    "from huddle import entry\n"
+    "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
+    "how = 'patched' if asked == [True] else 'stored' if not asked else 'read'\n"
+    "print(how, file=sys.stderr)"
+)
+
+
+def status(env, run: str = RUN) -> tuple[str, list[str], str]:
+    out = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, env=env, check=True)
     *notes, how = out.stderr.splitlines()
     return out.stdout, notes, how
 
 
-def until_stored(env) -> str:
+def until_stored(env, run: str = RUN) -> str:
     for _ in range(3):
-        out, _notes, how = status(env)
+        out, _notes, how = status(env, run)
         if how == "stored":
             return out
     raise AssertionError("no run was said from a stored answer")
@@ -63,7 +77,7 @@ def append_response(path, backdate: bool = True) -> None:
         json.loads(x) for x in reversed(lines) if '"assistant"' in x and json.loads(x).get("type") == "assistant"
     )
     last["parentUuid"], last["uuid"] = last["uuid"], "00000000-0000-4000-8000-000000000001"
-    last["message"]["id"] = "msg_appended_by_the_test"
+    last["message"]["id"] = f"msg_appended_to_{path.stem}"  # (one id in two files is one response)
     with open(path, "a") as f:
         f.write(json.dumps(last, separators=(",", ":")) + "\n")
     if backdate:
@@ -148,6 +162,37 @@ def test_sessions_sharing_history_are_read_together_when_one_moves(tmp_path):
     assert how == "patched" and (out, notes) == fresh(tmp_path, env)
 
 
+def test_usage_after_an_append_takes_out_and_puts_in_those_sessions_alone(home):
+    env = environment(home)
+    before = json.loads(until_stored(env, RUN_USAGE))["totals"]
+    append_response(session_file(home, "01-basic-tools"))
+    append_response(next((home / "claude" / "projects").rglob("subagents/*.jsonl")))
+    out, notes, how = status(env, RUN_USAGE)
+    assert how == "patched"
+    truth = fresh(home, env, "usage")
+    assert (out, notes) == truth
+    assert json.loads(out)["totals"]["responses"] == before["responses"] + 2
+    assert status(env, RUN_USAGE) == (*truth, "stored")  # the report was stored again, whole
+
+
+def test_usage_sums_not_to_be_trusted_are_added_up_whole(home):
+    """The index's kept sums are damaged: a patch cannot take sessions out of them."""
+    import sqlite3
+
+    env = environment(home)
+    until_stored(env, RUN_USAGE)
+    db = sqlite3.connect(home / "hh" / "cache" / "usage.db")
+    db.execute("UPDATE meta SET v = ? WHERE k = 'sums'", (marshal.dumps(("huddle-sums/1", 0, b"torn")),))
+    db.commit()
+    db.close()
+    append_response(session_file(home, "06-named-session"))
+    out, notes, how = status(env, RUN_USAGE)
+    assert how == "read" and any("kept sums are damaged" in n for n in notes)  # (said once, as the whole path says it)
+    said, truth = json.loads(out), json.loads(fresh(home, env, "usage")[0])
+    assert [n for n in said.pop("notes") if "kept sums are damaged" not in n] == truth.pop("notes")
+    assert said == truth
+
+
 rows = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
@@ -163,3 +208,44 @@ def test_a_board_put_together_from_its_rows_is_the_board_as_written(board, notes
     assert said == json_bytes({"sessions": board, **({"notes": notes} if notes else {})})
     for (start, end), row in zip(spans, board, strict=True):
         assert json.loads(said[start:end]) == json.loads(json_bytes(row))
+
+
+states = st.sampled_from(["needs_you", "your_turn", "working", "waiting", "idle", "ended", None])
+board_rows = st.lists(
+    st.fixed_dictionaries(
+        {
+            "id": st.sampled_from("abcdefgh"),
+            "source": st.sampled_from(["claude", "codex"]),
+            "state": states,
+            "updated_at": st.none() | st.sampled_from(["2026-11-30T10:00:00Z", "2026-11-30T11:00:00Z", ""]),
+            "title": st.text(max_size=6),
+        }
+    ),
+    max_size=12,
+    unique_by=lambda r: (r["source"], r["id"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(board_rows, board_rows, st.lists(st.text(max_size=5), max_size=1))
+def test_rows_spliced_into_a_stored_board_stand_where_a_sorted_board_puts_them(before, after, notes):
+    """The rows of `after` replace those of the same sessions in `before` (and any of
+    `before` not in `after` and marked moved go): the text is the sorted board's."""
+    from huddle.core.patching import order_key, placed, spliced
+    from huddle.io.answers import Stale
+    from huddle.oneshot import joined_board, row_text
+    from huddle.views.board import sort_rows
+
+    key = lambda r: f"{r['source']}:{r['id']}"  # noqa: E731
+    old = sort_rows([dict(r) for r in before])
+    said, spans = board_text(old, notes)
+    index = {"rows": [[key(r), *order_key(r), *span] for r, span in zip(old, spans, strict=True)]}
+    moved = {key(r) for r in after} | {key(r) for r in before[::2]}  # (some moved and now off the board)
+    new = [(order_key(r), row_text(r), key(r)) for r in after]
+    pieces, runs = spliced(Stale({}, said, index, []), moved, new)
+    text, spans = joined_board(pieces, notes)
+    board = sort_rows([r for r in old if key(r) not in moved] + [dict(r) for r in after])
+    assert text == board_text(board, notes)[0]
+    rows = placed(runs, spans)  # (the next patch's index: each row where it now stands)
+    assert [r[0] for r in rows] == [key(r) for r in board]
+    assert [text[r[5] : r[6]] for r in rows] == [row_text(r) for r in board]

@@ -41,18 +41,22 @@ def order_key(row: Any) -> list[Any]:
     ]
 
 
-def index_of(h: Huddle, rows: list[Any], spans: list[tuple[int, int]]) -> dict[str, Any]:
-    """What a stored board needs to be patched (`patched`): per listed row (in board
-    order) its key, order and place in the text; per session its files; the sessions
-    read for others' sake."""
+def index_of(h: Huddle, rows: list[Any] | None = None, spans: list[tuple[int, int]] | None = None) -> dict[str, Any]:
+    """What a stored answer needs to be patched (`patched`): per session its files, the
+    sessions read for others' sake; a board's also per listed row (in board order) its
+    key, order and place in the text."""
     heads = {k: d.head for k, d in h.dormant.items()}
     if h.cache is not None:
         heads.update((k, h.cache.heads[k]) for k in h.handles if k in h.cache.heads)
-    return {
-        "rows": [[f"{r['source']}:{r['id']}", *order_key(r), *span] for r, span in zip(rows, spans, strict=True)],
+    index: dict[str, Any] = {
         "files": {k: [f[0] for f in head.get("files") or ()] for k, head in heads.items()},
         "tangled": [k for k, head in heads.items() if head.get("entangled")],
     }
+    if rows is not None and spans is not None:
+        index["rows"] = [
+            [f"{r['source']}:{r['id']}", *order_key(r), *span] for r, span in zip(rows, spans, strict=True)
+        ]
+    return index
 
 
 def wanted(stale: answers.Stale) -> set[str] | None:
@@ -98,38 +102,90 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
         return None
     with FewCollections():
         h.refresh(parallel=True)
-        if not _whole(h, stale, want):
+        if not whole_read(h, stale, want):
             return None
         data = board_json(h, raw=True)
     fresh = {f"{r['source']}:{r['id']}": r for r in said_board(data)["sessions"]}
-    said = stale.said
-    parts = [(o[1:5], said[o[5] : o[6]], o[0]) for o in stale.index["rows"] if o[0] not in want]
-    parts += [(order_key(r), row_text(r), k) for k, r in fresh.items()]
-    parts.sort(key=lambda p: p[0][2:])
-    parts.sort(key=lambda p: p[0][:2], reverse=True)  # (as sort_rows: stable, reversed)
+    new = [(order_key(r), row_text(r), k) for k, r in fresh.items()]
+    pieces, runs = spliced(stale, want, new)
     notes = list(data.get("notes", ()))
-    text, spans = joined_board([p[1] for p in parts], notes)
+    text, spans = joined_board(pieces, notes)
+    rows = placed(runs, spans)
     # what the full path leaves: the sessions read in the cache, the board file, the answer
     kept = {f"{r['source']}:{r['id']}": r for r in old["sessions"]}
-    if any(p[2] not in fresh and p[2] not in kept for p in parts):
+    if any(r[0] not in fresh and r[0] not in kept for r in rows):
         return None  # (a board file of another board: the whole path writes it again)
     h.save_rows(h.built_rows)
     write_rows(
         home,
-        [kept[k] if k not in fresh else board_row(fresh[k], h.handles.get(k)) for *_, k in parts],
+        [kept[r[0]] if r[0] not in fresh else board_row(fresh[r[0]], h.handles.get(r[0])) for r in rows],
         h.watch_dirs(),
         h.settings.folders,
     )
     cond = conditions(h, also=[os.path.join(home, USER_FILE)], stored_at=h.cache.store.stamp())
     if cond is not None:
-        index = _merged(stale, h, cond, parts, spans)
-        answers.save(home, text, notes, index.pop("cond"), started, index=index)
+        whole, index = merged(stale, h, cond)
+        index["rows"] = rows
+        answers.save(home, text, notes, whole, started, index=index)
     for note in notes:
         echo(f"huddle: {note}", err=True)
     return text
 
 
-def _whole(h: Huddle, stale: answers.Stale, want: set[str]) -> bool:
+def spliced(
+    stale: answers.Stale, want: set[str], new: list[tuple[list[Any], bytes, str]]
+) -> tuple[list[Any], list[list[tuple[int, list[Any]]]]]:
+    """The board's rows as pieces of text in board order: each stretch of the stale
+    text whose rows stand as they were (one slice, its separators within), and each
+    new row's text (`new`: (order_key, text, key)); and per piece its rows as (where
+    the piece began in the stale text, the index's row). The board order is
+    views.board.sort_rows's: urgency and time down, then source and id up."""
+    new.sort(key=lambda n: n[0][2:])
+    new.sort(key=lambda n: n[0][:2], reverse=True)
+    said = memoryview(stale.said)
+    pieces: list[Any] = []
+    runs: list[list[tuple[int, list[Any]]]] = []
+    run: list[list[Any]] = []
+
+    def close() -> None:
+        if run:
+            pieces.append(said[run[0][5] : run[-1][6]])
+            runs.append([(run[0][5], o) for o in run])
+            run.clear()
+
+    j = 0
+    for o in stale.index["rows"]:
+        if o[0] in want:
+            close()
+            continue
+        while j < len(new) and _before(new[j][0], o[1:5]):
+            close()
+            pieces.append(new[j][1])
+            runs.append([(0, [new[j][2], *new[j][0], 0, len(new[j][1])])])
+            j += 1
+        run.append(o)
+    close()
+    for key, text, k in ((n[0], n[1], n[2]) for n in new[j:]):
+        pieces.append(text)
+        runs.append([(0, [k, *key, 0, len(text)])])
+    return pieces, runs
+
+
+def placed(runs: list[list[tuple[int, list[Any]]]], spans: list[tuple[int, int]]) -> list[list[Any]]:
+    """The index's rows of a board joined from `spliced`'s pieces (their `spans` in it)."""
+    return [
+        [o[0], *o[1:5], at + o[5] - base, at + o[6] - base]
+        for run, (at, _) in zip(runs, spans, strict=True)
+        for base, o in run
+    ]
+
+
+def _before(a: list[Any], b: list[Any]) -> bool:
+    """Whether a row of order `a` comes before one of `b` on the board (`order_key`)."""
+    return (a[0], a[1]) > (b[0], b[1]) or ((a[0], a[1]) == (b[0], b[1]) and (a[2], a[3]) < (b[2], b[3]))
+
+
+def whole_read(h: Huddle, stale: answers.Stale, want: set[str]) -> bool:
     """Whether the refresh read just what the full path would: every session wanted
     woke, no other came, every source was spared its scan, and no title is decided
     across a folder holding sessions this core does not."""
@@ -142,24 +198,23 @@ def _whole(h: Huddle, stale: answers.Stale, want: set[str]) -> bool:
     return not tangled or not any(k not in want and folder_of(p) in tangled for k, p in files.items())
 
 
-def _merged(
-    stale: answers.Stale, h: Huddle, cond: dict[str, Any], parts: list[Any], spans: list[tuple[int, int]]
-) -> dict[str, Any]:
-    """The new answer's conditions and index: the stale one's, the sessions read taking
-    the place of what they were."""
+def merged(stale: answers.Stale, h: Huddle, cond: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The new answer's conditions and index (`index_of`, but its rows) from the stale
+    one's and those of the sessions a partial core read (`cond`: core.answering's of
+    them), which take the place of what they were."""
     old: dict[str, Any] = stale.data
     files: dict[str, list[str]] = dict(stale.index["files"])
     mine = {p for k in h.handles for p in files.get(k, ())}
+    heads = h.cache.heads if h.cache is not None else {}
     for k in h.handles:
-        files[k] = [f[0] for f in h.cache.heads[k].get("files") or ()] if h.cache is not None else []
+        files[k] = [f[0] for f in heads[k].get("files") or ()]
     folders = {f[0]: f for f in old["folders"]}
     folders.update((f[0], f) for f in cond["folders"])
-    merged = {
+    whole = {
         **cond,
         "files": [f for f in old["files"] if f[0] not in mine] + cond["files"],
         "folders": list(folders.values()),
     }
     tangled = [k for k in stale.index["tangled"] if k not in h.handles]
-    tangled += [k for k in h.handles if h.cache is not None and h.cache.heads[k].get("entangled")]
-    rows = [[p[2], *p[0], *span] for p, span in zip(parts, spans, strict=True)]
-    return {"cond": merged, "rows": rows, "files": files, "tangled": tangled}
+    tangled += [k for k in h.handles if heads[k].get("entangled")]
+    return whole, {"files": files, "tangled": tangled}
