@@ -104,10 +104,13 @@ def joined_board(texts: list[bytes], notes: list[str]) -> tuple[bytes, list[tupl
     if not texts:
         return b'{\n  "sessions": []' + tail + b"\n}", []
     spans, at = [], len(b'{\n  "sessions": [\n')
+    parts: list[Any] = [b'{\n  "sessions": [\n']
     for t in texts:
         spans.append((at, at + len(t)))
-        at += len(t) + 2  # (",\n")
-    return b'{\n  "sessions": [\n' + b",\n".join(texts) + b"\n  ]" + tail + b"\n}", spans
+        at += len(t) + 2
+        parts += (t, b",\n")
+    parts[-1] = b"\n  ]" + tail + b"\n}"
+    return b"".join(parts), spans  # (one copy of a board of many megabytes, not one per +)
 
 
 def said_board(data: dict[str, Any]) -> dict[str, Any]:
