@@ -15,6 +15,7 @@ from huddle.core.cache import BOARD_BRIEF, Kept, brief_of
 from huddle.core.store import dumps, loads
 from huddle.io.boardfile import board_path, read_board, write_board
 from huddle.views.board import board_json, listed, sort_rows
+from huddle.views.said import said_board
 from test_board_cache import cached_board, fresh_board, home, prompt, same, settings  # noqa: F401
 
 scalars = (
@@ -48,7 +49,7 @@ rows = st.fixed_dictionaries(
 def test_a_kept_row_is_said_sorted_listed_and_shown_as_its_row(tmp_path_factory, board, data):
     kept = [Kept(brief_of(r, BOARD_BRIEF), raw) if (raw := dumps(r, as_json=True)) else r for r in board]
     mixed = [k if data.draw(st.booleans()) else r for k, r in zip(kept, board, strict=True)]
-    assert oneshot.json_bytes(oneshot.said_board({"sessions": mixed})) == oneshot.json_bytes({"sessions": board})
+    assert oneshot.json_bytes(said_board({"sessions": mixed})) == oneshot.json_bytes({"sessions": board})
     assert [listed(k) for k in kept] == [listed(r) for r in board]
     order = [(r["source"], r["id"], r["state"], r["updated_at"]) for r in sort_rows(list(board))]
     assert [(r["source"], r["id"], r["state"], r["updated_at"]) for r in sort_rows(list(mixed))] == order
@@ -75,5 +76,5 @@ def test_status_json_after_an_append_is_said_as_a_board_of_decoded_rows_is(home)
     assert any(isinstance(r, Kept) for r in said["sessions"])
     decoded = board_json(h)
     assert not any(isinstance(r, Kept) for r in decoded["sessions"])
-    assert oneshot.json_bytes(oneshot.said_board(said)) == oneshot.json_bytes(decoded)
+    assert oneshot.json_bytes(said_board(said)) == oneshot.json_bytes(decoded)
     same(fresh_board(home), decoded)

@@ -1,5 +1,5 @@
 """`huddle status --json` after some sessions' files moved under its stored answer:
-worked out from those sessions alone (core.patching), and said exactly as a first read
+worked out from those sessions alone (views.patching), and said exactly as a first read
 with no cache says it, with the board file and the next stored answer as the whole path
 leaves them; whatever it cannot vouch for is worked out whole."""
 
@@ -19,13 +19,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLES
-from huddle.oneshot import board_text, json_bytes
+from huddle.oneshot import json_bytes
+from huddle.views.said import board_text
 from test_answers import environment, fresh, make_home, settle
 
-# how a run went: patched (core.patching answered), stored (no board was built), read
+# how a run went: patched (views.patching answered), stored (no board was built), read
 RUN = (
     "import sys; sys.argv = ['huddle', 'status', '--json']\n"
-    "import huddle.core.patching as p\n"
+    "import huddle.views.patching as p\n"
     "orig, said = p.patched, []\n"
     "def patched(*a):\n    r = orig(*a); said.append(r is not None); return r\n"
     "p.patched = patched\n"
@@ -231,10 +232,10 @@ board_rows = st.lists(
 def test_rows_spliced_into_a_stored_board_stand_where_a_sorted_board_puts_them(before, after, notes):
     """The rows of `after` replace those of the same sessions in `before` (and any of
     `before` not in `after` and marked moved go): the text is the sorted board's."""
-    from huddle.core.patching import order_key, placed, spliced
     from huddle.io.answers import Stale
-    from huddle.oneshot import joined_board, row_text
     from huddle.views.board import sort_rows
+    from huddle.views.patching import order_key, placed, spliced
+    from huddle.views.said import joined_board, row_text
 
     key = lambda r: f"{r['source']}:{r['id']}"  # noqa: E731
     old = sort_rows([dict(r) for r in before])

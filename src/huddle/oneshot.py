@@ -78,52 +78,6 @@ def json_bytes(data: Any) -> bytes:
         return json.dumps(data, indent=2, ensure_ascii=False, default=kept).encode()
 
 
-def board_text(rows: list[Any], notes: list[str]) -> tuple[bytes, list[tuple[int, int]]]:
-    """`json_bytes({"sessions": rows, "notes": notes})` (no notes: none said), each row
-    formatted apart (`row_text`), and where each row's text stands in it: a board put
-    together again from its rows' texts (core.patching) is the board as written."""
-    return joined_board([row_text(r) for r in rows], notes)
-
-
-def row_text(row: Any) -> bytes:
-    """A board row's JSON as it stands in the board's: indented at its depth (a
-    formatted string holds no newline: each one indents)."""
-    import msgspec
-
-    raw = bytes(row) if isinstance(row, msgspec.Raw) else msgspec.json.encode(row)
-    return b"    " + msgspec.json.format(raw, indent=2).replace(b"\n", b"\n    ")
-
-
-def joined_board(texts: list[bytes], notes: list[str]) -> tuple[bytes, list[tuple[int, int]]]:
-    """A board's JSON from its rows' texts (`row_text`), and where each stands in it."""
-    import msgspec
-
-    tail = b""
-    if notes:
-        tail = b',\n  "notes": ' + msgspec.json.format(msgspec.json.encode(notes), indent=2).replace(b"\n", b"\n  ")
-    if not texts:
-        return b'{\n  "sessions": []' + tail + b"\n}", []
-    spans, at = [], len(b'{\n  "sessions": [\n')
-    parts: list[Any] = [b'{\n  "sessions": [\n']
-    for t in texts:
-        spans.append((at, at + len(t)))
-        at += len(t) + 2
-        parts += (t, b",\n")
-    parts[-1] = b"\n  ]" + tail + b"\n}"
-    return b"".join(parts), spans  # (one copy of a board of many megabytes, not one per +)
-
-
-def said_board(data: dict[str, Any]) -> dict[str, Any]:
-    """A board read with its sleeping rows as kept (core.cache.Kept), as JSON says it:
-    each such row its JSON as kept (msgspec.Raw), not decoded only to be encoded again."""
-    import msgspec
-
-    from huddle.core.cache import Kept
-
-    rows = [msgspec.Raw(r.json) if isinstance(r, Kept) else r for r in data.get("sessions", ())]
-    return {**data, "sessions": rows}
-
-
 def board(when: float | None = None) -> dict[str, Any]:
     """The board as of `when` (read from the files), or now: said from the stored answer
     while nothing it came from moved (huddle.io.answers), else read from the cache. Its
@@ -186,7 +140,7 @@ def stored(name: str | None = None) -> bytes | None:
 
 def looked(name: str | None = None, most: int = 0) -> tuple[bytes | None, Any]:
     """(`stored`'s answer, or None and, if only `most` session files or fewer moved
-    under it, the answer as stale: huddle.io.answers.Stale, for core.patching)."""
+    under it, the answer as stale: huddle.io.answers.Stale, for views.patching)."""
     import os
 
     from huddle.io import answers
@@ -223,13 +177,15 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     if text or cond is not None:
         import msgspec
 
+        from huddle.views.said import board_text, said_board
+
         rows, notes = said_board(data)["sessions"], list(data.get("notes", ()))
         try:
             said, spans = board_text(rows, notes)
         except (TypeError, msgspec.EncodeError):  # what only json.dumps says (json_bytes)
             said = json_bytes(said_board(data))
     if cond is not None and said is not None:
-        from huddle.core.patching import index_of
+        from huddle.views.patching import index_of
 
         index = index_of(h, data["sessions"], spans) if spans is not None else None
         answers.save(home, said, list(data.get("notes", ())), cond, started, index=index)
@@ -259,9 +215,10 @@ def status_json() -> int:
 
     one_answer()
     if stale is not None:  # only some sessions' files moved: the board is worked out from them
-        from huddle.core.patching import patched
+        from huddle.views.patching import patched
 
-        said = patched(stale, echo)
+        with FewCollections():
+            said = patched(stale, echo)
         if said is not None:
             return say(said)
     _data, said = read_now(text=True)

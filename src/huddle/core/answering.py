@@ -24,14 +24,14 @@ if TYPE_CHECKING:
 def conditions(h: Huddle, also: list[str], stored_at: list[Any] | None = None) -> dict[str, Any] | None:
     """What the board `h` just built (or, on a core reading token counts only, the usage
     it counted) hangs on, and the files `also` (the user's prices); None if it cannot be
-    stored. `stored_at` (a partial core, core.patching: the store's stamp after it kept
+    stored. `stored_at` (a partial core, views.patching: the store's stamp after it kept
     what it read): the sessions read this run stand on their new heads, if their rows
     are settled; what they hang on is the part of a board's conditions they are."""
     cache = h.cache
     if not h.lazy or cache is None or cache.note or not h.settings.huddle_home:
         return None  # (the cache was not what it should be)
     if h.partial != (stored_at is not None):
-        return None  # (a partial core's answer is made whole by core.patching)
+        return None  # (a partial core's answer is made whole by views.patching)
     if not cache.opened or cache.store.stamp() != (stored_at or cache.opened):
         return None  # something new was read and kept, or another process wrote the cache
     usage = h.settings.usage_only

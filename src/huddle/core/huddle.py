@@ -48,7 +48,7 @@ class Huddle:
         reading for what sessions say (the search index), where rows and live signals
         do not matter either: any session whose files did not move sleeps. `only` (lazy):
         the core holds these cached sessions alone, as if no other were stored: the part
-        of a board that a stored answer says moved (core.patching)."""
+        of a board that a stored answer says moved (views.patching)."""
         self.settings = settings or Settings.from_env()
         self.sources = all_sources(self.settings, sources)
         # adapters that failed to load, and names no adapter has, are said on every refresh

@@ -32,14 +32,14 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-FORMAT = "huddle-answer/4"  # (4: an index of what the answer's parts hang on, for core.patching)
+FORMAT = "huddle-answer/4"  # (4: an index of what the answer's parts hang on, for views.patching)
 # What the environment can change: huddle's own settings, the XDG folders, HOME, and
 # every variable an agent's folder is named by (the sources' `folder_env`, and any
 # of theirs that starts with the agent's name).
 ENV_PREFIXES = ("HUDDLE_", "XDG_", "CLAUDE", "CODEX", "VIBE", "GEMINI", "OPENCODE")
 
 
-# moved session files beyond which a stale answer is not patched (core.patching): a whole
+# moved session files beyond which a stale answer is not patched (views.patching): a whole
 # read is then about as cheap
 PATCHABLE = 32
 STATUS = "status.bin"  # `huddle status --json`
@@ -94,7 +94,7 @@ def save(
 ) -> bool:
     """Keep `text` (and the notes said beside it) as the answer while `conditions`
     hold. Not kept if an input moved around the run (from `started_ns` on): what was
-    read may not be what its stamp says. `index`: what core.patching needs to work
+    read may not be what its stamp says. `index`: what views.patching needs to work
     the answer out again when only some sessions' files moved (decoded only then)."""
     inputs = conditions.get("inputs") or []
     for _path, st in inputs:

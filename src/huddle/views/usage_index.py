@@ -108,11 +108,11 @@ def counted_from_index(
     own sums are then left out (not decoded: they are the most of what the index holds).
     `stale` (summed, by day over all time): the stored report (huddle.io.answers.Stale)
     some sessions' files moved under: those sessions alone are read, their sums taken
-    out and put in again (core.patching); worked out whole where that cannot vouch.
+    out and put in again (views.patching); worked out whole where that cannot vouch.
     `keep` is then given the whole report's conditions and its index."""
     from huddle.core import Huddle
     from huddle.core.answering import conditions
-    from huddle.core.patching import index_of, merged, wanted, whole_read
+    from huddle.views.patching import index_of, merged, wanted, whole_read
 
     want = wanted(stale) if stale is not None and summed else None
     if want is not None and len(want) > answers.PATCHABLE:

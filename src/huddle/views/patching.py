@@ -21,14 +21,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from huddle.core.sleeping import folder_of
 from huddle.io import answers
 from huddle.io.boardfile import board_path, board_row, read_board, write_rows
 from huddle.model.attention import urgency
 
-from .sleeping import folder_of
-
 if TYPE_CHECKING:
-    from .huddle import Huddle
+    from huddle.core.huddle import Huddle
 
 
 def order_key(row: Any) -> list[Any]:
@@ -82,12 +81,12 @@ def wanted(stale: answers.Stale) -> set[str] | None:
 def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     """The board now (its JSON), from the stale answer and the sessions that moved, its
     notes said; None to be worked out whole (nothing said yet)."""
-    from huddle.oneshot import FewCollections, joined_board, row_text, said_board
-    from huddle.views.board import board_json
-    from huddle.views.pricing import USER_FILE
+    from huddle.core.answering import conditions
+    from huddle.core.huddle import Huddle
 
-    from .answering import conditions
-    from .huddle import Huddle
+    from .board import board_json
+    from .pricing import USER_FILE
+    from .said import joined_board, row_text, said_board
 
     started = time.time_ns()
     want = wanted(stale)
@@ -100,11 +99,10 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     old = read_board(board_path(home))
     if old is None:
         return None
-    with FewCollections():
-        h.refresh(parallel=True)
-        if not whole_read(h, stale, want):
-            return None
-        data = board_json(h, raw=True)
+    h.refresh(parallel=True)
+    if not whole_read(h, stale, want):
+        return None
+    data = board_json(h, raw=True)
     fresh = {f"{r['source']}:{r['id']}": r for r in said_board(data)["sessions"]}
     new = [(order_key(r), row_text(r), k) for k, r in fresh.items()]
     pieces, runs = spliced(stale, want, new)

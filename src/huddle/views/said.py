@@ -1,0 +1,49 @@
+"""A board said as JSON: its rows' texts, each formatted apart, joined as
+`json.dumps(indent=2)` writes the board (huddle.oneshot.json_bytes), and where each row
+stands in it (views.patching puts a board together again from them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+def board_text(rows: list[Any], notes: list[str]) -> tuple[bytes, list[tuple[int, int]]]:
+    """`json_bytes({"sessions": rows, "notes": notes})` (no notes: none said), each row
+    formatted apart (`row_text`), and where each row's text stands in it: a board put
+    together again from its rows' texts (views.patching) is the board as written."""
+    return joined_board([row_text(r) for r in rows], notes)
+
+
+def row_text(row: Any) -> bytes:
+    """A board row's JSON as it stands in the board's: indented at its depth (a
+    formatted string holds no newline: each one indents)."""
+    raw = bytes(row) if isinstance(row, msgspec.Raw) else msgspec.json.encode(row)
+    return b"    " + msgspec.json.format(raw, indent=2).replace(b"\n", b"\n    ")
+
+
+def joined_board(texts: list[bytes], notes: list[str]) -> tuple[bytes, list[tuple[int, int]]]:
+    """A board's JSON from its rows' texts (`row_text`), and where each stands in it."""
+    tail = b""
+    if notes:
+        tail = b',\n  "notes": ' + msgspec.json.format(msgspec.json.encode(notes), indent=2).replace(b"\n", b"\n  ")
+    if not texts:
+        return b'{\n  "sessions": []' + tail + b"\n}", []
+    spans, at = [], len(b'{\n  "sessions": [\n')
+    parts: list[Any] = [b'{\n  "sessions": [\n']
+    for t in texts:
+        spans.append((at, at + len(t)))
+        at += len(t) + 2
+        parts += (t, b",\n")
+    parts[-1] = b"\n  ]" + tail + b"\n}"
+    return b"".join(parts), spans  # (one copy of a board of many megabytes, not one per +)
+
+
+def said_board(data: dict[str, Any]) -> dict[str, Any]:
+    """A board read with its sleeping rows as kept (core.cache.Kept), as JSON says it:
+    each such row its JSON as kept (msgspec.Raw), not decoded only to be encoded again."""
+    from huddle.core.cache import Kept
+
+    rows = [msgspec.Raw(r.json) if isinstance(r, Kept) else r for r in data.get("sessions", ())]
+    return {**data, "sessions": rows}
