@@ -112,6 +112,19 @@ def test_an_append_is_patched_in_and_said_as_a_first_read_says_it(home):
     assert status(env)[2] == "stored"
 
 
+def test_the_status_lines_refresher_patches_the_stored_answer_too(home):
+    """It leaves the board file as the whole path would, and the answer stored: the
+    next `huddle status --json` is said from it (the refresher used to drop it)."""
+    env = environment(home)
+    until_stored(env)
+    append_response(session_file(home, "06-named-session"))
+    subprocess.run([sys.executable, "-m", "huddle.refresh"], env=env, check=True, capture_output=True)
+    out, notes, how = status(env)
+    assert how == "stored"
+    assert (out, notes) == fresh(home, env)
+    assert board_file(home / "hh") == board_file(home / "truth")
+
+
 def test_a_sub_agents_append_and_a_second_session_are_patched_together(home):
     env = environment(home)
     until_stored(env)

@@ -214,15 +214,31 @@ def status_json() -> int:
     from huddle.core.store import one_answer
 
     one_answer()
-    if stale is not None:  # only some sessions' files moved: the board is worked out from them
-        from huddle.views.patching import patched
-
-        with FewCollections():
-            said = patched(stale, echo)
-        if said is not None:
-            return say(said)
+    said = patched_now(stale) if stale is not None else None
+    if said is not None:
+        return say(said)
     _data, said = read_now(text=True)
     return say(said or b"")
+
+
+def patched_now(stale: Any) -> bytes | None:
+    """The board now from a stored answer only some sessions' files moved under (the
+    board file and the next answer with it: views.patching), its notes said; None when
+    it must be read whole."""
+    from huddle.views.patching import patched
+
+    with FewCollections():
+        return patched(stale, echo)
+
+
+def refresh_stored() -> bool:
+    """The status line's refresher: the board file (and the stored answer) brought up
+    to date from the sessions that moved under the stored answer, as `huddle status
+    --json` leaves them, nothing said on stdout. False when there was no such answer."""
+    from huddle.io.answers import PATCHABLE
+
+    said, stale = looked(most=PATCHABLE)
+    return said is None and stale is not None and patched_now(stale) is not None
 
 
 def prices(settings: Settings) -> Table | None:
