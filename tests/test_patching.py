@@ -207,10 +207,12 @@ def test_usage_sums_not_to_be_trusted_are_added_up_whole(home):
     assert said == truth
 
 
+def _nested(inner: st.SearchStrategy) -> st.SearchStrategy:
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+
+
 rows = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
-    max_leaves=8,
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(), _nested, max_leaves=8
 )
 
 
