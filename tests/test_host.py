@@ -304,6 +304,19 @@ def test_an_unwritable_folder_or_a_full_disk_starts_nothing(tmp_path):
     assert not marker.exists()
 
 
+def test_the_start_is_logged_before_anything_the_agent_says(tmp_path):
+    """An agent that writes at once: its lines come after the "started" entry (they were
+    read, and logged, while the host still set up its pipes)."""
+    d = tmp_path / "run"
+    d.mkdir()
+    code = "import sys\nfor i in range(3000): print(i, flush=True); print(i, file=sys.stderr, flush=True)\n"
+    host = start_host(d, *agent(code))
+    assert host.wait() == 0
+    got = kinds(d)
+    assert got.index("started") < min(got.index("stdout"), got.index("stderr"))
+    assert got.count("started") == 1
+
+
 def test_a_log_that_fills_up_stops_the_agent(tmp_path):
     import resource
 

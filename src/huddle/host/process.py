@@ -28,6 +28,13 @@ class _Lines(asyncio.Protocol):
         self.on_line = on_line
         self.closed = closed
         self.rest = b""
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # (before any byte is read: the agent's first lines wait for the log's "started")
+        self.transport = transport
+        if isinstance(transport, asyncio.ReadTransport):
+            transport.pause_reading()
 
     def data_received(self, data: bytes) -> None:
         if b"\n" not in data:
@@ -72,6 +79,7 @@ class AgentProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.exited: asyncio.Future[int] | None = None  # -> the return code, once started
         self._pipes: list[asyncio.Future[None]] = []
+        self._readers: list[_Lines] = []
         self._stdin: asyncio.WriteTransport | None = None
         self._stdin_proto: _Stdin | None = None
         self._pidfd = -1
@@ -102,9 +110,17 @@ class AgentProcess:
         for kind, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
             closed: asyncio.Future[None] = loop.create_future()
             self._pipes.append(closed)
-            await loop.connect_read_pipe(partial(_Lines, kind, self.on_line, closed), pipe)
+            _t, reader = await loop.connect_read_pipe(partial(_Lines, kind, self.on_line, closed), pipe)
+            self._readers.append(reader)
         self._watch_exit(loop, proc)
         return proc.pid
+
+    def read_output(self) -> None:
+        """Its output read from now on (`start` leaves it unread: a line it writes at once
+        was logged before the "started" entry, under load)."""
+        for reader in self._readers:
+            if isinstance(reader.transport, asyncio.ReadTransport) and not reader.transport.is_closing():
+                reader.transport.resume_reading()
 
     async def wait(self) -> int:
         """The exit status, once it has exited."""

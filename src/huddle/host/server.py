@@ -188,7 +188,10 @@ class Host:
         }
         if self.name:
             fields["name"] = self.name
-        self.record("started", fields, sync=True)
+        try:
+            self.record("started", fields, sync=True)
+        finally:
+            self.agent.read_output()
         for _ in signals:
             self._on_signal()
         watch = self.spawn(self._watch_tree())
