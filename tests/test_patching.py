@@ -125,6 +125,20 @@ def test_the_status_lines_refresher_patches_the_stored_answer_too(home):
     assert board_file(home / "hh") == board_file(home / "truth")
 
 
+def test_the_table_after_an_append_is_drawn_from_the_patched_board(home):
+    env = {**environment(home), "COLUMNS": "120"}
+    until_stored(env)
+    append_response(session_file(home, "01-basic-tools"))
+    table = RUN.replace("'--json'", "'--all'")
+    said = subprocess.run([sys.executable, "-c", table], capture_output=True, text=True, env=env, check=True)
+    assert said.stderr.splitlines()[-1] == "patched"
+    truth = {**env, "HUDDLE_HOME": str(home / "truth")}
+    read = subprocess.run([sys.executable, "-c", table], capture_output=True, text=True, env=truth, check=True)
+    assert read.stderr.splitlines()[-1] == "read"
+    assert said.stdout == read.stdout and "Greeting app check" in said.stdout
+    assert status(env)[2] == "stored"  # (and the board patched in was stored)
+
+
 def test_a_sub_agents_append_and_a_second_session_are_patched_together(home):
     env = environment(home)
     until_stored(env)
