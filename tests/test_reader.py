@@ -330,3 +330,64 @@ def test_a_judge_that_learns_passes_over_what_it_says_after_each_line_kept(
         judge.feed(x)
     assert got == want
     assert judged.cursor.offset == plain.cursor.offset
+
+
+def test_a_long_line_its_head_passes_over_is_never_joined_nor_handed_out(tmp_path):
+    # lines that span reads (CHUNK bytes each), some of them passed over by their head
+    from huddle.io import reader as rd
+
+    long = b'{"skip":"' + b"x" * (rd.CHUNK + 10) + b'"}'
+    kept = b'{"keep":"' + b"y" * (rd.CHUNK + 10) + b'"}'
+    data = b'{"a":1}\n' + long + b"\n" + kept + b"\r\n" + long + b'\n{"b":2}\n'
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(data)
+    heads: list[bytes] = []
+
+    def cut(head: bytes) -> bool:
+        heads.append(head)
+        return head.startswith(b'{"skip"')
+
+    r = LineReader(str(p))
+    r.check()
+    got = list(r.lines(cut=cut))
+    assert got == [(0, b'{"a":1}'), (8 + len(long) + 1, kept), (len(data) - 8, b'{"b":2}')]
+    assert all(len(h) == rd.HEAD for h in heads) and len(heads) == 3
+    assert r.cursor.offset == len(data)
+
+
+def test_a_long_line_passed_over_by_its_head_waits_at_its_start_until_whole(tmp_path):
+    from huddle.io import reader as rd
+
+    half = b'{"skip":"' + b"x" * (rd.CHUNK + 10)
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(b'{"a":1}\n' + half)
+    r = LineReader(str(p))
+
+    def cut(head: bytes) -> bool:
+        return head.startswith(b'{"skip"')
+
+    assert r.check() == GROWN and list(r.lines(cut=cut)) == [(0, b'{"a":1}')]
+    assert r.cursor.offset == 8 and r.check() == SAME
+    with open(p, "ab") as f:
+        f.write(b'"}\n{"b":2}\n')
+    assert r.check() == GROWN
+    assert list(r.lines(cut=cut)) == [(8 + len(half) + 3, b'{"b":2}')]
+    assert r.cursor.offset == p.stat().st_size
+
+
+def test_a_line_passed_over_by_its_head_past_the_cap_is_said_as_any_over_long_line(tmp_path, monkeypatch):
+    from huddle.io import reader as rd
+
+    monkeypatch.setattr(rd, "LINE_MAX", 3 * rd.CHUNK)
+    p = tmp_path / "s.jsonl"
+    p.write_bytes(b'{"skip":"' + b"x" * (4 * rd.CHUNK) + b'"}\n{"b":2}\n')
+    said = []
+
+    class Problems:
+        def problem(self, path, offset, what):
+            said.append(offset)
+
+    r = LineReader(str(p))
+    r.check()
+    assert list(r.lines(Problems(), cut=lambda head: True)) == [(p.stat().st_size - 8, b'{"b":2}')]
+    assert said == [0] and r.long_lines == 1

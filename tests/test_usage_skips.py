@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLES
+from huddle.io.reader import HEAD
 from huddle.model import events as ev
 from huddle.model.session import Session
 from huddle.sources.claude.skips import UsageFilter, meta_skips, usage_skips, wanted_for_usage
@@ -216,3 +217,34 @@ def test_a_parser_pickles_without_its_judge_and_says_it_again_on_load(copying):
     q = pickle.loads(blob)
     assert q.skip == p.skip and q.skip != codex_skips.meta_skips
     assert pickle.loads(pickle.dumps(codex_parser(copying))).skip == codex_skips.meta_skips  # a full read's
+
+
+def long_forms(line: bytes) -> list[bytes]:
+    """A line made longer than a `cut` reads (HEAD bytes): spaces before its closing
+    brace (still the same record), and after them the words the whole-line checks
+    look for."""
+    pad = b" " * (HEAD + 64)
+    if not line.endswith(b"}"):
+        return [line + pad]
+    body = line[:-1]
+    return [body + pad + b"}", body + pad + b',"x":"assistant"}', body + pad + b',"x":"user"}']
+
+
+@pytest.mark.parametrize("state", ["alone", "learnt"])
+def test_a_claude_line_is_cut_by_its_head_only_where_its_whole_says_the_same(state):
+    f = UsageFilter() if state == "alone" else LEARNT
+    cut = 0
+    for line in CLAUDE:
+        for long in long_forms(line):
+            if f.skips_head(long[:HEAD]):
+                cut += 1
+                assert f.skip(long, 0, len(long)), long[:200]
+    assert cut > len(CLAUDE) // 4  # tool results, attachments, metadata: most of a transcript
+
+
+@pytest.mark.parametrize("usage", [False, True])
+def test_a_codex_line_is_cut_by_its_head_as_its_whole_is_judged(usage):
+    p = codex_parser(False, usage)
+    for line in CODEX:
+        for long in long_forms(line):
+            assert p.skips_head(long[:HEAD]) == bool(p.skip(long, 0, len(long))), long[:200]

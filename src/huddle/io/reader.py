@@ -37,6 +37,7 @@ HEAD_KEEP = 256  # bytes of the file's head in its print
 SAMPLES = 4  # samples spread over what was read, in the print
 SAMPLE_LEN = 32
 TAIL_KEEP = 64  # bytes just before the offset, in the print
+HEAD = 4096  # a line's first bytes, all a `Cut` reads
 
 SAME = "same"
 GROWN = "grown"
@@ -49,6 +50,9 @@ _SEEK_DATA = getattr(os, "SEEK_DATA", None)
 # A judge of a line where it lies in a buffer: (buf, start, end) -> pass it over (truthy)?
 # A compiled bytes pattern's `match` is one: a C call per line, no Python frame.
 Skip = Callable[[bytes, int, int], object]
+# A judge of a line that spans reads by its first HEAD bytes (the line is longer): pass
+# it over (true)? Only where that head decides it: the line is then never kept whole.
+Cut = Callable[[bytes], bool]
 
 
 class Judge(Protocol):
@@ -172,7 +176,11 @@ class LineReader:
             os.close(fd)
 
     def lines(
-        self, problems: Problems | None = None, skip: Skip | None = None, judge: Judge | None = None
+        self,
+        problems: Problems | None = None,
+        skip: Skip | None = None,
+        judge: Judge | None = None,
+        cut: Cut | None = None,
     ) -> Iterator[tuple[int, bytes]]:
         """Yield (offset, line) for every whole line appended since the last call.
         The newline is not part of `line`. Reads in CHUNK pieces. An over-long line
@@ -182,7 +190,12 @@ class LineReader:
         over, never copied out nor handed out (a usage-only read drops most of a file
         that way). `judge`, when given, says the `skip` in force, and may change it
         while it handles a line: its `skip` is read again after each line handed out.
-        A passed-over line costs the newline's search and the judge's call alone."""
+        A passed-over line costs the newline's search and the judge's call alone.
+        `cut`, when given, judges a line that runs past a read by its head (HEAD bytes):
+        a line it says true of is passed over as it is read, its pieces neither kept nor
+        joined (a usage-only read's long lines are tool outputs: kept, a few MB of
+        chunks were held, copied into fresh pages and let go, for nothing). At the end
+        of the file such a line leaves the cursor at its start: read again when whole."""
         if judge is not None:
             skip = judge.skip
         c = self.cursor
@@ -200,6 +213,7 @@ class LineReader:
             plen = len(self._pending)
             pos = c.offset + plen  # the next byte to read
             done = False
+            dropping = -1  # >= 0: inside a line `cut` passed over, which starts there
             try:
                 while True:
                     if c.long_at >= 0 and _SEEK_DATA is not None:
@@ -210,7 +224,17 @@ class LineReader:
                     base = pos
                     pos += len(chunk)
                     i = 0
-                    if c.long_at >= 0:  # inside an over-long line: drop bytes to its end
+                    if dropping >= 0:  # its bytes are dropped to its end (the cursor waits at its start)
+                        nl = chunk.find(b"\n")
+                        if nl < 0:
+                            if pos - dropping > LINE_MAX:  # said as an over-long line is
+                                c.long_at, c.offset, dropping = dropping, pos, -1
+                                self._too_long(problems)
+                            continue
+                        dropping = -1
+                        i = nl + 1
+                        c.offset = base + i
+                    elif c.long_at >= 0:  # inside an over-long line: drop bytes to its end
                         nl = chunk.find(b"\n")
                         if nl < 0:
                             c.offset = pos
@@ -256,7 +280,9 @@ class LineReader:
                             if judge is not None:
                                 skip = judge.skip
                     c.offset = base + i  # past the lines passed over at the chunk's end
-                    if i < len(chunk):
+                    if i < len(chunk) - HEAD and cut is not None and cut(chunk[i : i + HEAD]):
+                        dropping = base + i  # (its head holds no CR: more of the line follows it)
+                    elif i < len(chunk):
                         parts, plen = [memoryview(chunk)[i:]], len(chunk) - i
                         if plen > LINE_MAX:
                             c.long_at, c.offset, parts, plen = c.offset, pos, [], 0

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from huddle.io.reader import Judge, LineReader, Problems, Skip
+from huddle.io.reader import Cut, Judge, LineReader, Problems, Skip
 from huddle.model.session import Session
 
 if TYPE_CHECKING:
@@ -173,6 +173,7 @@ def drain(
     every: int = 512,
     skip: Skip | None = None,
     judge: Judge | None = None,
+    cut: Cut | None = None,
 ) -> None:
     """Feed every line appended to `reader`'s file to `feed(offset, line)`. A line whose
     feed fails in any way (a decoder's error, nesting too deep for it, a value the code
@@ -180,8 +181,8 @@ def drain(
     it had put in `out` dropped; the lines after it are read. `flush` runs every
     `every` lines and at the end (the session's bookkeeping is per batch). `skip`: lines
     passed over in the read buffer, never fed; `judge`: what says `skip` as the feed
-    learns (LineReader.lines)."""
-    for n, (off, line) in enumerate(reader.lines(session, skip, judge), 1):
+    learns; `cut`: long lines passed over by their head (LineReader.lines)."""
+    for n, (off, line) in enumerate(reader.lines(session, skip, judge, cut), 1):
         mark = len(out) if out is not None else 0
         try:
             feed(off, line)

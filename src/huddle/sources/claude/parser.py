@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
-from huddle.io.reader import Skip
+from huddle.io.reader import Cut, Skip
 from huddle.model import events as ev
 from huddle.model import times
 from huddle.model.events import Event, cap
@@ -96,6 +96,11 @@ class FileParser(ResponseCounts):
     def skip(self) -> Skip:
         """The lines `feed` passes over, judged in the reader's buffer (LineReader.lines)."""
         return meta_skips if self.filter is None else self.filter.skip
+
+    @property
+    def cut(self) -> Cut | None:
+        """The long lines a usage-only read passes over by their head (LineReader.lines)."""
+        return None if self.filter is None else self.filter.skips_head
 
     def feed_kept(self, off: int, line: bytes) -> None:
         """`feed` for a line `skip` kept."""

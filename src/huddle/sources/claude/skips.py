@@ -97,6 +97,35 @@ class UsageFilter:
             or not opens_compact(buf, i, end)  # a title in another hand (`{"type": "summary"`)
         )
 
+    def skips_head(self, head: bytes) -> bool:
+        """`skip` of a long line by its first bytes (LineReader.lines's `cut`): true only
+        where `skip` says so from a line's first kilobyte (`_by_head`), never by the
+        searches of the whole line its last check makes (those lines are read whole)."""
+        return bool(self.skip(head, 0, len(head))) and self._by_head(head)
+
+    def _by_head(self, buf: bytes) -> bool:
+        """Whether `skip` decides the line starting buf before its last check (`skip`'s
+        branches, in its order)."""
+        end = len(buf)
+        if end > 2 and buf[2] == 116:
+            if buf.startswith(SKIP_PREFIXES):
+                return True
+            if self.whole or buf.startswith(b'{"type":"last-prompt"'):
+                return True
+        elif self.whole:
+            return True
+        head = min(768, end)
+        if self.sidechains:
+            s = buf.find(_SIDECHAIN, 0, head)
+            if s >= 0 and not buf.startswith(b":false", s + _AFTER_SIDECHAIN, end):
+                return True
+        r = buf.find(b'"role":"', 0, head)
+        if r >= 0:
+            r += 8
+            c = buf[r] if r < end else 0
+            return c == 97 or (c == 117 and buf.startswith(_USER_CONTENT, r, end))  # (else: the last check)
+        return buf.find(ATTACHMENT_KEY, 0, min(300, end)) >= 0
+
 
 ALONE = UsageFilter()  # a line judged alone
 

@@ -141,7 +141,15 @@ class ClaudeHandle(Handle):
         return s.version != before
 
     def _drain(self, parser: FileParser, reader: LineReader) -> None:
-        drain(reader, self.session, parser.feed_kept, parser.out, lambda: self._flush(parser), skip=parser.skip)
+        drain(
+            reader,
+            self.session,
+            parser.feed_kept,
+            parser.out,
+            lambda: self._flush(parser),
+            skip=parser.skip,
+            cut=parser.cut,
+        )
 
     def _flush(self, parser: FileParser) -> None:
         out = parser.out

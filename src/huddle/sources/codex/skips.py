@@ -74,6 +74,11 @@ class Judged:
         else:
             self.skip = meta_skips
 
+    def skips_head(self, head: bytes) -> bool:
+        """`skip` of a long line by its first bytes (LineReader.lines's `cut`): the same,
+        both judges reading a line's first few hundred bytes at most."""
+        return bool(self.skip(head, 0, len(head)))
+
     def __getstate__(self) -> dict:
         d = self.__dict__.copy()
         d.pop("skip", None)  # (a pattern's match would pickle its pattern: said again on load)

@@ -146,7 +146,7 @@ class CodexHandle(Handle):
             self.session.add_all(p.out)
             p.out.clear()
 
-        drain(tf.reader, self.session, p.feed_kept, p.out, flush, every=256, judge=p)
+        drain(tf.reader, self.session, p.feed_kept, p.out, flush, every=256, judge=p, cut=p.skips_head)
 
     def _link(self) -> None:
         """Tie spawn calls, reports and answers to the children they concern, whichever
