@@ -202,7 +202,8 @@ def merged(stale: answers.Stale, h: Huddle, cond: dict[str, Any]) -> tuple[dict[
     them), which take the place of what they were."""
     old: dict[str, Any] = stale.data
     files: dict[str, list[str]] = dict(stale.index["files"])
-    mine = {p for k in h.handles for p in files.get(k, ())}
+    others = {p for k, paths in files.items() if k not in h.handles for p in paths}
+    mine = {p for k in h.handles for p in files.get(k, ())} - others  # (one another row shows stays stamped)
     heads = h.cache.heads if h.cache is not None else {}
     for k in h.handles:
         files[k] = [f[0] for f in heads[k].get("files") or ()]
