@@ -235,7 +235,7 @@ class Bench:
                 return None
             return st.st_ino, st.st_size, st.st_mtime_ns
 
-        for _ in range(5):
+        for _ in range(12):  # (a file that moved under a second before a read keeps it from being stored)
             before = stamp()
             timed(status_cmd, self.env())
             if before is not None and stamp() == before:
