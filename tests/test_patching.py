@@ -42,29 +42,15 @@ def home(tmp_path):
     return make_home(tmp_path)
 
 
-# usage: patched when the index was asked once, with the stale report (no whole read after)
-RUN_USAGE = (
-    "import sys; sys.argv = ['huddle', 'usage', '--json']\n"
-    "import huddle.views.usage_index as u\n"
-    "orig, asked = u.counted_from_index, []\n"
-    "def counted(*a, **kw):\n    asked.append(kw.get('stale') is not None); return orig(*a, **kw)\n"
-    "u.counted_from_index = counted\n"
-    "from huddle import entry\n"
-    "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
-    "how = 'patched' if asked == [True] else 'stored' if not asked else 'read'\n"
-    "print(how, file=sys.stderr)"
-)
-
-
-def status(env, run: str = RUN) -> tuple[str, list[str], str]:
-    out = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, env=env, check=True)
+def status(env) -> tuple[str, list[str], str]:
+    out = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True, env=env, check=True)
     *notes, how = out.stderr.splitlines()
     return out.stdout, notes, how
 
 
-def until_stored(env, run: str = RUN) -> str:
+def until_stored(env) -> str:
     for _ in range(3):
-        out, _notes, how = status(env, run)
+        out, _notes, how = status(env)
         if how == "stored":
             return out
     raise AssertionError("no run was said from a stored answer")
@@ -188,37 +174,6 @@ def test_sessions_sharing_history_are_read_together_when_one_moves(tmp_path):
     append_response(first)
     out, notes, how = status(env)
     assert how == "patched" and (out, notes) == fresh(tmp_path, env)
-
-
-def test_usage_after_an_append_takes_out_and_puts_in_those_sessions_alone(home):
-    env = environment(home)
-    before = json.loads(until_stored(env, RUN_USAGE))["totals"]
-    append_response(session_file(home, "01-basic-tools"))
-    append_response(next((home / "claude" / "projects").rglob("subagents/*.jsonl")))
-    out, notes, how = status(env, RUN_USAGE)
-    assert how == "patched"
-    truth = fresh(home, env, "usage")
-    assert (out, notes) == truth
-    assert json.loads(out)["totals"]["responses"] == before["responses"] + 2
-    assert status(env, RUN_USAGE) == (*truth, "stored")  # the report was stored again, whole
-
-
-def test_usage_sums_not_to_be_trusted_are_added_up_whole(home):
-    """The index's kept sums are damaged: a patch cannot take sessions out of them."""
-    import sqlite3
-
-    env = environment(home)
-    until_stored(env, RUN_USAGE)
-    db = sqlite3.connect(home / "hh" / "cache" / "usage.db")
-    db.execute("UPDATE meta SET v = ? WHERE k = 'sums'", (marshal.dumps(("huddle-sums/1", 0, b"torn")),))
-    db.commit()
-    db.close()
-    append_response(session_file(home, "06-named-session"))
-    out, notes, how = status(env, RUN_USAGE)
-    assert how == "read" and any("kept sums are damaged" in n for n in notes)  # (said once, as the whole path says it)
-    said, truth = json.loads(out), json.loads(fresh(home, env, "usage")[0])
-    assert [n for n in said.pop("notes") if "kept sums are damaged" not in n] == truth.pop("notes")
-    assert said == truth
 
 
 def _nested(inner: st.SearchStrategy) -> st.SearchStrategy:

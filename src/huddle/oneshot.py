@@ -263,18 +263,16 @@ def usage(
     when: float | None,
     before: float | None,
     keep: list[Any] | None = None,
-    stale: Any = None,
 ) -> dict[str, Any]:
     """The usage report from the usage index (it reads only what moved since the last
     run), its notes said on stderr. `keep`: told what the report hangs on when it may be
-    kept as a stored answer, and its index; `stale`: the stored report some sessions'
-    files moved under (views.usage_index.counted_from_index)."""
+    kept as a stored answer (views.usage_index.counted_from_index)."""
     from huddle.views.usage import aggregate
     from huddle.views.usage_index import counted_from_index
 
     summed = by == "day" and when is None and before is None
     with FewCollections():
-        counted, notes = counted_from_index(settings, table, when, before, keep=keep, summed=summed, stale=stale)
+        counted, notes = counted_from_index(settings, table, when, before, keep=keep, summed=summed)
     for note in notes:
         echo(f"huddle: {note}", err=True)
     if summed and counted.get("sums") is not None:
@@ -292,7 +290,7 @@ def usage_json() -> int:
 
     from huddle.io import answers
 
-    said, stale = looked(answers.USAGE, most=answers.PATCHABLE)
+    said = stored(answers.USAGE)
     if said is not None:
         return say(said)
     from huddle.core.store import one_answer
@@ -305,11 +303,11 @@ def usage_json() -> int:
     if table is None:
         return 1
     keep: list[Any] = []
-    data = usage(settings, table, "day", None, None, keep=keep, stale=stale)
+    data = usage(settings, table, "day", None, None, keep=keep)
     text = json.dumps(data, indent=2, ensure_ascii=False)
     home = settings.huddle_home
     if keep and home:
-        answers.save(home, text, list(data.get("notes", ())), keep[0], started, answers.USAGE, index=keep[1])
+        answers.save(home, text, list(data.get("notes", ())), keep[0], started, answers.USAGE)
     elif home:
         answers.drop(home, answers.USAGE)
     echo(text)

@@ -221,20 +221,6 @@ class Store:
             self._say(f"{bad} damaged entr{'y' if bad == 1 else 'ies'}")
         return out
 
-    def load_crcs(self) -> None:
-        """Every entry's checksum (`crcs`), as kept beside it: for a reader that loaded
-        a few heads (`heads(keys)`) and must say what the whole store held."""
-        if self.db is None:
-            return
-        try:
-            got = self.db.execute("SELECT key, head_crc, row_crc FROM entries").fetchall()
-        except sqlite3.DatabaseError as exc:
-            if is_damage(exc):
-                self._damaged(exc)
-            return
-        for key, hc, rc in got:
-            self.crcs.setdefault(key, entry_crc(hc, rc))
-
     def blobs(self, keys: Iterable[str]) -> dict[str, bytes]:
         """The blobs of these entries (those whose checksum holds)."""
         if self.db is None:

@@ -40,22 +40,18 @@ def order_key(row: Any) -> list[Any]:
     ]
 
 
-def index_of(h: Huddle, rows: list[Any] | None = None, spans: list[tuple[int, int]] | None = None) -> dict[str, Any]:
-    """What a stored answer needs to be patched (`patched`): per session its files, the
-    sessions read for others' sake; a board's also per listed row (in board order) its
-    key, order and place in the text."""
+def index_of(h: Huddle, rows: list[Any], spans: list[tuple[int, int]]) -> dict[str, Any]:
+    """What a stored board needs to be patched (`patched`): per session its files, the
+    sessions read for others' sake, and per listed row (in board order) its key, order
+    and place in the text."""
     heads = {k: d.head for k, d in h.dormant.items()}
     if h.cache is not None:
         heads.update((k, h.cache.heads[k]) for k in h.handles if k in h.cache.heads)
-    index: dict[str, Any] = {
+    return {
         "files": {k: [f[0] for f in head.get("files") or ()] for k, head in heads.items()},
         "tangled": [k for k, head in heads.items() if head.get("entangled")],
+        "rows": [[f"{r['source']}:{r['id']}", *order_key(r), *span] for r, span in zip(rows, spans, strict=True)],
     }
-    if rows is not None and spans is not None:
-        index["rows"] = [
-            [f"{r['source']}:{r['id']}", *order_key(r), *span] for r, span in zip(rows, spans, strict=True)
-        ]
-    return index
 
 
 def wanted(stale: answers.Stale) -> set[str] | None:
@@ -198,7 +194,7 @@ def whole_read(h: Huddle, stale: answers.Stale, want: set[str]) -> bool:
 
 def merged(stale: answers.Stale, h: Huddle, cond: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The new answer's conditions and index (`index_of`, but its rows) from the stale
-    one's and those of the sessions a partial core read (`cond`: core.answering's of
+    one's and those of the sessions the partial core read (`cond`: core.answering's of
     them), which take the place of what they were."""
     old: dict[str, Any] = stale.data
     files: dict[str, list[str]] = dict(stale.index["files"])

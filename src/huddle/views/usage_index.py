@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from huddle.core.cache import USAGE_INDEX
-from huddle.io import answers
 
 from .pricing import USER_FILE, Table
 from .usage import _day, collect, exact_partials, session_info
@@ -96,7 +95,6 @@ def counted_from_index(
     until: float | None = None,
     keep: list[Any] | None = None,
     summed: bool = False,
-    stale: Any = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The counted usage for `huddle usage`: per-session sums (`groups`) from the index,
     the sessions whose files moved read again (their new bytes only); or, when the
@@ -105,18 +103,9 @@ def counted_from_index(
     count hangs on (core.answering.conditions) when this run read nothing and wrote
     nothing: a report from it may be stored (huddle.io.answers). `summed`: the report
     is by day over all time, said from the kept sums when there are any: the sessions'
-    own sums are then left out (not decoded: they are the most of what the index holds).
-    `stale` (summed, by day over all time): the stored report (huddle.io.answers.Stale)
-    some sessions' files moved under: those sessions alone are read, their sums taken
-    out and put in again (views.patching); worked out whole where that cannot vouch.
-    `keep` is then given the whole report's conditions and its index."""
+    own sums are then left out (not decoded: they are the most of what the index holds)."""
     from huddle.core import Huddle
     from huddle.core.answering import conditions
-    from huddle.views.patching import index_of, merged, wanted, whole_read
-
-    want = wanted(stale) if stale is not None and summed else None
-    if want is not None and len(want) > answers.PATCHABLE:
-        want = None
 
     notes: list[str] = []
     legacy = os.path.join(settings.huddle_home, "cache", LEGACY)
@@ -127,10 +116,8 @@ def counted_from_index(
         except OSError:
             pass
     # Only token counts are needed: the sources may pass over everything else unread.
-    h = Huddle(dataclasses.replace(settings, usage_only=True), cache=True, lazy=True, cache_name=CACHE_NAME, only=want)
+    h = Huddle(dataclasses.replace(settings, usage_only=True), cache=True, lazy=True, cache_name=CACHE_NAME)
     h.autosave = False  # written once, below, with the sums (save_rows)
-    if want is not None and (h.cache is None or h.cache.note or set(h.dormant) != want):
-        return counted_from_index(settings, table, since, until, keep, summed)  # (not in the index: read whole)
     want_rows = not (day_aligned(since) and day_aligned(until))
     # a first read in workers: each sums its sessions, and those no other session has a
     # say in are never unpickled here (Huddle._leave_packed)
@@ -138,8 +125,6 @@ def counted_from_index(
     notes += h.notes
     cache = h.cache
     priced = cache is not None and cache.meta().get("pricing") == pricing_key(table)
-    if want is not None and not (priced and whole_read(h, stale, want)):
-        return counted_from_index(settings, table, since, until, keep, summed)
     if want_rows or (not priced and not h.packed) or cache is None:
         h.wake_all()  # every session's responses, from its handle
     loaded = h.loaded_sessions()
@@ -154,17 +139,14 @@ def counted_from_index(
             h.save_rows(fresh)  # (the kept sums are added up again next time)
         else:
             sums = _summed(h, fresh, table, notes)
-            if sums is None and want is not None:
-                return counted_from_index(settings, table, since, until, keep, summed)
         if not priced:
             cache.set_meta(pricing=pricing_key(table))
     if want_rows:
         return counted, notes
-    if keep is not None and settings.huddle_home and cache is not None:
-        also = [os.path.join(settings.huddle_home, USER_FILE)]
-        cond = conditions(h, also, stored_at=cache.store.stamp() if want is not None else None)
+    if keep is not None and settings.huddle_home:
+        cond = conditions(h, also=[os.path.join(settings.huddle_home, USER_FILE)])
         if cond is not None:
-            keep.extend(merged(stale, h, cond) if want is not None else (cond, index_of(h)))
+            keep.append(cond)
     if sums is not None and summed:
         return {"sums": sums}, notes  # the report by day, kept summed (usage_sums.report)
     kept = [d.row for d in h.dormant.values()]
@@ -183,12 +165,9 @@ def _summed(h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[
 
     cache = h.cache
     store = cache.store
-    if h.partial:
-        store.load_crcs()  # (the sums say every entry's: a partial core holds a few)
-    keys = store.crcs if h.partial else cache.heads
-    before = {k: store.crcs.get(k) for k in keys}
+    before = {k: store.crcs.get(k) for k in cache.heads}
     sums, problem = usage_sums.loaded(store.meta.get(usage_sums.KEY), before, pricing_key(table))
-    if problem and not h.partial:  # (a partial core's caller reads whole, which says it)
+    if problem:
         notes.append(f"{cache.path}: {problem}")
     # the rows this save replaces or drops, as they stand (cache.heads is what was read)
     packed = {k: d.row for k, d in h.dormant.items() if d.blob is not None}
@@ -202,8 +181,6 @@ def _summed(h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[
                 usage_sums.apply(sums, row, 1)
         except (KeyError, IndexError, TypeError, ValueError):  # (ValueError: not the rows' sums)
             sums = None
-    if sums is None and h.partial:
-        return None  # (added up from every row: a partial core has a few; nothing written yet)
     rebuilt = sums is None
     h.save_rows(fresh)
     if rebuilt:
@@ -211,7 +188,7 @@ def _summed(h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[
             sums = usage_sums.total_of([*(d.row for d in h.dormant.values()), *fresh.values()])
         except (KeyError, IndexError, TypeError, ValueError):
             return None
-    after = {k: store.crcs.get(k) for k in (store.crcs if h.partial else cache.heads)}
+    after = {k: store.crcs.get(k) for k in cache.heads}
     if (rebuilt or after != before) and sums is not None:
         cache.set_meta(**{usage_sums.KEY: usage_sums.dumped(sums, after, pricing_key(table))})
     return sums
