@@ -146,6 +146,60 @@ def test_a_line_appended_just_now_is_patched_in_and_read_again_until_it_settles(
     assert how == "patched" and (out, notes) == fresh(home, env)
 
 
+def test_a_row_a_process_or_time_can_move_is_built_again_on_every_run(home):
+    """A Claude Code process waits on the user: its row names the process, which may
+    be gone by the next run without a file moving, so the stored board that holds it is
+    never said as it stands; each run builds that row again, as a whole read does, and
+    keeps the others' text."""
+    from huddle.io import procs
+
+    env = environment(home)
+    until_stored(env)
+    path = session_file(home, "01-basic-tools")
+    rec = {"sessionId": path.stem, "pid": os.getpid(), "procStart": str(procs.start_time(os.getpid()))}
+    entry = home / "claude" / "sessions" / f"{os.getpid()}.json"
+    entry.write_text(json.dumps({**rec, "status": "waiting", "waitingFor": "approve Bash", "updatedAt": 1}))
+    then = time.time() - 30  # (written a while ago: what moved around a read is read again)
+    os.utime(entry, (then, then))
+    os.utime(entry.parent, (then, then))
+    hows = []
+    for _ in range(4):
+        out, notes, how = status(env)
+        hows.append(how)
+        assert (out, notes) == fresh(home, env)
+    assert hows[0] == "read" and hows[-1] == "patched" and "stored" not in hows
+    row = next(r for r in json.loads(out)["sessions"] if r["id"] == path.stem)
+    assert row["state"] == "needs_you" and row["pid"] == os.getpid()
+    kept = marshal.loads((home / "hh" / "cache" / "status.bin").read_bytes())
+    assert marshal.loads(kept[2])["volatile"] == [f"claude:{path.stem}"]
+
+
+def test_a_process_gone_without_a_file_moving_is_seen_on_the_next_run(home):
+    from huddle.io import procs
+
+    env = environment(home)
+    until_stored(env)
+    path = session_file(home, "06-named-session")
+    agent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        rec = {"sessionId": path.stem, "pid": agent.pid, "procStart": str(procs.start_time(agent.pid))}
+        entry = home / "claude" / "sessions" / f"{agent.pid}.json"
+        entry.write_text(json.dumps({**rec, "status": "waiting", "waitingFor": "approve Bash", "updatedAt": 1}))
+        then = time.time() - 30
+        os.utime(entry, (then, then))
+        os.utime(entry.parent, (then, then))
+        for _ in range(3):
+            out, _notes, how = status(env)
+        assert how == "patched"
+        assert next(r for r in json.loads(out)["sessions"] if r["id"] == path.stem)["state"] == "needs_you"
+    finally:
+        agent.kill()
+        agent.wait()
+    out, notes, how = status(env)  # (nothing moved on disk: the process is gone)
+    assert how == "patched" and (out, notes) == fresh(home, env)
+    assert next(r for r in json.loads(out)["sessions"] if r["id"] == path.stem)["state"] != "needs_you"
+
+
 def test_a_new_session_or_a_damaged_board_file_is_worked_out_whole(home):
     env = environment(home)
     until_stored(env)

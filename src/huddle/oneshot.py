@@ -176,7 +176,7 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     started = time.time_ns()
     data, h = _read(None, raw=text)
     home = h.settings.huddle_home
-    cond = conditions(h, also=[os.path.join(home, USER_FILE)]) if home else None
+    cond = conditions(h, also=[os.path.join(home, USER_FILE)], volatile=[]) if home else None
     said, spans = None, None
     if text or cond is not None:
         import msgspec

@@ -21,12 +21,18 @@ if TYPE_CHECKING:
     from .huddle import Huddle
 
 
-def conditions(h: Huddle, also: list[str], stored_at: list[Any] | None = None) -> dict[str, Any] | None:
+def conditions(
+    h: Huddle, also: list[str], stored_at: list[Any] | None = None, volatile: list[str] | None = None
+) -> dict[str, Any] | None:
     """What the board `h` just built (or, on a core reading token counts only, the usage
     it counted) hangs on, and the files `also` (the user's prices); None if it cannot be
     stored. `stored_at` (a partial core, views.patching: the store's stamp after it kept
     what it read): the sessions read this run stand on their new heads, if their rows
-    are settled; what they hang on is the part of a board's conditions they are."""
+    are settled; what they hang on is the part of a board's conditions they are.
+    `volatile` (a board): a session whose row time or a process can move does not keep
+    the board from being stored; it is named here ("volatile"), and such an answer is
+    never said as it stands: views.patching builds those rows again, as a whole read
+    would (it wakes every unsettled session)."""
     cache = h.cache
     if not h.lazy or cache is None or cache.note or not h.settings.huddle_home:
         return None  # (the cache was not what it should be)
@@ -41,10 +47,13 @@ def conditions(h: Huddle, also: list[str], stored_at: list[Any] | None = None) -
         if head is None:
             return None
         if stored_at is not None and not head.get("entangled"):
-            if not (usage or _settled_row(h, key, head)):
-                return None  # (time alone can move its row: read again next time)
-        elif not _read_only_for_others(h, key, head, usage):
-            return None
+            stands = usage or _settled_row(h, key, head)  # (else time alone can move its row)
+        else:
+            stands = _read_only_for_others(h, key, head, usage)
+        if not stands:
+            if volatile is None:
+                return None
+            volatile.append(key)
         heads.append(head)
     inputs: list[list[Any]] = []
     scans: list[Any] = []
@@ -69,7 +78,10 @@ def conditions(h: Huddle, also: list[str], stored_at: list[Any] | None = None) -
     files = [f for head in heads for f in head.get("files") or ()]
     folders = list({tuple(f): f for head in heads for f in head.get("dirs") or ()}.values())
     names = sorted({c.folder_env for c in source_classes().values() if c.folder_env})
-    return {"inputs": inputs, "scans": scans, "files": files, "folders": folders, "names": names}
+    out = {"inputs": inputs, "scans": scans, "files": files, "folders": folders, "names": names}
+    if volatile:
+        out["volatile"] = sorted(volatile)
+    return out
 
 
 def _read_only_for_others(h: Huddle, key: str, head: dict[str, Any], usage: bool = False) -> bool:

@@ -183,7 +183,9 @@ def look(
             raise ValueError("shape")
         if not isinstance(part, bytes) or zlib.crc32(part) != index_crc:
             raise ValueError("index")
-        if moved:
+        if data.get("volatile") and not most:
+            return None, None, None  # (rows time can move: never said as they stand)
+        if moved or data.get("volatile"):
             index = marshal.loads(part)
             return None, (Stale(data, said, index, moved) if index is not None else None), None
     except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote

@@ -55,9 +55,10 @@ def index_of(h: Huddle, rows: list[Any], spans: list[tuple[int, int]]) -> dict[s
 
 
 def wanted(stale: answers.Stale) -> set[str] | None:
-    """The sessions the full path would read: those whose files moved, those read for
-    others' sake, and their folders' others (sleeping.between_scans); None if a moved
-    file is no session's."""
+    """The sessions the full path would read: those whose files moved, those whose rows
+    time or a process can move ("volatile": it wakes every unsettled session), those
+    read for others' sake, and their folders' others (sleeping.between_scans); None if
+    a moved file is no session's."""
     files: dict[str, list[str]] = stale.index["files"]
     owners: dict[str, set[str]] = {}
     for k, paths in files.items():
@@ -68,6 +69,7 @@ def wanted(stale: answers.Stale) -> set[str] | None:
         if p not in owners:
             return None
         moved |= owners[p]
+    moved |= set(stale.data.get("volatile") or ())  # (rows time or a process can move: built again)
     tangled = set(stale.index["tangled"])
     folders = {folder_of(files[k]) for k in tangled if k in files} - {""}
     near = {k for k, paths in files.items() if folders and folder_of(paths) in folders}
@@ -116,7 +118,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
         h.watch_dirs(),
         h.settings.folders,
     )
-    cond = conditions(h, also=[os.path.join(home, USER_FILE)], stored_at=h.cache.store.stamp())
+    cond = conditions(h, also=[os.path.join(home, USER_FILE)], stored_at=h.cache.store.stamp(), volatile=[])
     if cond is not None:
         whole, index = merged(stale, h, cond)
         index["rows"] = rows
