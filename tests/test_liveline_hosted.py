@@ -98,7 +98,7 @@ def test_an_agent_that_needs_sigterm_says_it_was_interrupted(tmp_path):
             "--name",
             "t",
             "--grace",
-            "0.2",
+            "1.0",  # (its SIGTERM handler has that long to print and exit: 0.2 s was short for a loaded CI)
             "--",
             PY,
             REPLAY,
