@@ -84,11 +84,7 @@ def board(when: float | None = None) -> dict[str, Any]:
     notes are said on stderr."""
     if when is not None:
         return _read(when)[0]
-    from huddle.io.answers import PATCHABLE
-
-    said, stale = looked(most=PATCHABLE)
-    if said is None and stale is not None:  # (a few sessions moved: views.patching)
-        said = patched_now(stale)
+    said, _patched = said_now()
     if said is not None:
         import json
 
@@ -210,39 +206,40 @@ def say(said: bytes) -> int:
 
 def status_json() -> int:
     """`huddle status --json`: every session, as GET /api/sessions returns them."""
-    from huddle.io.answers import PATCHABLE
-
-    said, stale = looked(most=PATCHABLE)
+    said, _patched = said_now()
     if said is not None:
         return say(said)
     from huddle.core.store import one_answer
 
     one_answer()
-    said = patched_now(stale) if stale is not None else None
-    if said is not None:
-        return say(said)
     _data, said = read_now(text=True)
     return say(said or b"")
 
 
-def patched_now(stale: Any) -> bytes | None:
-    """The board now from a stored answer only some sessions' files moved under (the
-    board file and the next answer with it: views.patching), its notes said; None when
-    it must be read whole."""
+def said_now() -> tuple[bytes | None, bool]:
+    """(the board now as its stored answer says it, or as patched from the stored answer
+    only some sessions' files moved under: the board file and the next answer with it,
+    views.patching; None when it must be read whole, its notes said; whether it was
+    patched)."""
+    from huddle.io.answers import PATCHABLE
+
+    said, stale = looked(most=PATCHABLE)
+    if said is not None or stale is None:
+        return said, False
+    from huddle.core.store import one_answer
     from huddle.views.patching import patched
 
+    one_answer()
     with FewCollections():
-        return patched(stale, echo)
+        return patched(stale, echo), True
 
 
 def refresh_stored() -> bool:
     """The status line's refresher: the board file (and the stored answer) brought up
     to date from the sessions that moved under the stored answer, as `huddle status
     --json` leaves them, nothing said on stdout. False when there was no such answer."""
-    from huddle.io.answers import PATCHABLE
-
-    said, stale = looked(most=PATCHABLE)
-    return said is None and stale is not None and patched_now(stale) is not None
+    said, patched = said_now()
+    return patched and said is not None
 
 
 def prices(settings: Settings) -> Table | None:

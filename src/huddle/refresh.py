@@ -32,7 +32,7 @@ def main() -> int:
         from huddle.core.store import one_answer
         from huddle.oneshot import refresh_stored
 
-        one_answer()
+        one_answer()  # (whichever way it reads: it answers once and exits)
         if refresh_stored():  # (a few sessions moved under the stored answer: read alone, spliced in)
             return 0
         from huddle.core import Huddle

@@ -47,7 +47,7 @@ def conditions(
         if head is None:
             return None
         if stored_at is not None and not head.get("entangled"):
-            stands = usage or _settled_row(h, key, head)  # (else time alone can move its row)
+            stands = _settled_row(h, key, head)  # (else time alone can move its row)
         else:
             stands = _read_only_for_others(h, key, head, usage)
         if not stands:
