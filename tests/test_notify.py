@@ -22,6 +22,7 @@ from huddle.core import Huddle
 from huddle.live import desktop
 from huddle.live.notify import Notifier, notice
 from huddle.live.watcher import Watcher
+from huddle.model.times import iso
 from live_agents import ClaudeProcess, claude_live, wait_until
 
 HELPER = Path(__file__).parent / "helpers" / "notification_server.py"
@@ -173,6 +174,29 @@ def test_waits_already_there_at_start_are_not_news(bus, tmp_path):
     finally:
         backend.stop()
         claude.stop()
+
+
+def test_a_wait_begun_after_the_start_is_news_though_the_first_read_finds_it(bus):
+    """A server shows its cached rows at once and reads for seconds after: a session that
+    turns to "needs you" in between reaches the notifier in the rows it is primed with."""
+    backend = desktop.DBus()
+    try:
+        started = time.time() - 60
+        n = Notifier(backend, since=started)
+
+        def waiting(sid: str, since: float) -> dict:
+            return {"source": "claude", "id": sid, "title": sid, "state": "needs_you", "state_since": iso(since)}
+
+        old, new = waiting("before", started - 5), waiting("after", started + 5)
+        n.prime([old, new, {"source": "claude", "id": "busy", "state": "working"}])
+        (shown,) = bus.wait("Notify", 1)
+        assert shown["summary"] == "after needs you"
+        n.rows([old, new], [])  # the same waits again: neither is news now
+        n.close_all()
+        bus.wait("CloseNotification", 1)
+        assert len(bus.calls("Notify")) == 1 and n.sent == 1
+    finally:
+        backend.stop()
 
 
 def huddle_child(settings, *args: str) -> subprocess.Popen:

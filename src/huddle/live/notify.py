@@ -4,7 +4,9 @@ A `Notifier` is told each board row as it changes (the watcher's `on_rows`). A r
 rises into "needs you" shows one notification; the same wait never shows twice; a new
 wait of the same session replaces it; the notification is closed when the wait ends
 (answered, interrupted, the session gone). Waits already there when huddle starts are
-on the board, not notified: a restart does not ring again for what you have seen.
+on the board, not notified: a restart does not ring again for what you have seen. A wait
+that began after the start is news even when the first read is what finds it (a server
+shows its cached rows at once and reads for seconds after).
 
 How a notification reaches the desktop is `desktop.py`'s business.
 """
@@ -12,10 +14,12 @@ How a notification reaches the desktop is `desktop.py`'s business.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
 from typing import Any, Protocol
 
 from huddle.model.attention import NEEDS_YOU
+from huddle.model.times import parse_time
 
 SOURCE_LABEL = {"claude": "Claude Code", "codex": "Codex", "vibe": "Mistral Vibe", "hosted": "huddle run"}
 
@@ -65,8 +69,9 @@ def wait_id(row: dict[str, Any]) -> object:
 
 
 class Notifier:
-    def __init__(self, backend: Backend, url: str | None = None, on_error=None) -> None:
+    def __init__(self, backend: Backend, url: str | None = None, on_error=None, since: float | None = None) -> None:
         self.backend = backend
+        self.since = time.time() if since is None else since  # waits begun before this are not news
         self.url = url  # the web app's address, for click-to-open: url + "session/<id>"
         self.shown: dict[str, tuple[object, object]] = {}  # row key -> (wait id, backend handle)
         self.seen: dict[str, object] = {}  # row key -> wait id known before we started
@@ -75,37 +80,49 @@ class Notifier:
         self.lock = threading.Lock()
 
     def prime(self, rows: Iterable[dict[str, Any]]) -> None:
-        """The board as it stood at start: its waits are not news."""
+        """The board as it stood at start: its waits are not news, unless they began after
+        huddle started (found by the first read)."""
         with self.lock:
+            news = []
             for r in rows:
-                if r.get("state") == NEEDS_YOU:
+                if r.get("state") != NEEDS_YOU:
+                    continue
+                began = parse_time(r.get("state_since"))
+                if began is not None and began >= self.since:
+                    news.append(r)
+                else:
                     self.seen[row_key(r)] = wait_id(r)
+            self._changed(news)
 
     def rows(self, changed: list[dict[str, Any]], removed: list[str]) -> None:
         with self.lock:
-            for r in changed:
-                key = row_key(r)
-                if r.get("state") != NEEDS_YOU:
-                    self.seen.pop(key, None)
-                    self._close(key)
-                    continue
-                wid = wait_id(r)
-                if self.seen.get(key) == wid:
-                    continue  # already waiting when we started
-                self.seen.pop(key, None)
-                held = self.shown.get(key)
-                if held is not None and held[0] == wid:
-                    continue  # the same wait: never twice
-                summary, body = notice(r)
-                url = f"{self.url}session/{r.get('id')}" if self.url else None
-                handle = self._call(self.backend.show, summary, body, url, held[1] if held else None)
-                if held is not None and handle != held[1]:
-                    self._call(self.backend.close, held[1])
-                self.shown[key] = (wid, handle)
-                self.sent += 1
+            self._changed(changed)
             for key in removed:
                 self.seen.pop(key, None)
                 self._close(key)
+
+    def _changed(self, changed: list[dict[str, Any]]) -> None:
+        """(the lock held)"""
+        for r in changed:
+            key = row_key(r)
+            if r.get("state") != NEEDS_YOU:
+                self.seen.pop(key, None)
+                self._close(key)
+                continue
+            wid = wait_id(r)
+            if self.seen.get(key) == wid:
+                continue  # already waiting when we started
+            self.seen.pop(key, None)
+            held = self.shown.get(key)
+            if held is not None and held[0] == wid:
+                continue  # the same wait: never twice
+            summary, body = notice(r)
+            url = f"{self.url}session/{r.get('id')}" if self.url else None
+            handle = self._call(self.backend.show, summary, body, url, held[1] if held else None)
+            if held is not None and handle != held[1]:
+                self._call(self.backend.close, held[1])
+            self.shown[key] = (wid, handle)
+            self.sent += 1
 
     def close_all(self) -> None:
         with self.lock:
