@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLES
+from huddle.io import answers
 from huddle.oneshot import json_bytes
 from huddle.views.said import board_text
 from test_answers import environment, fresh, make_home, settle
@@ -170,8 +171,8 @@ def test_a_row_a_process_or_time_can_move_is_built_again_on_every_run(home):
     assert hows[0] == "read" and hows[-1] == "patched" and "stored" not in hows
     row = next(r for r in json.loads(out)["sessions"] if r["id"] == path.stem)
     assert row["state"] == "needs_you" and row["pid"] == os.getpid()
-    kept = marshal.loads((home / "hh" / "cache" / "status.bin").read_bytes())
-    assert marshal.loads(kept[2])["volatile"] == [f"claude:{path.stem}"]
+    kept = answers.kept_conditions(str(home / "hh"))
+    assert kept is not None and kept["volatile"] == [f"claude:{path.stem}"]
 
 
 def test_a_process_gone_without_a_file_moving_is_seen_on_the_next_run(home):

@@ -88,7 +88,7 @@ def board(when: float | None = None) -> dict[str, Any]:
     if said is not None:
         import json
 
-        return json.loads(said)
+        return json.loads(bytes(said))  # (a stored answer is a view of its file)
     return read_now(text=False)[0]
 
 
@@ -131,14 +131,14 @@ def _read(when: float | None, raw: bool = False) -> tuple[dict[str, Any], Any]:
     return data, h
 
 
-def stored(name: str | None = None) -> bytes | None:
+def stored(name: str | None = None) -> bytes | memoryview | None:
     """`huddle status --json`'s stored answer (UTF-8), or another's (`name`: see
     huddle.io.answers), its notes said on stderr; None when there is none, or something
     it came from moved."""
     return looked(name)[0]
 
 
-def looked(name: str | None = None, most: int = 0) -> tuple[bytes | None, Any]:
+def looked(name: str | None = None, most: int = 0) -> tuple[bytes | memoryview | None, Any]:
     """(`stored`'s answer, or None and, if only `most` session files or fewer moved
     under it, the answer as stale: huddle.io.answers.Stale, for views.patching)."""
     import os
@@ -194,7 +194,7 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     return data, said
 
 
-def say(said: bytes) -> int:
+def say(said: bytes | memoryview) -> int:
     """A stored answer on stdout, as echo would have written it."""
     sys.stdout.flush()
     out = sys.stdout.buffer  # (the bytes echo would write: stdout is UTF-8 here)
@@ -216,7 +216,7 @@ def status_json() -> int:
     return say(said or b"")
 
 
-def said_now() -> tuple[bytes | None, bool]:
+def said_now() -> tuple[bytes | memoryview | None, bool]:
     """(the board now as its stored answer says it, or as patched from the stored answer
     only some sessions' files moved under: the board file and the next answer with it,
     views.patching; None when it must be read whole, its notes said; whether it was

@@ -32,7 +32,12 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-FORMAT = "huddle-answer/4"  # (4: an index of what the answer's parts hang on, for views.patching)
+FORMAT = "huddle-answer/5"  # (4: an index for views.patching; 5: the answer as written, not marshalled)
+# The file: MAGIC, the header's length (8 bytes, little-endian), the header (marshalled:
+# the conditions' checksum and themselves, the answer's and the index's checksums and
+# lengths), the index, the answer. The answer, most of the file, is written and said as
+# it stands: never copied into or out of a marshalled whole.
+MAGIC = (FORMAT + "\n").encode()
 # What the environment can change: huddle's own settings, the XDG folders, HOME, and
 # every variable an agent's folder is named by (the sources' `folder_env`, and any
 # of theirs that starts with the agent's name).
@@ -110,8 +115,9 @@ def save(
         payload = marshal.dumps(data)
         said = text if isinstance(text, bytes) else text.encode()  # (the answer as written: no parse to say it)
         part = marshal.dumps(index)
-        kept = (FORMAT, zlib.crc32(payload), payload, zlib.crc32(said), said, zlib.crc32(part), part)
-        atomic_write(answer_path(huddle_home, name), marshal.dumps(kept))
+        header = marshal.dumps((zlib.crc32(payload), payload, zlib.crc32(said), len(said), zlib.crc32(part), len(part)))
+        parts = [MAGIC, len(header).to_bytes(8, "little"), header, part, said]
+        atomic_write(answer_path(huddle_home, name), parts)
     except (OSError, ValueError):  # (ValueError: something marshal cannot keep)
         return False
     return True
@@ -128,11 +134,11 @@ class Stale:
 
     __slots__ = ("data", "index", "moved", "said")
 
-    def __init__(self, data: dict[str, Any], said: bytes, index: Any, moved: list[str]) -> None:
+    def __init__(self, data: dict[str, Any], said: memoryview, index: Any, moved: list[str]) -> None:
         self.data, self.said, self.index, self.moved = data, said, index, moved
 
 
-def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[bytes, list[str]] | None, str | None]:
+def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[memoryview, list[str]] | None, str | None]:
     """(the stored answer, UTF-8, and its notes, if nothing it was worked out from
     moved; one line if the file was there but not to be trusted: torn, damaged,
     another version's)."""
@@ -142,30 +148,24 @@ def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[bytes, list[str]] 
 
 def look(
     huddle_home: str, name: str = STATUS, most: int = 0
-) -> tuple[tuple[bytes, list[str]] | None, Stale | None, str | None]:
+) -> tuple[tuple[memoryview, list[str]] | None, Stale | None, str | None]:
     """(the stored answer and its notes, if nothing it was worked out from moved; else,
     if only session files did, at most `most` of them, and it kept an index: the answer
     as `Stale`; one line if the file was there but not to be trusted). What it hangs on
     is checked before the answer's own checksum (the answer is most of the file; on a
-    miss it is never looked at)."""
+    miss it is never looked at). The answer is a view of the file as read (bytes-like)."""
     path = answer_path(huddle_home, name)
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError:
         return None, None, None
+    if not raw.startswith(MAGIC):
+        return None, None, f"{path}: {'from another version' if _older(raw) else 'damaged'}; worked out again"
     try:
-        kept = marshal.loads(raw)
-    except (ValueError, EOFError, TypeError):
-        kept = None
-    if isinstance(kept, tuple) and kept and kept[0] != FORMAT and str(kept[0]).startswith("huddle-answer/"):
-        return None, None, f"{path}: from another version; worked out again"
-    if not isinstance(kept, tuple) or len(kept) != 7 or kept[0] != FORMAT:
-        return None, None, f"{path}: damaged; worked out again"
-    _fmt, crc, payload, said_crc, said, index_crc, part = kept
-    try:
-        if zlib.crc32(payload) != crc:
-            raise ValueError("checksum")
+        (crc, payload, said_crc, said_len, index_crc, index_len), part, said = _parts(raw)
+        if len(said) != said_len or len(part) != index_len or zlib.crc32(payload) != crc:
+            raise ValueError("torn")
         data = marshal.loads(payload)
         if data["env"] != environment(os.environ, data["names"]):
             return None, None, None
@@ -179,9 +179,9 @@ def look(
         if data["code"] != code():
             return None, None, None
         notes = data["notes"]
-        if not isinstance(said, bytes) or not isinstance(notes, list) or zlib.crc32(said) != said_crc:
+        if not isinstance(notes, list) or zlib.crc32(said) != said_crc:
             raise ValueError("shape")
-        if not isinstance(part, bytes) or zlib.crc32(part) != index_crc:
+        if zlib.crc32(part) != index_crc:
             raise ValueError("index")
         if data.get("volatile") and not most:
             return None, None, None  # (rows time can move: never said as they stand)
@@ -191,6 +191,45 @@ def look(
     except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote
         return None, None, f"{path}: damaged; worked out again"
     return (said, [str(n) for n in notes]), None, None
+
+
+def _parts(raw: bytes) -> tuple[tuple[Any, ...], memoryview, memoryview]:
+    """(the header, the index, the answer) of a file as `save` writes it; raises
+    ValueError (or TypeError, EOFError) on anything else."""
+    if not raw.startswith(MAGIC):
+        raise ValueError("magic")
+    view = memoryview(raw)
+    at = len(MAGIC) + 8
+    n = int.from_bytes(view[len(MAGIC) : at], "little")
+    header = marshal.loads(view[at : at + n])
+    if not isinstance(header, tuple) or len(header) != 6:
+        raise ValueError("header")
+    index_len = header[5]
+    return header, view[at + n : at + n + index_len], view[at + n + index_len :]
+
+
+def kept_conditions(huddle_home: str, name: str = STATUS) -> dict[str, Any] | None:
+    """What a stored answer hangs on, as saved (None: no such answer); for tools and
+    tests, which look inside."""
+    try:
+        with open(answer_path(huddle_home, name), "rb") as f:
+            header, _part, _said = _parts(f.read())
+        data = marshal.loads(header[1])
+    except (OSError, ValueError, TypeError, EOFError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _older(raw: bytes) -> bool:
+    """Whether `raw` is an answer an earlier huddle wrote (a marshalled tuple, its
+    format first)."""
+    if raw.startswith(b"huddle-answer/"):
+        return True
+    try:
+        kept = marshal.loads(raw)
+    except (ValueError, EOFError, TypeError):
+        return False
+    return isinstance(kept, tuple) and bool(kept) and str(kept[0]).startswith("huddle-answer/")
 
 
 def drop(huddle_home: str, name: str = STATUS) -> None:

@@ -46,11 +46,14 @@ def read_board(path: str) -> dict[str, Any] | None:
     return data
 
 
-def atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data: bytes | list[bytes]) -> None:
+    """`data` (or its parts, one after the other: nothing joined) as the file at `path`,
+    whole or not at all."""
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "wb") as f:
-        f.write(data)
+        for part in [data] if isinstance(data, bytes) else data:
+            f.write(part)
     os.replace(tmp, path)
 
 
