@@ -189,6 +189,7 @@ class HandleCache:
         self._sources: dict[str, Source] = {}
         self.read_at_ns = 0  # when the last read began (the core sets it)
         self.opened: list[Any] = []  # the store's stamp when its heads were read (core.answering)
+        self.vouched: list[Any] = []  # scan stamps just found still (views.patching's look): not looked at again
         # a stored answer was worked out from these entries (and from no other cache's)
         if name in ANSWERS:
             self.store.on_write = functools.partial(answers.drop, huddle_home, ANSWERS[name])
@@ -366,7 +367,9 @@ class HandleCache:
         if self.store.note:
             return set()
         stamps = self.meta().get("scans")
-        return {name for name, st in stamps.items() if dirs_still(st)} if isinstance(stamps, dict) else set()
+        if not isinstance(stamps, dict):
+            return set()
+        return {name for name, st in stamps.items() if st in self.vouched or dirs_still(st)}
 
     def stamp_scans(self, sources: Iterable[Source], scanned: dict[str, bool]) -> None:
         """After the scans: their sources' folders, for `still_sources` next time (a scan

@@ -174,7 +174,8 @@ def look(
         moved = moved_files(data["files"], most)
         if moved is None:
             return None, None, None
-        if not all(dirs_still(s) for s in data["scans"]) or not folders_unmoved(data["folders"]):
+        seen: dict[str, int] = {}
+        if not all(dirs_still(s, seen) for s in data["scans"]) or not folders_unmoved(data["folders"], seen):
             return None, None, None
         if data["code"] != code():
             return None, None, None

@@ -84,8 +84,10 @@ def folders_unmoved(stamps: Iterable[list[Any]], seen: dict[str, int] | None = N
     return True
 
 
-def dirs_still(stamps: Any) -> bool:
-    """Whether none of these folders (`stamps_of(..., folders=True)`) moved since."""
+def dirs_still(stamps: Any, seen: dict[str, int] | None = None) -> bool:
+    """Whether none of these folders (`stamps_of(..., folders=True)`) moved since.
+    `seen`, if given, keeps each folder's mtime for `folders_unmoved` (the same folders
+    are often in both: each is looked at once)."""
     if not isinstance(stamps, list) or not stamps:
         return False
     try:
@@ -93,9 +95,13 @@ def dirs_still(stamps: Any) -> bool:
             try:
                 st = os.stat(d)
             except OSError:
+                if seen is not None:
+                    seen[d] = -1
                 if mtime != -1:
                     return False
                 continue
+            if seen is not None:
+                seen[d] = st.st_mtime_ns
             if st.st_mtime_ns != mtime or st.st_ctime_ns != ctime:
                 return False
     except (TypeError, ValueError):  # not what stamps_of wrote: scan

@@ -97,6 +97,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     old = read_board(board_path(home))
     if old is None:
         return None
+    h.cache.vouched = list(stale.data["scans"])  # (the look just found their folders still)
     h.refresh(parallel=True)
     if not whole_read(h, stale, want):
         return None
