@@ -7,9 +7,12 @@ only the server, which ends the child's whole group (it and the workers it forks
 it stops; a child that met Ctrl+C while importing printed a traceback. Standard library
 only, and no multiprocessing: its spawn start cannot make a group.
 
-The child is told (module, function, argument) as a pickle on its stdin; it calls
-`function(argument, say)`, where `say(line)` reaches the parent's `heard`, and its last
-line is its result: "done" alone, or "done <one line saying what went wrong>".
+The child is told (module, function, argument) as a pickle on its stdin (its length
+first); it calls `function(argument, say)`, where `say(line)` reaches the parent's
+`heard`, and its last line is its result: "done" alone, or "done <one line saying what
+went wrong>". The parent holds the child's stdin open while it waits: a parent killed
+outright (SIGKILL, the OOM killer, `os._exit` past its exit deadline) closes it, and the
+child then ends its whole group at once, instead of reading on for nobody.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -50,8 +54,9 @@ def run_apart(
     result: str | None = "ended without a word"
     try:
         try:
-            child.stdin.write(pickle.dumps((module, function, argument)))
-            child.stdin.close()
+            told = pickle.dumps((module, function, argument))
+            child.stdin.write(len(told).to_bytes(8, "little") + told)
+            child.stdin.flush()  # (held open, not closed: the child's lifeline)
         except OSError:
             pass  # (it ended at once: its exit says so)
         with selectors.DefaultSelector() as sel:
@@ -70,6 +75,10 @@ def run_apart(
                     heard(line)
         return result
     finally:
+        try:
+            child.stdin.close()  # (the child's lifeline: a child still working ends its group)
+        except OSError:
+            pass
         if child.poll() is None and result is not None:
             try:
                 os.killpg(child.pid, signal.SIGTERM)
@@ -89,11 +98,41 @@ def child_main() -> None:
         out.flush()
 
     note = ""
+    finished = threading.Event()
     try:
         import importlib
 
-        module, function, argument = pickle.loads(sys.stdin.buffer.read())
+        module, function, argument = pickle.loads(_told())
+        threading.Thread(target=_lifeline, args=(finished,), daemon=True).start()
         getattr(importlib.import_module(module), function)(argument, say)
     except Exception as exc:
         note = f" {type(exc).__name__}: {exc}"
+    finished.set()
     say(DONE + note)
+
+
+def _told() -> bytes:
+    """What the parent wrote on stdin: its length (8 bytes), then the pickle."""
+    data = b""
+    want = 8
+    while len(data) < want:
+        piece = os.read(0, want - len(data))
+        if not piece:
+            raise EOFError("the parent said nothing")
+        data += piece
+        if want == 8 and len(data) == 8:
+            want += int.from_bytes(data, "little")
+    return data[8:]
+
+
+def _lifeline(finished: threading.Event) -> None:
+    """Wait for the end of stdin: the parent closed it, or was killed. A child still at
+    its work then ends its whole group (itself and the workers it forked): nobody waits
+    for what it would read."""
+    try:
+        while os.read(0, 1 << 16):
+            pass
+    except OSError:
+        pass
+    if not finished.is_set():
+        os.killpg(0, signal.SIGTERM)  # (as the parent ends it: the default, an end at once)
