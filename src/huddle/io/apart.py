@@ -113,16 +113,17 @@ def child_main() -> None:
 
 def _told() -> bytes:
     """What the parent wrote on stdin: its length (8 bytes), then the pickle."""
+    return _exactly(int.from_bytes(_exactly(8), "little"))
+
+
+def _exactly(n: int) -> bytes:
     data = b""
-    want = 8
-    while len(data) < want:
-        piece = os.read(0, want - len(data))
+    while len(data) < n:
+        piece = os.read(0, n - len(data))
         if not piece:
             raise EOFError("the parent said nothing")
         data += piece
-        if want == 8 and len(data) == 8:
-            want += int.from_bytes(data, "little")
-    return data[8:]
+    return data
 
 
 def _lifeline(finished: threading.Event) -> None:
