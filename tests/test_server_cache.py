@@ -254,3 +254,46 @@ def test_usage_on_a_lazy_server_is_a_cold_reads(home):
         for by in ("day", "model", "session", "agent"):
             got = c.get("/api/usage", params={"by": by}).json()
             assert got["rows"] == api.usage(cold, by=by)["rows"] and got["totals"] == api.usage(cold, by=by)["totals"]
+
+
+def test_timelines_no_page_follows_are_let_go_but_the_last_few(home):
+    """A server open all day holds whole the sessions its pages follow and the last few
+    read (`keep_whole`); the others go back to the cache's form, answer as before, and
+    are read whole again when a page comes back."""
+    from test_server import read_sse
+
+    cold = _cold(home)
+    h = Huddle(home, cache=True, lazy=True)
+    opts = {**FAST, "let_go_every": 0.1, "keep_whole": 1}
+    with ServerThread(h, watch_options=opts) as srv, httpx.Client(base_url=srv.url, timeout=10) as c:
+        _wait(lambda: srv.state.watcher.started)
+        keys = [k for k in sorted(h.dormant) if k.startswith("claude:")][:4]
+        ids = [k.split(":", 1)[1] for k in keys]
+        assert c.get(f"/api/sessions/{ids[0]}/events").json() == api.events(cold, ids[0])  # a page opens
+        main = next(f for f in h.handles[keys[0]].files() if f.endswith(ids[0] + ".jsonl"))
+
+        def whole() -> set[str]:
+            with h.lock:
+                return {k for k, x in h.handles.items() if x.session.complete}
+
+        def others_then_append() -> None:  # the first page open (followed), three more opened and left
+            for sid in ids[1:]:
+                assert c.get(f"/api/sessions/{sid}/events").json() == api.events(cold, sid)
+            _wait(lambda: whole() == {keys[0], keys[-1]})
+            web_corpus.append_say(web_corpus.Path(main), "said to an open page")
+            srv.state.watcher.wake.set()
+
+        msgs = read_sse(
+            f"{srv.url}api/stream?session={ids[0]}",
+            lambda ms: any(
+                m["event"] == "events" and any(e.get("text") == "said to an open page" for e in m["data"]["events"])
+                for m in ms
+            ),
+            on_hello=others_then_append,
+        )
+        assert not any(m["event"] == "reset" for m in msgs)
+        for sid in ids[1:3]:  # let go: the same answers, read whole again for the page
+            assert c.get(f"/api/sessions/{sid}").json() == api.session_detail(cold, sid)
+            assert c.get(f"/api/sessions/{sid}/events").json() == api.events(cold, sid)
+        assert {keys[1], keys[2]} <= whole()
+        assert _rows(c.get("/api/sessions").json()) == _rows(api.sessions(_cold(home)))

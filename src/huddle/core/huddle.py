@@ -77,6 +77,7 @@ class Huddle:
         # told (key, session) when a session is read whole (complete): the watcher pushes
         # a page's events from that point on
         self.on_complete: list[Callable[[str, Session], None]] = []
+        self.whole_at: dict[str, float] = {}  # key -> when (monotonic) a view last asked for it whole
         if cache and self.settings.huddle_home and (lazy or not self.settings.usage_only):
             key = (
                 tuple(sorted(self.settings.folders.items())),
@@ -244,6 +245,10 @@ class Huddle:
     def complete(self, key: str) -> Session | None:
         """The session with its whole timeline (whole.complete)."""
         return whole.complete(self, key)
+
+    def let_go(self, followed: set[str], keep: int = whole.KEEP_WHOLE) -> int:
+        """Let go the timelines no page follows, but for the last few (whole.let_go)."""
+        return whole.let_go(self, followed, keep)
 
     def read_whole(self, keys: Iterable[str]) -> Iterator[Session]:
         """Each of these sessions with its whole timeline, one at a time, not kept (whole.read_whole)."""

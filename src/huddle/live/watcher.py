@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+from huddle.core.whole import KEEP_WHOLE
 from huddle.live.firstread import read_apart
 from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
 from huddle.model.times import parse_time
@@ -40,6 +41,7 @@ HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process ta
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
 LATER = 60.0  # seconds: a "your turn" row past its idle time (background work goes on)
 SAVE_EVERY = 30.0  # seconds between writes of the cache by a lazy core's watcher
+LET_GO_EVERY = 5.0  # seconds between looks for timelines no page follows (a lazy core)
 EVENTS_PER_MESSAGE = 500
 
 Publish = Callable[[list[tuple[str, dict, str | None]]], None]
@@ -65,6 +67,9 @@ class Watcher:
         hot_every: float = HOT_EVERY,
         use_watchfiles: bool = True,
         read_apart: bool = True,
+        followed: Callable[[], Iterable[str]] = tuple,
+        let_go_every: float = LET_GO_EVERY,
+        keep_whole: int = KEEP_WHOLE,
     ):
         self.h = h
         self.read_apart = read_apart  # a first read without a cache in a child (live.firstread)
@@ -75,6 +80,13 @@ class Watcher:
         self.full_every = full_every
         self.hot_every = hot_every
         self.use_watchfiles = use_watchfiles
+        # the ids of the sessions pages follow now (the server's stream hub says): their
+        # timelines are held whole, and a few more (`keep_whole`), the rest let go
+        self.followed = followed
+        self.let_go_every = let_go_every
+        self.keep_whole = keep_whole
+        self._let_go_at = 0.0
+        self._read_whole = 0  # sessions read whole for pages since the last let-go
         self.listeners: list[Callable[[set[str]], None]] = []  # told the keys each refresh changed
         self.idle_after = float(getattr(h, "idle_after", IDLE_AFTER))
         self.rows: dict[str, dict] = {}  # session key -> its board row as last sent
@@ -181,8 +193,9 @@ class Watcher:
 
     def _completed(self, key: str, s) -> None:
         """A page read this session whole (the core's lock is held): its events are pushed
-        from here on."""
+        from here on; what pages no longer show is let go in a while (`_let_go`)."""
         self.pushed[key] = (s.epoch, len(s.events))
+        self._read_whole += 1
 
     def _save(self, force: bool = False) -> None:
         """Write the cache with the rows built (a lazy core): at most every SAVE_EVERY
@@ -260,7 +273,8 @@ class Watcher:
 
     def _next_due(self) -> float:
         held = [t + self.debounce.hold for _st, t in self.debounce.pending.values()]
-        return min([*self.due.values(), *held, self._last_full + self.full_every])
+        let_go = [self._let_go_at + self.let_go_every] if self.lazy else []  # (a page may have read one since)
+        return min([*self.due.values(), *held, *let_go, self._last_full + self.full_every])
 
     def tick(self, refresh: bool = True) -> None:
         """One round: read what changed on disk (`refresh`), then look at the rows that
@@ -290,6 +304,24 @@ class Watcher:
                 fn(changed)
         if self.lazy:
             self._save()
+            self._let_go()
+
+    def _let_go(self) -> None:
+        """Every `let_go_every` seconds: the timelines no page follows, past the last few
+        read, are let go (Huddle.let_go), and what is settled sleeps again, as after the
+        first read. A server's memory is its board and its open pages, not its history."""
+        now = time.monotonic()
+        if now - self._let_go_at < self.let_go_every:
+            return
+        self._let_go_at = now
+        if not self._read_whole:
+            return  # (nothing read whole since the last look: the same ones held)
+        self._read_whole = 0
+        h = self.h
+        with h.lock:
+            if h.let_go(set(self.followed()), self.keep_whole):
+                self._save(force=True)  # (what sleeps is said from the cache: as it stands now)
+                h.put_to_sleep()
 
     def _ensure_watch(self) -> None:
         """Watch the agent folders that exist now; restart when that set changes."""

@@ -96,7 +96,11 @@ class State:
         self.hub = Hub()
         self.loop: asyncio.AbstractEventLoop | None = None
         # `watcher(h, publish)` makes another source of board rows (huddle serve --hub)
-        self.watcher = watcher(h, self._publish) if watcher else Watcher(h, self._publish, **(watch_options or {}))
+        self.watcher = (
+            watcher(h, self._publish)
+            if watcher
+            else Watcher(h, self._publish, followed=self.hub.followed, **(watch_options or {}))
+        )
         self.indexer = _indexer(h, getattr(self.watcher, "ready", None)) if watcher is None else None
         if self.indexer is not None:
             self.watcher.listeners.append(self.indexer.notify)

@@ -59,6 +59,11 @@ class Hub:
         self.ping_every = ping_every
         self.closed = False
 
+    def followed(self) -> set[str]:
+        """The sessions pages follow now (their ids). Called from the watcher's thread: the
+        set of clients is copied in one step first (it changes on the event loop's)."""
+        return {c.session for c in list(self.clients) if c.session is not None}
+
     def publish(self, kind: str, data: dict, session: str | None = None) -> Message:
         self.last_id += 1
         m = Message(self.last_id, kind, data, session)
