@@ -322,6 +322,8 @@ decode_any = msgspec.json.Decoder().decode
 _decode_str = msgspec.json.Decoder(str).decode
 
 SKIP_EVENTS = frozenset({"thread_settings_applied", "agent_reasoning", "agent_message", "web_search_end"})
+# Records no view needs: context snapshots (kilobytes each) and inter-agent delivery flags.
+SKIP_RECORDS = frozenset({"world_state", "inter_agent_communication_metadata"})
 
 
 KNOWN_TYPES = frozenset(

@@ -22,13 +22,14 @@ from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
 from . import records as rec
 from . import text as txt
 from .results import Links, Results, mcp_ok
-from .skips import Judged, meta_skips
+from .skips import Judged
 from .text import harness_tag, mail_parts
 from .usage import Ledger
 
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
 KEPT_ARGS = ("cmd", "command", "sandbox_permissions", "justification", "session_id", "targets", "ids", "questions")
 _decode_line = rec.decode_line
+_SKIP_RECORDS, _SKIP_EVENTS = rec.SKIP_RECORDS, rec.SKIP_EVENTS
 
 
 class ThreadParser(Judged):
@@ -64,7 +65,7 @@ class ThreadParser(Judged):
         self.calls = self.results.calls  # open calls (the live states read them); results settle them
         self.ledger = Ledger()
         self.out_seen = False  # an event made: skipping after it keeps the session's start
-        self.skip = meta_skips  # what `feed` and the reader pass over (`_judge`)
+        self.skip = None  # what the reader passes over (`_judge`)
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -108,11 +109,7 @@ class ThreadParser(Judged):
 
     # -- lines -------------------------------------------------------------------------
 
-    def feed(self, off: int, line: bytes) -> None:
-        if not self.skip(line, 0, len(line)):
-            self.feed_kept(off, line)
-
-    def feed_kept(self, off: int, line: bytes) -> None:  # `feed` for a line `skip` kept
+    def feed_kept(self, off: int, line: bytes) -> None:  # a line `skip` kept
         try:
             ln: rec.Line | rec.LooseLine = _decode_line(line)
         except msgspec.ValidationError as exc:  # (a subclass of DecodeError: first)
@@ -125,10 +122,8 @@ class ThreadParser(Judged):
             self.session.problem(self.path, off, f"not JSON ({exc})")
             return
         p = ln.payload
-        if p is None:
-            return
         t = ln.type
-        if t == "event_msg" and p.type in rec.SKIP_EVENTS:
+        if p is None or t in _SKIP_RECORDS or (t == "event_msg" and p.type in _SKIP_EVENTS):
             return
         self.lines += 1
         ts = ln.timestamp
