@@ -60,7 +60,22 @@ class Links:
 class Emit(Protocol):
     """The thread parser's event writer: an event of `kind` told by the line at `off` (`n` bytes)."""
 
-    def __call__(self, kind: str, off: int, n: int, **kw: Any) -> Event: ...
+    def __call__(
+        self,
+        kind: str,
+        off: int,
+        n: int,
+        *,
+        id: str = "",
+        name: str = "",
+        text: str = "",
+        detail: str = "",
+        truncated: bool = False,
+        ok: bool | None = None,
+        size: int = 0,
+        target: str = "",
+        copied: bool = False,
+    ) -> Event: ...
 
 
 class Results:
