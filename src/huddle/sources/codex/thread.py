@@ -21,8 +21,8 @@ from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
 
 from . import records as rec
 from . import text as txt
+from .fork import ForkCopy
 from .results import Links, Results, mcp_ok
-from .skips import Judged
 from .text import harness_tag, mail_parts
 from .usage import Ledger
 
@@ -32,7 +32,7 @@ _decode_line = rec.decode_line
 _SKIP_RECORDS, _SKIP_EVENTS = rec.SKIP_RECORDS, rec.SKIP_EVENTS
 
 
-class ThreadParser(Judged):
+class ThreadParser(ForkCopy):
     def __init__(self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool, usage=False):
         self.session = session
         self.usage_only = usage  # `huddle usage`: lines no count, title or time needs pass undecoded
@@ -197,42 +197,6 @@ class ThreadParser(Judged):
         t = rec.odd_kind(line)  # a kind huddle reads (a problem), or one it does not know (nothing)
         if t is not None:
             self.session.problem(self.path, off, f"unexpected {t or 'record'} shape ({exc})")
-
-    def _meta(self, p: rec.Payload) -> None:
-        if not self.seen_meta:
-            self.seen_meta = True  # our own: the source read it already
-            return
-        if p.id and p.id != self.agent:
-            self.copying = True  # a forked child: the parent's history follows
-            self._judge()
-
-    def _copied(self, t: str, ordinal: int | None, p: rec.Payload) -> bool:
-        start = self.info.history_start
-        if start is not None and ordinal is not None:
-            return ordinal < start
-        if not self.copying:
-            return False
-        # No ordinals (0.144): the copy ends at the child's own first turn, which starts
-        # while the copied parent turn is still open, or names a parent turn.
-        kind = p.type if t == "event_msg" else ""
-        if kind == "task_started":
-            own = (p.turn_attribution is not None and p.turn_attribution.parent_turn_id) or self.copy_turn_open
-            if own:
-                self.copying = False
-                self._judge()
-                return False
-            self.copy_turn_open = True
-        elif kind in ("task_complete", "turn_aborted"):
-            self.copy_turn_open = False
-        return True
-
-    def _copied_line(self, off: int, n: int) -> None:
-        """History copied from the parent: already counted there. One note, nothing else."""
-        self.copied_lines += 1
-        if self.copied_lines == 1:
-            parent = self.info.forked_from or self.info.parent
-            text = f"Started with a copy of {parent}'s conversation"
-            self.emit(ev.CONTEXT, off, n, name="inherited", copied=True, text=text)
 
     # -- response items (what the model saw and did) ---------------------------------
 
