@@ -199,6 +199,13 @@ def test_a_wait_begun_after_the_start_is_news_though_the_first_read_finds_it(bus
         backend.stop()
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C's signal as a terminal's foreground command has it: a suite started in the
+    background (`cmd &` in a script) hands its children SIGINT ignored, and Python then
+    leaves it ignored, so the Ctrl-C these tests send would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def huddle_child(settings, *args: str) -> subprocess.Popen:
     """`huddle ARGS` in its own process group (a Ctrl-C goes to it alone), notifying over D-Bus."""
     return subprocess.Popen(
@@ -208,6 +215,7 @@ def huddle_child(settings, *args: str) -> subprocess.Popen:
         env={**os.environ, **settings.env(), "HUDDLE_NOTIFY": "dbus"},
         text=True,
         start_new_session=True,
+        preexec_fn=_as_in_a_terminal,
     )
 
 
