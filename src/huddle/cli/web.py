@@ -41,10 +41,12 @@ def _ask(fn, *args, **kw):
 def _run(
     h, host: str, port: int, open_browser: bool, demo=None, watcher=None, what: str = "", notify: bool = False
 ) -> None:
+    from huddle.io.heap import return_large_blocks
     from huddle.live.desktop import open_page
     from huddle.server import bind, create_app, make_server, url_for
     from huddle.server.security import is_loopback, new_token
 
+    return_large_blocks()  # (a server open all day: a page's big read is not kept as its size)
     token = None if is_loopback(host) else new_token()
     try:
         sock = bind(host, port)
