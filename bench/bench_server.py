@@ -123,11 +123,11 @@ def say_record(main: Path, text: str) -> str:
     return json.dumps(rec) + "\n"
 
 
-def bench_paint(url: str, claude: Path, appends: int) -> dict:
+def bench_paint(url: str, claude: Path, appends: int, main: Path | None = None) -> dict:
     from playwright.sync_api import sync_playwright
 
     # a small session (not the big one) that the page follows
-    main = min((p for p in claude.glob("projects/*/*.jsonl")), key=lambda p: p.stat().st_size)
+    main = main or min((p for p in claude.glob("projects/*/*.jsonl")), key=lambda p: p.stat().st_size)
     sid = main.stem
     lags = []
     with sync_playwright() as pw:

@@ -192,6 +192,7 @@ class Bench:
         (work / "home").mkdir(parents=True, exist_ok=True)
         self.rows: list[tuple[str, str, list[Run], list[Run]]] = []
         self.solos: list[tuple[str, list[Run]]] = []  # huddle alone (no peer does the same)
+        self.notes: list[str] = []
         sessions = sorted(claude.glob("projects/*/*.jsonl"), key=lambda p: p.stat().st_size)
         self.appended = sessions[len(sessions) // 2]  # a middling session gets the appends
         self.size0 = self.appended.stat().st_size
@@ -285,6 +286,10 @@ class Bench:
     def solo(self, name: str, runs: list[Run]) -> None:
         self.solos.append((name, runs))
 
+    def said(self, name: str, text: str) -> None:
+        """A figure huddle alone gives, said as it is (side_paths: idle CPU, page, parse)."""
+        self.notes.append(f"{name:<34} {text}")
+
     def table(self) -> None:
         med = statistics.median
         print(
@@ -312,6 +317,8 @@ class Bench:
                 + (f"   RSS {med(rss):.0f} MB" if rss else "")
                 + f"   (huddle alone, {len(runs)} runs)"
             )
+        for line in self.notes:
+            print(line)
 
 
 def totals_huddle(out: str) -> dict:
@@ -340,7 +347,14 @@ def main() -> None:
     ap.add_argument("--codex-threads", type=int, default=1000)
     ap.add_argument("--codex-mb", type=int, default=550)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="usage,status,statusline,serve")
+    ap.add_argument("--only", default="usage,status,new,statusline,serve,export,idle,page,parse")
+    ap.add_argument(
+        "--corpus",
+        default="real,synthetic",
+        help="real: ../shared/external cloned with fresh ids (bench/real_corpus.py); synthetic: generated",
+    )
+    ap.add_argument("--copies", type=int, default=23, help="real corpus: clones of each real file")
+    ap.add_argument("--idle", type=int, default=60, help="seconds an idle server is watched")
     ap.add_argument("--no-cold", action="store_true", help="usage: skip the cold pairs (warm and after an append only)")
     ap.add_argument("--peers", default="ccusage,agentsview", help="the peers to run (AgentsView's cold sync is slow)")
     a = ap.parse_args()
@@ -349,7 +363,21 @@ def main() -> None:
     global CCUSAGE, AGENTSVIEW
     CCUSAGE = CCUSAGE if "ccusage" in peers else None
     AGENTSVIEW = AGENTSVIEW if "agentsview" in peers else None
-    claude, codex = build(a.sessions, a.claude_gb, a.codex_threads, a.codex_mb)
+    for corpus in a.corpus.split(","):
+        if corpus == "real":
+            import real_corpus
+
+            base = real_corpus.ensure(a.copies)
+            claude, codex = base / "claude", base / "codex"
+        else:
+            claude, codex = build(a.sessions, a.claude_gb, a.codex_threads, a.codex_mb)
+        print(f"\n=== {corpus} corpus: {claude.parent}")
+        measure(a, only, claude, codex)
+
+
+def measure(a: argparse.Namespace, only: set[str], claude: Path, codex: Path) -> None:
+    import side_paths
+
     files = [p for root in (claude, codex) for p in root.rglob("*.jsonl")]
     print(
         f"corpus: {len(list(claude.glob('projects/*/*.jsonl')))} Claude sessions, {len(list(codex.rglob('rollout-*.jsonl')))} Codex rollouts, {sum(p.stat().st_size for p in files) / 1e9:.2f} GB"
@@ -438,6 +466,39 @@ def main() -> None:
                 )
             finally:
                 subprocess.run([AGENTSVIEW, "daemon", "stop"], env=av_env, capture_output=True)
+        if "new" in only and AGENTSVIEW:
+            new_session = side_paths.NewSessions(claude)
+            status_cmd = [*huddle, "status", "--json"]
+            usage_cmd = [*huddle, "usage", "--json"]
+            av_env = b.env()
+            av_env.pop("AGENTSVIEW_NO_DAEMON")
+            timed([AGENTSVIEW, "daemon", "start"], av_env)
+            try:
+                list_cmd = [AGENTSVIEW, "session", "list", "--json", "--limit", "500"]
+                av_usage = [AGENTSVIEW, "usage", "daily", "--json", "--all", "--offline"]
+                timed(status_cmd, b.env())
+                b.answered(status_cmd)
+                b.pair(
+                    "status after a new session",
+                    "agentsview",
+                    lambda: timed(status_cmd, b.env()),
+                    lambda: timed(list_cmd, av_env),
+                    a.runs,
+                    before=new_session,
+                )
+                timed(usage_cmd, b.env())
+                b.answered(usage_cmd, "usage.bin")
+                b.pair(
+                    "usage after a new session",
+                    "agentsview",
+                    lambda: timed(usage_cmd, b.env()),
+                    lambda: then(timed([AGENTSVIEW, "sync"], b.env()), timed(av_usage, b.env())),
+                    a.runs,
+                    before=new_session,
+                )
+            finally:
+                subprocess.run([AGENTSVIEW, "daemon", "stop"], env=av_env, capture_output=True)
+                new_session.restore()
         if "statusline" in only and CCUSAGE:
             stdin = json.dumps(
                 {
@@ -492,6 +553,16 @@ def main() -> None:
             cold = [ours(f"serve-cold-{next(k)}") for _ in range(max(1, a.runs // 2))]
             b.solo("serve (no cache): first answer", cold)
             b.solo("serve (no cache): first read done", [r.ready or r for r in cold])
+        if "export" in only:
+            side_paths.export_pair(b, huddle, a.runs)
+        if "idle" in only:
+            timed([*huddle, "status", "--json"], b.env())  # the cache, as after any earlier run
+            side_paths.idle_solo(b, "hh", a.idle, "(cache there)")
+            side_paths.idle_solo(b, "idle-cold", a.idle, "(first start)")
+        if "page" in only:
+            side_paths.page_solo(b, 10)
+        if "parse" in only:
+            side_paths.parse_solo(b)
     finally:
         b.restore()
         b.table()
