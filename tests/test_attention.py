@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -218,12 +217,9 @@ def registry_home(tmp_path: Path):
     home, claude = tmp_path / "hh", tmp_path / "claude"
     (claude / "sessions").mkdir(parents=True)
     row = {"id": "s1", "source": "claude", "title": "t", "state": "working", "background": False, "files": []}
-    data = {"format": 1, "written_at": time.time(), "sessions": [row], "dirs": [], "folders": {"claude": str(claude)}}
-    import marshal
+    from huddle.io.boardfile import write_rows
 
-    from huddle.io.boardfile import BOARD_FORMAT, atomic_write
-
-    atomic_write(board_path(str(home)), marshal.dumps((BOARD_FORMAT, data)))
+    write_rows(str(home), [row], [], {"claude": str(claude)})
     assert read_board(board_path(str(home))) is not None
     return home, claude
 

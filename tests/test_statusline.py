@@ -165,14 +165,9 @@ def test_thousands_of_sessions(tmp_path):
         }
         for i in range(3000)
     ]
-    hh = tmp_path / "hh" / "cache"
-    hh.mkdir(parents=True)
-    import marshal
-    import time
+    from huddle.io.boardfile import write_rows
 
-    (hh / "board.bin").write_bytes(
-        marshal.dumps(("huddle-board/1", {"written_at": time.time(), "sessions": rows, "dirs": []}))
-    )
+    write_rows(str(tmp_path / "hh"), rows, [])
     env = {
         "CLAUDE_CONFIG_DIR": str(tmp_path / "none"),
         "HUDDLE_HOME": str(tmp_path / "hh"),
@@ -185,6 +180,33 @@ def test_thousands_of_sessions(tmp_path):
     line = statusline(env, json.dumps(INPUT)).stdout.strip()
     assert line.startswith("$4.20 · ctx 38% │ ✋ 3 need you · ⚙ ")
     assert summarise({}, None, True)["stale"] is True
+
+
+def test_the_status_line_reads_a_head_that_does_not_grow_with_history(tmp_path, alive_pid):
+    """Two years of settled sessions stay out of what every call reads: the head holds
+    the lively rows and the newest few; a session the live registry names that is not
+    in it (a Claude opened again on an old session) is found in the whole board."""
+    from huddle.io.boardfile import RECENT, board_path, read_board, write_rows
+
+    old = [
+        {"id": f"old{i}", "source": "claude", "title": f"old {i}", "state": "idle", "files": [["/x", 1, i]]}
+        for i in range(5000)
+    ]
+    lively = [{"id": "now", "source": "claude", "title": "now", "state": "working", "files": []}]
+    claude = tmp_path / "claude"
+    (claude / "sessions").mkdir(parents=True)
+    write_rows(str(tmp_path / "hh"), old + lively, [], {"claude": str(claude)})
+    head = read_board(board_path(str(tmp_path / "hh")), whole=False)
+    assert head is not None and head["count"] == 5001
+    assert [r["id"] for r in head["sessions"]][:1] == ["now"] and len(head["sessions"]) == 1 + RECENT
+    assert head["sessions"][1]["id"] == "old4999"  # the newest settled ones next
+    # the registry names the oldest one, asking for approval
+    reg = {"pid": alive_pid[0], "procStart": alive_pid[1], "sessionId": "old0", "status": "waiting"}
+    (claude / "sessions" / f"{alive_pid[0]}.json").write_text(json.dumps(reg))
+    env = {"CLAUDE_CONFIG_DIR": str(claude), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "5"}
+    out = json.loads(statusline(env, json.dumps(INPUT), "--json").stdout)
+    assert [(n["id"], n["title"]) for n in out["needs_you"]] == [("old0", "old 0")]
+    assert out["working"] == 1 and out["sessions"] == 5001
 
 
 @pytest.mark.parametrize(

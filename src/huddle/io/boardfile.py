@@ -5,6 +5,12 @@ stay on the standard library and cannot load the handle cache. It is in marshal
 form: built into the interpreter, so reading it costs no import and a fraction of
 parsing JSON on a path that runs on every message of every session.
 
+Two parts, one after the other: a head the status line reads on every call (the
+rows something can still move, the most recent others, the count of all), then
+every row. What the status line reads does not grow with a user's history: two
+years of idle sessions are in the second part, read only when a live process
+names one of them (`read_board(whole=True)`).
+
 This module is on the status line's path: standard library imports only.
 """
 
@@ -27,18 +33,24 @@ if TYPE_CHECKING:
         def files(self) -> list[str]: ...
 
 
-BOARD_FORMAT = "huddle-board/1"
+BOARD_FORMAT = "huddle-board/2"  # 2: a head, then every row
+SETTLED = ("idle", "ended")  # a row only a move of its files changes (huddle.model.attention)
+RECENT = 64  # rows of settled sessions the head keeps besides the lively ones, the newest first
 
 
 def board_path(huddle_home: str) -> str:
     return os.path.join(huddle_home, "cache", "board.bin")
 
 
-def read_board(path: str) -> dict[str, Any] | None:
-    """The board the status line reads; None if missing, foreign or corrupt."""
+def read_board(path: str, whole: bool = True) -> dict[str, Any] | None:
+    """The board (every row); or, not `whole`, its head: the rows that are not settled
+    and the newest others, with `count` the number of all. None if missing, foreign
+    or corrupt."""
     try:
         with open_regular(path, follow=True) as f:
-            fmt, data = marshal.loads(f.read())
+            fmt, data = marshal.load(f)
+            if whole and fmt == BOARD_FORMAT and isinstance(data, dict):
+                data = {**data, "sessions": marshal.load(f)}
     except (OSError, ValueError, EOFError, TypeError):
         return None
     if fmt != BOARD_FORMAT or not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
@@ -139,8 +151,19 @@ def write_rows(
             dirs.append([d, os.stat(d).st_mtime_ns])
         except OSError:
             dirs.append([d, None])
-    data = {"format": 1, "written_at": time.time(), "sessions": rows, "dirs": dirs, "folders": dict(folders or {})}
+    head = {"format": 1, "written_at": time.time(), "dirs": dirs, "folders": dict(folders or {}), "count": len(rows)}
+    head["sessions"] = head_rows(rows)
     try:
-        atomic_write(board_path(huddle_home), marshal.dumps((BOARD_FORMAT, data)))
-    except OSError:
+        atomic_write(board_path(huddle_home), [marshal.dumps((BOARD_FORMAT, head)), marshal.dumps(rows)])
+    except (OSError, ValueError):
         pass
+
+
+def head_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows the status line reads every time: every one that is not settled (something
+    other than a move of its files can change it, or it is under way), and the RECENT
+    newest settled ones (a file moved lately: the next move is likeliest there)."""
+    lively = [r for r in rows if r.get("state") not in SETTLED]
+    rest = [r for r in rows if r.get("state") in SETTLED]
+    rest.sort(key=lambda r: max((f[2] for f in r.get("files") or ()), default=0), reverse=True)
+    return lively + rest[:RECENT]

@@ -65,7 +65,7 @@ def read_input(raw: str) -> dict:
 
 
 def load_board(path: str) -> dict | None:
-    return read_board(path)
+    return read_board(path, whole=False)
 
 
 def is_stale(board: dict, deadline: float) -> bool:
@@ -123,15 +123,17 @@ def kick_refresh(home: str) -> None:
         os.close(fd)  # the lock stays with the refresher's copy (or goes, if none started)
 
 
-def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None:
+def overlay_registry(rows: list[dict], claude_dir: str, deadline: float, path: str = "") -> None:
     """Claude Code rewrites sessions/<pid>.json whenever its status changes: the
-    freshest word on who needs you, cheaper than any transcript."""
+    freshest word on who needs you, cheaper than any transcript. A session the board
+    file's head leaves out (settled long ago) is looked up in the whole board (`path`)."""
     folder = os.path.join(claude_dir, "sessions")
     try:
         names = [n for n in os.listdir(folder) if n.endswith(".json")]
     except OSError:
         return
     by_id = {r["id"]: r for r in rows if r.get("source") == "claude"}
+    rest: dict | None = None  # the whole board's Claude rows, read once if needed
     for n in names:
         if time.monotonic() > deadline:
             return
@@ -142,6 +144,14 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None
         if not isinstance(val, dict):
             continue
         row = by_id.get(val.get("sessionId"))
+        if row is None and path:
+            if rest is None:
+                whole = read_board(path) or {}
+                rest = {r["id"]: r for r in whole.get("sessions") or () if r.get("source") == "claude"}
+            if val.get("sessionId") in rest:
+                row = dict(rest[val.get("sessionId")])
+                rows.append(row)
+                by_id[row["id"]] = row
         if row is None:
             row = {"id": val.get("sessionId"), "source": "claude", "title": val.get("name") or "", "state": None}
             rows.append(row)
@@ -161,6 +171,7 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float) -> None
 def summarise(inp: dict, board: dict | None, stale: bool) -> dict:
     me = inp.get("session_id")
     rows = (board or {}).get("sessions") or []
+    count = (board or {}).get("count", len(rows))
     others = [r for r in rows if r.get("id") != me]
     need = [r for r in others if r.get("state") == rules.NEEDS_YOU]
     working = [r for r in others if r.get("state") in (rules.WORKING, rules.WAITING)]
@@ -181,7 +192,7 @@ def summarise(inp: dict, board: dict | None, stale: bool) -> dict:
             for r in need
         ],
         "working": len(working),
-        "sessions": len(rows),
+        "sessions": max(count, len(rows)),
         "stale": stale or board is None,
     }
 
@@ -233,8 +244,15 @@ def run(argv: list[str], stdin=None) -> str:
     rows = [dict(r) for r in (board or {}).get("sessions", [])]
     claude_dir = ((board or {}).get("folders") or {}).get("claude")
     if claude_dir:  # where the board's Claude sessions were read from
-        overlay_registry(rows, claude_dir, deadline)
-    summary = summarise(inp, {"sessions": rows} if board is not None or rows else None, stale)
+        overlay_registry(rows, claude_dir, deadline, path)
+    count = (board or {}).get("count", 0)
+    me = inp.get("session_id")
+    cost = got if isinstance(got := inp.get("cost"), dict) else {}
+    if me and cost.get("total_cost_usd") is None and count > len(rows) and all(r.get("id") != me for r in rows):
+        mine = next((r for r in (read_board(path) or {}).get("sessions") or () if r.get("id") == me), None)
+        if mine is not None:  # (settled long ago: its cost is in the whole board)
+            rows.append(dict(mine))
+    summary = summarise(inp, {"sessions": rows, "count": count} if board is not None or rows else None, stale)
     if as_json:
         import json  # only for the JSON form
 
