@@ -150,6 +150,25 @@ def test_busy_on_background_work_after_the_turn_is_still_your_turn():
     assert rules.with_process_status(rules.YOUR_TURN, "busy", background=True) == rules.YOUR_TURN
 
 
+def test_background_work_nothing_vouches_for_goes_idle_once_the_files_stand_still():
+    """A year-old session whose background work never reported back is not "your turn"
+    forever: with no process known and its files untouched past the idle time, idle;
+    a live process (or files that moved lately) keeps it your turn."""
+    s = session(
+        prompt(),
+        e(ev.TOOL_CALL, 1, id="b1", name="Bash"),
+        e(ev.TOOL_RESULT, 2, id="b1", detail="background"),
+        e(ev.TURN_END, 3),
+    )
+    later = T0 + 3 + rules.IDLE_AFTER + 60
+    assert classify(s, now=T0 + 60)[0].state == rules.YOUR_TURN
+    st = classify(s, now=later)[0]
+    assert st.state == rules.IDLE and st.since == T0 + 3
+    assert classify(s, {"alive": True}, now=later)[0].state == rules.YOUR_TURN
+    assert rules.after_quiet(rules.YOUR_TURN, 10**6, 10**6, True, False) == rules.IDLE
+    assert rules.after_quiet(rules.YOUR_TURN, 10**6, 60, True, False) == rules.YOUR_TURN
+
+
 def test_a_sources_own_agent_state_wins():
     s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="exec_command"))
     live = {"alive": True, "agents": {"lead": {"state": "needs_you", "waiting_for": "approve command: ls"}}}

@@ -264,7 +264,8 @@ def test_an_append_decodes_the_rows_of_what_it_shows_only_once(home, monkeypatch
 
 def test_your_turn_with_only_background_work_left_sleeps_once_its_files_stood_still(tmp_path):
     """Time alone moves such a row only while its files moved within the idle time (the
-    background work nothing vouches for goes idle then): long untouched, it stays unread."""
+    background work nothing vouches for goes idle then: the attention rules say so, the
+    row is idle): long untouched, it stays unread."""
     live = SAMPLES / "claude-live" / "11-your-turn-background-subagent-running" / "config" / "projects"
     shutil.copytree(live, tmp_path / "claude" / "projects")
     settle(tmp_path)
@@ -273,7 +274,7 @@ def test_your_turn_with_only_background_work_left_sleeps_once_its_files_stood_st
         for n in files + dirs:
             os.utime(os.path.join(dirpath, n), (then, then))
     first, _ = cached_board(tmp_path)
-    assert [(r["state"], bool(r["background"])) for r in first["sessions"]] == [("your_turn", True)]
+    assert [(r["state"], bool(r["background"])) for r in first["sessions"]] == [("idle", False)]
     second, h2 = cached_board(tmp_path)
     assert not h2.handles and len(h2.dormant) == 1
     same(first, second)
@@ -284,6 +285,7 @@ def test_your_turn_with_background_work_touched_lately_is_read_again(tmp_path):
     live = SAMPLES / "claude-live" / "11-your-turn-background-subagent-running" / "config" / "projects"
     shutil.copytree(live, tmp_path / "claude" / "projects")
     then = time.time() - 600  # ten minutes ago: the background work may still go idle by time alone
+    lately(tmp_path / "claude", then)
     for dirpath, dirs, files in os.walk(tmp_path):
         for n in files + dirs:
             os.utime(os.path.join(dirpath, n), (then, then))
@@ -291,6 +293,30 @@ def test_your_turn_with_background_work_touched_lately_is_read_again(tmp_path):
     assert [(r["state"], bool(r["background"])) for r in first["sessions"]] == [("your_turn", True)]
     _second, h2 = cached_board(tmp_path)
     assert len(h2.handles) == 1 and not h2.dormant
+
+
+def lately(root, last: float) -> None:
+    """The sessions' records moved in time so that the newest was written at `last`."""
+    import re
+    from datetime import UTC, datetime
+
+    stamp = re.compile(r'"timestamp":"([^"]+)"')
+    files = list(root.rglob("*.jsonl"))
+    times = [
+        datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()
+        for f in files
+        for t in stamp.findall(f.read_text())
+    ]
+    shift = last - max(times)
+
+    def moved(m: re.Match) -> str:
+        t = datetime.fromisoformat(m.group(1).replace("Z", "+00:00")).timestamp() + shift
+        return (
+            f'"timestamp":"{datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")}"'
+        )
+
+    for f in files:
+        f.write_text(stamp.sub(moved, f.read_text()))
 
 
 @pytest.fixture

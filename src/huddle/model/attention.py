@@ -133,10 +133,13 @@ def after_quiet(
     """Time alone moves a state. `quiet_for`: since the state began; `untouched_for`:
     since the session's files last moved. A turn over with nothing in the background
     goes idle; work that nothing vouches for (no liveness, no process status) and whose
-    files stopped moving long ago is not work any more: idle too."""
+    files stopped moving long ago is not work any more: idle too, whether the turn is
+    open or over with background work left that never reported back (a year-old
+    session's sub-agent is not running still)."""
     if state == YOUR_TURN and quiet_for > idle_after and not background:
         return IDLE
-    if state in ACTIVE and not liveness_known and untouched_for is not None and untouched_for > idle_after:
+    unvouched = not liveness_known and untouched_for is not None and untouched_for > idle_after
+    if unvouched and (state in ACTIVE or (state == YOUR_TURN and background)):
         return IDLE
     return state
 
