@@ -40,7 +40,7 @@ from huddle.views.export import FORMATS, MAX_OUTPUT
 def export(session_id, fmt, output, redact, redact_files, images, max_output) -> None:
     """Write one session to a file: a self-contained HTML page (opens from disk, no
     network), Markdown with sub-agents inlined, or the data as JSON."""
-    from huddle.core import Huddle
+    from huddle.core.single import one_session_core
     from huddle.errors import HuddleError
     from huddle.views.export import Options, export_data, render, summary_line
     from huddle.views.redact import RedactFileError, user_patterns
@@ -51,8 +51,7 @@ def export(session_id, fmt, output, redact, redact_files, images, max_output) ->
         raise click.ClickException(str(exc)) from None
     if redact_files and not redact:
         raise click.ClickException("--redact-file needs redaction on (drop --no-redact)")
-    h = Huddle(cache=True)
-    h.refresh(parallel=True)
+    h = one_session_core(session_id)
     for note in h.notes:
         click.echo(f"huddle: {note}", err=True)
     try:

@@ -19,21 +19,14 @@ def _emit(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _core():
-    """The core as `huddle status` leaves it: from the handle cache, reading only what
-    moved; the one session asked about is read whole (the API functions complete it)."""
-    from huddle.core import Huddle
+def _ask(fn, session_id: str, *args, **kw):
+    """Run one API function about one session on a core that read that session (from
+    the handle cache, only what moved: core.single); a bad request is one clear line."""
+    from huddle.core.single import one_session_core
 
-    h = Huddle(cache=True)
-    h.refresh()
-    return h
-
-
-def _ask(fn, *args, **kw):
-    """Run one API function on the cached core; a bad request is one clear line."""
-    h = _core()
+    h = one_session_core(session_id)
     try:
-        return fn(h, *args, **kw)
+        return fn(h, session_id, *args, **kw)
     except HuddleError as exc:
         raise click.ClickException(str(exc)) from None
 

@@ -30,8 +30,8 @@ from .store import Store, dumps, json_of, loads
 # (1 to 3 were handles.pickle, one pickle of every handle; 4 is handles.db; 5: reader cursors
 # keep ctime and a print, not a tail; 6: heads stamp the files a row shows beyond its own: Codex names;
 # 7: a usage-only Claude read names agents and titles as a full read does; 8: rows apart from
-# heads, the board's as their JSON.)
-FORMAT = 8
+# heads, the board's as their JSON; 9: which session holds each response, `tangle` apart from `entangled`.)
+FORMAT = 9
 BOARD = "handles.db"  # the board's cache
 USAGE_INDEX = "usage.db"  # huddle.views.usage_index
 # the stored answer (huddle.io.answers) worked out from each cache's entries
@@ -56,10 +56,13 @@ def head_for(
     row: dict[str, Any] | None,
     entangled: bool = False,
     brief: tuple[str, ...] = SLEEP_BRIEF,
+    tangle: bool = False,
 ) -> dict[str, Any]:
     """A handle's head: the stamps of its files and of the folders holding them (a new
     sub-agent file moves its folder before anyone knows of the file), and its row's
-    `brief` (the row itself is kept beside the head)."""
+    `brief` (the row itself is kept beside the head). `entangled`: it shares responses
+    with other sessions (read with them every time); `tangle`: what it shows is decided
+    across its folder (Handle.entangled: it sleeps, and its folder wakes with it)."""
     files = h.files()
     dirs = list(dict.fromkeys(os.path.dirname(f) for f in files))
     head: dict[str, Any] = {
@@ -71,6 +74,11 @@ def head_for(
         head["brief"] = brief_of(row, brief)
     if entangled:
         head["entangled"] = True
+    shape = h.shape()
+    if shape is not None:
+        head["shape"] = shape
+    if tangle:
+        head["tangle"] = True
     return head
 
 
@@ -104,16 +112,23 @@ class Dormant:
     `raw`: the row as the store keeps it (`row` decodes it). `blob`: a session a worker
     read and packed (core.coldread.Packed), not yet in the store (the next save writes it)."""
 
-    __slots__ = ("blob", "head", "key", "raw", "version")
+    __slots__ = ("blob", "head", "ids", "key", "raw", "version")
 
     def __init__(
-        self, key: str, version: int, head: dict[str, Any], blob: bytes | None = None, raw: bytes | None = None
+        self,
+        key: str,
+        version: int,
+        head: dict[str, Any],
+        blob: bytes | None = None,
+        raw: bytes | None = None,
+        ids: list[str] | None = None,
     ) -> None:
         self.key = key
         self.version = version
         self.head = head
         self.blob = blob
         self.raw = raw
+        self.ids = ids  # a packed one's response ids (core.coldread.Packed), stored with it
 
     @property
     def row(self) -> Any:
@@ -142,7 +157,8 @@ def leave_packed(
     for k, p in packed.items():
         if k in asleep:
             row = p.head.pop("row", None)  # (the worker's head_of gave it: kept beside the head)
-            dormant[k] = Dormant(k, p.version, p.head, blob=p.blob, raw=dumps(row))
+            src = k.split(":", 1)[0]
+            dormant[k] = Dormant(k, p.version, p.head, blob=p.blob, raw=dumps(row), ids=[f"{src}:{i}" for i in p.ids])
             del found[k]
         elif (h := take(p.blob, sources)) is not None:
             new[k] = h
@@ -161,6 +177,15 @@ def tangled_with(dormant: Mapping[str, Dormant], waking: list[str]) -> list[str]
         return []
     woken = set(waking)
     return [k for k, d in dormant.items() if k not in woken and d.head.get("entangled") and k.split(":", 1)[0] in moved]
+
+
+def response_ids(h: Handle) -> list[str]:
+    """The responses a session holds as the ledger indexes them (huddle.model.ledger:
+    its own, not copies marked as such), named with their source."""
+    from huddle.model import events as ev
+
+    src = h.session.source
+    return [f"{src}:{e.id}" for e in h.session.events if e.kind == ev.USAGE and e.id and not e.copied]
 
 
 class Stamped:
@@ -276,19 +301,24 @@ class HandleCache:
         handles: Mapping[str, Handle | Dormant],
         rows: Mapping[str, dict[str, Any]] | None = None,
         entangled: set[str] | None = None,
+        tangles: set[str] | None = None,
     ) -> None:
         """Write what changed: handles whose session version moved, heads whose row (or
-        files) did, and drop the sessions that are gone. `entangled`: the sessions whose
-        rows hang on other sessions' files (never left unread)."""
+        files) did, and drop the sessions that are gone. `entangled`: the sessions that
+        share responses with others (never left unread); `tangles`: those whose rows are
+        decided across their folder (head_for)."""
         put: dict[str, tuple[int, Any, bytes | None, bytes]] = {}
         heads: dict[str, tuple[int, Any, bytes | None]] = {}
         rows = rows or {}
         tangled = entangled or set()
+        tangles = tangles or set()
         packed: list[Dormant] = []
+        responses: dict[str, list[str]] = {}
         for key, h in handles.items():
             if isinstance(h, Dormant):
                 if h.blob is not None:  # read this run, packed by a worker: stored as it came
                     put[key] = (h.version, h.head, h.raw, h.blob)
+                    responses[key] = h.ids or []
                     self.versions[key] = h.version
                     self.heads[key] = h.head
                     self.raw[key] = h.raw
@@ -301,7 +331,7 @@ class HandleCache:
                 # no event, a partial line), and its row may have (time, a process)
                 old = self.heads[key]
                 raw = self.raw.get(key)
-                head = head_for(h, self.read_at_ns, row, key in tangled, self.brief)
+                head = head_for(h, self.read_at_ns, row, key in tangled, self.brief, key in tangles)
                 if row is None:
                     if "brief" in old:  # (the row stays as stored)
                         head["brief"] = old["brief"]
@@ -321,8 +351,9 @@ class HandleCache:
                     blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
                 except Exception:
                     continue  # a handle that cannot be kept is simply read again next time
-            head = head_for(h, self.read_at_ns, row, key in tangled, self.brief)
+            head = head_for(h, self.read_at_ns, row, key in tangled, self.brief, key in tangles)
             put[key] = (version, head, dumps(row, self.json_rows), blob)
+            responses[key] = response_ids(h)
             self.versions[key] = version
             self.heads[key] = head
             self.raw[key] = put[key][2]
@@ -332,7 +363,7 @@ class HandleCache:
             self.heads.pop(k, None)
             self.raw.pop(k, None)
         if put or heads or gone:
-            self.store.write(put, gone, heads=heads)
+            self.store.write(put, gone, heads=heads, responses=responses)
         for d in packed:
             d.blob = None  # in the store now (woken from there)
 

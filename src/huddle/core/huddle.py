@@ -74,6 +74,7 @@ class Huddle:
         self._unstamped: dict[str, bool] = {}  # scans not yet stamped (autosave off)
         self.spared: set[str] = set()  # the sources the last refresh did not scan (core.answering)
         self.packed = 0  # sessions the last refresh left packed (cache.leave_packed)
+        self.settled_in: set[str] = set()  # the folders the last refresh settled (sleeping.settle_moved)
         # told (key, session) when a session is read whole (complete): the watcher pushes
         # a page's events from that point on
         self.on_complete: list[Callable[[str, Session], None]] = []
@@ -135,11 +136,11 @@ class Huddle:
                 if not src.exists():
                     missing.append(src)
                     continue
-                moved, spared = sleeping.between_scans(self, src, notes) if src.name in still else (set(), False)
+                stirred, spared = sleeping.between_scans(self, src, notes) if src.name in still else (set(), False)
                 if spared:  # no session came or went: the sessions are the cached ones
                     self.spared.add(src.name)
                     found.update((k, h) for k, h in self.handles.items() if k.startswith(src.name + ":"))
-                    live_moved |= moved
+                    live_moved |= stirred
                     notes.extend(src.notes)
                     continue
                 got = self._scan(src, notes)
@@ -147,12 +148,17 @@ class Huddle:
                 if got:
                     found.update(got)
                     # a flipped registry entry or a taken lock changes a row as surely as a line
-                    moved |= guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append) or set()
-                    live_moved.update(k for k in moved if k in got)
+                    stirred |= guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append) or set()
+                    live_moved.update(k for k in stirred if k in got)
                 notes.extend(src.notes)
+            # sessions that came, went or read new bytes this round (not a live signal's move)
+            moved: set[str] = set()
+            gone_at: dict[str, str] = {}  # a session gone -> its folder (a title decided across it may move)
+            regrouped: set[str] = set()
             if self.dormant and scanned:  # (a missing source's sessions are gone with their files: awake)
-                found, gone = sleeping.keep_dormant(self, found, live_moved, set(scanned))
+                found, gone, gone_at, regrouped = sleeping.keep_dormant(self, found, live_moved, set(scanned))
                 changed |= gone
+                moved |= gone
             changed |= live_moved
             agent_sources = [s for s in self.sources if s.roots()]
             if missing and len(missing) == len(agent_sources):
@@ -164,6 +170,8 @@ class Huddle:
                         notes.append(f"{src.name}: no sessions folder at {', '.join(src.roots())}")
             for key in self.handles.keys() - found.keys():
                 changed.add(key)
+                moved.add(key)
+                gone_at[key] = sleeping.folder_of(self.handles[key].files())
             done: set[str] = set()
             self.packed = 0
             if parallel:
@@ -184,23 +192,24 @@ class Huddle:
             for i, (key, h) in enumerate(found.items()):
                 if self.handles.get(key) is not h:
                     changed.add(key)
+                    moved.add(key)
                 if key not in done and refresh_one(h):
                     changed.add(key)
+                    moved.add(key)
                 if not keep_timelines and key not in done and self.handles.get(key) is not h:
                     found[key] = cache_form(h)  # (a value replaced, not a key added: the loop goes on)
                 if progress is not None:
                     progress(i + 1, len(found))
-            for src in self.sources:
-                mine = {k: h for k, h in found.items() if k.startswith(src.name + ":")}
-                if mine:
-                    changed |= guarded(f"{src.name} settle", src.settle, mine, on_error=notes.append) or set()
+            known = self.cache.versions if self.cache is not None else {}
+            changed |= sleeping.wake_partners(self, found, {k for k in moved if k not in known} | regrouped)
+            changed |= sleeping.settle_moved(self, found, moved, gone_at, notes)
             self.handles = found
             changed |= self.ledger.sync({k: h.session for k, h in found.items()})
             # files and folders skipped where they were met (io.safefile), looked at again now
             notes.extend(unreadable([r for src in self.sources for r in src.roots()]))
             if self.cache is not None and self.autosave:
                 if changed or self.lazy or not os.path.exists(self.cache.path):
-                    self.cache.save({**self.dormant, **self.handles}, entangled=self._entangled())
+                    self._kept()
                 if self.lazy and scanned:
                     self.cache.stamp_scans(self.sources, scanned)
             elif self.cache is not None and self.lazy and scanned:
@@ -230,13 +239,24 @@ class Huddle:
         return sleeping.wake(self, keys)
 
     def _entangled(self) -> set[str]:
-        """Sessions whose rows hang on another session's files: a response counted in one
-        of two sessions, a title another file gives. They are never left unread."""
+        """Sessions that share responses with others (a response counted in one of two
+        sessions): never left unread, the ledger decides over all of them."""
         out = {k for keys in self.ledger.multi.values() for k in keys}
-        for k, h in self.handles.items():
-            if h.session.counted_elsewhere or h.entangled():
-                out.add(k)
+        out.update(k for k, h in self.handles.items() if h.session.counted_elsewhere)
         return out
+
+    def _tangles(self) -> set[str]:
+        """Sessions whose rows are decided across their folder (Handle.entangled: a title
+        another file gives): they sleep, and their folder wakes with any of them
+        (sleeping.wake_groups). Counting tokens, no title matters."""
+        if self.settings.usage_only:
+            return set()
+        return {k for k, h in self.handles.items() if guarded("tangle", h.entangled)}
+
+    def _kept(self, rows: dict[str, dict[str, Any]] | None = None) -> None:
+        """The cache written with what this core holds (and these rows)."""
+        assert self.cache is not None
+        self.cache.save({**self.dormant, **self.handles}, rows, entangled=self._entangled(), tangles=self._tangles())
 
     def put_to_sleep(self) -> int:
         """Leave unread again what a lazy core holds as the cache keeps it (whole.put_to_sleep)."""
@@ -300,7 +320,7 @@ class Huddle:
         session left unread shows next time. Rows of sessions not given keep their last."""
         with self.lock:
             if self.cache is not None:
-                self.cache.save({**self.dormant, **self.handles}, rows, entangled=self._entangled())
+                self._kept(rows)
                 if self._unstamped:  # the last refresh's scans (its read_at_ns guards what moved since)
                     self.cache.stamp_scans(self.sources, self._unstamped)
                     self._unstamped = {}

@@ -28,7 +28,10 @@ from huddle.io.stamps import ident
 ENTRIES = """CREATE TABLE IF NOT EXISTS entries(
   key TEXT PRIMARY KEY, version INTEGER, head BLOB, head_crc INTEGER, row BLOB, row_crc INTEGER,
   blob BLOB, blob_crc INTEGER)"""
-SCHEMA = f"CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v BLOB);\n{ENTRIES};"
+# which session holds each model response (the last one written that holds it): a new
+# session that copies another's history wakes that one alone (core.sleeping.wake_partners)
+RESPONSES = "CREATE TABLE IF NOT EXISTS responses(rid TEXT PRIMARY KEY, key TEXT) WITHOUT ROWID"
+SCHEMA = f"CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v BLOB);\n{ENTRIES};\n{RESPONSES};"
 
 
 class Damaged(Exception):
@@ -128,6 +131,7 @@ class Store:
             db.execute("BEGIN IMMEDIATE")
             db.execute("DROP TABLE entries")  # (another version's may have other columns)
             db.execute(ENTRIES)
+            db.execute("DELETE FROM responses")
             db.execute("DELETE FROM meta")
             db.execute("INSERT INTO meta VALUES ('identity', ?)", (marshal.dumps(mine),))
             db.execute("COMMIT")
@@ -221,6 +225,17 @@ class Store:
             self._say(f"{bad} damaged entr{'y' if bad == 1 else 'ies'}")
         return out
 
+    def keys(self) -> list[str]:
+        """Every entry's key (nothing decoded)."""
+        if self.db is None:
+            return []
+        try:
+            return [k for (k,) in self.db.execute("SELECT key FROM entries")]
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                self._damaged(exc)
+            return []
+
     def blobs(self, keys: Iterable[str]) -> dict[str, bytes]:
         """The blobs of these entries (those whose checksum holds)."""
         if self.db is None:
@@ -240,6 +255,24 @@ class Store:
             if is_damage(exc):
                 self._damaged(exc)
             return {}
+        return out
+
+    def holders(self, rids: Iterable[str]) -> set[str] | None:
+        """The keys of the sessions written last holding any of these responses (`write`'s
+        `responses`); None when the file cannot say."""
+        if self.db is None:
+            return None
+        rids = list(rids)
+        out: set[str] = set()
+        try:
+            for i in range(0, len(rids), 500):
+                part = rids[i : i + 500]
+                q = f"SELECT DISTINCT key FROM responses WHERE rid IN ({','.join('?' * len(part))})"
+                out.update(k for (k,) in self.db.execute(q, part))
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                self._damaged(exc)
+            return None
         return out
 
     def all_blobs(self) -> Iterator[tuple[str, bytes]]:
@@ -264,10 +297,12 @@ class Store:
         drop: Iterable[str] = (),
         meta: dict[str, Any] | None = None,
         heads: dict[str, tuple[int, Any, bytes | None]] | None = None,
+        responses: dict[str, list[str]] | None = None,
     ) -> None:
         """In one transaction: `put` key -> (version, head, row, blob); `heads` key ->
-        (version, head, row) updates all but the blob; `drop` removes. A row is given as
-        marshalled (`dumps`; None: none)."""
+        (version, head, row) updates all but the blob; `drop` removes; `responses` key ->
+        the response ids its session holds (`holders`). A row is given as marshalled
+        (`dumps`; None: none)."""
         if self.db is None:
             return
         if self.on_write is not None:
@@ -297,6 +332,8 @@ class Store:
                 for i in range(0, len(drop), 500):
                     part = drop[i : i + 500]
                     db.execute(f"DELETE FROM entries WHERE key IN ({','.join('?' * len(part))})", part)
+                for key, rids in (responses or {}).items():
+                    db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", [(r, key) for r in rids])
                 for k, v in (meta or {}).items():
                     db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, marshal.dumps(v)))
                     self.meta[k] = v

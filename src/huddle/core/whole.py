@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from huddle.model.ledger import mark_as
 from huddle.model.session import Session
-from huddle.sources import Handle, guarded
+from huddle.sources import guarded
 
 from .cache import Dormant
 from .reading import cache_form, refresh_one
@@ -55,13 +55,11 @@ def complete(core: Huddle, key: str) -> Session | None:
         if h.session.complete:
             return h.session
         src = next((s for s in core.sources if s.name == h.session.source), None)
-        fresh = guarded("rescan", src.scan, {}) if src is not None else None
-        if src is not None and fresh and h.key in fresh:
-            nh = fresh[h.key]
+        nh = guarded("rescan", src.fresh, h) if src is not None else None
+        if src is not None and nh is not None:
             refresh_one(nh)
+            guarded(f"{src.name} adopt", nh.adopt, h)  # (what was decided across sessions, as held)
             core.handles[h.key] = nh
-            mine = {k: x for k, x in core.handles.items() if k.startswith(src.name + ":")}
-            guarded(f"{src.name} settle", src.settle, mine)
             core.ledger.sync({k: x.session for k, x in core.handles.items()})
             for fn in core.on_complete:
                 fn(h.key, nh.session)
@@ -110,17 +108,15 @@ def read_whole(core: Huddle, keys: Iterable[str]) -> Iterator[Session]:
         names = wanted.get(src.name)
         if not names:
             continue
-        fresh: dict[str, Handle] = {}
         for key in names:
             h = core.handles.get(key)
             if h is not None and h.session.complete:
                 yield h.session
                 continue
-            if not fresh:
-                fresh = guarded(f"{src.name} scan", src.scan, {}) or {}
-            nh = fresh.pop(key, None)
+            nh = guarded(f"{src.name} rescan", src.fresh, h) if h is not None else None
             if nh is not None:
                 refresh_one(nh)
                 if h is not None:
+                    guarded(f"{src.name} adopt", nh.adopt, h)
                     mark_as(nh.session, h.session)  # counted once across sessions, as held
                 yield nh.session

@@ -44,9 +44,9 @@ MAGIC = (FORMAT + "\n").encode()
 ENV_PREFIXES = ("HUDDLE_", "XDG_", "CLAUDE", "CODEX", "VIBE", "GEMINI", "OPENCODE")
 
 
-# moved session files beyond which a stale answer is not patched (views.patching): a whole
-# read is then about as cheap
-PATCHABLE = 32
+# moved session files beyond which a stale answer is not patched (views.patching): none
+# (the patch reads what the whole path would of the sessions that moved, and no more)
+PATCHABLE = 1 << 30
 STATUS = "status.bin"  # `huddle status --json`
 USAGE = "usage.bin"  # `huddle usage --json` (huddle.views.usage_index)
 

@@ -58,6 +58,15 @@ class Handle:
         other sessions: then its source is scanned even while its folders stood still."""
         return False
 
+    def shape(self) -> list[Any] | None:
+        """What the scan decides of this session's files without reading them, and the
+        folder it looks at for it: [folder, what it decides] (Claude: whether its own
+        folder is there, the 2.0 agent files it was given). A sleeping session whose only
+        move is that folder's (another session came or went beside it) sleeps on while
+        the scan gives it the same shape (core.sleeping); None: any move of its folders
+        wakes it."""
+        return None
+
     def shown_from(self) -> list[str]:
         """Files outside the session's own whose content its row shows (Codex's thread
         names): stamped with its files in the cache, so that a change wakes it."""
@@ -82,6 +91,11 @@ class Handle:
         response ids the core's ledger sees (a title another file gives): such a
         session is read with its source's others, never left unread from the cache."""
         return False
+
+    def adopt(self, held: Handle) -> None:
+        """This fresh handle of the same session, its files unmoved since `held` was read,
+        takes what was decided for `held` across sessions (`Source.settle`: a title another
+        file gives), so a session read whole again needs none of its neighbours."""
 
     def live(self, at: float | None = None) -> dict[str, Any]:
         """The source's liveness signals for the attention state (pid file, lock...).
@@ -157,10 +171,19 @@ class Source:
         still the same session. Must be cheap: listings and stats only."""
         raise NotImplementedError
 
+    def fresh(self, h: Handle) -> Handle | None:
+        """A new, unread handle of the same session and files as `h` (a read from its
+        start: a page's whole timeline, an export); None if the session is gone. By
+        default a scan of the source; a source whose handles know their files makes one
+        without looking at the other sessions."""
+        return (self.scan({}) or {}).get(h.key)
+
     def settle(self, handles: dict[str, Handle]) -> set[str]:
-        """After a round of reads: what one session's files say about another (a title
-        written in another file). `handles`: this source's sessions, all read. Returns
-        the keys it changed. Must be cheap when nothing of the kind is there."""
+        """After a round of reads: what one session's files say about another session (a
+        title written in another file of its folder). `handles`: this source's sessions in
+        every folder where one came, went or read new bytes, all of that folder's (the core
+        wakes them: core.sleeping.settle_moved). Returns the keys it changed. Must be
+        cheap when nothing of the kind is there."""
         return set()
 
 

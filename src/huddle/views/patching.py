@@ -50,6 +50,7 @@ def index_of(h: Huddle, rows: list[Any], spans: list[tuple[int, int]]) -> dict[s
     return {
         "files": {k: [f[0] for f in head.get("files") or ()] for k, head in heads.items()},
         "tangled": [k for k, head in heads.items() if head.get("entangled")],
+        "tangle": [k for k, head in heads.items() if head.get("tangle")],
         "rows": [[f"{r['source']}:{r['id']}", *order_key(r), *span] for r, span in zip(rows, spans, strict=True)],
     }
 
@@ -57,8 +58,9 @@ def index_of(h: Huddle, rows: list[Any], spans: list[tuple[int, int]]) -> dict[s
 def wanted(stale: answers.Stale) -> set[str] | None:
     """The sessions the full path would read: those whose files moved, those whose rows
     time or a process can move ("volatile": it wakes every unsettled session), those
-    read for others' sake, and their folders' others (sleeping.between_scans); None if
-    a moved file is no session's."""
+    read for others' sake (sharing responses), and the folders of moved ones whose
+    titles are decided across their folder (sleeping.settle_moved); None if a moved file
+    is no session's."""
     files: dict[str, list[str]] = stale.index["files"]
     owners: dict[str, set[str]] = {}
     for k, paths in files.items():
@@ -69,11 +71,11 @@ def wanted(stale: answers.Stale) -> set[str] | None:
         if p not in owners:
             return None
         moved |= owners[p]
-    moved |= set(stale.data.get("volatile") or ())  # (rows time or a process can move: built again)
-    tangled = set(stale.index["tangled"])
-    folders = {folder_of(files[k]) for k in tangled if k in files} - {""}
+    tangle = set(stale.index.get("tangle") or ())
+    folders = {folder_of(files[k]) for k in moved if k in tangle} - {""}
     near = {k for k, paths in files.items() if folders and folder_of(paths) in folders}
-    return moved | tangled | near
+    moved |= set(stale.data.get("volatile") or ())  # (rows time or a process can move: built again)
+    return moved | set(stale.index["tangled"]) | near
 
 
 def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
@@ -184,15 +186,15 @@ def _before(a: list[Any], b: list[Any]) -> bool:
 
 def whole_read(h: Huddle, stale: answers.Stale, want: set[str]) -> bool:
     """Whether the refresh read just what the full path would: every session wanted
-    woke, no other came, every source was spared its scan, and no title is decided
-    across a folder holding sessions this core does not."""
+    woke, no other came, every source was spared its scan, and no title was decided
+    across a folder holding sessions this core does not (sleeping.settle_moved)."""
     if h.dormant or set(h.handles) != want:
         return False
     if any(src.roots() and src.exists() and src.name not in h.spared for src in h.sources):
         return False
-    tangled = {folder_of(x.files()) for x in h.handles.values() if x.entangled()} - {""}
+    folders = h.settled_in
     files: dict[str, list[str]] = stale.index["files"]
-    return not tangled or not any(k not in want and folder_of(p) in tangled for k, p in files.items())
+    return not folders or not any(k not in want and folder_of(p) in folders for k, p in files.items())
 
 
 def merged(stale: answers.Stale, h: Huddle, cond: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -215,4 +217,6 @@ def merged(stale: answers.Stale, h: Huddle, cond: dict[str, Any]) -> tuple[dict[
     }
     tangled = [k for k in stale.index["tangled"] if k not in h.handles]
     tangled += [k for k in h.handles if heads[k].get("entangled")]
-    return whole, {"files": files, "tangled": tangled}
+    tangle = [k for k in stale.index.get("tangle") or () if k not in h.handles]
+    tangle += [k for k in h.handles if heads[k].get("tangle")]
+    return whole, {"files": files, "tangled": tangled, "tangle": tangle}

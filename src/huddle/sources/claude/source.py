@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.io.safefile import listdir, plain_file, read_json, stamp
@@ -98,6 +98,9 @@ class ClaudeHandle(Handle):
             if p != self.path and os.path.dirname(p) == folder and is_agent_file(os.path.basename(p))
         }
         return had != set(self.project_agents)
+
+    def shape(self) -> list[Any] | None:
+        return [os.path.dirname(self.path), [self.has_dir, sorted(self.project_agents)]]
 
     def regroups(self) -> bool:
         # empty when last read: once it holds something, the agent files naming it go to it
@@ -267,6 +270,10 @@ class ClaudeHandle(Handle):
     def entangled(self) -> bool:
         return bool(self.summaries() or self.summary_title)  # summaries.settle looks across a folder
 
+    def adopt(self, held: Handle) -> None:
+        if isinstance(held, ClaudeHandle) and held.summary_title:
+            self.set_summary_title(held.summary_title)
+
     def set_summary_title(self, title: str) -> bool:
         """The summary its leaves earn (summaries.settle); an ai-title of its own wins."""
         if title == self.summary_title or self.state.ai_title:
@@ -372,6 +379,15 @@ class ClaudeSource(Source):
             if isinstance(h, ClaudeHandle) and not is_agent_file(os.path.basename(h.path)):
                 h.has_dir = _is_dir(h.dir)
         return self.live_changed()
+
+    def fresh(self, h: Handle) -> Handle | None:
+        if not isinstance(h, ClaudeHandle) or not os.path.exists(h.path):
+            return super().fresh(h)
+        nh = ClaudeHandle(self, h.path, h.session.id)  # (as regroup makes one: the same files)
+        nh.has_dir = _is_dir(nh.dir) if not is_agent_file(os.path.basename(h.path)) else False
+        nh.project_agents, nh.unsettled, nh.candidates = dict(h.project_agents), dict(h.unsettled), h.candidates
+        nh.session.parent_session = h.session.parent_session
+        return nh
 
     def settle(self, handles: dict[str, Handle]) -> set[str]:
         return summaries.settle([h for h in handles.values() if isinstance(h, ClaudeHandle)])

@@ -1,0 +1,162 @@
+"""What a run reads follows what changed, on the history real users have: folders of
+Claude Code 1.0 sessions whose titles are decided across the folder (summary records)
+sleep like any other; an append wakes its folder only when a title can move; a new
+session wakes only the sleeping ones it shares responses with; one session's page or
+export reads that session. Every board is the one a fresh read gives."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES
+from huddle.core import Huddle
+from huddle.core.single import one_session_core
+from huddle.sources import Settings
+from huddle.views.board import board_json
+from huddle.views.export import Options, export_data
+
+OLD = SAMPLES / "claude-history" / "1.0.128"
+NEW = SAMPLES / "claude"
+FORK = "-home-dev-work-04-resume-continue-fork-proj"
+COMPACT = "-home-dev-work-05-compact-proj"
+MODERN = "5e1f0c39-0d34-4f0a-9b7c-1d1b8c1c0b01"  # a 2.1 session put in the 1.0 folder: no summary of its own
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    projects = tmp_path / "claude" / "projects"
+    for name in ("04-resume-continue-fork", "05-compact"):
+        shutil.copytree(OLD / name / "config" / "projects", projects, dirs_exist_ok=True)
+    errors = NEW / "07-errors" / "config" / "projects"
+    shutil.copytree(errors, projects, dirs_exist_ok=True)
+    main = next(p for p in (NEW / "01-basic-tools" / "config" / "projects").glob("*/*.jsonl"))
+    text = main.read_text().replace(main.stem, MODERN)
+    (projects / FORK / f"{MODERN}.jsonl").write_text(text)
+    settle(tmp_path)
+    return tmp_path
+
+
+def settle(root: Path) -> None:
+    then = time.time() - 3600
+    for dirpath, dirs, files in os.walk(root):
+        for n in files + dirs:
+            os.utime(os.path.join(dirpath, n), (then, then))
+        os.utime(dirpath, (then, then))
+
+
+def settings(home: Path) -> Settings:
+    return Settings(folders={"claude": str(home / "claude")}, huddle_home=str(home / "hh"))
+
+
+def fresh(home: Path) -> dict:
+    h = Huddle(settings(home), sources=["claude"])
+    h.refresh()
+    return board_json(h)
+
+
+def cached(home: Path) -> tuple[dict, Huddle]:
+    h = Huddle(settings(home), sources=["claude"], cache=True, lazy=True)
+    h.refresh()
+    b = board_json(h)
+    h.write_board_cache(b)
+    return b, h
+
+
+def awake(h: Huddle) -> set[str]:
+    return {k.split(":", 1)[1] for k in h.handles}
+
+
+def append_prompt(path: Path) -> None:
+    sid = path.stem
+    rec = {
+        "type": "user",
+        "message": {"role": "user", "content": "one more thing"},
+        "uuid": str(uuid.uuid4()),
+        "parentUuid": None,
+        "sessionId": sid,
+        "timestamp": "2026-11-30T12:00:00.000Z",
+    }
+    with open(path, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
+def stems(home: Path, folder: str) -> set[str]:
+    return {p.stem for p in (home / "claude" / "projects" / folder).glob("*.jsonl")}
+
+
+def warm(home: Path) -> set[str]:
+    """Two runs: the second reads only the sessions that share responses (never left unread)."""
+    cached(home)
+    _, h = cached(home)
+    return awake(h)
+
+
+def test_folders_whose_titles_come_from_summaries_sleep_once_nothing_moved(home):
+    shared = warm(home)
+    # only the sessions that share responses with another are read again (the ledger decides over them)
+    assert shared and shared < stems(home, FORK)
+    assert not shared & stems(home, COMPACT)
+    assert cached(home)[0] == fresh(home)
+
+
+def test_an_append_to_a_titled_session_wakes_its_folder_and_the_titles_stay_right(home):
+    shared = warm(home)
+    titled = max((home / "claude" / "projects" / COMPACT).glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    append_prompt(titled)
+    board, h = cached(home)
+    assert awake(h) == shared | stems(home, COMPACT)
+    assert board == fresh(home)
+
+
+def test_an_append_to_an_untitled_session_in_such_a_folder_reads_it_alone(home):
+    shared = warm(home)
+    append_prompt(home / "claude" / "projects" / FORK / f"{MODERN}.jsonl")
+    board, h = cached(home)
+    assert awake(h) == shared | {MODERN}
+    assert board == fresh(home)
+
+
+def test_a_new_session_wakes_only_the_sleeping_ones_holding_its_responses(home):
+    """A resume into a new file that copies another's history without saying so (its
+    records name the new session): the store says which session held those responses."""
+    shared = warm(home)
+    errors = next((home / "claude" / "projects").glob("*07-errors*"))
+    original = max(errors.glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    copy = str(uuid.uuid4())
+    (errors / f"{copy}.jsonl").write_text(original.read_text().replace(original.stem, copy))
+    board, h = cached(home)
+    assert awake(h) == shared | {copy, original.stem}
+    assert board == fresh(home)
+    rows = {r["id"]: r for r in board["sessions"]}
+    assert sorted([rows[copy]["tokens"], rows[original.stem]["tokens"]])[0] == 0  # counted once, in one of them
+
+
+def test_a_new_session_of_its_own_wakes_no_other(home):
+    shared = warm(home)
+    errors = next((home / "claude" / "projects").glob("*07-errors*"))
+    main = next(p for p in (NEW / "06-named-session" / "config" / "projects").glob("*/*.jsonl"))
+    shutil.copy(main, errors / main.name)
+    board, h = cached(home)
+    assert awake(h) == shared | {main.stem}
+    assert board == fresh(home)
+
+
+def test_one_sessions_export_reads_that_session_and_says_what_a_whole_core_says(home):
+    warm(home)
+    titled = max((home / "claude" / "projects" / COMPACT).glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    h = one_session_core(titled.stem[:8], settings(home), sources=["claude"])
+    assert awake(h) | {k.split(":", 1)[1] for k in h.dormant} <= {titled.stem}
+    ours, _ = export_data(h, titled.stem[:8], Options())
+    assert awake(h) == {titled.stem}
+    whole = Huddle(settings(home), sources=["claude"])
+    whole.refresh()
+    theirs, _ = export_data(whole, titled.stem, Options())
+    assert {**ours, "exported_at": None} == {**theirs, "exported_at": None}
+    assert ours["session"]["title"]  # the summary another record gives, kept without its neighbours
