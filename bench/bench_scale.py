@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_side import PY, Bench, build, free_port, serve_until_answer, timed
+from bench_side import HUDDLE, Bench, build, free_port, serve_until_answer, timed
 
 
 def main() -> None:
@@ -27,7 +27,7 @@ def main() -> None:
     ap.add_argument("--homes", default="200:0.25:200:120,1000:1.1:1000:550,5000:1.1:0:0")
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
-    huddle = [PY, "-m", "huddle"]
+    huddle = HUDDLE
     table = []
     for spec in a.homes.split(","):
         n, gb, threads, mb = spec.split(":")

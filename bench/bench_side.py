@@ -1,13 +1,21 @@
-"""huddle beside ccusage and AgentsView on one generated corpus: one table of paired ratios.
+"""huddle beside ccusage, AgentsView and claude-code-log, on a real-shaped corpus and a
+generated one: one table of paired ratios per corpus.
 
-    python bench/bench_side.py [--sessions 1000] [--claude-gb 1.1] [--codex-threads 1000]
-                               [--codex-mb 550] [--runs 5] [--only usage,status,...] [--no-cold]
-                               [--peers ccusage,agentsview]
+    python bench/bench_side.py [--corpus real,synthetic] [--copies 23] [--sessions 1000]
+                               [--claude-gb 1.1] [--codex-threads 1000] [--codex-mb 550] [--runs 5]
+                               [--only usage,status,new,statusline,serve,export,idle,page,parse]
+                               [--no-cold] [--peers ccusage,agentsview] [--idle 60]
+
+`real` is ../shared/external's real session files cloned with fresh ids (bench/real_corpus.py:
+what the synthetic corpus hid, it holds); `synthetic` is claude_corpus.py and codex_corpus.py.
+The measures side_paths.py adds (a new session file, export, an idle server, the open page,
+the full parse) are described there.
 
 The peers are not dependencies. Install them in a scratch folder outside the repo:
 
     npm install --prefix /tmp/perf-peers/ccusage ccusage@20.0.24
     python3 -m venv /tmp/perf-peers/av && /tmp/perf-peers/av/bin/pip install agentsview==0.46.1
+    python3 -m venv /tmp/perf-peers/ccl && /tmp/perf-peers/ccl/bin/pip install claude-code-log
 
 (looked for there, or in $CCUSAGE and $AGENTSVIEW). huddle runs from this tree's src/, or
 from $HUDDLE_SRC (a copy, so the tree can change while a long bench runs). Every tool reads the same folders
@@ -54,6 +62,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 PY = sys.executable
+# `huddle` as its console script runs it (`-m huddle` adds runpy's imports, ~20 ms a run)
+HUDDLE = [PY, "-c", "import sys; from huddle.entry import main; sys.argv[0] = 'huddle'; sys.exit(main())"]
 TOKENS = ("input", "output", "cache_read", "cache_write")
 
 
@@ -385,7 +395,7 @@ def measure(a: argparse.Namespace, only: set[str], claude: Path, codex: Path) ->
     print(f"ccusage: {CCUSAGE or 'not found'}; agentsview: {AGENTSVIEW or 'not found'}")
     work = Path(tempfile.mkdtemp(prefix="huddle-side-"))
     b = Bench(claude, codex, work)
-    huddle = [PY, "-m", "huddle"]
+    huddle = HUDDLE
     try:
         if "usage" in only:
             usage_cmd = [*huddle, "usage", "--json"]
