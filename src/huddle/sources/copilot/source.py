@@ -19,6 +19,8 @@ import os
 import re
 from typing import Any
 
+import msgspec
+
 from huddle.io import safefile
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
@@ -91,19 +93,18 @@ class CopilotHandle(Handle):
                 sub = s.agents.get(cid)
                 if sub is not None and sub.order_seq is None and order.seq >= 0:
                     sub.order_seq = order.seq
-            if p.version not in VERSIONS:
-                self.unknown = f"events.jsonl format version {p.version!r} (huddle reads version 1): not read"
-                s.error = f"{self.path}: {self.unknown}"
 
-        skip = _SKIP if not self.unknown else None
-        drain(self.reader, s, self._feed, p.out, flush, every=256, skip=skip)
+        drain(self.reader, s, self._feed, p.out, flush, every=256, skip=_SKIP)
 
     def _feed(self, off: int, line: bytes) -> None:
         if self.unknown:
             return  # (a format it does not know: nothing after its header is read)
-        self.parser.feed(off, line)
-        if self.parser.version not in VERSIONS:
-            self.unknown = "unknown"  # said at the flush
+        p = self.parser
+        p.feed(off, line)
+        if p.version not in VERSIONS:
+            self.unknown = f"events.jsonl format version {p.version!r} (huddle reads version 1): not read"
+            self.session.error = f"{self.path}: {self.unknown}"
+            del p.out[:]
 
     def _apply_workspace(self) -> None:
         s, w = self.session, self.workspace
@@ -114,8 +115,19 @@ class CopilotHandle(Handle):
         if not s.cwd and w.text("cwd"):
             s.cwd = w.text("cwd")
             s.version += 1
-        if w.problem:
-            s.note(w.path, 0, w.problem)
+
+    def read_record(self, path: str, offset: int, length: int) -> bytes:
+        # a prompt's line without `transformedContent`, the same words with the harness's
+        # date before them: what a search snippet or an export shows is what was typed
+        raw = super().read_record(path, offset, length)
+        if b'"transformedContent"' not in raw:
+            return raw
+        try:
+            rec = msgspec.json.decode(raw)
+            rec["data"].pop("transformedContent", None)
+        except (msgspec.DecodeError, KeyError, TypeError, AttributeError):
+            return raw
+        return msgspec.json.encode(rec)
 
     def live(self, at: float | None = None) -> dict[str, Any]:
         return live_signals(self, at)
@@ -183,11 +195,14 @@ class CopilotSource(Source):
         self._older_sessions(accounts)
         if self.open.path and os.path.exists(self.open.path):
             accounts[self.open.path] = (NOT_SESSION, "the TUI's open sessions (a live signal)")
-        for key, h in found.items():
-            if isinstance(h, CopilotHandle) and h.unknown:
-                accounts[h.path] = (NOT_READ, h.unknown)
         self.accounts = accounts
         return found
+
+    def settle(self, handles: dict[str, Handle]) -> set[str]:
+        for h in handles.values():  # (known once read)
+            if isinstance(h, CopilotHandle) and h.unknown:
+                self.accounts[h.path] = (NOT_READ, h.unknown)
+        return set()
 
     def _session(self, sid: str, folder: str, old: Handle | None, accounts: dict) -> CopilotHandle | None:
         subdirs, files = self._listing(folder)

@@ -91,7 +91,6 @@ class Workspace:
         self.path = path
         self.stamp: tuple[int, int, int, int] | None = None
         self.fields: dict[str, object] = {}
-        self.problem = ""
 
     def refresh(self) -> bool:
         """Read it again if it changed; whether what it says changed."""
@@ -105,12 +104,10 @@ class Workspace:
             return changed
         try:
             text = safefile.read_small(self.path, CAP).decode("utf-8", "replace")
-        except FileNotFoundError:
+        except OSError as exc:  # a FIFO, a symlink out, mode 000: a note until it reads (missing: none)
+            safefile.remember(self.path, exc, CAP)
             return False
-        except OSError as exc:
-            self.problem = f"not read ({exc.strerror or exc})"
-            return False
-        self.problem = ""
+        safefile.forget(self.path)
         got = parse(text)
         if got == self.fields:
             return False
