@@ -110,7 +110,11 @@ def test_tokens_equal_a_straight_count_and_the_truth(name):
 
 def test_shutdowns_repeat_the_whole_session_and_are_never_summed():
     recs = records("04-resume")
-    shutdowns = [r["data"]["modelMetrics"]["fake-model"]["usage"]["outputTokens"] for r in recs if r["type"] == "session.shutdown"]
+    shutdowns = [
+        r["data"]["modelMetrics"]["fake-model"]["usage"]["outputTokens"]
+        for r in recs
+        if r["type"] == "session.shutdown"
+    ]
     assert shutdowns == [21, 42, 55]  # cumulative: each exit repeats the runs before it
     s = only(scenario("04-resume"))
     assert s.usage.output == 55 != sum(shutdowns)
@@ -126,7 +130,11 @@ def test_titles_prompts_and_tool_calls(name):
         assert s.custom_title == s.ai_title == "" and s.title == t["first_prompt"]
     assert s.first_prompt == t["first_prompt"] and len(kinds(s, ev.PROMPT)) == t["user_turns"]
     for ta in t["agents"]:
-        calls = ["task" if e.kind == ev.ORDER else e.name for e in s.events if e.kind in (ev.TOOL_CALL, ev.ORDER) and e.agent == ta["id"]]
+        calls = [
+            "task" if e.kind == ev.ORDER else e.name
+            for e in s.events
+            if e.kind in (ev.TOOL_CALL, ev.ORDER) and e.agent == ta["id"]
+        ]
         assert sorted(calls) == sorted(c["name"] for c in ta["tool_calls"])
     results = [e.id for e in kinds(s, ev.TOOL_RESULT)]
     assert len(results) == len(set(results))
@@ -165,7 +173,14 @@ def test_resume_appends_to_the_same_session():
         "[[scn:turn2]] And what does the README say?",
         "[[scn:turn3]] Is this still the same session?",
     ]
-    assert [e.name for e in kinds(s, ev.CONTEXT)] == ["session_start", "shutdown", "resume", "shutdown", "resume", "shutdown"]
+    assert [e.name for e in kinds(s, ev.CONTEXT)] == [
+        "session_start",
+        "shutdown",
+        "resume",
+        "shutdown",
+        "resume",
+        "shutdown",
+    ]
     assert len(kinds(s, ev.TURN_END)) == 3 and len(kinds(s, ev.USAGE)) == 5
 
 
@@ -310,7 +325,7 @@ def test_workspace_yaml_as_the_cli_writes_it():
 
     got = parse(
         "id: 1\nname: 'it''s a title'\nuser_named: false\ncwd: /a b/c\n"
-        "summary: >-\n  folded over\n  two lines\nother: \"q\\\"uote\"\nempty:\nn: 12 # a comment\n"
+        'summary: >-\n  folded over\n  two lines\nother: "q\\"uote"\nempty:\nn: 12 # a comment\n'
     )
     assert got == {
         "id": 1,
@@ -331,7 +346,9 @@ def test_a_generated_name_is_a_title_and_the_first_prompt_is_none(tmp_path):
     text = ws.read_text()
     h = core(home)
     assert only(h).ai_title == ""
-    ws.write_text(text.replace("name: '[[scn:qa]] What is the difference between a list and a tuple?'", "name: Lists vs tuples"))
+    ws.write_text(
+        text.replace("name: '[[scn:qa]] What is the difference between a list and a tuple?'", "name: Lists vs tuples")
+    )
     h.refresh()
     s = only(h)
     assert s.ai_title == "Lists vs tuples" == s.title and s.custom_title == ""
@@ -349,7 +366,11 @@ def test_a_generated_name_is_a_title_and_the_first_prompt_is_none(tmp_path):
 def test_read_only_and_the_cli_twins(tmp_path, monkeypatch):
     home = tmp_path / "user"
     shutil.copytree(COPILOT / "08-interactive-approval" / "home", home)  # with session-store.db, -wal, -shm
-    shutil.copytree(COPILOT / "07-subagent" / "home" / ".copilot" / "session-state", home / ".copilot" / "session-state", dirs_exist_ok=True)
+    shutil.copytree(
+        COPILOT / "07-subagent" / "home" / ".copilot" / "session-state",
+        home / ".copilot" / "session-state",
+        dirs_exist_ok=True,
+    )
     before = fingerprint(home)
     assert any(p.endswith("session-store.db-wal") for p in before)
     monkeypatch.setenv("HOME", str(home))
@@ -360,7 +381,12 @@ def test_read_only_and_the_cli_twins(tmp_path, monkeypatch):
     sub = rows["bbae6404-23b1-468e-87db-74be03061149"]
     assert sub["source"] == "copilot" and len(sub["agents"]) == 2 and sub["state"] == "ended"
     assert sub["resume"] == "copilot --resume bbae6404-23b1-468e-87db-74be03061149"
-    for args in (["show", sub["id"], "--json"], ["usage", "--json"], ["search", "Python files", "--json"], ["events", sub["id"], "--json"]):
+    for args in (
+        ["show", sub["id"], "--json"],
+        ["usage", "--json"],
+        ["search", "Python files", "--json"],
+        ["events", sub["id"], "--json"],
+    ):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 0, (args, r.output)
     r = CliRunner().invoke(main, ["export", sub["id"], "-o", str(tmp_path / "x.md"), "--format", "md"])

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from huddle.model.attention import NEEDS_YOU
 from huddle.model.times import parse_time
 
-SOURCE_LABEL = {"claude": "Claude Code", "codex": "Codex", "vibe": "Mistral Vibe", "hosted": "huddle run", "copilot": "Copilot CLI"}
+SOURCE_LABEL = {"claude": "Claude Code", "codex": "Codex", "vibe": "Mistral Vibe", "hosted": "huddle run"}
 
 
 class Backend(Protocol):

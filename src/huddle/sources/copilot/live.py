@@ -58,7 +58,7 @@ class OpenSessions:
             return set()  # half-written, or not JSON: the next look
         self.stamp = st
         now: dict[str, tuple[bool | None, float | None]] = {}
-        for sid, e in (doc.items() if isinstance(doc, dict) else ()):
+        for sid, e in doc.items() if isinstance(doc, dict) else ():
             if isinstance(sid, str) and isinstance(e, dict):
                 working = e.get("working")
                 now[sid] = (working if isinstance(working, bool) else None, parse_time(e.get("refreshedAt")))

@@ -70,7 +70,9 @@ class EventsParser:
     # -- emitting ----------------------------------------------------------------------
 
     def emit(self, kind: str, agent: str, t: float | None, off: int, n: int, **kw: Any) -> Event:
-        e = Event(kind=kind, agent=agent, t=t if t is not None else self.last_t, file=self.path, offset=off, length=n, **kw)
+        e = Event(
+            kind=kind, agent=agent, t=t if t is not None else self.last_t, file=self.path, offset=off, length=n, **kw
+        )
         self.out.append(e)
         return e
 
@@ -261,7 +263,9 @@ class EventsParser:
             return
         A = self.agents
         if cid not in A.orders:  # started by a call no response asked for
-            self._call(self.who(r), cid, "task", {"agent_type": d.agentName, "description": d.agentDescription}, t, off, n)
+            self._call(
+                self.who(r), cid, "task", {"agent_type": d.agentName, "description": d.agentDescription}, t, off, n
+            )
         if r.agentId:
             A.sub_of_aid[r.agentId] = cid
             A.aid_of[cid] = r.agentId
@@ -327,7 +331,9 @@ class EventsParser:
         if k == "session.error":
             what = d.message or d.errorType or "an error"
             code = d.statusCode if isinstance(d.statusCode, int) else None
-            self._text(ev.ERROR, agent, t, off, n, f"{what} (HTTP {code})" if code else what, name=d.errorType or "error")
+            self._text(
+                ev.ERROR, agent, t, off, n, f"{what} (HTTP {code})" if code else what, name=d.errorType or "error"
+            )
         elif k == "abort":
             self.emit(ev.INTERRUPT, agent, t, off, n, text=rec.text_of(d.reason) or "interrupted")
             for w in list(self.pending):  # (the interrupt closes its waits too)
@@ -338,7 +344,9 @@ class EventsParser:
             if d.success is not False:
                 self._text(ev.COMPACTION, agent, t, off, n, d.summaryContent or "compacted")
             else:
-                self.emit(ev.ERROR, agent, t, off, n, name="compaction", text=one_line(d.error or "compaction failed", 300))
+                self.emit(
+                    ev.ERROR, agent, t, off, n, name="compaction", text=one_line(d.error or "compaction failed", 300)
+                )
         else:
             text = d.message or d.content or d.summary or ""
             self.emit(ev.CONTEXT, agent, t, off, n, name=k.rsplit(".", 1)[-1], text=text[:CONTEXT_KEEP])

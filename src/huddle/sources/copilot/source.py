@@ -29,7 +29,7 @@ from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
-from .live import OPEN_SESSIONS, OpenSessions, lock_pid, lock_stamps, live_signals
+from .live import OPEN_SESSIONS, OpenSessions, live_signals, lock_pid, lock_stamps
 from .parser import EventsParser
 from .workspace import Workspace
 
@@ -205,7 +205,7 @@ class CopilotSource(Source):
         return set()
 
     def _session(self, sid: str, folder: str, old: Handle | None, accounts: dict) -> CopilotHandle | None:
-        subdirs, files = self._listing(folder)
+        _, files = self._listing(folder)
         if EVENTS not in files:
             why = "no events.jsonl (the CLI prunes old transcripts; a CLI before 0.0.380 wrote none)"
             accounts[folder] = (NOT_READ, why)

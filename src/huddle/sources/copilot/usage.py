@@ -120,7 +120,12 @@ def _tally(mm: rec.ModelMetric | None) -> Tally:
     u = mm.usage if mm is not None else None
     if u is None:
         return (0, 0, 0, 0)
-    vals = (rec.count(u.inputTokens), rec.count(u.outputTokens), rec.count(u.cacheReadTokens), rec.count(u.cacheWriteTokens))
+    vals = (
+        rec.count(u.inputTokens),
+        rec.count(u.outputTokens),
+        rec.count(u.cacheReadTokens),
+        rec.count(u.cacheWriteTokens),
+    )
     return tuple(max(0, v) for v in vals)  # type: ignore[return-value]
 
 
