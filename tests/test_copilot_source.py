@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import httpx
 from click.testing import CliRunner
 
 from conftest import SAMPLES, fingerprint
@@ -18,6 +19,7 @@ from huddle.cli import main
 from huddle.core import Huddle
 from huddle.model import events as ev
 from huddle.model.doing import doing
+from huddle.server.app import ServerThread
 from huddle.sources import Settings
 from huddle.sources.copilot import CopilotSource
 from huddle.views import api
@@ -392,4 +394,88 @@ def test_read_only_and_the_cli_twins(tmp_path, monkeypatch):
     r = CliRunner().invoke(main, ["export", sub["id"], "-o", str(tmp_path / "x.md"), "--format", "md"])
     assert r.exit_code == 0, r.output
     assert "Count the Python files" in (tmp_path / "x.md").read_text()
+    h = Huddle(Settings.from_env(), sources=["copilot"])  # and a server's run, its watcher and pages
+    with ServerThread(h, watch_options={"poll_watched": 0.3, "poll_unwatched": 0.2}) as srv:
+        with httpx.Client(base_url=srv.url, timeout=30) as c:
+            assert {r["id"] for r in c.get("/api/sessions").json()["sessions"]} == set(rows)
+            for path in (
+                f"/api/sessions/{sub['id']}",
+                f"/api/sessions/{sub['id']}/transcript",
+                f"/session/{sub['id']}",
+            ):
+                assert c.get(path).status_code == 200, path
+            events = c.get(f"/api/sessions/{sub['id']}/events").json()["events"]
+            ref = next(e["ref"] for e in events if e["kind"] == "report")
+            assert c.get(f"/api/sessions/{sub['id']}/content/{ref}").json()["text"] == "There is 1 Python file: app.py."
     assert fingerprint(home) == before
+
+
+# -- an older CLI: no usage records --------------------------------------------------------------
+
+
+def older_cli(tmp_path: Path, name: str, keep_last_exit: bool = True) -> Huddle:
+    """A sample as Copilot CLI 1.0.x before `session.usage_record` wrote it: each response's
+    output on its `assistant.message`, input and cache counts only in the exits' shutdowns."""
+    home = tmp_path / name / ".copilot"
+    shutil.copytree(COPILOT / name / "home" / ".copilot", home)
+    (f,) = home.glob("session-state/*/events.jsonl")
+    out, output = [], None
+    for r in records(name):
+        if r["type"] == "session.usage_record":
+            output = r["data"]["usage"]["outputTokens"]
+            continue
+        if r["type"] == "assistant.message":
+            r["data"]["outputTokens"] = output
+        out.append(r)
+    if not keep_last_exit:
+        last = max(i for i, r in enumerate(out) if r["type"] == "session.shutdown")
+        del out[last:]
+    f.write_text("".join(json.dumps(r) + "\n" for r in out))
+    return core(home)
+
+
+@pytest.mark.parametrize("name", ["04-resume", "07-subagent"])
+def test_an_older_cli_s_usage_from_its_messages_and_the_differences_of_its_exits(tmp_path, name):
+    s = only(older_cli(tmp_path, name))
+    tu = truth(name)["usage_session_total"]
+    assert (s.usage.input, s.usage.cache_read, s.usage.output) == (
+        tu["input_tokens"],
+        tu["cache_read_input_tokens"],
+        tu["output_tokens"],
+    )
+    for aid, (inp, cached, outp, _n) in straight_count(name).items():  # each agent its own
+        u = s.agents[aid].usage
+        assert (u.input, u.cache_read, u.output) == (inp, cached, outp), aid
+    assert not s.usage_note
+
+
+def test_an_older_cli_s_run_without_its_exit_says_its_input_is_not_known(tmp_path):
+    s = only(older_cli(tmp_path, "04-resume", keep_last_exit=False))
+    assert s.usage.output == 55  # every response's output
+    assert s.usage.input + s.usage.cache_read < 12543 + 48640  # the last run's input: at its exit, never written
+    assert "output only" in s.usage_note
+
+
+def test_hostile_lines_cost_one_line_each_and_the_rest_is_read(tmp_path):
+    home = tmp_path / ".copilot"
+    shutil.copytree(COPILOT / "01-qa" / "home" / ".copilot", home)
+    (f,) = home.glob("session-state/*/events.jsonl")
+    h = core(home)
+    before = only(h).usage.to_dict()
+    bad = [
+        {"type": "assistant.message", "data": {"toolRequests": "not a list"}},
+        {"type": "session.usage_record", "data": {"usage": {"apiCallId": "x", "inputTokens": -5, "outputTokens": 1}}},
+        ["not", "a", "record"],
+        {"type": "assistant.message", "data": {"content": "deep", "toolRequests": [{"arguments": [[[[[]]]]]}]}},
+    ]
+    lines = [json.dumps(b) for b in bad]
+    lines.insert(3, '{"type": "user.message", "data": {"content": ' + "[" * 100_000 + "]" * 100_000 + "}}")
+    future = {"type": "user.message", "timestamp": "9999-01-01T00:00:00Z", "data": {"content": "canary after all"}}
+    with open(f, "a") as out:
+        out.write("\n".join([*lines, json.dumps(future)]) + "\n")
+    h.refresh()
+    s = only(h)
+    assert s.error is None and s.skipped_lines == 4, s.problems
+    assert s.usage.to_dict() == before  # the count that is no count is not counted
+    assert kinds(s, ev.PROMPT)[-1].text == "canary after all" and kinds(s, ev.PROMPT)[-1].t is not None
+    assert any("9999" in p for p in s.problems)  # the odd time: said, the line kept

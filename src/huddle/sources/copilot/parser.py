@@ -128,7 +128,6 @@ class EventsParser:
         d: rec.Shutdown = rec.data(r.data, rec.Shutdown)
         self.marks.append((t, SHUT))
         self.responses.shutdown(self, t, off, n, d)
-        self.session.usage_note = self.responses.note()
         why = d.errorReason or d.shutdownType or "exited"
         self.emit(ev.CONTEXT, self.lead, t, off, n, name="shutdown", text=f"exited ({why})")
         for w in list(self.pending):  # a question left open when the process went is no question

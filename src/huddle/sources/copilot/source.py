@@ -89,6 +89,7 @@ class CopilotHandle(Handle):
         def flush() -> None:  # in batches: the session's bookkeeping is per call
             s.add_all(p.out)
             p.out.clear()
+            s.usage_note = p.responses.note()
             for cid, order in p.agents.orders.items():
                 sub = s.agents.get(cid)
                 if sub is not None and sub.order_seq is None and order.seq >= 0:
