@@ -203,3 +203,42 @@ def test_appended_lines_are_read_once_and_equal_a_cold_read(tmp_path, name):
     assert {a.id: (a.parent, a.kind, a.finished) for a in h.session.agents.values()} == {
         a.id: (a.parent, a.kind, a.finished) for a in c.session.agents.values()
     }
+
+
+def test_failed_requests_from_the_process_log_as_both_files_grow(tmp_path):
+    """The CLI writes a failed model request (retried) to its process log only: read there,
+    live as the log and events.jsonl grow together, in its place as a cold read has it."""
+    home = tmp_path / ".copilot"
+    shutil.copytree(COPILOT / "06-http-retry" / "home" / ".copilot", home)
+    (events,) = home.glob("session-state/*/events.jsonl")
+    (log,) = home.glob("logs/process-*.log")
+    lines = events.read_bytes().splitlines(keepends=True)
+    said = log.read_bytes().splitlines(keepends=True)
+    events.write_bytes(b"")
+    log.write_bytes(b"")
+    src = CopilotSource(Settings(folders={"copilot": str(home)}))
+    (h,) = src.scan({}).values()
+    h.refresh()
+    for line in lines:  # each file as it was when this line was written
+        t = json.loads(line)["timestamp"]
+        while said and said[0][:24].decode() <= t:
+            with open(log, "ab") as f:
+                f.write(said.pop(0))
+            h.refresh()
+        with open(events, "ab") as f:
+            f.write(line)
+        h.refresh()
+    cold = CopilotSource(Settings(folders={"copilot": str(home)}))
+    (c,) = cold.scan({}).values()
+    c.refresh()
+    got = [(e.kind, e.name, e.text, e.file) for e in h.session.events]
+    assert got == [(e.kind, e.name, e.text, e.file) for e in c.session.events]
+    retries = [e for e in c.session.events if e.kind == "error"]
+    assert [e.text for e in retries] == [
+        "model request failed: HTTP 429 (http_error)",
+        "model request failed: HTTP 500 (http_error)",
+    ]
+    assert all(e.file == str(log) and e.name == "retry" for e in retries)
+    kinds = [e.kind for e in c.session.events]
+    assert kinds.index("error") < kinds.index("usage")  # the first request failed, then one was answered
+    assert c.files() == [str(events), str(log)]

@@ -10,8 +10,8 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
 import httpx
+import pytest
 from click.testing import CliRunner
 
 from conftest import SAMPLES, fingerprint
@@ -395,18 +395,18 @@ def test_read_only_and_the_cli_twins(tmp_path, monkeypatch):
     assert r.exit_code == 0, r.output
     assert "Count the Python files" in (tmp_path / "x.md").read_text()
     h = Huddle(Settings.from_env(), sources=["copilot"])  # and a server's run, its watcher and pages
-    with ServerThread(h, watch_options={"poll_watched": 0.3, "poll_unwatched": 0.2}) as srv:
-        with httpx.Client(base_url=srv.url, timeout=30) as c:
-            assert {r["id"] for r in c.get("/api/sessions").json()["sessions"]} == set(rows)
-            for path in (
-                f"/api/sessions/{sub['id']}",
-                f"/api/sessions/{sub['id']}/transcript",
-                f"/session/{sub['id']}",
-            ):
-                assert c.get(path).status_code == 200, path
-            events = c.get(f"/api/sessions/{sub['id']}/events").json()["events"]
-            ref = next(e["ref"] for e in events if e["kind"] == "report")
-            assert c.get(f"/api/sessions/{sub['id']}/content/{ref}").json()["text"] == "There is 1 Python file: app.py."
+    fast = {"poll_watched": 0.3, "poll_unwatched": 0.2}
+    with ServerThread(h, watch_options=fast) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+        assert {r["id"] for r in c.get("/api/sessions").json()["sessions"]} == set(rows)
+        for path in (
+            f"/api/sessions/{sub['id']}",
+            f"/api/sessions/{sub['id']}/transcript",
+            f"/session/{sub['id']}",
+        ):
+            assert c.get(path).status_code == 200, path
+        events = c.get(f"/api/sessions/{sub['id']}/events").json()["events"]
+        ref = next(e["ref"] for e in events if e["kind"] == "report")
+        assert c.get(f"/api/sessions/{sub['id']}/content/{ref}").json()["text"] == "There is 1 Python file: app.py."
     assert fingerprint(home) == before
 
 
@@ -479,3 +479,18 @@ def test_hostile_lines_cost_one_line_each_and_the_rest_is_read(tmp_path):
     assert s.usage.to_dict() == before  # the count that is no count is not counted
     assert kinds(s, ev.PROMPT)[-1].text == "canary after all" and kinds(s, ev.PROMPT)[-1].t is not None
     assert any("9999" in p for p in s.problems)  # the odd time: said, the line kept
+
+
+def test_the_retried_requests_are_read_from_the_process_log():
+    h = scenario("06-http-retry")
+    s = only(h)
+    statuses = [e["status"] for e in truth("06-http-retry")["agents"][0]["http_errors"]]
+    retries = kinds(s, ev.ERROR)
+    assert [e.name for e in retries] == ["retry"] * 2
+    assert [int(e.text.split("HTTP ")[1].split()[0]) for e in retries] == statuses == [429, 500]
+    out = api.events(h, s.id)
+    ref = next(e["ref"] for e in out["events"] if e["kind"] == "error")
+    assert "http_status" in api.content(h, s.id, ref)["text"]  # the log's own line, read back
+    for name in SCENARIOS:  # nothing failed anywhere else
+        if name != "06-http-retry":
+            assert not kinds(only(scenario(name)), ev.ERROR), name

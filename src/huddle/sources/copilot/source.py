@@ -30,6 +30,7 @@ from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
 from .live import OPEN_SESSIONS, OpenSessions, live_signals, lock_pid, lock_stamps
+from .logs import SessionLogs, index
 from .parser import EventsParser
 from .workspace import Workspace
 
@@ -54,16 +55,21 @@ class CopilotHandle(Handle):
         self.unknown = ""  # an event log format this reader does not know: not read
         self._fresh()
 
+    @property
+    def follows_logs(self) -> bool:
+        return not self.source.settings.usage_only  # (counting tokens, no failed request matters)
+
     def _fresh(self) -> None:
         s = self.session
         a = s.agent(self.sid, parent=None, name="main")
         a.kind = "main"
         a.file = self.path
         self.parser = EventsParser(s, self.sid, self.path)
+        self.logs = SessionLogs(self.sid)  # the process logs of its runs: the failed model requests
         self.workspace.stamp = None  # said again on the fresh session
 
     def files(self) -> list[str]:
-        return [self.path]
+        return [self.path, *self.logs.paths()]
 
     def shown_from(self) -> list[str]:
         return [self.workspace.path]  # the title and folder a row shows
@@ -76,8 +82,13 @@ class CopilotHandle(Handle):
             s.reset()
             self.unknown = ""
             self._fresh()
+        if self.follows_logs:
+            self.logs.refresh()
+            for pid in self.locks:  # the running process's own log
+                self.logs.follow(self.source.log_index(), pid=pid)
         if status not in (GONE, SAME) and not self.unknown:
             self._drain()
+        s.add_all(self.logs.due(None, self.sid))  # failures after the last line: now
         if self.workspace.refresh() or before != s.version:
             self._apply_workspace()
         return s.version != before
@@ -101,7 +112,12 @@ class CopilotHandle(Handle):
         if self.unknown:
             return  # (a format it does not know: nothing after its header is read)
         p = self.parser
+        marks, mark = len(p.marks), len(p.out)
         p.feed(off, line)
+        if len(p.marks) > marks and self.follows_logs:  # a run began: its process's log
+            self.logs.follow(self.source.log_index(), at=p.marks[-1][0])
+        if self.logs.pending:  # failed requests in their place, before what came after them
+            p.out[mark:mark] = self.logs.due(p.last_t, self.sid)
         if p.version not in VERSIONS:
             self.unknown = f"events.jsonl format version {p.version!r} (huddle reads version 1): not read"
             self.session.error = f"{self.path}: {self.unknown}"
@@ -150,6 +166,7 @@ class CopilotSource(Source):
         self.system = ProcCache()  # only its `recorded` table (a test's processes) is read here
         self._listings: dict[str, Listing] = {}
         self._moved: set[str] = set()
+        self._logs: tuple[list[str] | None, list[tuple[float, int, str]]] = (None, [])
         # what the last scan looked at and made no session of: path -> (verdict, why)
         self.accounts: dict[str, tuple[str, str]] = {}
 
@@ -161,6 +178,14 @@ class CopilotSource(Source):
 
     def watch_dirs(self) -> list[str]:
         return list(self.states)
+
+    def log_index(self) -> list[tuple[float, int, str]]:
+        """The process logs (start time, pid, path), oldest first; listed again when the folder moves."""
+        folder = self.under("logs")
+        _, names = self._listing(folder)
+        if self._logs[0] is not names:
+            self._logs = (names, index(folder, names))
+        return self._logs[1]
 
     def live_inputs(self) -> list[str]:
         return [self.open.path] if self.open.path else []
