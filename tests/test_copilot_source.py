@@ -494,3 +494,32 @@ def test_the_retried_requests_are_read_from_the_process_log():
     for name in SCENARIOS:  # nothing failed anywhere else
         if name != "06-http-retry":
             assert not kinds(only(scenario(name)), ev.ERROR), name
+
+
+def test_a_background_sub_agent_reports_when_it_completes(tmp_path):
+    """A sub-agent run in the background (not in the samples: 07 rewritten so): its task call
+    returns at once, the lead's turn may end, and the sub-agent reports when it completes."""
+    home = tmp_path / ".copilot"
+    shutil.copytree(COPILOT / "07-subagent" / "home" / ".copilot", home)
+    (f,) = home.glob("session-state/*/events.jsonl")
+    recs = records("07-subagent")
+    started = next(i for i, r in enumerate(recs) if r["type"] == "subagent.started")
+    recs[started]["data"]["executionMode"] = "background"
+    done = next(i for i, r in enumerate(recs) if r["type"] == "tool.execution_complete" and "agentId" not in r)
+    returned = recs.pop(done)
+    returned["data"]["result"] = {"content": "Agent started in background."}
+    recs.insert(started + 1, returned)
+    completed = next(i for i, r in enumerate(recs) if r["type"] == "subagent.completed")
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs[:completed]))
+    h = core(home)
+    s = only(h)
+    sub = s.agents["call_subagent_0_0_1"]
+    (res,) = [e for e in kinds(s, ev.TOOL_RESULT) if e.id == sub.id]
+    assert res.detail == "background" and sub.background and not sub.finished and not kinds(s, ev.REPORT)
+    assert h.handle(s.key).live() == {"alive": False}  # (no process: nothing runs in the background now)
+    with open(f, "a") as out:
+        out.write("".join(json.dumps(r) + "\n" for r in recs[completed:]))
+    h.refresh()
+    s = only(h)
+    (report,) = kinds(s, ev.REPORT)
+    assert report.target == sub.id and report.ok and s.agents[sub.id].finished
