@@ -523,3 +523,24 @@ def test_a_background_sub_agent_reports_when_it_completes(tmp_path):
     s = only(h)
     (report,) = kinds(s, ev.REPORT)
     assert report.target == sub.id and report.ok and s.agents[sub.id].finished
+
+
+def test_a_handle_from_the_cache_raises_a_response_it_counted_before(tmp_path):
+    """A response whose records straddle a restart (chunks of one model call): the handle the
+    cache gives back finds its counted usage event again, and the largest counts once."""
+    from huddle.core.reading import cache_form
+
+    home = tmp_path / ".copilot"
+    shutil.copytree(COPILOT / "01-qa" / "home" / ".copilot", home)
+    (f,) = home.glob("session-state/*/events.jsonl")
+    src = CopilotSource(Settings(folders={"copilot": str(home)}))
+    (h,) = src.scan({}).values()
+    h.refresh()
+    (u,) = kinds(h.session, ev.USAGE)
+    kept = cache_form(h)
+    usage = {"apiCallId": u.id, "model": "fake-model", "inputTokens": 12081, "outputTokens": 40, "cacheReadTokens": 0}
+    with open(f, "a") as out:
+        out.write(json.dumps({"type": "session.usage_record", "data": {"usage": usage}, "id": "x"}) + "\n")
+    kept.refresh()
+    assert len(kinds(kept.session, ev.USAGE)) == 1 and kept.session.usage.output == 40
+    assert kept.session.usage.input == 12081

@@ -55,6 +55,10 @@ class CopilotHandle(Handle):
         self.unknown = ""  # an event log format this reader does not know: not read
         self._fresh()
 
+    def __setstate__(self, d: dict) -> None:
+        self.__dict__.update(d)
+        self.parser.responses.relink(self.session.events)
+
     @property
     def follows_logs(self) -> bool:
         return not self.source.settings.usage_only  # (counting tokens, no failed request matters)

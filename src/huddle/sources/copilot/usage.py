@@ -105,6 +105,19 @@ class Responses:
         self.given.clear()
         self.open_output = False
 
+    def __getstate__(self) -> dict:
+        # The cache keeps a session's usage events apart (Session.__getstate__): keep only
+        # their place here, and find them again on load (`relink`).
+        d = self.__dict__.copy()
+        d["by_id"] = {rid: e.seq for rid, e in self.by_id.items()}
+        return d
+
+    def relink(self, events: list[ev.Event]) -> None:
+        """After a load from the cache: the usage events again, by their place."""
+        by_seq = {e.seq: e for e in events if e.kind == ev.USAGE}
+        places: dict = self.by_id  # seq numbers, as the cache kept them
+        self.by_id = {rid: by_seq[seq] for rid, seq in places.items() if seq in by_seq}
+
     def note(self) -> str:
         """What the files cannot tell about this session's usage ("" when they tell all)."""
         if self.records or not self.open_output:
