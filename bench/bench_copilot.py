@@ -6,7 +6,8 @@ nothing changed, on a home of 1,000 sessions.
 
 The home is the real Copilot CLI 1.0.102 sample sessions (tests/fixtures/samples/copilot:
 the long 50-response session, shell, files, resume, tool errors, retries, a sub-agent, an
-approval), cloned under fresh session ids until there are N. Prints, each in a fresh
+approval) with their process logs, cloned under fresh session ids until there are N, each
+clone of a session a day before the last (its times and its logs' names moved so). Prints, each in a fresh
 process so peak RSS is its own:
   huddle   a full read into events (scan, every events.jsonl and workspace.yaml)
   msgspec  for context, an untyped decode of every line on disk
@@ -26,6 +27,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -39,19 +41,29 @@ DEFAULT = HERE / "corpus" / "copilot"
 def build(out: Path, sessions: int, seed: int = 1) -> str:
     rnd = random.Random(seed)
     templates = []
-    for d in sorted(SAMPLES.glob("*/home/.copilot/session-state/*")):
-        if (d / "events.jsonl").exists() and not d.name.startswith("."):
-            templates.append((d.name, (d / "events.jsonl").read_text(), (d / "workspace.yaml").read_text()))
+    for home in sorted(SAMPLES.glob("*/home/.copilot")):
+        for d in sorted(home.glob("session-state/*")):
+            if (d / "events.jsonl").exists() and not d.name.startswith("."):
+                logs = [(p.name, p.read_text()) for p in sorted(home.glob("logs/process-*.log"))]
+                templates.append((d.name, (d / "events.jsonl").read_text(), (d / "workspace.yaml").read_text(), logs))
     state = out / ".copilot" / "session-state"
+    logs_dir = out / ".copilot" / "logs"
+    logs_dir.mkdir(parents=True)
     total = 0
+    day = datetime(2026, 12, 6, tzinfo=UTC)
     for n in range(sessions):
-        old, events, ws = templates[n % len(templates)]
+        old, events, ws, logs = templates[n % len(templates)]
         new = str(uuid.UUID(int=rnd.getrandbits(128), version=4))
+        when = (day - timedelta(days=n // len(templates))).strftime("%Y-%m-%dT")  # each clone on a day of its own
         folder = state / new
         folder.mkdir(parents=True)
-        text = events.replace(old, new)
+        text = events.replace(old, new).replace("2026-12-06T", when)
         (folder / "events.jsonl").write_text(text)
-        (folder / "workspace.yaml").write_text(ws.replace(old, new))
+        (folder / "workspace.yaml").write_text(ws.replace(old, new).replace("2026-12-06T", when))
+        for name, log in logs:  # its process logs, named by their start in ms
+            ms, pid = name[len("process-") : -len(".log")].split("-")
+            start = int(ms) - (n // len(templates)) * 86_400_000
+            (logs_dir / f"process-{start}-{pid}{n}.log").write_text(log.replace(old, new).replace("2026-12-06T", when))
         total += len(text)
     return f"{sessions} sessions, {total / 1e6:.0f} MB of events in {state}"
 

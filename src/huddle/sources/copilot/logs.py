@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from bisect import bisect_left, bisect_right
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.model import events as ev
@@ -27,7 +28,8 @@ from huddle.model.times import parse_time
 NAME = re.compile(r"process-([0-9]{10,16})-([0-9]{1,10})\.log$")
 OPENED = b"Workspace initialized: "
 FAILED = b"request failed"
-WINDOW = 600.0  # seconds: a run's session.start or resume comes this soon after its process started
+WINDOW = 300.0  # seconds: a run's session.start or resume comes this soon after its process started
+EARLY = 1.0  # (a log's name is its process's start in ms; the first record comes after it)
 
 
 def _skip(buf: bytes, start: int, end: int) -> bool:
@@ -65,17 +67,27 @@ class SessionLogs:
         return list(self.logs)
 
     def follow(self, logs: list[tuple[float, int, str]], at: float | None = None, pid: int | None = None) -> None:
-        """Start following the log of the run begun just before `at`, or of process `pid`."""
-        for start, p, path in logs:
-            if path in self.logs or path in self.looked:
+        """Start following the log of process `pid`, or of the run that began just before
+        `at`: the nearest log started before it that names this session (the others
+        looked at are remembered, never read again for it)."""
+        if pid is not None:
+            near = [path for _, p, path in logs if p == pid]
+        elif at is not None:
+            lo, hi = bisect_left(logs, (at - WINDOW,)), bisect_right(logs, (at + EARLY,))  # (sorted by start)
+            near = [path for _, _, path in sorted(logs[lo:hi], key=lambda x: abs(at - x[0]))]
+        else:
+            return
+        for path in near:
+            if path in self.logs:
+                return  # (its run's log is followed already: a resume in the same process)
+            if path in self.looked:
                 continue
-            if (pid is not None and p == pid) or (at is not None and at - WINDOW <= start <= at + 5):
-                f = Followed(path)
-                self._read(f)
-                if f.mine or any(e.file == path for e in self.pending):
-                    self.logs[path] = f
-                else:
-                    self.looked.add(path)  # (a log of another session's run)
+            f = Followed(path)
+            self._read(f)
+            if f.mine or any(e.file == path for e in self.pending):
+                self.logs[path] = f
+                return
+            self.looked.add(path)  # (a log of another session's run)
 
     def refresh(self) -> None:
         """New lines of the logs followed."""
