@@ -242,3 +242,22 @@ def test_failed_requests_from_the_process_log_as_both_files_grow(tmp_path):
     kinds = [e.kind for e in c.session.events]
     assert kinds.index("error") < kinds.index("usage")  # the first request failed, then one was answered
     assert c.files() == [str(events), str(log)]
+
+
+def test_the_lock_holder_s_log_is_followed_before_it_names_the_session(tmp_path):
+    home = tmp_path / ".copilot"
+    shutil.copytree(COPILOT / "06-http-retry" / "home" / ".copilot", home)
+    (folder,) = [p for p in (home / "session-state").iterdir() if not p.name.startswith(".")]
+    (log,) = home.glob("logs/process-*.log")
+    said = log.read_bytes()
+    log.write_bytes(said[: said.index(b"Workspace initialized")])  # the process just started
+    pid = int(log.name.split("-")[2].split(".")[0])
+    (folder / f"inuse.{pid}.lock").write_text(str(pid))
+    src = CopilotSource(Settings(folders={"copilot": str(home)}))
+    src.system.recorded = ProcTable([Proc(pid, 1, ["copilot"], CWD)])
+    (h,) = src.scan({}).values()
+    h.refresh()
+    assert str(log) in h.files() and not [e for e in h.session.events if e.kind == "error"]
+    log.write_bytes(said)
+    h.refresh()
+    assert [e.name for e in h.session.events if e.kind == "error"] == ["retry", "retry"]

@@ -84,7 +84,9 @@ class SessionLogs:
                 continue
             f = Followed(path)
             self._read(f)
-            if f.mine or any(e.file == path for e in self.pending):
+            # the lock holder's log is this session's whatever it says yet (its line naming
+            # the session may still be on its way); another run's only if it names it
+            if pid is not None or f.mine or any(e.file == path for e in self.pending):
                 self.logs[path] = f
                 return
             self.looked.add(path)  # (a log of another session's run)
