@@ -25,6 +25,7 @@ def isolated_home(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     for var in ("XDG_STATE_HOME", "GEMINI_CLI_HOME", "HUDDLE_GEMINI_DIR", "HUDDLE_OPENCODE_DIR", "OPENCODE_DB"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("COPILOT_HOME", raising=False)
     return home
 
 

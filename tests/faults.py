@@ -79,6 +79,8 @@ def build_world(root: Path) -> None:
     (root / "vibe" / "config.toml").write_text('[session_logging]\nsave_dir = "logs/session"\n')
     _hosted_run(root / "hh" / "runs" / "r1", SAMPLES / "claude-stream" / "01-basic-tools")
     _copy(SAMPLES / "gemini" / "07-subagent" / "home" / ".gemini", root / "gemini")
+    _copy(SAMPLES / "copilot" / "07-subagent" / "home" / ".copilot", root / "copilot")
+    _copy(SAMPLES / "copilot" / "08-interactive-approval" / "home" / ".copilot", root / "copilot")
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -127,6 +129,7 @@ def settings_of(root: Path):
             "codex": str(root / "codex"),
             "vibe": str(root / "vibe"),
             "gemini": str(root / "gemini"),
+            "copilot": str(root / "copilot"),
         },
         huddle_home=str(root / "hh"),
     )
@@ -245,6 +248,13 @@ def _gemini_canary(p: Path, text: str) -> bytes:
     ).encode()
 
 
+def _copilot_canary(p: Path, text: str) -> bytes:
+    last = [r for r in _lines(p) if r.get("timestamp") and r.get("id")][-1]
+    data = {"content": text, "messageId": str(uuid.uuid4()), "delivery": "idle", "turnId": "0"}
+    rec = {"type": "user.message", "data": data, "id": str(uuid.uuid4()), "timestamp": last["timestamp"]}
+    return json.dumps({**rec, "parentId": last["id"]}).encode()
+
+
 def _hostile_variants(canary: bytes) -> dict[str, bytes]:
     """The hostile records built from a valid one: deep nesting, huge numbers, far-future
     times (every time-like field of the record, numbers and ISO strings)."""
@@ -309,6 +319,7 @@ class Target:
 def targets(root: Path) -> dict[str, Target]:
     c, x, v, hh = root / "claude", root / "codex", root / "vibe" / "logs" / "session", root / "hh"
     g = root / "gemini" / "tmp" / "proj"
+    cp = root / "copilot" / "session-state"
     claude_main = _first(c, "projects/*/*.jsonl", lambda p: (p.parent / p.stem / "subagents").is_dir())
     claude_sub = _first(c, f"projects/*/{claude_main.stem}/subagents/agent-*.jsonl")
     codex_lead = _first(x, "sessions/*/*/*/rollout-*.jsonl", lambda p: '"parent_thread_id"' not in p.read_text()[:4000])
@@ -358,6 +369,18 @@ def targets(root: Path) -> dict[str, Target]:
         Target("gemini.sub", _first(g, "chats/*/*.jsonl"), "lines", "gemini", _gemini_canary),
         Target("gemini.root", g / ".project_root", "side", "gemini", parse_is_problem=False, sealed=True),
         Target("gemini.chats", g / "chats", "folder", "gemini"),
+        Target(
+            "copilot.events",
+            _first(cp, "*/events.jsonl", lambda p: b"subagent" in p.read_bytes()),
+            "lines",
+            "copilot",
+            _copilot_canary,
+        ),
+        Target("copilot.workspace", _first(cp, "*/workspace.yaml"), "side", "copilot", parse_is_problem=False),
+        Target(
+            "copilot.open", root / "copilot" / "open-sessions-state.json", "side", "copilot", parse_is_problem=False
+        ),
+        Target("copilot.session", _first(cp, "*/events.jsonl").parent, "folder", "copilot"),
     ]
     return {t.name: t for t in out}
 
@@ -438,6 +461,10 @@ def targets_names() -> list[tuple[str, str]]:
             ("gemini.sub", "lines"),
             ("gemini.root", "side"),
             ("gemini.chats", "folder"),
+            ("copilot.events", "lines"),
+            ("copilot.workspace", "side"),
+            ("copilot.open", "side"),
+            ("copilot.session", "folder"),
         ]
     ]
 
@@ -1159,7 +1186,15 @@ def _dumps_deep(rec) -> bytes:
         return b'{"type":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
 
 
-FUZZ_TARGETS = ("claude.main", "codex.lead", "vibe.journal", "vibe.legacy", "hosted.events", "gemini.lead")
+FUZZ_TARGETS = (
+    "claude.main",
+    "codex.lead",
+    "vibe.journal",
+    "vibe.legacy",
+    "hosted.events",
+    "gemini.lead",
+    "copilot.events",
+)
 
 
 def canary_record(t: Target, marker: str, after: bytes = b"") -> bytes:

@@ -37,7 +37,7 @@ _say("running", "running a command", *SHELL_TOOLS, "PowerShell", "unified_exec",
 _say("editing", "editing a file", "Edit", "MultiEdit", "search_replace", "apply_patch", "edit_file", "str_replace")
 _say("editing", "editing a file", "replace", "edit", "patch")  # Gemini CLI, OpenCode
 _say("editing", "editing a notebook", "NotebookEdit")
-_say("writing", "writing a file", "Write", "write_file", "create_file", "write")
+_say("writing", "writing a file", "Write", "write_file", "create_file", "write", "create")  # create: Copilot CLI
 _say(
     "reading",
     "reading a file",

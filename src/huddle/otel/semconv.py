@@ -53,6 +53,7 @@ AGENT_PRODUCT = {
     "gemini": "Gemini CLI",
     "opencode": "OpenCode",
     "hosted": "huddle run",
+    "copilot": "GitHub Copilot CLI",
 }
 
 # A source's provider when the model name does not tell (no model recorded).

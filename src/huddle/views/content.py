@@ -3,7 +3,7 @@
 The record (one JSON line of a transcript) is searched by shape rather than by a
 per-agent schema: a tool call is the object carrying the call id and its input
 (`input`, `arguments`, `function.arguments`), a result the object answering that id
-(`tool_use_id`, `call_id`, `tool_call_id`), a long text the longest string that
+(`tool_use_id`, `call_id`, `tool_call_id`, `toolCallId`), a long text the longest string that
 starts like the event's kept text. Images come back as base64 with a safe type.
 """
 
@@ -105,7 +105,7 @@ def _cap(text: str) -> tuple[str, bool]:
 
 def _call_input(rec: object, call_id: str) -> tuple[bool, Any]:
     for d in _walk(rec):
-        if d.get("id") == call_id or d.get("call_id") == call_id:
+        if d.get("id") == call_id or d.get("call_id") == call_id or d.get("toolCallId") == call_id:
             for key in ("input", "arguments", "args", "parameters"):
                 if key in d:
                     return True, _maybe_json(d[key])
@@ -122,8 +122,9 @@ def _result(rec: object, call_id: str) -> tuple[bool, Any, dict[str, Any] | None
             or d.get("tool_call_id") == call_id
             or (d.get("call_id") == call_id and "output" in d)
             or (d.get("id") == call_id and "response" in d)  # Gemini's functionResponse
+            or (d.get("toolCallId") == call_id and ("result" in d or "error" in d))  # Copilot CLI's
         ):
-            for key in ("content", "output", "result", "tool_result", "response"):
+            for key in ("content", "output", "result", "tool_result", "response", "error"):
                 if key in d:
                     return True, d[key], d
     return False, None, None

@@ -11,6 +11,7 @@ export const SOURCE_LABEL = {
   gemini: "Gemini CLI",
   opencode: "OpenCode",
   hosted: "hosted",
+  copilot: "Copilot CLI",
 };
 
 export function el(tag, attrs, ...children) {
