@@ -79,6 +79,11 @@ def build_world(root: Path) -> None:
     (root / "vibe" / "config.toml").write_text('[session_logging]\nsave_dir = "logs/session"\n')
     _hosted_run(root / "hh" / "runs" / "r1", SAMPLES / "claude-stream" / "01-basic-tools")
     _copy(SAMPLES / "gemini" / "07-subagent" / "home" / ".gemini", root / "gemini")
+    _copy(SAMPLES / "qwen" / "07-subagent" / "home" / ".qwen" / "projects", root / "qwen" / "projects")
+    _copy(
+        SAMPLES / "qwen" / "08-interactive-approval" / "live" / "01-needs-you-approval" / "home" / ".qwen",
+        root / "qwen",
+    )
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -127,6 +132,7 @@ def settings_of(root: Path):
             "codex": str(root / "codex"),
             "vibe": str(root / "vibe"),
             "gemini": str(root / "gemini"),
+            "qwen": str(root / "qwen"),
         },
         huddle_home=str(root / "hh"),
     )
@@ -245,6 +251,13 @@ def _gemini_canary(p: Path, text: str) -> bytes:
     ).encode()
 
 
+def _qwen_canary(p: Path, text: str) -> bytes:
+    last = [r for r in _lines(p) if r.get("timestamp")][-1]
+    rec = {k: last[k] for k in ("sessionId", "cwd", "version", "agentId", "agentName", "isSidechain") if k in last}
+    rec.update(uuid=str(uuid.uuid4()), parentUuid=last["uuid"], timestamp=last["timestamp"], type="user")
+    return json.dumps({**rec, "message": {"role": "user", "parts": [{"text": text}]}}).encode()
+
+
 def _hostile_variants(canary: bytes) -> dict[str, bytes]:
     """The hostile records built from a valid one: deep nesting, huge numbers, far-future
     times (every time-like field of the record, numbers and ISO strings)."""
@@ -309,6 +322,7 @@ class Target:
 def targets(root: Path) -> dict[str, Target]:
     c, x, v, hh = root / "claude", root / "codex", root / "vibe" / "logs" / "session", root / "hh"
     g = root / "gemini" / "tmp" / "proj"
+    q = root / "qwen" / "projects" / "-home-dev-work-proj"
     claude_main = _first(c, "projects/*/*.jsonl", lambda p: (p.parent / p.stem / "subagents").is_dir())
     claude_sub = _first(c, f"projects/*/{claude_main.stem}/subagents/agent-*.jsonl")
     codex_lead = _first(x, "sessions/*/*/*/rollout-*.jsonl", lambda p: '"parent_thread_id"' not in p.read_text()[:4000])
@@ -358,6 +372,11 @@ def targets(root: Path) -> dict[str, Target]:
         Target("gemini.sub", _first(g, "chats/*/*.jsonl"), "lines", "gemini", _gemini_canary),
         Target("gemini.root", g / ".project_root", "side", "gemini", parse_is_problem=False, sealed=True),
         Target("gemini.chats", g / "chats", "folder", "gemini"),
+        Target("qwen.lead", _first(q, "chats/9f6013e3-*.jsonl"), "lines", "qwen", _qwen_canary),
+        Target("qwen.sub", _first(q, "subagents/*/agent-*.jsonl"), "lines", "qwen", _qwen_canary),
+        Target("qwen.meta", _first(q, "subagents/*/agent-*.meta.json"), "side", "qwen", parse_is_problem=False),
+        Target("qwen.registry", _first(root / "qwen", "sessions/*.json"), "side", "qwen", parse_is_problem=False),
+        Target("qwen.chats", q / "chats", "folder", "qwen"),
     ]
     return {t.name: t for t in out}
 
@@ -438,6 +457,11 @@ def targets_names() -> list[tuple[str, str]]:
             ("gemini.sub", "lines"),
             ("gemini.root", "side"),
             ("gemini.chats", "folder"),
+            ("qwen.lead", "lines"),
+            ("qwen.sub", "lines"),
+            ("qwen.meta", "side"),
+            ("qwen.registry", "side"),
+            ("qwen.chats", "folder"),
         ]
     ]
 
@@ -1159,7 +1183,7 @@ def _dumps_deep(rec) -> bytes:
         return b'{"type":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
 
 
-FUZZ_TARGETS = ("claude.main", "codex.lead", "vibe.journal", "vibe.legacy", "hosted.events", "gemini.lead")
+FUZZ_TARGETS = ("claude.main", "codex.lead", "vibe.journal", "vibe.legacy", "hosted.events", "gemini.lead", "qwen.lead")
 
 
 def canary_record(t: Target, marker: str, after: bytes = b"") -> bytes:

@@ -163,8 +163,8 @@ class QwenHandle(Handle):
             was = (a.kind, a.name, a.description, a.tool_use_id, a.background, a.finished, a.order)
             if m is not None:
                 a.kind = m.agentType or m.subagentName or a.kind
-                a.name = a.kind
                 a.description = m.description or a.description
+                a.name = a.id if a.description else a.kind  # (the label is its task, then its type)
                 a.background = bool(m.isBackgrounded)
                 a.finished = m.status not in (None, "", "running") or a.finished
             if cf.agent in L.agent_calls:
