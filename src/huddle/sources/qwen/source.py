@@ -166,7 +166,7 @@ class QwenHandle(Handle):
                 a.description = m.description or a.description
                 a.name = a.id if a.description else a.kind  # (the label is its task, then its type)
                 a.background = bool(m.isBackgrounded)
-                a.finished = m.status not in (None, "", "running") or a.finished
+                a.finished = m.status not in (None, "", "running")
             if cf.agent in L.agent_calls:
                 a.tool_use_id = cf.agent
             if not a.order and cf.agent in L.orders:
