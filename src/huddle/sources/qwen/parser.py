@@ -80,6 +80,9 @@ class ChatParser:
         except msgspec.DecodeError as exc:
             self.session.problem(self.path, off, f"not JSON ({exc})")
             return
+        kind = r.type
+        if kind == "system" and _silent(r):
+            return  # (most of a file: telemetry and snapshots, no event and no time wanted)
         t = rec.when(r.timestamp)
         if t is None and times.out_of_range(r.timestamp):  # year 9999: kept out of the times, and said
             self.session.note(self.path, off, times.odd(r.timestamp))
@@ -89,7 +92,6 @@ class ChatParser:
         self.copied = bool(fork) and fork != self.session.id
         self.origin = fork or "" if self.copied else ""
         n = len(line)
-        kind = r.type
         if kind == "assistant":
             self._response(r, t, off, n)
         elif kind == "tool_result":
@@ -242,10 +244,6 @@ class ChatParser:
 
     def _system(self, r: rec.Record, t: float | None, off: int, n: int) -> None:
         st = r.subtype or ""
-        if st in ("attribution_snapshot", "file_history_snapshot") or not r.systemPayload:
-            return
-        if st == "ui_telemetry" and b"api_error" not in bytes(r.systemPayload):
-            return  # usage repeated (and side calls added): never counted
         try:
             pl = rec.decode_payload(r.systemPayload)
         except msgspec.DecodeError:
@@ -285,6 +283,15 @@ class ChatParser:
         if ui.status_code not in (None, ""):
             words = f"{words} (HTTP {ui.status_code})"
         self.emit(ev.ERROR, t, off, n, name="api_error", text=cap(words)[0])
+
+
+def _silent(r: rec.Record) -> bool:
+    """A system record that says nothing here: a snapshot, or telemetry (it repeats the
+    usage and adds side calls: never counted) unless it is an API error."""
+    st = r.subtype
+    if st in ("attribution_snapshot", "file_history_snapshot") or not r.systemPayload:
+        return True
+    return st == "ui_telemetry" and b"api_error" not in bytes(r.systemPayload)
 
 
 def _display(raw: msgspec.Raw) -> rec.Display | None:
