@@ -309,3 +309,36 @@ def test_background_sub_agents_are_counted_while_they_run(tmp_path):
     h.refresh()
     assert "background_agents" not in h.live() and h.session.agents["call_bgsub_0_0_1"].finished
     assert [e.kind for e in h.session.events if e.agent != sid].count(ev.USAGE) == 2
+
+
+def test_the_status_line_counts_a_tui_waiting_for_approval(tmp_path):
+    """As tests/test_statusline_agents.py for the others: a real process stands for the TUI,
+    with the registry entry a TUI keeps."""
+    from test_statusline import INPUT, statusline
+
+    home = tmp_path / "user"
+    shutil.copytree(home_of("01-needs-you-approval").parent, home)
+    (home / ".qwen" / "sessions" / f"{REGISTRY_PID}.json").unlink()
+    exe = tmp_path / "bin" / "qwen"
+    exe.parent.mkdir()
+    exe.write_text("import time\nprint('ready', flush=True)\ntime.sleep(120)\n")
+    p = subprocess.Popen([sys.executable, str(exe), "--session-id", SID], stdout=subprocess.PIPE)
+    try:
+        assert p.stdout.readline() == b"ready\n"
+        entry = {"pid": p.pid, "procStart": f"{boot_id()}:{proc_start(p.pid)}", "sessionId": SID, "kind": "tui"}
+        (home / ".qwen" / "sessions" / f"{p.pid}.json").write_text(json.dumps(entry))
+        env = {
+            "HOME": str(home),
+            "HUDDLE_HOME": str(tmp_path / "hh"),
+            "HUDDLE_SOURCES": "qwen",
+            "HUDDLE_STATUSLINE_BUDGET": "20",
+        }
+        r = statusline(env, json.dumps(INPUT), "--json")
+        assert r.returncode == 0, r.stderr
+        text = r.stdout
+        assert "qwen" in text and "Slow shell command with approval" in text, text
+        r = statusline(env, json.dumps(INPUT))
+        assert "✋ 1 needs you" in r.stdout, r.stdout
+    finally:
+        p.kill()
+        p.communicate()

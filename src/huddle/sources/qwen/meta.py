@@ -16,6 +16,10 @@ from huddle.io import safefile
 HEAD_MAX = 1 << 16  # a first record longer than this names no agent: left for the meta
 
 
+class Flags(msgspec.Struct):
+    model: str | None = None
+
+
 class SubMeta(msgspec.Struct):
     agentId: str | None = None
     agentType: str | None = None
@@ -26,6 +30,12 @@ class SubMeta(msgspec.Struct):
     parentAgentId: str | None = None
     status: str | None = None
     isBackgrounded: bool | None = None
+    model: str | None = None
+    persistedCliFlags: Flags | None = None
+
+    @property
+    def model_name(self) -> str:
+        return self.model or (self.persistedCliFlags.model if self.persistedCliFlags else None) or ""
 
 
 class Head(msgspec.Struct):

@@ -57,6 +57,7 @@ class ChatParser:
         self.last_t: float | None = None
         self.copied = False
         self.origin = ""
+        self.nameless: list[Event] = []  # usage whose model no record named yet (a sub-agent's)
 
     def emit(self, kind: str, t: float | None, off: int, n: int, agent: str | None = None, **kw) -> Event:
         if t is None:
@@ -133,9 +134,11 @@ class ChatParser:
             cached = rec.count(tk.cachedContentTokenCount)
             prompt = rec.count(tk.promptTokenCount) + rec.count(tk.toolUsePromptTokenCount)
             u = Usage(input=max(prompt - cached, 0), output=rec.count(tk.candidatesTokenCount), cache_read=cached)
-            e = self.emit(ev.USAGE, t, off, n, id=mid, name=r.model or self.model or self.links.model, usage=u)
+            e = self.emit(ev.USAGE, t, off, n, id=mid, name=r.model or self.model, usage=u)
             if self.origin:
                 e.origin = self.origin
+            if not e.name:
+                self.nameless.append(e)  # named once the sub-agent's meta or its lead says the model
         calls = [p.functionCall for p in ps if p.functionCall is not None]
         for fc in calls:
             self._call(fc, t, off, n)

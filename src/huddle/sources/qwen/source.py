@@ -173,6 +173,13 @@ class QwenHandle(Handle):
                 a.order = L.orders[cf.agent]
             if was != (a.kind, a.name, a.description, a.tool_use_id, a.background, a.finished, a.order):
                 s.version += 1
+            p = cf.parser
+            model = (m.model_name if m is not None else "") or L.model
+            if p is not None and p.nameless and model:
+                for e in p.nameless:  # (counted under no model so far: counted again under its own)
+                    e.name = model
+                p.nameless.clear()
+                s.recount_usage()
 
     def background_running(self) -> int:
         """Sub-agents launched in the background whose meta says they still run."""
