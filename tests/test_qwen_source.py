@@ -304,3 +304,64 @@ def test_registered_with_the_builtins():
     from huddle.sources.registry import BUILTIN, source_classes
 
     assert "qwen" in BUILTIN and source_classes()["qwen"] is QwenSource
+
+
+def test_a_server_run_writes_nothing_in_the_qwen_home(tmp_path):
+    """The web app over every sample at once (pages, events, search, export), then the
+    home compared byte for byte, mtimes included."""
+    import httpx
+
+    from huddle.server import ServerThread
+
+    home = tmp_path / ".qwen"
+    for name in SCENARIOS:
+        shutil.copytree(QWEN / name / "home" / ".qwen", home, dirs_exist_ok=True)
+    before = fingerprint(home)
+    h = Huddle(Settings(folders={"qwen": str(home)}, huddle_home=str(tmp_path / "hh")), sources=["qwen"])
+    h.refresh()
+    fast = {"poll_watched": 0.5, "poll_unwatched": 0.2}
+    with ServerThread(h, watch_options=fast) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
+        rows = c.get("/api/sessions").json()["sessions"]
+        assert {r["id"] for r in rows} == {truth(n)["session_id"] for n in SCENARIOS}
+        for r in rows:
+            assert c.get(f"/session/{r['id']}").status_code == 200
+            assert c.get(f"/api/sessions/{r['id']}/events").status_code == 200
+            assert c.get(f"/api/sessions/{r['id']}/export").status_code == 200
+        assert c.get("/api/search", params={"q": "Python"}).json()["results"]
+        assert c.get("/api/usage").status_code == 200
+    assert fingerprint(home) == before
+
+
+def test_odd_but_valid_records_cost_their_line_or_their_field(tmp_path):
+    """Values of a type the code does not expect where JSON allows them: a record whose
+    top-level fields are the wrong type costs its line; a message of the wrong shape, odd
+    counts and odd displays cost only what they held."""
+    home = tmp_path / ".qwen"
+    shutil.copytree(QWEN / "07-subagent" / "home" / ".qwen", home)
+    (lead,) = home.glob("projects/*/chats/*.jsonl")
+    recs = [json.loads(x) for x in lead.read_text().splitlines()]
+    base = {k: recs[0][k] for k in ("sessionId", "cwd", "version")}
+    odd = [
+        {**base, "type": "assistant", "usageMetadata": "lots"},  # costs its line
+        {**base, "type": "assistant", "message": {"parts": "text"}, "timestamp": "9999-99-99"},  # its message
+        {**base, "type": "assistant", "message": {"role": "model", "parts": [{"text": "odd counts"}]},
+         "usageMetadata": {"promptTokenCount": -5, "candidatesTokenCount": 7.9, "cachedContentTokenCount": None}},
+        {**base, "type": "tool_result", "message": {"parts": [{"functionResponse": {"id": "call_subagent_0_0_1",
+         "name": "agent", "response": [1, 2]}}]}, "toolCallResult": {"callId": 7}},  # costs its line
+        {**base, "type": "system", "subtype": "custom_title", "systemPayload": {"customTitle": ["x"]}},
+        {**base, "type": "user", "subtype": "notification", "message": {"parts": [{"text": "<task-notification>"}]}},
+        {**base, "type": "system", "subtype": "ui_telemetry",
+         "systemPayload": {"uiEvent": {"event.name": "qwen-code.api_error", "error": {"message": "overloaded"},
+                                       "status_code": 529}}},
+        {**base, "type": "user", "message": {"role": "user", "parts": [{"text": "after the odd ones"}]}},
+    ]  # fmt: skip
+    with open(lead, "a") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in odd) + "{not json\n")
+    s = only(qwen_huddle(home))
+    assert s.error is None and s.skipped_lines == 3, s.problems  # the two odd records and the broken line
+    assert kinds(s, ev.PROMPT)[-1].text == "after the odd ones"
+    assert kinds(s, ev.ERROR)[-1].text == "overloaded (HTTP 529)"
+    (said,) = [e for e in kinds(s, ev.SAY) if e.text == "odd counts"]
+    (odd,) = [e.usage for e in kinds(s, ev.USAGE) if e.offset == said.offset]
+    assert (odd.input, odd.output, odd.cache_read) == (0, 7, 0)
+    assert s.title.startswith("[[scn:subagent]]")  # a title that is no text is no title
