@@ -260,6 +260,22 @@ def test_folder_rules_of_the_cli(tmp_path):
     assert Settings.from_env({"HOME": str(home), "QWEN_HOME": "relative"}).folder("qwen") == str(home / ".qwen")
 
 
+def test_the_settings_may_move_the_runtime_dir(tmp_path):
+    """`advanced.runtimeOutputDir` moves projects/ and sessions/ (the CLI's rule); a relative
+    one is resolved per project by the CLI: not followed, and said."""
+    home = tmp_path / ".qwen"
+    home.mkdir()
+    elsewhere = tmp_path / "runtime"
+    shutil.copytree(QWEN / "01-qa" / "home" / ".qwen" / "projects", elsewhere / "projects")
+    (home / "settings.json").write_text(json.dumps({"advanced": {"runtimeOutputDir": str(elsewhere)}}))
+    h = qwen_huddle(home)
+    assert only(h).id == truth("01-qa")["session_id"]
+    assert str(elsewhere) in h.agent_roots() and not h.notes
+    (home / "settings.json").write_text(json.dumps({"advanced": {"runtimeOutputDir": "rel/dir"}}))
+    h.refresh()
+    assert not h.sessions() and any("relative runtimeOutputDir" in n for n in h.notes)
+
+
 def test_every_file_looked_at_is_a_session_or_accounted_for():
     src = QwenSource(Settings(folders={"qwen": str(QWEN / "10-background-subagent" / "home" / ".qwen")}))
     found = src.scan({})

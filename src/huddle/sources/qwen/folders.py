@@ -1,6 +1,6 @@
-"""Folder listings reused while a folder stands still, and the account of every file
-the scan looked at and did not make a session (with why), for `huddle doctor` and the
-file-accounting contract."""
+"""Where Qwen Code writes (its settings may move it), folder listings reused while a
+folder stands still, and the account of every file the scan looked at and did not make a
+session (with why), for `huddle doctor` and the file-accounting contract."""
 
 from __future__ import annotations
 
@@ -34,6 +34,22 @@ PROJECT_KNOWN = {
     "meta.json": "the memory extractor's state",
     "extract-cursor.json": "the memory extractor's cursor",
 }
+
+
+def runtime_dir(folder: str) -> tuple[str, str | None]:
+    """Where the CLI writes projects/ and sessions/: `advanced.runtimeOutputDir` of its
+    settings.json when set (as it resolves it: `~` expanded), else its folder; and a
+    one-line note when the setting cannot be followed."""
+    path = os.path.join(folder, "settings.json")
+    conf = safefile.read_json(path)
+    adv = conf.get("advanced") if isinstance(conf, dict) else None
+    where = adv.get("runtimeOutputDir") if isinstance(adv, dict) else None
+    if not isinstance(where, str) or not where.strip():
+        return folder, None
+    where = os.path.expanduser(where.strip())
+    if not os.path.isabs(where):  # the CLI resolves it against each project's folder
+        return folder, f"{path}: a relative runtimeOutputDir ({where}) is per project: not followed"
+    return where, None
 
 
 class Listings:

@@ -1,7 +1,8 @@
 """Qwen Code sessions: `<runtime dir>/projects/<encoded cwd>/chats/<session id>.jsonl`.
 
 The runtime dir is the CLI's own rule: `$QWEN_RUNTIME_DIR`, else `$QWEN_HOME`, else
-`~/.qwen` (`HUDDLE_QWEN_DIR` points huddle elsewhere). Each sub-agent run is
+`~/.qwen` (`HUDDLE_QWEN_DIR` points huddle elsewhere), moved by the `advanced.
+runtimeOutputDir` of the settings.json found there. Each sub-agent run is
 `projects/<enc>/subagents/<session id>/agent-<type>-<call id>.jsonl` beside its
 `.meta.json` (`toolUseId`: the lead's call that started it; `status`: running or
 completed, rewritten in place). A lead and its sub-agents are one session with one tree,
@@ -24,7 +25,7 @@ from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
-from .folders import Accounts, Listings
+from .folders import Accounts, Listings, runtime_dir
 from .live import Registry
 from .meta import SubMeta, identity, read_meta
 
@@ -204,16 +205,35 @@ class QwenSource(Source):
 
     def __init__(self, settings: Settings):
         super().__init__(settings)
-        self.projects = self.under("projects")
-        self.registry = Registry(self.under("sessions"))
+        self._settings_stamp: tuple[int, ...] | None = None
+        self.root, self.projects, self.registry = "", "", Registry("")
+        self._where()
         self.system = ProcCache()  # the process table, for liveness (a recorded one in tests)
         self.listings = Listings()
         self.accounts = Accounts()  # files looked at and not made sessions, each with why
         self._ids: dict[str, tuple[str, str | None] | None] = {}  # sub-agent file -> (id, parent agent id)
         self._by_cwd: dict[str, list[QwenHandle]] = {}
 
+    def _where(self) -> None:
+        """The runtime dir, again whenever the settings file changes."""
+        if not self.folder:
+            return
+        st = safefile.stamp(os.path.join(self.folder, "settings.json"))
+        if self.root and st == self._settings_stamp:
+            return
+        self._settings_stamp = st
+        root, note = runtime_dir(self.folder)
+        self.notes = [note] if note else []
+        if root != self.root:
+            self.root = root
+            self.projects = os.path.join(root, "projects")
+            self.registry = Registry(os.path.join(root, "sessions"))
+
     def roots(self) -> list[str]:
-        return [self.folder] if self.folder else []
+        return list(dict.fromkeys(r for r in (self.folder, self.root) if r))
+
+    def config_files(self) -> list[str]:
+        return [os.path.join(self.folder, "settings.json")] if self.folder else []
 
     def exists(self) -> bool:
         return bool(self.projects) and os.path.isdir(self.projects)
@@ -225,6 +245,8 @@ class QwenSource(Source):
         return {f"qwen:{sid}" for sid in self.registry.moved}
 
     def between_scans(self, known: dict[str, Handle]) -> set[str] | None:
+        if self.folder and safefile.stamp(os.path.join(self.folder, "settings.json")) != self._settings_stamp:
+            return None  # the settings may have moved the runtime dir: a scan
         self.registry.refresh()
         return self.live_changed()
 
@@ -237,10 +259,11 @@ class QwenSource(Source):
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
         by_cwd: dict[str, list[QwenHandle]] = {}
+        self._where()
         acc = self.accounts
         acc.start()
         self.registry.refresh()
-        acc.folder(self.folder, self.listings, skip=("projects", "sessions"))
+        acc.folder(self.root, self.listings, skip=("projects", "sessions"))
         acc.registry(self.registry)
         mine = {cf.path for h in known.values() if isinstance(h, QwenHandle) for cf in h.chats.values()}
 
@@ -263,6 +286,8 @@ class QwenSource(Source):
                     acc.add(path, "not a session", "the TUI's runtime note (pid, start)")
                 elif name.endswith(".jsonl") and plain(path):
                     leads.setdefault(name[: -len(".jsonl")], path)
+                elif name.endswith(".jsonl"):
+                    acc.add(path, "not read", "not a regular file in its folder (said in the notes)")
                 else:
                     acc.add(path, "not a session", "not a chat file (.jsonl)")
             groups: dict[str, list[FileSpec]] = {sid: [(sid, None, p)] for sid, p in leads.items()}
@@ -297,8 +322,11 @@ class QwenSource(Source):
             if name.endswith(".meta.json"):
                 self.accounts.add(path, "not a session", "a sub-agent's meta (read with its file)")
                 continue
-            if not name.endswith(".jsonl") or not plain(path):
+            if not name.endswith(".jsonl"):
                 self.accounts.add(path, "not a session", "not a sub-agent file (agent-*.jsonl)")
+                continue
+            if not plain(path):
+                self.accounts.add(path, "not read", "not a regular file in its folder (said in the notes)")
                 continue
             ident = self._ids.get(path)
             if ident is None:
