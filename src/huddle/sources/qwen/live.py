@@ -138,12 +138,17 @@ def named_session(argv: list[str]) -> str | None:
     return None
 
 
-def find_process(view: ProcTable, sid: str, cwd: str, latest: str | None) -> Proc | None:
-    """The innermost qwen process running this session (the CLI relaunches itself once)."""
+def qwen_processes(view: ProcTable) -> list[Proc]:
+    return [p for p in view if is_qwen(p)]
+
+
+def find_process(
+    view: ProcTable, sid: str, cwd: str, latest: str | None, qwens: list[Proc] | None = None
+) -> Proc | None:
+    """The innermost qwen process running this session (the CLI relaunches itself once).
+    `qwens`: the view's qwen processes, when the caller has them already."""
     mine = []
-    for p in view:
-        if not is_qwen(p):
-            continue
+    for p in qwen_processes(view) if qwens is None else qwens:
         named = named_session(p.argv)
         if named == sid or (named is None and cwd and p.cwd == cwd and latest == sid):
             mine.append(p)
@@ -205,7 +210,7 @@ def live_signals(handle, at: float | None) -> dict:
         if alive:
             out["pid"] = entry.pid
     if not alive and view is not None:
-        found = find_process(view, handle.lead, s.cwd, src.latest(s.cwd))
+        found = find_process(view, handle.lead, s.cwd, src.latest(s.cwd), src.qwens(view))
         if found is not None:
             alive, proc = True, found
             out["pid"] = found.pid

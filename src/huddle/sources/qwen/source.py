@@ -19,14 +19,14 @@ import os
 from typing import TYPE_CHECKING
 
 from huddle.io import safefile
-from huddle.io.proctable import ProcCache
+from huddle.io.proctable import Proc, ProcCache, ProcTable
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
 from .folders import Accounts, Listings, runtime_dir
-from .live import Registry
+from .live import Registry, qwen_processes
 from .meta import SubMeta, identity, read_meta
 
 if TYPE_CHECKING:
@@ -213,6 +213,7 @@ class QwenSource(Source):
         self.accounts = Accounts()  # files looked at and not made sessions, each with why
         self._ids: dict[str, tuple[str, str | None] | None] = {}  # sub-agent file -> (id, parent agent id)
         self._by_cwd: dict[str, list[QwenHandle]] = {}
+        self._qwens: tuple[ProcTable | None, list[Proc]] = (None, [])
 
     def _where(self) -> None:
         """The runtime dir, again whenever the settings file changes."""
@@ -249,6 +250,12 @@ class QwenSource(Source):
             return None  # the settings may have moved the runtime dir: a scan
         self.registry.refresh()
         return self.live_changed()
+
+    def qwens(self, view: ProcTable) -> list[Proc]:
+        """The qwen processes of a moment's table, found once for all sessions."""
+        if self._qwens[0] is not view:
+            self._qwens = (view, qwen_processes(view))
+        return self._qwens[1]
 
     def latest(self, cwd: str) -> str | None:
         """The project's most recently active session: the one a `qwen --continue` there works on."""
