@@ -81,6 +81,11 @@ def build_world(root: Path) -> None:
     _copy(SAMPLES / "gemini" / "07-subagent" / "home" / ".gemini", root / "gemini")
     _copy(SAMPLES / "copilot" / "07-subagent" / "home" / ".copilot", root / "copilot")
     _copy(SAMPLES / "copilot" / "08-interactive-approval" / "home" / ".copilot", root / "copilot")
+    _copy(SAMPLES / "qwen" / "07-subagent" / "home" / ".qwen" / "projects", root / "qwen" / "projects")
+    _copy(
+        SAMPLES / "qwen" / "08-interactive-approval" / "live" / "01-needs-you-approval" / "home" / ".qwen",
+        root / "qwen",
+    )
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -130,6 +135,7 @@ def settings_of(root: Path):
             "vibe": str(root / "vibe"),
             "gemini": str(root / "gemini"),
             "copilot": str(root / "copilot"),
+            "qwen": str(root / "qwen"),
         },
         huddle_home=str(root / "hh"),
     )
@@ -253,6 +259,11 @@ def _copilot_canary(p: Path, text: str) -> bytes:
     data = {"content": text, "messageId": str(uuid.uuid4()), "delivery": "idle", "turnId": "0"}
     rec = {"type": "user.message", "data": data, "id": str(uuid.uuid4()), "timestamp": last["timestamp"]}
     return json.dumps({**rec, "parentId": last["id"]}).encode()
+def _qwen_canary(p: Path, text: str) -> bytes:
+    last = [r for r in _lines(p) if r.get("timestamp")][-1]
+    rec = {k: last[k] for k in ("sessionId", "cwd", "version", "agentId", "agentName", "isSidechain") if k in last}
+    rec.update(uuid=str(uuid.uuid4()), parentUuid=last["uuid"], timestamp=last["timestamp"], type="user")
+    return json.dumps({**rec, "message": {"role": "user", "parts": [{"text": text}]}}).encode()
 
 
 def _hostile_variants(canary: bytes) -> dict[str, bytes]:
@@ -320,6 +331,7 @@ def targets(root: Path) -> dict[str, Target]:
     c, x, v, hh = root / "claude", root / "codex", root / "vibe" / "logs" / "session", root / "hh"
     g = root / "gemini" / "tmp" / "proj"
     cp = root / "copilot" / "session-state"
+    q = root / "qwen" / "projects" / "-home-dev-work-proj"
     claude_main = _first(c, "projects/*/*.jsonl", lambda p: (p.parent / p.stem / "subagents").is_dir())
     claude_sub = _first(c, f"projects/*/{claude_main.stem}/subagents/agent-*.jsonl")
     codex_lead = _first(x, "sessions/*/*/*/rollout-*.jsonl", lambda p: '"parent_thread_id"' not in p.read_text()[:4000])
@@ -381,6 +393,11 @@ def targets(root: Path) -> dict[str, Target]:
             "copilot.open", root / "copilot" / "open-sessions-state.json", "side", "copilot", parse_is_problem=False
         ),
         Target("copilot.session", _first(cp, "*/events.jsonl").parent, "folder", "copilot"),
+        Target("qwen.lead", _first(q, "chats/9f6013e3-*.jsonl"), "lines", "qwen", _qwen_canary),
+        Target("qwen.sub", _first(q, "subagents/*/agent-*.jsonl"), "lines", "qwen", _qwen_canary),
+        Target("qwen.meta", _first(q, "subagents/*/agent-*.meta.json"), "side", "qwen", parse_is_problem=False),
+        Target("qwen.registry", _first(root / "qwen", "sessions/*.json"), "side", "qwen", parse_is_problem=False),
+        Target("qwen.chats", q / "chats", "folder", "qwen"),
     ]
     return {t.name: t for t in out}
 
@@ -465,6 +482,11 @@ def targets_names() -> list[tuple[str, str]]:
             ("copilot.workspace", "side"),
             ("copilot.open", "side"),
             ("copilot.session", "folder"),
+            ("qwen.lead", "lines"),
+            ("qwen.sub", "lines"),
+            ("qwen.meta", "side"),
+            ("qwen.registry", "side"),
+            ("qwen.chats", "folder"),
         ]
     ]
 
@@ -1194,6 +1216,7 @@ FUZZ_TARGETS = (
     "hosted.events",
     "gemini.lead",
     "copilot.events",
+    "qwen.lead",
 )
 
 

@@ -30,12 +30,13 @@ CASES = (
     # gives, and a live read that meets the sub-agent's file first places that order earlier
     # among the lead's events than a cold read does (same events, same counts, another place)
     + [("gemini", p) for p in sorted((SAMPLES / "gemini").glob("*/home/.gemini")) if "subagent" not in str(p)]
+    + [("qwen", p) for p in sorted((SAMPLES / "qwen").glob("*/home/.qwen"))]
 )
 
 
 def _name(case) -> str:
     source, path = case
-    return f"{source}-{(path.parent.parent if path.name == '.gemini' else path.parent).name}"
+    return f"{source}-{(path.parent.parent if path.name in ('.gemini', '.qwen') else path.parent).name}"
 
 
 def _read(source: str, folder: Path, home: Path) -> Huddle:

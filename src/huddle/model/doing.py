@@ -76,6 +76,10 @@ _say("presenting a plan", "presenting a plan", "ExitPlanMode")
 _say("planning", "planning", "EnterPlanMode")
 _say("using skill", "using a skill", "Skill")
 _say("stopping a task", "stopping a task", "KillShell", "TaskStop")
+_say("updating the todo list", "updating the todo list", "todo_write")  # Qwen Code
+_say("using skill", "using a skill", "skill")  # Qwen Code
+_say("stopping a task", "stopping a task", "task_stop")  # Qwen Code
+_say("presenting a plan", "presenting a plan", "exit_plan_mode")  # Qwen Code
 _FILE_VERBS = frozenset({"editing", "writing", "reading"})
 _NO_OBJECT = frozenset(v for v, bare in _WORDS.values() if v == bare)  # verbs said alone
 

@@ -62,12 +62,13 @@ ROLES: dict[str, frozenset[str]] = {
             "agents.spawn",  # Vibe 3.x
             "task",  # Vibe (legacy), OpenCode
             "invoke_agent",  # Gemini CLI
+            "agent",  # Qwen Code
         }
     ),
-    MESSAGE: frozenset({"subagent.send_message", "agents.send_message"}),  # Vibe
+    MESSAGE: frozenset({"subagent.send_message", "agents.send_message", "send_message"}),  # Vibe, Qwen Code
     WAIT: frozenset({"wait_agent", "wait", "subagent.wait", "self.wait"}),  # Codex, Vibe
     ANSWER: frozenset({"subagent.wait"}),  # Vibe 2.26
-    STOP: frozenset({"subagent.stop"}),  # Vibe
+    STOP: frozenset({"subagent.stop", "task_stop"}),  # Vibe, Qwen Code
     HANDBACK: frozenset({"SubagentHandback", "complete_task"}),  # Claude Code, Gemini CLI
 }
 

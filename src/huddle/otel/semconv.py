@@ -52,6 +52,7 @@ AGENT_PRODUCT = {
     "vibe": "Mistral Vibe",
     "gemini": "Gemini CLI",
     "opencode": "OpenCode",
+    "qwen": "Qwen Code",
     "hosted": "huddle run",
     "copilot": "GitHub Copilot CLI",
 }
