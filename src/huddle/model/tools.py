@@ -62,6 +62,7 @@ ROLES: dict[str, frozenset[str]] = {
             "agents.spawn",  # Vibe 3.x
             "task",  # Vibe (legacy), OpenCode
             "invoke_agent",  # Gemini CLI
+            "subagent",  # Pi's example extension
         }
     ),
     MESSAGE: frozenset({"subagent.send_message", "agents.send_message"}),  # Vibe

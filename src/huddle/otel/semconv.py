@@ -52,6 +52,7 @@ AGENT_PRODUCT = {
     "vibe": "Mistral Vibe",
     "gemini": "Gemini CLI",
     "opencode": "OpenCode",
+    "pi": "Pi",
     "hosted": "huddle run",
 }
 

@@ -10,6 +10,7 @@ export const SOURCE_LABEL = {
   vibe: "Mistral Vibe",
   gemini: "Gemini CLI",
   opencode: "OpenCode",
+  pi: "Pi",
   hosted: "hosted",
 };
 
