@@ -79,6 +79,7 @@ def build_world(root: Path) -> None:
     (root / "vibe" / "config.toml").write_text('[session_logging]\nsave_dir = "logs/session"\n')
     _hosted_run(root / "hh" / "runs" / "r1", SAMPLES / "claude-stream" / "01-basic-tools")
     _copy(SAMPLES / "gemini" / "07-subagent" / "home" / ".gemini", root / "gemini")
+    _copy(SAMPLES / "pi" / "07-subagent-extension" / "home" / ".pi" / "agent", root / "pi")
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -127,6 +128,7 @@ def settings_of(root: Path):
             "codex": str(root / "codex"),
             "vibe": str(root / "vibe"),
             "gemini": str(root / "gemini"),
+            "pi": str(root / "pi"),
         },
         huddle_home=str(root / "hh"),
     )
@@ -245,6 +247,13 @@ def _gemini_canary(p: Path, text: str) -> bytes:
     ).encode()
 
 
+def _pi_canary(p: Path, text: str) -> bytes:
+    last = [r for r in _lines(p) if r.get("id") and r.get("timestamp")][-1]
+    msg = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1796525983000}
+    rec = {"type": "message", "id": uuid.uuid4().hex[:8], "parentId": last["id"], "timestamp": last["timestamp"]}
+    return json.dumps({**rec, "message": msg}).encode()
+
+
 def _hostile_variants(canary: bytes) -> dict[str, bytes]:
     """The hostile records built from a valid one: deep nesting, huge numbers, far-future
     times (every time-like field of the record, numbers and ISO strings)."""
@@ -358,6 +367,9 @@ def targets(root: Path) -> dict[str, Target]:
         Target("gemini.sub", _first(g, "chats/*/*.jsonl"), "lines", "gemini", _gemini_canary),
         Target("gemini.root", g / ".project_root", "side", "gemini", parse_is_problem=False, sealed=True),
         Target("gemini.chats", g / "chats", "folder", "gemini"),
+        Target("pi.session", _first(root / "pi", "sessions/*/*.jsonl"), "lines", "pi", _pi_canary),
+        Target("pi.project", _first(root / "pi", "sessions/*"), "folder", "pi"),
+        Target("pi.settings", root / "pi" / "settings.json", "side", "pi", parse_is_problem=False),
     ]
     return {t.name: t for t in out}
 
@@ -438,6 +450,9 @@ def targets_names() -> list[tuple[str, str]]:
             ("gemini.sub", "lines"),
             ("gemini.root", "side"),
             ("gemini.chats", "folder"),
+            ("pi.session", "lines"),
+            ("pi.project", "folder"),
+            ("pi.settings", "side"),
         ]
     ]
 
@@ -1160,6 +1175,7 @@ def _dumps_deep(rec) -> bytes:
 
 
 FUZZ_TARGETS = ("claude.main", "codex.lead", "vibe.journal", "vibe.legacy", "hosted.events", "gemini.lead")
+FUZZ_TARGETS += ("pi.session",)
 
 
 def canary_record(t: Target, marker: str, after: bytes = b"") -> bytes:
