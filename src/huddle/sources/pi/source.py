@@ -258,7 +258,9 @@ class PiSource(Source):
 def _read_head(path: str) -> tuple[str | None, str]:
     try:
         with safefile.open_regular(path) as f:
-            head = f.read(HEAD_MAX)
+            head = f.read(4096)  # a header is a few hundred bytes
+            if b"\n" not in head and len(head) == 4096:
+                head += f.read(HEAD_MAX - len(head))
     except OSError as exc:
         safefile.remember(path, exc)  # mode 000: a note until it reads (a missing file is none)
         return None, ("unreadable" if not isinstance(exc, FileNotFoundError) else "")
