@@ -5,6 +5,7 @@ machine's own /proc with real processes named `pi`, given only the test's own.""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -116,6 +117,8 @@ def test_a_dialog_is_a_guess_said_so_and_needs_an_extension(tmp_path):
     (h,) = handles.values()
     live = h.live()
     assert live["status"] == "waiting" and DIALOG in live["guess"] and live["pid"] == 100
+    (call,) = [e for e in h.session.events if e.kind == "tool_call"]
+    assert "status" not in h.live(at=call.t + 0.5)  # its program may not have started yet
     home = tmp_path / "agent"
     shutil.copytree(snap / "home" / ".pi" / "agent", home)
     shutil.rmtree(home / "extensions")  # Pi itself never asks: the call runs (or starts)
@@ -147,10 +150,13 @@ def test_a_failed_request_with_no_retry_ends_the_turn(tmp_path):
     assert st.state == WORKING
 
 
-def test_processes_are_matched_by_name_then_by_folder():
-    home = PI / "11-fork" / "home" / ".pi" / "agent"
+def test_processes_are_matched_by_name_then_by_folder(tmp_path):
+    home = tmp_path / "agent"
+    shutil.copytree(PI / "11-fork" / "home" / ".pi" / "agent", home)
     fork = "01a2494b-a7db-72d6-845d-edcf6dcbb43c"
     parent = "01a2494b-a156-7192-b21b-5bf0f13975ca"
+    for i, f in enumerate(sorted((home / "sessions").rglob("*.jsonl"))):  # the fork written last
+        os.utime(f, (1796526000 + i, 1796526000 + i))
     assert named(["node", "/x/pi-coding-agent/dist/cli.js", "--session", "01a2494b-a156"]) == "01a2494b-a156"
     cases = [
         ([Proc(7, 1, ["pi"], CWD)], {fork: True, parent: False}),  # the newest in its folder

@@ -18,6 +18,7 @@ the turn: the process's status is then idle. Each of these is a guess, said in `
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from huddle.io.proctable import Proc, ProcTable
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 NAMES = frozenset({"pi", "gsd"})  # Pi's process title, and its siblings'
 CHILD_TOOLS = SHELL_TOOLS | {"grep", "find"}  # tools that run a program below pi (rg, fd)
+ASKS_AFTER = 1.2  # seconds a shell call may take to start its program (the table is up to 1 s old)
 HEADLESS = frozenset({"-p", "--print", "--no-session", "--mode"})
 BY_FOLDER = "pi writes no lock or pid file and its command line names no session: the pi process in this folder is taken for its newest session"
 DIALOG = "Pi writes nothing while an extension asks: a pending shell call with nothing running below pi is taken for its dialog"
@@ -50,9 +52,10 @@ def named(argv: list[str]) -> str | None:
 
 
 class Claims:
-    """Which session each top-level pi process works on, at one moment."""
+    """Which session each top-level pi process works on, at one moment. `sessions`: the
+    last scan's (id, file, cwd), so a session not read this run (asleep) is matched too."""
 
-    def __init__(self, view: ProcTable, handles: list[PiHandle]) -> None:
+    def __init__(self, view: ProcTable, sessions: list[tuple[str, str, str]]) -> None:
         self.view = view
         self.pid: dict[str, int] = {}  # session id -> pid
         self.guessed: set[str] = set()
@@ -63,17 +66,17 @@ class Claims:
                 continue
             name = named(p.argv)
             if name is not None:
-                h = _match(handles, name)
-                if h is not None:
-                    self.pid.setdefault(h.sid, p.pid)
+                sid = _match(sessions, name)
+                if sid is not None:
+                    self.pid.setdefault(sid, p.pid)
                 continue
             by_cwd.setdefault(p.cwd, []).append(p)
         for cwd, procs in by_cwd.items():
-            here = [h for h in handles if cwd and h.session.cwd == cwd and h.sid not in self.pid]
-            here.sort(key=lambda h: h.session.updated_at or 0.0, reverse=True)
-            for p, h in zip(procs, here, strict=False):
-                self.pid[h.sid] = p.pid
-                self.guessed.add(h.sid)
+            here = [(sid, path) for sid, path, c in sessions if cwd and c == cwd and sid not in self.pid]
+            here.sort(key=lambda s: (_mtime(s[1]), os.path.basename(s[1])), reverse=True)  # newest written first
+            for p, (sid, _) in zip(procs, here, strict=False):
+                self.pid[sid] = p.pid
+                self.guessed.add(sid)
 
 
 def _above(view: ProcTable, p: Proc) -> list[Proc]:
@@ -87,13 +90,21 @@ def _above(view: ProcTable, p: Proc) -> list[Proc]:
     return out
 
 
-def _match(handles: list[PiHandle], name: str) -> PiHandle | None:
+def _match(sessions: list[tuple[str, str, str]], name: str) -> str | None:
+    """The session a `--session` argument names: a file, an id, or an id's prefix (as Pi)."""
     if "/" in name or name.endswith(".jsonl"):
         base = os.path.basename(name)
-        return next((h for h in handles if os.path.basename(h.path) == base), None)
-    return next((h for h in handles if h.sid == name), None) or next(
-        (h for h in handles if h.sid.startswith(name)), None
+        return next((sid for sid, path, _ in sessions if os.path.basename(path) == base), None)
+    return next((sid for sid, _, _ in sessions if sid == name), None) or next(
+        (sid for sid, _, _ in sessions if sid.startswith(name)), None
     )
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
 
 
 def runs_below(view: ProcTable, pid: int) -> list[Proc]:
@@ -119,7 +130,9 @@ def signals(handle: PiHandle, at: float | None) -> dict[str, Any]:
             guesses.append(BY_FOLDER)
         proc = view.get(pid)
         headless = proc is not None and any(a in HEADLESS for a in proc.argv)
-        pending = [(cid, tool) for cid, tool in p.calls.items() if tool in CHILD_TOOLS]
+        now = at if at is not None else time.time()
+        # (its program starts within milliseconds, and the table may be a second old)
+        pending = [t for tool, t in p.calls.values() if tool in CHILD_TOOLS and t is not None and now - t > ASKS_AFTER]
         if pending and not headless and not runs_below(view, pid) and src.may_ask(handle.session.cwd):
             out["status"] = "waiting"
             out["waiting_for"] = "approve"

@@ -52,8 +52,7 @@ class Parser:
         self.copying = False
         self.model = ""
         self.titled = False
-        self.calls: dict[str, str] = {}  # the lead's calls without a result: id -> tool
-        self.call_words: dict[str, str] = {}  # id -> its input in a few words
+        self.calls: dict[str, tuple[str, float | None]] = {}  # the lead's calls without a result: id -> (tool, t)
         self.pending: tuple[str, float | None, int, int] | None = None  # a failed response, no retry yet
         self.marks: list[tuple[float | None, str]] = []  # (time, ERROR / OK): for the live signals
         self.unknown: set[str] = set()
@@ -188,8 +187,7 @@ class Parser:
             cid = m.toolCallId or ""
             if not cid:
                 raise ValueError("a tool result that names no call")
-            name = self.calls.pop(cid, m.toolName or "")
-            self.call_words.pop(cid, None)
+            name = self.calls.pop(cid, (m.toolName or "", None))[0]
             if name == TOOL and self.subs.result(cid, m, t, off, n):
                 return
             self.emit(
@@ -230,13 +228,11 @@ class Parser:
             cid, name = c.id or "", c.name or ""
             args = rec.loose(c.arguments)
             if name == TOOL and self.subs.order(cid, args, t, off, n):
-                self.calls[cid] = name
+                self.calls[cid] = (name, t)
                 continue
-            words = input_summary(args)
             if cid:
-                self.calls[cid] = name
-                self.call_words[cid] = words
-            self.emit(ev.TOOL_CALL, t, off, n, id=cid, name=name, detail=words)
+                self.calls[cid] = (name, t)
+            self.emit(ev.TOOL_CALL, t, off, n, id=cid, name=name, detail=input_summary(args))
         stop = m.stopReason or ""
         if m.usage is not None and (stop != "error" or rec.spent(m.usage)):
             rid = m.responseId or f"{r.id}@{r.timestamp}"

@@ -94,8 +94,8 @@ class PiSource(Source):
         self.homes = homes.homes(self.folder, self.env)
         self._settings = homes.Settings()
         self._dirs: dict[str, tuple[tuple[int, int], list[str], list[str]]] = {}
-        self._heads: dict[str, tuple[int, str | None, str]] = {}  # file -> (size, session id, why not)
-        self._handles: list[PiHandle] = []
+        self._heads: dict[str, tuple[int, str | None, str, str]] = {}  # file -> (size, session id, why not, cwd)
+        self.found: list[tuple[str, str, str]] = []  # the last scan's sessions: (id, file, cwd)
         self._claims: tuple[int, Any] | None = None
         self._asks: dict[str, tuple[tuple[Any, ...], bool]] = {}
         self.accounts: dict[str, tuple[str, str]] = {}  # file met, not read into a session -> (verdict, reason)
@@ -146,7 +146,7 @@ class PiSource(Source):
         for h in self.homes:
             if os.path.isfile(h.settings):
                 self.accounts[h.settings] = (NOT_SESSION, "Pi's settings")
-        self._handles = [h for h in found.values() if isinstance(h, PiHandle)]
+        self.found = [(h.sid, h.path, self._heads[h.path][3]) for h in found.values() if isinstance(h, PiHandle)]
         return found
 
     def _consider(
@@ -182,11 +182,12 @@ class PiSource(Source):
         try:
             size = os.stat(path).st_size
         except OSError:
+            self._heads.pop(path, None)
             return None, ""
         if cached is not None and cached[0] == size:
             return cached[1], cached[2]
-        sid, why = _read_head(path)
-        self._heads[path] = (size, sid, why)
+        sid, why, cwd = _read_head(path)
+        self._heads[path] = (size, sid, why, cwd)
         return sid, why
 
     def _listing(self, folder: str) -> tuple[list[str], list[str]]:
@@ -233,7 +234,7 @@ class PiSource(Source):
         from .live import Claims
 
         if self._claims is None or self._claims[0] != id(view):
-            self._claims = (id(view), Claims(view, self._handles))
+            self._claims = (id(view), Claims(view, self.found))
         return self._claims[1]
 
     def may_ask(self, cwd: str) -> bool:
@@ -255,7 +256,8 @@ class PiSource(Source):
         return asks
 
 
-def _read_head(path: str) -> tuple[str | None, str]:
+def _read_head(path: str) -> tuple[str | None, str, str]:
+    """A file's session id (None when its first line is no header, with why), and its cwd."""
     try:
         with safefile.open_regular(path) as f:
             head = f.read(4096)  # a header is a few hundred bytes
@@ -263,15 +265,15 @@ def _read_head(path: str) -> tuple[str | None, str]:
                 head += f.read(HEAD_MAX - len(head))
     except OSError as exc:
         safefile.remember(path, exc)  # mode 000: a note until it reads (a missing file is none)
-        return None, ("unreadable" if not isinstance(exc, FileNotFoundError) else "")
+        return None, ("unreadable" if not isinstance(exc, FileNotFoundError) else ""), ""
     safefile.forget(path)
     nl = head.find(b"\n")
     if nl < 0:
-        return None, ("" if len(head) < HEAD_MAX else "first line is not a session header (too long)")
+        return None, ("" if len(head) < HEAD_MAX else "first line is not a session header (too long)"), ""
     try:
         r = rec.decode_entry(head[:nl])
     except (msgspec.DecodeError, RecursionError) as exc:
-        return None, f"first line is not a session header ({exc})"
+        return None, f"first line is not a session header ({exc})", ""
     if r.type != "session" or not isinstance(r.id, str) or not r.id:
-        return None, "first line is not a session header"
-    return r.id, ""
+        return None, "first line is not a session header", ""
+    return r.id, "", r.cwd or ""
