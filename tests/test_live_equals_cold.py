@@ -30,11 +30,14 @@ CASES = (
     # gives, and a live read that meets the sub-agent's file first places that order earlier
     # among the lead's events than a cold read does (same events, same counts, another place)
     + [("gemini", p) for p in sorted((SAMPLES / "gemini").glob("*/home/.gemini")) if "subagent" not in str(p)]
+    + [("pi", p) for p in sorted((SAMPLES / "pi").glob("*/home/.pi/agent"))]
 )
 
 
 def _name(case) -> str:
     source, path = case
+    if source == "pi":
+        return f"pi-{path.parents[2].name}"
     return f"{source}-{(path.parent.parent if path.name == '.gemini' else path.parent).name}"
 
 
