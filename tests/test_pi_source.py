@@ -296,3 +296,25 @@ def test_read_only_and_cli_twins(tmp_path, monkeypatch):
         r = CliRunner().invoke(main, args)
         assert r.exit_code == 0, (args, r.output)
     assert fingerprint(home) == before
+
+
+def test_a_version_1_file_reads_as_a_sequence(tmp_path):
+    """Before ids (version 1): no tree, `branchedFrom` where `parentSession` is now, the model
+    in the header; made here from the fork sample by taking those away."""
+    home = tmp_path / "agent"
+    shutil.copytree(agent_dir("11-fork"), home)
+    for f in (home / "sessions").rglob("*.jsonl"):
+        recs = [json.loads(x) for x in f.read_text().splitlines()]
+        head = recs[0]
+        head.pop("version")
+        head["modelId"] = "fake-model"
+        if "parentSession" in head:
+            head["branchedFrom"] = head.pop("parentSession")
+        for r in recs[1:]:
+            r.pop("id")
+            r.pop("parentId")
+        f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    h = pi_huddle(home)
+    fork = next(s for s in h.sessions() if s.continues)
+    assert fork.usage.input == 42 and not fork.problems
+    assert sum(row["usage"]["input"] for row in api.sessions(h)["sessions"]) == 1470 + 42

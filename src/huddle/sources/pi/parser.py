@@ -153,15 +153,16 @@ class Parser:
             self.session.note(self.path, off, f"session format {r.version} is newer than huddle knows: read as 3")
         if r.cwd and not self.session.cwd:
             self.session.cwd = r.cwd
-        if r.parentSession:
-            self.parent_path = r.parentSession
-            self.parent_id = parent_id(r.parentSession)
+        if r.modelId:  # (version 1 headers name the model)
+            self.model = r.modelId
+        parent = r.parentSession or r.branchedFrom
+        if parent:
+            self.parent_path = parent
+            self.parent_id = parent_id(parent)
             self.session.continues = self.parent_id or None
             self.forked_at = t
             self.copying = t is not None
-            words = (
-                f"Forked from session {self.parent_id or r.parentSession}: its history is copied here, counted there"
-            )
+            words = f"Forked from session {self.parent_id or parent}: its history is copied here, counted there"
             self.emit(ev.CONTEXT, t, off, n, name="fork", text=words)
 
     # -- messages ------------------------------------------------------------------

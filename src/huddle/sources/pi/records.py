@@ -66,6 +66,7 @@ class Entry(msgspec.Struct):
     version: Number = None
     cwd: str | None = None
     parentSession: str | None = None
+    branchedFrom: str | None = None  # (version 1's name for it)
     # message
     message: Message | None = None
     # model_change

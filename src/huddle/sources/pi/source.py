@@ -214,14 +214,16 @@ class PiSource(Source):
     # -- what sessions say of each other, and of the machine ------------------------
 
     def settle(self, handles: dict[str, Handle]) -> set[str]:
-        """A fork whose parent's file is not here: its copied responses are counted nowhere."""
+        """A fork whose parent's file is not here (its scan found none, asleep or read): the
+        history copied from it is counted nowhere, as the parent's own would not be."""
         changed = set()
+        present = {sid for sid, _, _ in self.found}
         for key, h in handles.items():
             if not isinstance(h, PiHandle) or not h.parser.parent_id:
                 continue
             s = h.session
             note = ""
-            if f"pi:{h.parser.parent_id}" not in handles:
+            if h.parser.parent_id not in present:
                 note = f"forked from {h.parser.parent_id}, whose file is not here: the history copied from it is not counted"
             if s.usage_note != note:
                 s.usage_note = note
