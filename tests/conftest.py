@@ -26,6 +26,8 @@ def isolated_home(tmp_path, monkeypatch):
     for var in ("XDG_STATE_HOME", "GEMINI_CLI_HOME", "HUDDLE_GEMINI_DIR", "HUDDLE_OPENCODE_DIR", "OPENCODE_DB"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("COPILOT_HOME", raising=False)
+    for var in ("PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "GSD_CODING_AGENT_DIR"):  # Pi
+        monkeypatch.delenv(var, raising=False)
     return home
 
 

@@ -86,6 +86,7 @@ def build_world(root: Path) -> None:
         SAMPLES / "qwen" / "08-interactive-approval" / "live" / "01-needs-you-approval" / "home" / ".qwen",
         root / "qwen",
     )
+    _copy(SAMPLES / "pi" / "07-subagent-extension" / "home" / ".pi" / "agent", root / "pi")
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -136,6 +137,7 @@ def settings_of(root: Path):
             "gemini": str(root / "gemini"),
             "copilot": str(root / "copilot"),
             "qwen": str(root / "qwen"),
+            "pi": str(root / "pi"),
         },
         huddle_home=str(root / "hh"),
     )
@@ -264,6 +266,11 @@ def _qwen_canary(p: Path, text: str) -> bytes:
     rec = {k: last[k] for k in ("sessionId", "cwd", "version", "agentId", "agentName", "isSidechain") if k in last}
     rec.update(uuid=str(uuid.uuid4()), parentUuid=last["uuid"], timestamp=last["timestamp"], type="user")
     return json.dumps({**rec, "message": {"role": "user", "parts": [{"text": text}]}}).encode()
+def _pi_canary(p: Path, text: str) -> bytes:
+    last = [r for r in _lines(p) if r.get("id") and r.get("timestamp")][-1]
+    msg = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1796525983000}
+    rec = {"type": "message", "id": uuid.uuid4().hex[:8], "parentId": last["id"], "timestamp": last["timestamp"]}
+    return json.dumps({**rec, "message": msg}).encode()
 
 
 def _hostile_variants(canary: bytes) -> dict[str, bytes]:
@@ -398,6 +405,9 @@ def targets(root: Path) -> dict[str, Target]:
         Target("qwen.meta", _first(q, "subagents/*/agent-*.meta.json"), "side", "qwen", parse_is_problem=False),
         Target("qwen.registry", _first(root / "qwen", "sessions/*.json"), "side", "qwen", parse_is_problem=False),
         Target("qwen.chats", q / "chats", "folder", "qwen"),
+        Target("pi.session", _first(root / "pi", "sessions/*/*.jsonl"), "lines", "pi", _pi_canary),
+        Target("pi.project", _first(root / "pi", "sessions/*"), "folder", "pi"),
+        Target("pi.settings", root / "pi" / "settings.json", "side", "pi", parse_is_problem=False),
     ]
     return {t.name: t for t in out}
 
@@ -487,6 +497,9 @@ def targets_names() -> list[tuple[str, str]]:
             ("qwen.meta", "side"),
             ("qwen.registry", "side"),
             ("qwen.chats", "folder"),
+            ("pi.session", "lines"),
+            ("pi.project", "folder"),
+            ("pi.settings", "side"),
         ]
     ]
 
@@ -1217,6 +1230,7 @@ FUZZ_TARGETS = (
     "gemini.lead",
     "copilot.events",
     "qwen.lead",
+    "pi.session",
 )
 
 

@@ -31,11 +31,14 @@ CASES = (
     # among the lead's events than a cold read does (same events, same counts, another place)
     + [("gemini", p) for p in sorted((SAMPLES / "gemini").glob("*/home/.gemini")) if "subagent" not in str(p)]
     + [("qwen", p) for p in sorted((SAMPLES / "qwen").glob("*/home/.qwen"))]
+    + [("pi", p) for p in sorted((SAMPLES / "pi").glob("*/home/.pi/agent"))]
 )
 
 
 def _name(case) -> str:
     source, path = case
+    if source == "pi":
+        return f"pi-{path.parents[2].name}"
     return f"{source}-{(path.parent.parent if path.name in ('.gemini', '.qwen') else path.parent).name}"
 
 

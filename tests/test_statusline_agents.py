@@ -27,6 +27,12 @@ CASES = {
         ["--session", "ses_dcef0f2aeffeV1elxP0UOfZR2z"],
         "Sleep command",
     ),
+    "pi": (
+        SAMPLES / "pi" / "08-interactive-approval" / "live" / "02-needs-you-approval" / "home",
+        "pi",
+        ["--session", "01a2494b-15e5-74b9-aac3-052b99723878"],
+        "Sleep a while",
+    ),
 }
 
 

@@ -63,6 +63,7 @@ ROLES: dict[str, frozenset[str]] = {
             "task",  # Vibe (legacy), OpenCode
             "invoke_agent",  # Gemini CLI
             "agent",  # Qwen Code
+            "subagent",  # Pi's example extension
         }
     ),
     MESSAGE: frozenset({"subagent.send_message", "agents.send_message", "send_message"}),  # Vibe, Qwen Code

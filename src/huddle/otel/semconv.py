@@ -53,6 +53,7 @@ AGENT_PRODUCT = {
     "gemini": "Gemini CLI",
     "opencode": "OpenCode",
     "qwen": "Qwen Code",
+    "pi": "Pi",
     "hosted": "huddle run",
     "copilot": "GitHub Copilot CLI",
 }

@@ -89,6 +89,8 @@ def _images(node: object) -> list[dict[str, str]]:
             mt = src.get("media_type") or ""
             if mt in _IMAGE_TYPES:
                 out.append({"media_type": mt, "data": src["data"]})
+        if d.get("type") == "image" and isinstance(d.get("data"), str) and d.get("mimeType") in _IMAGE_TYPES:
+            out.append({"media_type": d["mimeType"], "data": d["data"]})  # Pi
         url = d.get("image_url")
         if isinstance(url, dict):
             url = url.get("url")
@@ -123,6 +125,7 @@ def _result(rec: object, call_id: str) -> tuple[bool, Any, dict[str, Any] | None
             or (d.get("call_id") == call_id and "output" in d)
             or (d.get("id") == call_id and "response" in d)  # Gemini's functionResponse
             or (d.get("toolCallId") == call_id and ("result" in d or "error" in d))  # Copilot CLI's
+            or (d.get("toolCallId") == call_id and d.get("role") == "toolResult")  # Pi's
         ):
             for key in ("content", "output", "result", "tool_result", "response", "error"):
                 if key in d:
@@ -147,8 +150,8 @@ def piece(raw: bytes, e: ev.Event) -> dict[str, Any]:
         if found:
             out["images"] = _images(value)
             out["text"], out["truncated"] = _cap(_text_of(value))
-            if isinstance(holder, dict) and holder.get("is_error") is not None:
-                out["is_error"] = bool(holder["is_error"])
+            if isinstance(holder, dict) and holder.get("is_error", holder.get("isError")) is not None:
+                out["is_error"] = bool(holder.get("is_error", holder.get("isError")))
         structured = rec.get("toolUseResult") if isinstance(rec, dict) else None
         if isinstance(structured, dict):
             out["structured"] = structured

@@ -11,6 +11,7 @@ export const SOURCE_LABEL = {
   gemini: "Gemini CLI",
   opencode: "OpenCode",
   qwen: "Qwen Code",
+  pi: "Pi",
   hosted: "hosted",
   copilot: "Copilot CLI",
 };
