@@ -18,7 +18,7 @@ database replaced by another file (a new inode) is read again from scratch.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
@@ -42,10 +42,18 @@ class OpenCodeSource(Source):
     folder_env = "HUDDLE_OPENCODE_DIR"
     default_folder = "$XDG_DATA_HOME/opencode"
     resume = "opencode --session {id}"  # the TUI's flag (`run --session` wants a message too)
+    # What a CLI built on OpenCode's core renames (Kilo CLI): the variable naming its database,
+    # the database's default name and the prefixes of other channels' databases, the folder
+    # name of its XDG homes (the state folder's locks) and the names its processes run under.
+    db_env: ClassVar[str] = "OPENCODE_DB"
+    db_default: ClassVar[str] = "opencode.db"
+    db_prefixes: ClassVar[tuple[str, ...]] = ("opencode",)
+    app: ClassVar[str] = "opencode"
+    binaries: ClassVar[tuple[str, ...]] = ("opencode", ".opencode")
 
     def __init__(self, settings: Settings):
         super().__init__(settings)
-        self.state_dir = settings.folder("opencode-state") or _state_dir(self.folder)
+        self.state_dir = settings.folder(f"{self.name}-state") or _state_dir(self.folder, self.app)
         self.system = ProcCache()
         self.notes: list[str] = []
         self._dbs: dict[str, Database] = {}
@@ -73,7 +81,7 @@ class OpenCodeSource(Source):
         return self.roots()
 
     def db_paths(self) -> list[str]:
-        env = os.environ.get("OPENCODE_DB", "")
+        env = os.environ.get(self.db_env, "")
         if env and env != ":memory:":
             return (
                 [env if os.path.isabs(env) else os.path.join(self.folder, env)]
@@ -88,12 +96,22 @@ class OpenCodeSource(Source):
             return []
         if self._listing is None or self._listing[0] != mtime:
             try:
-                names = sorted(n for n in os.listdir(self.folder) if n.startswith("opencode") and n.endswith(".db"))
+                names = sorted(
+                    n
+                    for n in os.listdir(self.folder)
+                    if n.endswith(".db") and (n == self.db_default or n.startswith(self.db_prefixes))
+                )
             except OSError:
                 names = []
-            names.sort(key=lambda n: n != "opencode.db")  # the default channel first
+            names.sort(key=lambda n: n != self.db_default)  # the default channel first
             self._listing = (mtime, [os.path.join(self.folder, n) for n in names])
         return self._listing[1]
+
+    def signals_of(self, handle: OpenCodeHandle, at: float | None) -> dict:
+        """A session's live signals (`Handle.live`)."""
+        from .live import live_signals
+
+        return live_signals(handle, at)
 
     def database(self, path: str) -> Database:
         from .db import Database
@@ -139,10 +157,10 @@ class OpenCodeSource(Source):
                 except DbError as exc:
                     self.database(path).close()
                     if rows is None:  # its row says it: one line for one problem
-                        broken = BrokenHandle(path, str(exc))
+                        broken = BrokenHandle(self.name, path, str(exc))
                         found[broken.key] = broken
                         continue
-                    self.notes.append(f"opencode: {exc}")
+                    self.notes.append(f"{self.name}: {exc}")
                     # keep what was read; the stamp stays old, so the next refresh asks again
                 else:
                     self._stamps[path] = st
@@ -158,7 +176,7 @@ class OpenCodeSource(Source):
                 cached = self._groups[path] = (rows, by_id, groups)
             _rows, by_id, groups = cached
             for root, members in groups.items():
-                key = f"opencode:{root}"
+                key = f"{self.name}:{root}"
                 if key in found:
                     continue  # the same session in two databases: the default channel's wins
                 old = known.get(key)
@@ -241,12 +259,12 @@ def _root(sid: str, by_id: dict[str, Row]) -> str:
         cur = r.parent
 
 
-def _state_dir(data_folder: str) -> str:
-    """OpenCode's state folder beside its data folder: `<home>/.local/share/opencode` ->
-    `<home>/.local/state/opencode`; else `$XDG_STATE_HOME/opencode`."""
+def _state_dir(data_folder: str, app: str) -> str:
+    """The CLI's state folder beside its data folder: `<home>/.local/share/<app>` ->
+    `<home>/.local/state/<app>`; else `$XDG_STATE_HOME/<app>`."""
     if data_folder:
         head, tail = os.path.split(os.path.normpath(data_folder))
         base, share = os.path.split(head)
-        if tail == "opencode" and share == "share":
-            return os.path.join(base, "state", "opencode")
-    return os.path.join(xdg(os.environ, "XDG_STATE_HOME"), "opencode")
+        if tail == app and share == "share":
+            return os.path.join(base, "state", app)
+    return os.path.join(xdg(os.environ, "XDG_STATE_HOME"), app)
