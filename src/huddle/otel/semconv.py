@@ -52,6 +52,8 @@ AGENT_PRODUCT = {
     "vibe": "Mistral Vibe",
     "gemini": "Gemini CLI",
     "opencode": "OpenCode",
+    "kilo": "Kilo CLI",
+    "cline": "Cline CLI",
     "hosted": "huddle run",
 }
 

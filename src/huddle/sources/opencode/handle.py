@@ -207,10 +207,12 @@ class OpenCodeHandle(Handle):
         s, L = self.session, self.links
         lead = self.members.get(self.root)
         title = lead.row.title if lead is not None else ""
-        if title and not title.startswith(DEFAULT_TITLE) and title != self.title:
+        p = lead.parser if lead is not None else None
+        # a fork's title is known for one once its copies are (the row comes first)
+        known = p is not None and (bool(p.msgs) or not FORK_TITLE.search(title))
+        if title and not title.startswith(DEFAULT_TITLE) and title != self.title and known:
             self.title = title
-            forked = lead is not None and lead.parser is not None and lead.parser.copied > 0
-            if not (forked and FORK_TITLE.search(title)):
+            if not (p is not None and p.copied and FORK_TITLE.search(title)):
                 # given at creation (`run --title`): the user's; else generated over the placeholder
                 by = "" if title == self.created_title else "ai"
                 s.add(ev.Event(kind=ev.TITLE, agent=self.root, text=one_line(title, 200), detail=by))

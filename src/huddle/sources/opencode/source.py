@@ -61,7 +61,9 @@ class OpenCodeSource(Source):
         self._rows: dict[str, list[Row]] = {}  # database -> its session rows when last listed
         self._events: dict[str, bool] = {}  # database -> it keeps an event log SQLite can read ids from
         self._groups: dict[str, tuple] = {}  # database -> (its rows, by id, lead -> members) as last grouped
-        self._listing: tuple[int, list[str]] | None = None
+        self._listing: tuple[int, list[str], dict[str, tuple[str, str]]] | None = None
+        # every file of the data folder looked at and not read as sessions: path -> (verdict, why)
+        self.accounts: dict[str, tuple[str, str]] = {}
         self._open_for: set[str] = set()  # handles yet to read in this refresh
         self.newest: dict[str, str] = {}  # folder -> its most recently updated lead session
         self.lists = 0  # how often the session table was listed (tests, benches)
@@ -96,15 +98,15 @@ class OpenCodeSource(Source):
             return []
         if self._listing is None or self._listing[0] != mtime:
             try:
-                names = sorted(
-                    n
-                    for n in os.listdir(self.folder)
-                    if n.endswith(".db") and (n == self.db_default or n.startswith(self.db_prefixes))
-                )
+                listed = sorted(os.listdir(self.folder))
             except OSError:
-                names = []
+                listed = []
+            names = [
+                n for n in listed if n.endswith(".db") and (n == self.db_default or n.startswith(self.db_prefixes))
+            ]
             names.sort(key=lambda n: n != self.db_default)  # the default channel first
-            self._listing = (mtime, [os.path.join(self.folder, n) for n in names])
+            others = {os.path.join(self.folder, n): ("not a session", _why_not(n)) for n in listed if n not in names}
+            self._listing = (mtime, [os.path.join(self.folder, n) for n in names], others)
         return self._listing[1]
 
     def signals_of(self, handle: OpenCodeHandle, at: float | None) -> dict:
@@ -141,13 +143,16 @@ class OpenCodeSource(Source):
             db.close()
         found: dict[str, Handle] = {}
         newest: dict[str, tuple[int, str]] = {}
-        for path in self.db_paths():
+        paths = self.db_paths()
+        self.accounts = dict(self._listing[2]) if self._listing is not None and not os.environ.get(self.db_env) else {}
+        for path in paths:
             st = stamp(path)
             if st is None:
                 self._stamps.pop(path, None)
                 self._rows.pop(path, None)
                 continue
             if st[2] == 0 and st[4] is None:
+                self.accounts[path] = ("not a session", "an empty database: nothing written yet")
                 continue  # an empty file with no WAL: nothing written yet
             rows = self._rows.get(path)
             same = st == self._stamps.get(path) and rows is not None
@@ -156,6 +161,7 @@ class OpenCodeSource(Source):
                     rows = self._list(path)
                 except DbError as exc:
                     self.database(path).close()
+                    self.accounts[path] = ("not read", str(exc))
                     if rows is None:  # its row says it: one line for one problem
                         broken = BrokenHandle(self.name, path, str(exc))
                         found[broken.key] = broken
@@ -236,6 +242,23 @@ class OpenCodeSource(Source):
                 )
             )
         return out
+
+
+_NOT_SESSIONS = {
+    "log": "the CLI's logs",
+    "storage": "the CLI's side storage (session diffs, migrations)",
+    "snapshot": "file snapshots (a git store)",
+    "bin": "the CLI's tools",
+    "tool-output": "tool outputs kept aside",
+    "telemetry-id": "a telemetry id",
+    "auth.json": "credentials (never read)",
+}
+
+
+def _why_not(name: str) -> str:
+    if name.endswith(("-wal", "-shm", "-journal")):
+        return "a database's write-ahead log or index (read with it)"
+    return _NOT_SESSIONS.get(name, "not one of the CLI's session databases")
 
 
 def _json1(db: Database) -> bool:

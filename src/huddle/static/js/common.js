@@ -10,6 +10,8 @@ export const SOURCE_LABEL = {
   vibe: "Mistral Vibe",
   gemini: "Gemini CLI",
   opencode: "OpenCode",
+  kilo: "Kilo CLI",
+  cline: "Cline CLI",
   hosted: "hosted",
 };
 
