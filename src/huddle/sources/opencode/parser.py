@@ -150,8 +150,9 @@ class SessionParser:
             if st is None:
                 created = rec.ms(times.created) or rec.ms(tc)
                 # A fork copies its source's messages with new ids and their own times: each
-                # response stays counted in the session it came from.
-                copied = created is not None and self.born is not None and created < self.born
+                # response stays counted in the session it came from (the rows' columns compared)
+                made = rec.ms(tc) or created
+                copied = made is not None and self.born is not None and made < self.born
                 st = self.msgs[mid] = MsgState(m.role or "", created, copied)
                 self.copied += copied
             st.offset = rowid * 2 + 1
