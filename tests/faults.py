@@ -79,6 +79,7 @@ def build_world(root: Path) -> None:
     (root / "vibe" / "config.toml").write_text('[session_logging]\nsave_dir = "logs/session"\n')
     _hosted_run(root / "hh" / "runs" / "r1", SAMPLES / "claude-stream" / "01-basic-tools")
     _copy(SAMPLES / "gemini" / "07-subagent" / "home" / ".gemini", root / "gemini")
+    _copy(SAMPLES / "cline" / "07-subagent" / "home" / ".cline" / "data" / "sessions", root / "cline" / "sessions")
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -127,6 +128,7 @@ def settings_of(root: Path):
             "codex": str(root / "codex"),
             "vibe": str(root / "vibe"),
             "gemini": str(root / "gemini"),
+            "cline": str(root / "cline"),
         },
         huddle_home=str(root / "hh"),
     )
@@ -320,6 +322,7 @@ def targets(root: Path) -> dict[str, Target]:
         ).read_text()
     )
     legacy = _first(v, "session_*", lambda p: (p / "agents").is_dir())
+    cline = _first(root / "cline" / "sessions", "*", lambda p: p.is_dir())
     out = [
         Target("claude.main", claude_main, "lines", "claude", _claude_canary),
         Target("claude.sub", claude_sub, "lines", "claude", _claude_canary),
@@ -358,6 +361,10 @@ def targets(root: Path) -> dict[str, Target]:
         Target("gemini.sub", _first(g, "chats/*/*.jsonl"), "lines", "gemini", _gemini_canary),
         Target("gemini.root", g / ".project_root", "side", "gemini", parse_is_problem=False, sealed=True),
         Target("gemini.chats", g / "chats", "folder", "gemini"),
+        Target("cline.record", cline / f"{cline.name}.json", "side", "cline"),
+        Target("cline.messages", cline / f"{cline.name}.messages.json", "side", "cline"),
+        Target("cline.sub", _first(cline, "agent_*.messages.json"), "side", "cline"),
+        Target("cline.session", cline, "folder", "cline"),
     ]
     return {t.name: t for t in out}
 
@@ -438,6 +445,10 @@ def targets_names() -> list[tuple[str, str]]:
             ("gemini.sub", "lines"),
             ("gemini.root", "side"),
             ("gemini.chats", "folder"),
+            ("cline.record", "side"),
+            ("cline.messages", "side"),
+            ("cline.sub", "side"),
+            ("cline.session", "folder"),
         ]
     ]
 
