@@ -64,7 +64,8 @@ class ClineHandle(Handle):
         lead.kind = "main"
         path = os.path.join(self.folder, f"{self.sid}.messages.json")
         lead.file = path
-        self.docs: dict[str, Doc] = {path: Doc(path, self.sid, DocParser(s, self.links, self.sid, None, path))}
+        self.lead_doc = Doc(path, self.sid, DocParser(s, self.links, self.sid, None, path))
+        self.docs: dict[str, Doc] = {path: self.lead_doc}
         self.record_stamp = None
         self.shown_prompt = False
         self.set_agents(agent_files)
@@ -93,6 +94,7 @@ class ClineHandle(Handle):
         before = s.version
         if self._read_record() and _again:
             return self._start_over(_again)  # read well again after it could not be: its line goes
+        read = False
         for d in self.docs.values():  # the lead's first: its calls are what sub-agents' tasks link to
             st = safefile.stamp(d.path)
             if d.broken is not None and st != d.broken and _again:
@@ -119,8 +121,10 @@ class ClineHandle(Handle):
             d.stamp = st
             s.add_all(d.parser.out)
             d.parser.out.clear()
-        self._show_prompt()
-        self._link()
+            read = True
+        if s.version != before or read:
+            self._show_prompt()
+            self._link()
         return s.version != before
 
     def _read(self, path: str) -> bytes | None:
@@ -182,7 +186,7 @@ class ClineHandle(Handle):
         """While the lead's document holds no message yet (the first reply streams), the
         record's prompt is what was asked: shown once, and not again when the document has it."""
         s, r = self.session, self.record
-        lead = self.docs[os.path.join(self.folder, f"{self.sid}.messages.json")].parser
+        lead = self.lead_doc.parser
         if self.shown_prompt or r is None or not r.prompt or lead.read or s.counts.get(ev.PROMPT):
             return
         typed = rec.typed(r.prompt)

@@ -25,6 +25,7 @@ from huddle.sources.settings import Settings
 from .handle import ClineHandle
 
 RECORD, MESSAGES, AGENT = ".json", ".messages.json", "agent_"
+NOT_MINE = ("not a session", "not one of Cline's session files")
 
 
 @register
@@ -39,7 +40,8 @@ class ClineSource(Source):
         env = os.environ.get("CLINE_SESSION_DATA_DIR", "").strip()
         self.sessions_dir = env if env and os.path.isabs(env) else self.under("sessions")
         self.system = ProcCache()  # the process table, for liveness (a recorded one in tests)
-        self._dirs: dict[str, tuple[int, list[str], list[str]]] = {}  # folder -> (mtime, subfolders, files)
+        self._dirs: dict[str, tuple[int, tuple[list[str], list[str]]]] = {}  # folder -> (mtime, (folders, files))
+        self._sessions: dict[str, tuple] = {}  # session folder -> (its listing, sub-agent files, other entries)
         # every entry looked at and not read as a session: path -> (verdict, why)
         self.accounts: dict[str, tuple[str, str]] = {}
 
@@ -60,28 +62,42 @@ class ClineSource(Source):
             accounts[os.path.join(self.sessions_dir, name)] = ("not a session", "a file beside the session folders")
         for sid in subdirs:
             folder = os.path.join(self.sessions_dir, sid)
-            inner, names = self._listing(folder)
-            agents = sorted(n for n in names if n.startswith(AGENT) and n.endswith(MESSAGES))
-            mine = {f"{sid}{RECORD}", f"{sid}{MESSAGES}", *agents}
-            for n in [*inner, *(n for n in names if n not in mine)]:
-                accounts[os.path.join(folder, n)] = ("not a session", "not one of Cline's session files")
-            if f"{sid}{RECORD}" not in names and f"{sid}{MESSAGES}" not in names:
-                accounts[folder] = ("not a session", "no session record or messages in it")
+            agents, others = self._session_files(sid, folder)
+            accounts.update(others)
+            if agents is None:
                 continue
-            key = f"cline:{sid}"
+            key = "cline:" + sid
             old = known.get(key)
             if isinstance(old, ClineHandle) and old.folder == folder:
-                h = old
-                h.source = self
-                h.set_agents(agents)
+                old.source = self
+                if len(agents) != len(old.docs) - 1:
+                    old.set_agents(agents)
+                found[key] = old
             else:
-                h = ClineHandle(self, sid, folder, agents)
-            found[key] = h
+                found[key] = ClineHandle(self, sid, folder, agents)
         self.accounts = accounts
         return found
 
+    def _session_files(self, sid: str, folder: str) -> tuple[list[str] | None, dict[str, tuple[str, str]]]:
+        """A session folder's sub-agent documents (None: no session in it) and the entries
+        that are none of its files; worked out again only when the folder's listing moved."""
+        listing = self._listing(folder)
+        cached = self._sessions.get(folder)
+        if cached is not None and cached[0] is listing:
+            return cached[1], cached[2]
+        inner, names = listing
+        agents: list[str] | None = sorted(n for n in names if n.startswith(AGENT) and n.endswith(MESSAGES))
+        mine = {sid + RECORD, sid + MESSAGES, *(agents or ())}
+        others = {os.path.join(folder, n): NOT_MINE for n in [*inner, *(n for n in names if n not in mine)]}
+        if sid + RECORD not in names and sid + MESSAGES not in names:
+            others[folder] = ("not a session", "no session record or messages in it")
+            agents = None
+        self._sessions[folder] = (listing, agents, others)
+        return agents, others
+
     def _listing(self, folder: str) -> tuple[list[str], list[str]]:
-        """A folder's subfolders and other entries, listed again only when its mtime moved."""
+        """A folder's subfolders and other entries, listed again only when its mtime moved
+        (the same tuple while it stands)."""
         try:
             mtime = os.stat(folder).st_mtime_ns
         except OSError as exc:
@@ -90,11 +106,11 @@ class ClineSource(Source):
             return [], []
         cached = self._dirs.get(folder)
         if cached is not None and cached[0] == mtime:
-            return cached[1], cached[2]
+            return cached[1]
         dirs: list[str] = []
         files: list[str] = []
         for e in safefile.listdir(folder):  # what a file named as Cline's is, its reader says
             (dirs if e.is_dir(follow_symlinks=False) else files).append(e.name)
-        out = (mtime, sorted(dirs), sorted(files))
-        self._dirs[folder] = out
-        return out[1], out[2]
+        out = (sorted(dirs), sorted(files))
+        self._dirs[folder] = (mtime, out)
+        return out
