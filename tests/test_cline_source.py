@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import httpx
@@ -29,6 +30,7 @@ from huddle.sources import Settings
 from huddle.sources.cline import ClineSource
 from huddle.sources.cline.parser import DocParser
 from huddle.views import api
+from live_agents import WITHIN, api_row, wait_until
 
 CLINE = SAMPLES / "cline"
 SCENARIOS = sorted(p.name for p in CLINE.iterdir() if (p / "truth.json").exists())
@@ -277,6 +279,28 @@ def test_a_status_cline_did_not_make_final_with_its_process_gone_is_ended():
     for procs in (ProcTable([]), ProcTable([Proc(pid, 1, ["/usr/bin/vim"], "/")])):  # gone, or reused
         h = cline_huddle(data, procs)
         assert only(h).key and api.sessions(h)["sessions"][0]["state"] == "ended"
+
+
+def test_a_server_follows_a_tui_session_as_cline_rewrites_its_files(tmp_path):
+    """Waiting for approval, then the command running, then your turn, then ended: each the
+    moment Cline rewrites its record (and documents) in place, through the watcher."""
+    live = "08-interactive-approval/live"
+    data = tmp_path / "data"
+    shutil.copytree(data_dir(f"{live}/02-needs-you-approval"), data)
+    h = cline_huddle(data, hub(record_of(data)["pid"]))
+    (s,) = h.sessions()
+    with ServerThread(h, watch_options={"poll_watched": 600.0, "full_every": 600.0}) as srv:
+        for snap, states in [
+            ("02-needs-you-approval", {"needs_you"}),
+            ("03-working-tool-running", {"working"}),
+            ("04-your-turn-finished", {"your_turn", "idle"}),  # idle once its files are half an hour old
+            ("05-ended-after-exit", {"ended"}),
+        ]:
+            src = data_dir(f"{live}/{snap}")
+            for p in sorted(src.glob("sessions/*/*")):
+                if (data / p.relative_to(src)).read_bytes() != p.read_bytes():
+                    _rewrite_in_place(data / p.relative_to(src), p.read_bytes())
+            wait_until(lambda states=states: api_row(srv.url, s.key)["state"] in states, time.time() + WITHIN, snap)
 
 
 # -- documents rewritten in place ------------------------------------------------------------
