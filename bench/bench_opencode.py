@@ -25,14 +25,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import Measure, read_all, run_child  # noqa: E402
 
-DEFAULT = HERE / "corpus" / "opencode"
+APP = "opencode"  # bench_kilo.py sets "kilo": the same reader on Kilo CLI's database
 
 
 def huddle_for(root: Path):
     from huddle.core import Huddle
     from huddle.sources import Settings
 
-    return Huddle(Settings(folders={"opencode": str(root)}, huddle_home="/nonexistent"), sources=["opencode"])
+    return Huddle(Settings(folders={APP: str(root)}, huddle_home="/nonexistent"), sources=[APP])
 
 
 def naive(root: Path) -> int:
@@ -41,7 +41,7 @@ def naive(root: Path) -> int:
     import msgspec
 
     dec = msgspec.json.Decoder().decode
-    c = sqlite3.connect(f"file:{root}/opencode.db?mode=ro&readonly_shm=1", uri=True)
+    c = sqlite3.connect(f"file:{root}/{APP}.db?mode=ro&readonly_shm=1", uri=True)
     n = 0
     for t in ("message", "part"):
         for (data,) in c.execute(f"SELECT data FROM {t}"):
@@ -80,7 +80,7 @@ def live(root: Path) -> None:
     h = huddle_for(root)
     h.refresh()
     src = h.sources[0]
-    db = src.database(str(root / "opencode.db"))
+    db = src.database(str(root / f"{APP}.db"))
     opens, lists = db.opens, src.lists
     idle = []
     for _ in range(50):
@@ -95,7 +95,7 @@ def live(root: Path) -> None:
         src._stamps.clear()
         h.refresh()
         listed.append(time.perf_counter() - t)
-    subprocess.run([sys.executable, "-c", WRITE, str(root / "opencode.db")], check=True)
+    subprocess.run([sys.executable, "-c", WRITE, str(root / f"{APP}.db")], check=True)
     t = time.perf_counter()
     changed = h.refresh()
     one = time.perf_counter() - t
@@ -108,20 +108,21 @@ def live(root: Path) -> None:
     )
 
 
-def main() -> None:
+def main(script: str = __file__) -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         child(sys.argv[2], Path(sys.argv[3]))
         return
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
-    if not (root / "opencode.db").exists():
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "corpus" / APP
+    db = root / f"{APP}.db"
+    if not db.exists():
         print(f"building corpus in {root} ...", flush=True)
-        subprocess.run([sys.executable, str(HERE / "opencode_corpus.py"), str(root)], check=True)
-    size = sum((root / f"opencode.db{s}").stat().st_size for s in ("", "-wal") if (root / f"opencode.db{s}").exists())
+        subprocess.run([sys.executable, str(HERE / "opencode_corpus.py"), str(root), "--app", APP], check=True)
+    size = sum(Path(f"{db}{s}").stat().st_size for s in ("", "-wal") if Path(f"{db}{s}").exists())
     print(f"corpus: {size / 1e6:.0f} MB database")
     best: dict[str, dict] = {}
     for _ in range(3):
         for mode in ("huddle", "naive"):
-            r = run_child(__file__, mode, root)
+            r = run_child(script, mode, root)
             if mode not in best or r["cpu"] < best[mode]["cpu"]:  # CPU: wall time measures the neighbours
                 best[mode] = r
     r = best["huddle"]

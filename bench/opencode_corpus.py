@@ -20,17 +20,19 @@ from pathlib import Path
 
 SAMPLES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "samples" / "opencode"
 TEMPLATES = ["09-long", "02-shell", "03-files", "05-errors", "07-subagent", "04-continue"]
+KILO_TEMPLATES = ["02-shell", "05-errors", "07-subagent", "04-continue", "10-fork-title", "01-qa"]
 _IDS = re.compile(r"\b(?:msg|prt)_[0-9A-Za-z]{26}\b")
 TABLES = ("session", "message", "part", "event_sequence", "event")
 
 
-def _open_sample(name: str) -> sqlite3.Connection:
-    d = SAMPLES / name / "home" / ".local" / "share" / "opencode"
-    return sqlite3.connect(f"file:{d}/opencode.db?mode=ro&readonly_shm=1", uri=True)
+def _open_sample(name: str, app: str = "opencode") -> sqlite3.Connection:
+    """A sample's database (`app`: opencode, or kilo for Kilo CLI's, the same schema)."""
+    d = SAMPLES.parent / app / name / "home" / ".local" / "share" / app
+    return sqlite3.connect(f"file:{d}/{app}.db?mode=ro&readonly_shm=1", uri=True)
 
 
-def _rows(name: str) -> dict[str, tuple[list[str], list[tuple]]]:
-    c = _open_sample(name)
+def _rows(name: str, app: str = "opencode") -> dict[str, tuple[list[str], list[tuple]]]:
+    c = _open_sample(name, app)
     try:
         out = {}
         for t in TABLES:
@@ -41,13 +43,15 @@ def _rows(name: str) -> dict[str, tuple[list[str], list[tuple]]]:
         c.close()
 
 
-def write_opencode_corpus(out: str, n_sessions: int = 1000) -> str:
-    path = Path(out) / "opencode.db"
+def write_opencode_corpus(
+    out: str, n_sessions: int = 1000, app: str = "opencode", templates_of: list[str] = TEMPLATES
+) -> str:
+    path = Path(out) / f"{app}.db"
     path.parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(f"{path}{suffix}"):
             os.remove(f"{path}{suffix}")
-    src = _open_sample(TEMPLATES[0])
+    src = _open_sample(templates_of[0], app)
     schema = [
         r[0] for r in src.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%'")
     ]
@@ -56,12 +60,12 @@ def write_opencode_corpus(out: str, n_sessions: int = 1000) -> str:
     db.execute("PRAGMA journal_mode = WAL")
     for sql in schema:
         db.execute(sql)
-    templates = {name: _rows(name) for name in TEMPLATES}
+    templates = {name: _rows(name, app) for name in templates_of}
     db.execute("BEGIN")
     leads = 0
     n = 0
     while leads < n_sessions:
-        name = TEMPLATES[n % len(TEMPLATES)]
+        name = templates_of[n % len(templates_of)]
         rows = templates[name]
         sids = [r[0] for r in rows["session"][1]]
         ids = {sid: f"{sid[:-6]}{n:06d}" for sid in sids}
@@ -104,8 +108,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--sessions", type=int, default=1000)
+    ap.add_argument("--app", default="opencode", help="kilo: Kilo CLI's samples and database name")
     a = ap.parse_args()
-    print(write_opencode_corpus(a.out, a.sessions), flush=True)
+    templates = KILO_TEMPLATES if a.app == "kilo" else TEMPLATES
+    print(write_opencode_corpus(a.out, a.sessions, a.app, templates), flush=True)
     os._exit(0)  # no clean close: the WAL stays, as beside a running OpenCode
 
 

@@ -87,6 +87,7 @@ def build_world(root: Path) -> None:
         root / "qwen",
     )
     _copy(SAMPLES / "pi" / "07-subagent-extension" / "home" / ".pi" / "agent", root / "pi")
+    _copy(SAMPLES / "cline" / "07-subagent" / "home" / ".cline" / "data" / "sessions", root / "cline" / "sessions")
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -138,6 +139,7 @@ def settings_of(root: Path):
             "copilot": str(root / "copilot"),
             "qwen": str(root / "qwen"),
             "pi": str(root / "pi"),
+            "cline": str(root / "cline"),
         },
         huddle_home=str(root / "hh"),
     )
@@ -350,6 +352,7 @@ def targets(root: Path) -> dict[str, Target]:
         ).read_text()
     )
     legacy = _first(v, "session_*", lambda p: (p / "agents").is_dir())
+    cline = _first(root / "cline" / "sessions", "*", lambda p: p.is_dir())
     out = [
         Target("claude.main", claude_main, "lines", "claude", _claude_canary),
         Target("claude.sub", claude_sub, "lines", "claude", _claude_canary),
@@ -408,6 +411,10 @@ def targets(root: Path) -> dict[str, Target]:
         Target("pi.session", _first(root / "pi", "sessions/*/*.jsonl"), "lines", "pi", _pi_canary),
         Target("pi.project", _first(root / "pi", "sessions/*"), "folder", "pi"),
         Target("pi.settings", root / "pi" / "settings.json", "side", "pi", parse_is_problem=False),
+        Target("cline.record", cline / f"{cline.name}.json", "side", "cline"),
+        Target("cline.messages", cline / f"{cline.name}.messages.json", "side", "cline"),
+        Target("cline.sub", _first(cline, "agent_*.messages.json"), "side", "cline"),
+        Target("cline.session", cline, "folder", "cline"),
     ]
     return {t.name: t for t in out}
 
@@ -500,6 +507,10 @@ def targets_names() -> list[tuple[str, str]]:
             ("pi.session", "lines"),
             ("pi.project", "folder"),
             ("pi.settings", "side"),
+            ("cline.record", "side"),
+            ("cline.messages", "side"),
+            ("cline.sub", "side"),
+            ("cline.session", "folder"),
         ]
     ]
 

@@ -36,7 +36,16 @@ def xdg(env: Mapping[str, str], var: str) -> str:
 
 def expand(env: Mapping[str, str], default: str) -> str:
     """`~/x` under the home folder, `$XDG_..._HOME/x` under that XDG folder, `$VAR/x`
-    under `$VAR` when it is set to an absolute path, else under the home folder."""
+    under `$VAR` when it is set to an absolute path, else under the home folder. `A|B|C`:
+    the first alternative whose `$VAR` is set to an absolute path, else the last
+    (`$CLINE_DATA_DIR|$CLINE_DIR/data|~/.cline/data`)."""
+    if "|" in default:
+        *alts, last = default.split("|")
+        for alt in alts:
+            var = alt[1:].partition("/")[0] if alt.startswith("$") else ""
+            if var and var not in XDG_DEFAULTS and os.path.isabs(env.get(var, "")):
+                return expand(env, alt)
+        return expand(env, last)
     if default == "~" or default.startswith("~/"):
         return os.path.join(user_home(env), default[2:])
     if default.startswith("$"):
@@ -44,7 +53,8 @@ def expand(env: Mapping[str, str], default: str) -> str:
         if var in XDG_DEFAULTS:
             return os.path.join(xdg(env, var), rest)
         base = env.get(var, "")
-        return os.path.join(base if base and os.path.isabs(base) else user_home(env), rest)
+        base = base if base and os.path.isabs(base) else user_home(env)
+        return os.path.join(base, rest) if rest else base
     return default
 
 

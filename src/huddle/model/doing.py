@@ -35,7 +35,7 @@ def _say(verb: str, bare: str, *names: str) -> None:
 
 _say("running", "running a command", *SHELL_TOOLS, "PowerShell", "unified_exec", "run_command")
 _say("editing", "editing a file", "Edit", "MultiEdit", "search_replace", "apply_patch", "edit_file", "str_replace")
-_say("editing", "editing a file", "replace", "edit", "patch")  # Gemini CLI, OpenCode
+_say("editing", "editing a file", "replace", "edit", "patch", "editor")  # Gemini CLI, OpenCode, Cline CLI
 _say("editing", "editing a notebook", "NotebookEdit")
 _say("writing", "writing a file", "Write", "write_file", "create_file", "write", "create")  # create: Copilot CLI
 _say(
@@ -49,9 +49,11 @@ _say(
     "cat",
     "read",
     "read_many_files",
+    "read_files",  # Cline CLI
 )
 _say("reading command output", "reading command output", "BashOutput")
 _say("searching for", "searching", "Grep", "grep", "search", "rg", "search_file_content", "grep_search")
+_say("searching for", "searching", "search_codebase")  # Cline CLI
 _say("finding", "finding files", "Glob", "glob")
 _say("listing", "listing files", "LS", "list_dir", "ls", "list_directory", "list")
 _say(
@@ -63,7 +65,7 @@ _say(
     "google_web_search",
     "websearch",
 )
-_say("fetching", "fetching a page", "WebFetch", "web_fetch", "fetch", "webfetch")
+_say("fetching", "fetching a page", "WebFetch", "web_fetch", "fetch", "webfetch", "fetch_web_content")
 _say("asking:", "asking you", *QUESTION_TOOLS)
 _say("updating the todo list", "updating the todo list", "TodoWrite", "update_plan", "todo", "todowrite", "write_todos")
 _say("adding a task:", "adding a task", "TaskCreate")

@@ -38,6 +38,7 @@ ROLES: dict[str, frozenset[str]] = {
             "ui.ask_user_question",  # Vibe
             "ask_user",  # Gemini CLI
             "question",  # OpenCode
+            "ask_question",  # Cline CLI
         }
     ),
     SHELL: frozenset(
@@ -51,13 +52,14 @@ ROLES: dict[str, frozenset[str]] = {
             "file_system.bash",  # Vibe (unified)
             "bash",  # Vibe (legacy), OpenCode
             "run_shell_command",  # Gemini CLI
+            "run_commands",  # Cline CLI
         }
     ),
     SPAWN: frozenset(
         {
             "Agent",  # Claude Code (Task before 2.x)
             "Task",
-            "spawn_agent",  # Codex
+            "spawn_agent",  # Codex, Cline CLI
             "subagent.spawn",  # Vibe 2.26
             "agents.spawn",  # Vibe 3.x
             "task",  # Vibe (legacy), OpenCode

@@ -54,6 +54,8 @@ AGENT_PRODUCT = {
     "opencode": "OpenCode",
     "qwen": "Qwen Code",
     "pi": "Pi",
+    "kilo": "Kilo CLI",
+    "cline": "Cline CLI",
     "hosted": "huddle run",
     "copilot": "GitHub Copilot CLI",
 }

@@ -5,6 +5,7 @@ read as a handle of its own (source.py finds them)."""
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -15,7 +16,6 @@ from huddle.sources.base import Handle
 
 from . import records as rec
 from .db import Database, DbError
-from .live import live_signals
 from .parser import Links, Records, SessionParser
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 OVERLAP_MS = 2000  # rows are read again from this long before the newest seen (commit order vs clocks)
 DEFAULT_TITLE = "New session - "
+FORK_TITLE = re.compile(r" \(fork #\d+\)$")  # a fork's copy of its source's title: no title of its own
 
 
 class Row(msgspec.Struct, array_like=True):
@@ -56,8 +57,10 @@ class Member:
 
 
 class OpenCodeHandle(Handle):
+    created_title: str | None = None  # the lead's title when it was created (from the event log)
+
     def __init__(self, source: OpenCodeSource, path: str, ident, root: str, rows: list[Row]):
-        super().__init__("opencode", root)
+        super().__init__(source.name, root)
         self.source = source
         self.path = path
         self.ident = ident  # the database file's (dev, inode) when read
@@ -78,7 +81,7 @@ class OpenCodeHandle(Handle):
             if m is None:
                 m = self.members[row.id] = Member(row)
                 parent = None if row.id == self.root else (row.parent or self.root)
-                m.parser = SessionParser(s, self.links, row.id, parent, self.path, self.records)
+                m.parser = SessionParser(s, self.links, row.id, parent, self.path, self.records, row.created)
                 a = s.agent(row.id, parent=parent)
                 if parent is None:
                     a.name, a.kind = "main", "main"
@@ -149,6 +152,8 @@ class OpenCodeHandle(Handle):
         if m.seq_read is None:
             got = db.query("SELECT max(seq) FROM event WHERE aggregate_id = ?", (m.sid,))
             m.seq_read = row_int(got[0][0]) if got and got[0][0] is not None else -1
+            if m.sid == self.root:
+                self.created_title = _created_title(db, m.sid)
             return
         rows = db.query(
             "SELECT seq, type, CASE WHEN json_valid(data) THEN json_extract(data, '$.part.id') END, "
@@ -202,9 +207,15 @@ class OpenCodeHandle(Handle):
         s, L = self.session, self.links
         lead = self.members.get(self.root)
         title = lead.row.title if lead is not None else ""
-        if title and not title.startswith(DEFAULT_TITLE) and title != self.title:
+        p = lead.parser if lead is not None else None
+        # a fork's title is known for one once its copies are (the row comes first)
+        known = p is not None and (bool(p.msgs) or not FORK_TITLE.search(title))
+        if title and not title.startswith(DEFAULT_TITLE) and title != self.title and known:
             self.title = title
-            s.add(ev.Event(kind=ev.TITLE, agent=self.root, text=one_line(title, 200), detail="ai"))
+            if not (p is not None and p.copied and FORK_TITLE.search(title)):
+                # given at creation (`run --title`): the user's; else generated over the placeholder
+                by = "" if title == self.created_title else "ai"
+                s.add(ev.Event(kind=ev.TITLE, agent=self.root, text=one_line(title, 200), detail=by))
         for sid, m in self.members.items():
             if sid == self.root:
                 continue
@@ -228,7 +239,7 @@ class OpenCodeHandle(Handle):
                 a.order = L.prompts[sid]
 
     def live(self, at: float | None = None) -> dict:
-        return live_signals(self, at)
+        return self.source.signals_of(self, at)
 
     def record_token(self) -> bytes | None:
         """Records are rows, numbered per handle: this names the numbering (a database
@@ -275,6 +286,16 @@ def _normalized(data: str | bytes, table: str, length: int) -> bytes:
     return raw
 
 
+def _created_title(db: Database, sid: str) -> str | None:
+    """The title the session's `session.created` event gave it (None: no such event)."""
+    rows = db.query(
+        "SELECT CASE WHEN json_valid(data) THEN json_extract(data, '$.info.title') END FROM event "
+        "WHERE aggregate_id = ? AND type >= 'session.created' AND type < 'session.created/' ORDER BY seq LIMIT 1",
+        (sid,),
+    )
+    return rows[0][0] if rows and isinstance(rows[0][0], str) else None
+
+
 def row_int(v) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
@@ -282,8 +303,8 @@ def row_int(v) -> int:
 class BrokenHandle(Handle):
     """A database that cannot be read at all: listed with an error."""
 
-    def __init__(self, path: str, why: str):
-        super().__init__("opencode", os.path.basename(path))
+    def __init__(self, source: str, path: str, why: str):
+        super().__init__(source, os.path.basename(path))
         self.path = path
         self.session.error = why
 

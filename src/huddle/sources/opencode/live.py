@@ -28,21 +28,24 @@ START_WAIT = 1.0  # a non-shell tool still unstarted after this long waits for p
 DAEMONS = frozenset({"serve", "web", "acp"})
 
 
-def is_opencode(p: Proc) -> bool:
+OPENCODE = ("opencode", ".opencode")  # the names its processes run under (a fork renames them)
+
+
+def is_opencode(p: Proc, names: tuple[str, ...] = OPENCODE) -> bool:
     if not p.argv:
         return False
-    if os.path.basename(p.argv[0]) in ("opencode", ".opencode"):
+    if os.path.basename(p.argv[0]) in names:
         return True
-    return len(p.argv) > 1 and os.path.basename(p.argv[1]) in ("opencode", ".opencode")
+    return len(p.argv) > 1 and os.path.basename(p.argv[1]) in names
 
 
-def _args(p: Proc) -> list[str]:
+def _args(p: Proc, names: tuple[str, ...] = OPENCODE) -> list[str]:
     a = p.argv
-    return a[2:] if len(a) > 1 and os.path.basename(a[1]) in ("opencode", ".opencode") else a[1:]
+    return a[2:] if len(a) > 1 and os.path.basename(a[1]) in names else a[1:]
 
 
-def named_session(p: Proc) -> str | None:
-    args = _args(p)
+def named_session(p: Proc, names: tuple[str, ...] = OPENCODE) -> str | None:
+    args = _args(p, names)
     for i, a in enumerate(args):
         if a in ("-s", "--session") and i + 1 < len(args):
             return args[i + 1]
@@ -74,24 +77,25 @@ def lock_pids(state_dir: str) -> list[int]:
 class Processes:
     """The OpenCode processes at one moment and the sessions they work on."""
 
-    def __init__(self, view: ProcTable, lock_pids: list[int], newest: dict[str, str]):
+    def __init__(self, view: ProcTable, lock_pids: list[int], newest: dict[str, str], names=OPENCODE):
         self.view = view
+        self.names = names
         self.by_session: dict[str, Proc] = {}
         self.daemon = False
-        procs = [p for p in view if is_opencode(p)]
+        procs = [p for p in view if is_opencode(p, names)]
         seen = {p.pid for p in procs}
         for pid in lock_pids:  # a lock holder under another name (a wrapper, a renamed binary)
             p = view.get(pid)
-            if p is not None and p.pid not in seen and any("opencode" in a for a in p.argv[:2]):
+            if p is not None and p.pid not in seen and any(names[0] in a for a in p.argv[:2]):
                 procs.append(p)
         # the innermost: a wrapper script starts the real binary below it
-        procs = [p for p in procs if not any(is_opencode(c) for c in view.below(p.pid))] or procs
+        procs = [p for p in procs if not any(is_opencode(c, names) for c in view.below(p.pid))] or procs
         for p in procs:
-            args = _args(p)
+            args = _args(p, names)
             if args[:1] and args[0] in DAEMONS:
                 self.daemon = True
                 continue
-            sid = named_session(p)
+            sid = named_session(p, names)
             if sid is None:
                 folder = next((a for a in args if a.startswith("/") and os.path.isdir(a)), "") or p.cwd
                 sid = newest.get(folder)
@@ -99,18 +103,24 @@ class Processes:
                 self.by_session.setdefault(sid, p)
 
     def commands_below(self, p: Proc) -> list[str]:
-        return [" ".join(c.argv) for c in self.view.below(p.pid) if not is_opencode(c)]
+        return [" ".join(c.argv) for c in self.view.below(p.pid) if not is_opencode(c, self.names)]
+
+
+def session_process(handle, at: float | None) -> tuple[Processes | None, Proc | None]:
+    """The CLI's processes at `at` (None: no process table for that moment) and the one
+    working on this session, if any."""
+    src = handle.source
+    view = src.system.view(at)
+    if view is None:
+        return None, None
+    procs = Processes(view, lock_pids(src.state_dir), src.newest, src.binaries)
+    return procs, procs.by_session.get(handle.root)
 
 
 def live_signals(handle, at: float | None) -> dict:
-    src = handle.source
-    view = src.system.view(at)
     out: dict = {}
-    proc = None
-    procs = None
-    if view is not None:
-        procs = Processes(view, lock_pids(src.state_dir), src.newest)
-        proc = procs.by_session.get(handle.root)
+    procs, proc = session_process(handle, at)
+    if procs is not None:
         if proc is not None:
             out["alive"] = True
             out["pid"] = proc.pid

@@ -62,11 +62,12 @@ class Records:
 
 
 class MsgState:
-    __slots__ = ("completed", "created", "error", "finish", "given", "model", "offset", "role", "tokens")
+    __slots__ = ("completed", "copied", "created", "error", "finish", "given", "model", "offset", "role", "tokens")
 
-    def __init__(self, role: str, created: float | None):
+    def __init__(self, role: str, created: float | None, copied: bool = False):
         self.role = role
         self.created = created
+        self.copied = copied  # created before its session was: a fork's copy of another session's message
         self.completed: float | None = None
         self.finish = ""
         self.error: rec.MsgError | None = None
@@ -87,8 +88,19 @@ class Running:
 
 
 class SessionParser:
+    born: float | None = None  # when its session was created
+    copied = 0  # messages copied from another session (a fork's history)
+    _copying = False  # the message being fed is such a copy: its events are marked copied
+
     def __init__(
-        self, session: Session, links: Links, agent: str, parent: str | None, path: str, records: Records | None = None
+        self,
+        session: Session,
+        links: Links,
+        agent: str,
+        parent: str | None,
+        path: str,
+        records: Records | None = None,
+        born: int | None = None,
     ):
         self.session = session
         self.links = links
@@ -107,6 +119,7 @@ class SessionParser:
         self.last_assistant: str = ""  # the newest assistant message id
         self.last_t: float | None = None
         self.model = ""
+        self.born = rec.ms(born)
 
     def emit(self, kind: str, t: float | None, off: int, n: int = 1, agent: str | None = None, **kw) -> Event:
         if t is None:
@@ -114,7 +127,9 @@ class SessionParser:
         elif self.last_t is None or t > self.last_t:
             self.last_t = t
         key = self.records.key(off, n)
-        e = Event(kind=kind, agent=agent or self.agent, t=t, file=self.path, offset=key, length=1, **kw)
+        e = Event(
+            kind=kind, agent=agent or self.agent, t=t, file=self.path, offset=key, length=1, copied=self._copying, **kw
+        )
         self.out.append(e)
         return e
 
@@ -133,7 +148,13 @@ class SessionParser:
             st = self.msgs.get(mid)
             times = m.time or rec.Times()
             if st is None:
-                st = self.msgs[mid] = MsgState(m.role or "", rec.ms(times.created) or rec.ms(tc))
+                created = rec.ms(times.created) or rec.ms(tc)
+                # A fork copies its source's messages with new ids and their own times: each
+                # response stays counted in the session it came from (the rows' columns compared)
+                made = rec.ms(tc) or created
+                copied = made is not None and self.born is not None and made < self.born
+                st = self.msgs[mid] = MsgState(m.role or "", created, copied)
+                self.copied += copied
             st.offset = rowid * 2 + 1
             st.completed = rec.ms(times.completed)
             st.finish = m.finish or ""
@@ -152,9 +173,13 @@ class SessionParser:
             st = self.msgs.get(mid)
             if st is None:
                 st = self.msgs[mid] = MsgState("assistant", None)  # parts whose message row was not read
-            for row in by_msg.get(mid, ()):
-                self._part(st, mid, row)
-            self._settle(st, mid)
+            self._copying = getattr(st, "copied", False)  # (a state cached before copies were told)
+            try:
+                for row in by_msg.get(mid, ()):
+                    self._part(st, mid, row)
+                self._settle(st, mid)
+            finally:
+                self._copying = False
 
     def _part(self, st: MsgState, mid: str, row: tuple) -> None:
         rowid, pid, _mid, tc, tu, data = row

@@ -18,7 +18,7 @@ database replaced by another file (a new inode) is read again from scratch.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
@@ -42,10 +42,18 @@ class OpenCodeSource(Source):
     folder_env = "HUDDLE_OPENCODE_DIR"
     default_folder = "$XDG_DATA_HOME/opencode"
     resume = "opencode --session {id}"  # the TUI's flag (`run --session` wants a message too)
+    # What a CLI built on OpenCode's core renames (Kilo CLI): the variable naming its database,
+    # the database's default name and the prefixes of other channels' databases, the folder
+    # name of its XDG homes (the state folder's locks) and the names its processes run under.
+    db_env: ClassVar[str] = "OPENCODE_DB"
+    db_default: ClassVar[str] = "opencode.db"
+    db_prefixes: ClassVar[tuple[str, ...]] = ("opencode",)
+    app: ClassVar[str] = "opencode"
+    binaries: ClassVar[tuple[str, ...]] = ("opencode", ".opencode")
 
     def __init__(self, settings: Settings):
         super().__init__(settings)
-        self.state_dir = settings.folder("opencode-state") or _state_dir(self.folder)
+        self.state_dir = settings.folder(f"{self.name}-state") or _state_dir(self.folder, self.app)
         self.system = ProcCache()
         self.notes: list[str] = []
         self._dbs: dict[str, Database] = {}
@@ -53,7 +61,9 @@ class OpenCodeSource(Source):
         self._rows: dict[str, list[Row]] = {}  # database -> its session rows when last listed
         self._events: dict[str, bool] = {}  # database -> it keeps an event log SQLite can read ids from
         self._groups: dict[str, tuple] = {}  # database -> (its rows, by id, lead -> members) as last grouped
-        self._listing: tuple[int, list[str]] | None = None
+        self._listing: tuple[int, list[str], dict[str, tuple[str, str]]] | None = None
+        # every file of the data folder looked at and not read as sessions: path -> (verdict, why)
+        self.accounts: dict[str, tuple[str, str]] = {}
         self._open_for: set[str] = set()  # handles yet to read in this refresh
         self.newest: dict[str, str] = {}  # folder -> its most recently updated lead session
         self.lists = 0  # how often the session table was listed (tests, benches)
@@ -73,7 +83,7 @@ class OpenCodeSource(Source):
         return self.roots()
 
     def db_paths(self) -> list[str]:
-        env = os.environ.get("OPENCODE_DB", "")
+        env = os.environ.get(self.db_env, "")
         if env and env != ":memory:":
             return (
                 [env if os.path.isabs(env) else os.path.join(self.folder, env)]
@@ -88,12 +98,22 @@ class OpenCodeSource(Source):
             return []
         if self._listing is None or self._listing[0] != mtime:
             try:
-                names = sorted(n for n in os.listdir(self.folder) if n.startswith("opencode") and n.endswith(".db"))
+                listed = sorted(os.listdir(self.folder))
             except OSError:
-                names = []
-            names.sort(key=lambda n: n != "opencode.db")  # the default channel first
-            self._listing = (mtime, [os.path.join(self.folder, n) for n in names])
+                listed = []
+            names = [
+                n for n in listed if n.endswith(".db") and (n == self.db_default or n.startswith(self.db_prefixes))
+            ]
+            names.sort(key=lambda n: n != self.db_default)  # the default channel first
+            others = {os.path.join(self.folder, n): ("not a session", _why_not(n)) for n in listed if n not in names}
+            self._listing = (mtime, [os.path.join(self.folder, n) for n in names], others)
         return self._listing[1]
+
+    def signals_of(self, handle: OpenCodeHandle, at: float | None) -> dict:
+        """A session's live signals (`Handle.live`)."""
+        from .live import live_signals
+
+        return live_signals(handle, at)
 
     def database(self, path: str) -> Database:
         from .db import Database
@@ -123,13 +143,16 @@ class OpenCodeSource(Source):
             db.close()
         found: dict[str, Handle] = {}
         newest: dict[str, tuple[int, str]] = {}
-        for path in self.db_paths():
+        paths = self.db_paths()
+        self.accounts = dict(self._listing[2]) if self._listing is not None and not os.environ.get(self.db_env) else {}
+        for path in paths:
             st = stamp(path)
             if st is None:
                 self._stamps.pop(path, None)
                 self._rows.pop(path, None)
                 continue
             if st[2] == 0 and st[4] is None:
+                self.accounts[path] = ("not a session", "an empty database: nothing written yet")
                 continue  # an empty file with no WAL: nothing written yet
             rows = self._rows.get(path)
             same = st == self._stamps.get(path) and rows is not None
@@ -138,11 +161,12 @@ class OpenCodeSource(Source):
                     rows = self._list(path)
                 except DbError as exc:
                     self.database(path).close()
+                    self.accounts[path] = ("not read", str(exc))
                     if rows is None:  # its row says it: one line for one problem
-                        broken = BrokenHandle(path, str(exc))
+                        broken = BrokenHandle(self.name, path, str(exc))
                         found[broken.key] = broken
                         continue
-                    self.notes.append(f"opencode: {exc}")
+                    self.notes.append(f"{self.name}: {exc}")
                     # keep what was read; the stamp stays old, so the next refresh asks again
                 else:
                     self._stamps[path] = st
@@ -158,7 +182,7 @@ class OpenCodeSource(Source):
                 cached = self._groups[path] = (rows, by_id, groups)
             _rows, by_id, groups = cached
             for root, members in groups.items():
-                key = f"opencode:{root}"
+                key = f"{self.name}:{root}"
                 if key in found:
                     continue  # the same session in two databases: the default channel's wins
                 old = known.get(key)
@@ -220,6 +244,23 @@ class OpenCodeSource(Source):
         return out
 
 
+_NOT_SESSIONS = {
+    "log": "the CLI's logs",
+    "storage": "the CLI's side storage (session diffs, migrations)",
+    "snapshot": "file snapshots (a git store)",
+    "bin": "the CLI's tools",
+    "tool-output": "tool outputs kept aside",
+    "telemetry-id": "a telemetry id",
+    "auth.json": "credentials (never read)",
+}
+
+
+def _why_not(name: str) -> str:
+    if name.endswith(("-wal", "-shm", "-journal")):
+        return "a database's write-ahead log or index (read with it)"
+    return _NOT_SESSIONS.get(name, "not one of the CLI's session databases")
+
+
 def _json1(db: Database) -> bool:
     from .db import DbError
 
@@ -241,12 +282,12 @@ def _root(sid: str, by_id: dict[str, Row]) -> str:
         cur = r.parent
 
 
-def _state_dir(data_folder: str) -> str:
-    """OpenCode's state folder beside its data folder: `<home>/.local/share/opencode` ->
-    `<home>/.local/state/opencode`; else `$XDG_STATE_HOME/opencode`."""
+def _state_dir(data_folder: str, app: str) -> str:
+    """The CLI's state folder beside its data folder: `<home>/.local/share/<app>` ->
+    `<home>/.local/state/<app>`; else `$XDG_STATE_HOME/<app>`."""
     if data_folder:
         head, tail = os.path.split(os.path.normpath(data_folder))
         base, share = os.path.split(head)
-        if tail == "opencode" and share == "share":
-            return os.path.join(base, "state", "opencode")
-    return os.path.join(xdg(os.environ, "XDG_STATE_HOME"), "opencode")
+        if tail == app and share == "share":
+            return os.path.join(base, "state", app)
+    return os.path.join(xdg(os.environ, "XDG_STATE_HOME"), app)

@@ -12,6 +12,8 @@ export const SOURCE_LABEL = {
   opencode: "OpenCode",
   qwen: "Qwen Code",
   pi: "Pi",
+  kilo: "Kilo CLI",
+  cline: "Cline CLI",
   hosted: "hosted",
   copilot: "Copilot CLI",
 };
