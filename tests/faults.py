@@ -263,11 +263,15 @@ def _copilot_canary(p: Path, text: str) -> bytes:
     data = {"content": text, "messageId": str(uuid.uuid4()), "delivery": "idle", "turnId": "0"}
     rec = {"type": "user.message", "data": data, "id": str(uuid.uuid4()), "timestamp": last["timestamp"]}
     return json.dumps({**rec, "parentId": last["id"]}).encode()
+
+
 def _qwen_canary(p: Path, text: str) -> bytes:
     last = [r for r in _lines(p) if r.get("timestamp")][-1]
     rec = {k: last[k] for k in ("sessionId", "cwd", "version", "agentId", "agentName", "isSidechain") if k in last}
     rec.update(uuid=str(uuid.uuid4()), parentUuid=last["uuid"], timestamp=last["timestamp"], type="user")
     return json.dumps({**rec, "message": {"role": "user", "parts": [{"text": text}]}}).encode()
+
+
 def _pi_canary(p: Path, text: str) -> bytes:
     last = [r for r in _lines(p) if r.get("id") and r.get("timestamp")][-1]
     msg = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": 1796525983000}

@@ -41,7 +41,7 @@ MAGIC = (FORMAT + "\n").encode()
 # What the environment can change: huddle's own settings, the XDG folders, HOME, and
 # every variable an agent's folder is named by (the sources' `folder_env`, and any
 # of theirs that starts with the agent's name).
-ENV_PREFIXES = ("HUDDLE_", "XDG_", "CLAUDE", "CODEX", "VIBE", "GEMINI", "OPENCODE")
+ENV_PREFIXES: tuple[str, ...] = ("HUDDLE_", "XDG_", "CLAUDE", "CODEX", "VIBE", "GEMINI", "OPENCODE")
 ENV_PREFIXES += ("COPILOT", "QWEN", "PI_CODING", "GSD_CODING", "KILO", "CLINE")
 
 
