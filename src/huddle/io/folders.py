@@ -4,8 +4,8 @@ folder. The one resolver every caller uses (the status line too: standard librar
 An agent source declares its folder as an environment variable and a default
 (`~/...` or `$XDG_DATA_HOME/...`, `$XDG_STATE_HOME/...`, `$XDG_CONFIG_HOME/...`, or
 `$VAR/...` for an agent's own variable that stands in for the home folder, such as
-`$GEMINI_CLI_HOME/.gemini`, or alternatives `$A|$B|~/...` for the agent's own variables
-that name the folder itself, as Qwen Code's `$QWEN_RUNTIME_DIR|$QWEN_HOME|~/.qwen`);
+`$GEMINI_CLI_HOME/.gemini`, or alternatives `$A|$B/x|~/...` for the agent's own variables
+in the order it reads them, as Qwen Code's `$QWEN_RUNTIME_DIR|$QWEN_HOME|~/.qwen`);
 `agent_folder` turns that declaration into a path the same way for every source.
 """
 
@@ -59,17 +59,10 @@ def expand(env: Mapping[str, str], default: str) -> str:
 
 
 def agent_folder(env: Mapping[str, str], var: str | None, default: str | None) -> str:
-    """An agent's folder: the variable that names it when set, else its default. A default
-    may list alternatives, `$A|$B|~/x`: the first variable set to an absolute path is the
-    folder itself (an agent's own variables, in the order it reads them), else the last."""
+    """An agent's folder: the variable that names it when set, else its default (which
+    may list alternatives, `$A|$B/x|~/y`: see `expand`)."""
     if var and env.get(var):
         return env[var]
-    if default and "|" in default:
-        *alts, default = default.split("|")
-        for alt in alts:
-            val = env.get(alt.lstrip("$"), "")
-            if val and os.path.isabs(val):
-                return val
     return expand(env, default) if default else ""
 
 
