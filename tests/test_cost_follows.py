@@ -160,3 +160,19 @@ def test_one_sessions_export_reads_that_session_and_says_what_a_whole_core_says(
     theirs, _ = export_data(whole, titled.stem, Options())
     assert {**ours, "exported_at": None} == {**theirs, "exported_at": None}
     assert ours["session"]["title"]  # the summary another record gives, kept without its neighbours
+
+
+def test_a_notice_naming_a_file_reads_the_session_that_reads_it(home):
+    """A watcher told which file moved reads that session alone (Huddle.read_files); a file
+    no session reads yet (a new one) asks for the whole refresh."""
+    warm(home)
+    h = Huddle(settings(home), sources=["claude"], cache=True, lazy=True)
+    h.refresh()
+    shared = awake(h)
+    path = home / "claude" / "projects" / FORK / f"{MODERN}.jsonl"
+    append_prompt(path)
+    assert h.read_files([str(path)]) == {f"claude:{MODERN}"}
+    assert awake(h) == shared | {MODERN}
+    assert h.handles[f"claude:{MODERN}"].session.last_prompt == "one more thing"
+    assert board_json(h) == fresh(home)
+    assert h.read_files([str(path.parent / "new.jsonl")]) is None

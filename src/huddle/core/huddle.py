@@ -25,7 +25,7 @@ from huddle.sources.registry import unknown_sources
 from . import sleeping, whole
 from .cache import BOARD, Dormant, HandleCache, Stamped, leave_packed, tangled_with
 from .coldread import Packed, read_in_parallel
-from .reading import cache_form, refresh_one
+from .reading import cache_form, read_files, refresh_one
 
 MIN_PREFIX = 4  # characters of a session id that may name it, when no other starts so
 
@@ -273,6 +273,10 @@ class Huddle:
     def read_whole(self, keys: Iterable[str]) -> Iterator[Session]:
         """Each of these sessions with its whole timeline, one at a time, not kept (whole.read_whole)."""
         return whole.read_whole(self, keys)
+
+    def read_files(self, paths: Iterable[str]) -> set[str] | None:
+        """What these files appended, in the sessions that read them (reading.read_files)."""
+        return read_files(self, paths)
 
     def forget(self, key: str) -> None:
         """Read this cached session again from the start (its cached state is not wanted):

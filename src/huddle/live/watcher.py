@@ -102,6 +102,11 @@ class Watcher:
         self._threads: list[threading.Thread] = []
         self._last_full = 0.0
         self._last_refresh = 0.0
+        self._last_poll = 0.0  # the last whole refresh (stat checks of every session): a safety net's pace
+        # the files watchfiles said moved since the last read (None: a notice that named none usable)
+        self._hints: set[str] | None = set()
+        self._hints_lock = threading.Lock()
+        self._real_roots: dict[str, str] = {}  # a watched folder's real path -> the path the sources use
         self._refresh_cost = 0.0  # seconds the last refresh took
         self.due: dict[str, float] = {}  # session key -> when (monotonic) to look at its row again
         self.row_listeners: list[Listener] = []  # told each changed row (notifications)
@@ -265,6 +270,21 @@ class Watcher:
             if refresh:
                 want = False
 
+    def _take_hints(self) -> set[str] | None:
+        """The files named since the last read, as the sources name them; None: read it all."""
+        with self._hints_lock:
+            hints, self._hints = self._hints, set()
+        if hints is None:
+            return None
+        out = set()
+        for p in hints:
+            for real, root in self._real_roots.items():
+                if p == real or p.startswith(real + os.sep):
+                    p = root + p[len(real) :]
+                    break
+            out.add(p)
+        return out
+
     def _gap(self) -> float:
         """The least time between two refreshes: four times what the last one cost, so
         agents writing all the time cost at most a fifth of a core (a few ms on a small
@@ -278,10 +298,20 @@ class Watcher:
 
     def tick(self, refresh: bool = True) -> None:
         """One round: read what changed on disk (`refresh`), then look at the rows that
-        changed or fell due."""
+        changed or fell due. A refresh a notice asked for reads the files it named, in the
+        sessions that read them (Huddle.read_files); a new file, a notice without names or
+        a poll falling due reads the home's stat checks whole."""
         with self.h.lock:
             t0 = time.monotonic()
-            changed = self.h.refresh() if refresh else set()
+            changed: set[str] = set()
+            if refresh:
+                hints = self._take_hints()
+                poll = self.poll_watched if self.watching else self.poll_unwatched
+                got = self.h.read_files(hints) if hints and t0 - self._last_poll < poll else None
+                if got is None:
+                    got = self.h.refresh()
+                    self._last_poll = t0
+                changed = got
             now = time.monotonic()
             self.ticks += 1
             if refresh:
@@ -328,6 +358,7 @@ class Watcher:
         if not self.use_watchfiles:
             return
         roots = tuple(sorted(r for r in set(self.h.agent_roots()) if os.path.isdir(r)))
+        self._real_roots = {os.path.realpath(r): r for src in self.h.sources for r in src.roots()}
         if roots == self._watched and (self.watching or not roots):
             return
         if self._watch_stop is not None:
@@ -352,10 +383,17 @@ class Watcher:
                 self.wake.set()  # whatever moved while the watches were being set up
                 self.watch_ready.set()
                 while not stop.is_set():
-                    got = notify.watch(50, 50, 5000, stop)
+                    # (a batch once 10 ms pass with no change: one appended line is read at once)
+                    got = notify.watch(50, 10, 5000, stop)
                     if got == "stop":
                         break
                     if isinstance(got, set) and got:
+                        with self._hints_lock:
+                            if self._hints is not None:
+                                try:
+                                    self._hints.update(str(path) for _change, path in got)
+                                except (TypeError, ValueError):
+                                    self._hints = None
                         self.wake.set()
         except Exception:  # no inotify, too many watches...: the poll carries on alone
             pass
