@@ -176,3 +176,19 @@ def test_a_notice_naming_a_file_reads_the_session_that_reads_it(home):
     assert h.handles[f"claude:{MODERN}"].session.last_prompt == "one more thing"
     assert board_json(h) == fresh(home)
     assert h.read_files([str(path.parent / "new.jsonl")]) is None
+
+
+def test_a_session_read_alone_counts_a_shared_response_where_the_home_does(tmp_path):
+    """A resumed 1.0 session's copies of its parent's responses count in the parent: the
+    one-session core (show, export) says so as the whole core does, without the parent."""
+    shutil.copytree(OLD / "04-resume-continue-fork" / "config" / "projects", tmp_path / "claude" / "projects")
+    settle(tmp_path)
+    cached(tmp_path)
+    whole = Huddle(settings(tmp_path), sources=["claude"])
+    whole.refresh()
+    copy = next(s for s in whole.sessions() if s.counted_elsewhere)
+    h = one_session_core(copy.id, settings(tmp_path), sources=["claude"])
+    ours, _ = export_data(h, copy.id, Options())
+    theirs, _ = export_data(whole, copy.id, Options())
+    assert {**ours, "exported_at": None} == {**theirs, "exported_at": None}
+    assert any(e.get("counted_in") for e in ours["events"])

@@ -59,6 +59,7 @@ def complete(core: Huddle, key: str) -> Session | None:
         if src is not None and nh is not None:
             refresh_one(nh)
             guarded(f"{src.name} adopt", nh.adopt, h)  # (what was decided across sessions, as held)
+            mark_as(nh.session, h.session)  # counted once across sessions, as held (a core of it alone too)
             core.handles[h.key] = nh
             core.ledger.sync({k: x.session for k, x in core.handles.items()})
             for fn in core.on_complete:
