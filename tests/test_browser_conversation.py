@@ -1,6 +1,5 @@
-"""The session page tells the truth and reads well, in Debian's Chromium: the call that
-waits for approval says so (and stops saying so once answered), a sub-agent just ordered
-shows working, slash commands are the person's, harness rows sit behind one toggle,
+"""The session page tells the truth and reads well, in Debian's Chromium (a call waiting
+for approval: test_browser_waits.py): a sub-agent just ordered shows working, slash commands are the person's, harness rows sit behind one toggle,
 agent text is Markdown with raw HTML never passed through, times carry their date, and
 nothing scrolls sideways at 800 px."""
 
@@ -17,7 +16,6 @@ from conftest import SAMPLES
 from huddle.core import Huddle
 from huddle.server import ServerThread
 from huddle.sources import Settings
-from live_agents import ClaudeProcess, claude_live
 from test_browser import browser, page  # noqa: F401  (the shared Chromium fixtures)
 
 pytestmark = pytest.mark.browser
@@ -25,24 +23,6 @@ pytestmark = pytest.mark.browser
 
 def serve(settings: Settings) -> ServerThread:
     return ServerThread(Huddle(settings), watch_options={"poll_watched": 600.0, "full_every": 600.0})
-
-
-def test_a_call_waiting_for_approval_says_so(tmp_path, page):  # noqa: F811
-    settings, sid, config = claude_live(tmp_path, "05-needs-you-bash-permission")
-    claude = ClaudeProcess(config, sid, "waiting")
-    claude.set("waiting", "permission prompt")
-    try:
-        with serve(settings) as srv:
-            page.goto(f"{srv.url}session/{sid}#conversation")
-            call = page.locator("details.tool").last
-            expect(call.locator(".st")).to_have_text("waiting for your approval")
-            expect(call.locator(".what")).to_contain_text("touch build-marker.txt")  # the command truth.json names
-            expect(page.locator("#s-waiting")).to_contain_text("permission prompt")
-            claude.set("busy")  # approved: the command runs
-            expect(call.locator(".st")).to_have_text("running…")
-            assert page.locator("text=waiting for your approval").count() == 0
-    finally:
-        claude.stop()
 
 
 def test_a_sub_agent_just_ordered_shows_working(tmp_path, page):  # noqa: F811

@@ -28,6 +28,7 @@ from huddle.model.doing import doing
 from huddle.model.events import Event, Usage
 from huddle.model.session import Session
 from huddle.model.times import iso, project_name
+from huddle.model.tools import QUESTION_TOOLS
 from huddle.sources.base import Handle
 
 from . import pricing
@@ -190,6 +191,8 @@ def _event(e: Event, raw: bytes | None, opts: Options, cut: _Cutter, stats: Stat
         d.pop(k, None)
     if e.kind == ev.TOOL_CALL:
         d["doing"] = doing(e.name, e.detail)
+    elif e.kind == ev.WAITING:
+        d["wait"] = "answer" if e.name in QUESTION_TOOLS else "approval"  # as the pages' events say it
     if raw is None:
         return d
     try:

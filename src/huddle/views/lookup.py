@@ -12,6 +12,7 @@ from huddle.errors import BadRequest
 from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.model.session import Session
+from huddle.model.tools import QUESTION_TOOLS
 
 from .states import state_changes, target_changes
 
@@ -103,6 +104,8 @@ def event_json(e: ev.Event, files: dict[str, int], evs: list[ev.Event] | None = 
                 d["ref"] += f"-{n}"
     if e.kind == ev.TOOL_CALL:
         d["doing"] = doing(e.name, e.detail)
+    elif e.kind == ev.WAITING:
+        d["wait"] = "answer" if e.name in QUESTION_TOOLS else "approval"  # what the person is asked for
     return d
 
 

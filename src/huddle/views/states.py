@@ -62,10 +62,17 @@ def waiting_on(act: Activity) -> tuple[str, str] | None:
     """For an agent that needs you: the call it waits on and for what, "answer" (a
     question) or "approval" (a permission prompt: the newest open tool call), so a page
     can say so on that call instead of "running"."""
+    calls = [c for c in act.open_calls.values() if c.kind == ev.TOOL_CALL]
     if act.waits:
         w = list(act.waits.values())[-1]
-        return (w.id or "", "answer" if w.name in QUESTION_TOOLS else "approval")
-    calls = [c for c in act.open_calls.values() if c.kind == ev.TOOL_CALL]
+        kind = "answer" if w.name in QUESTION_TOOLS else "approval"
+        if w.id and w.id in act.open_calls:
+            return (w.id, kind)
+        # a wait with an id of its own (Vibe's approval record): the open call of its tool
+        calls = [c for c in calls if c.name == w.name] if w.name else []
+        if not calls:
+            return (w.id or "", kind)
+        return (max(calls, key=lambda c: (c.t or 0, c.seq)).id or "", kind)
     if not calls:
         return None
     c = max(calls, key=lambda c: (c.t or 0, c.seq))

@@ -1,6 +1,6 @@
 // The call: the lead and its sub-agents as participants of a live call.
 import { el, pill, avatar, fmtDuration, fmtTokens, fmtClock, tokensOf, oneLine } from "./common.js";
-import { modelAt, nowDoing, label, words, silenceText, LEAVE_AFTER, LONG_CALL, SPEAKING } from "./model.js";
+import { modelAt, nowDoing, label, words, silenceText, waitingCalls, waitWords, LEAVE_AFTER, LONG_CALL, SPEAKING } from "./model.js";
 
 // Draw the participants as of `at` into `box`. `server` (optional) maps agent id to
 // the server's state for "now", which wins over the replayed one.
@@ -36,8 +36,9 @@ export function renderStage(box, detail, model, at, server) {
         pill(state)),
       a.say ? el("div", { class: "bubble", text: a.say.text, title: a.say.text })
             : el("div", { class: "bubble empty-bubble", text: "hasn't spoken yet" }),
-      st && st.state === "needs_you" && st.waiting_for
-        ? el("div", { class: "now long" }, el("span", { text: "needs you" }), el("span", { class: "what", text: st.waiting_for }))
+      st && st.state === "needs_you" && (st.waiting_for || st.waiting_call)
+        ? el("div", { class: "now long" }, el("span", { text: "needs you" }),
+            el("span", { class: "what", text: a.open.has(st.waiting_call) ? waitWords(st.waiting_kind, a.open.get(st.waiting_call)) : st.waiting_for }))
         : doing ? el("div", { class: `now${callAge !== null && callAge > LONG_CALL ? " long" : ""}` },
             el("span", { text: "now" }), el("span", { class: "what", text: doing.text, title: doing.text }),
             el("span", { class: "dur", text: callAge !== null ? fmtDuration(callAge) : "" }))
@@ -60,7 +61,8 @@ export function renderStage(box, detail, model, at, server) {
   return byId;
 }
 
-export function renderFeed(box, tl, model, byId, n = 12) {
+// `waits` (optional): the calls waiting on the person now, said so instead of "running".
+export function renderFeed(box, tl, model, byId, n = 12, waits = null) {
   const items = [];
   for (let i = model.index; i >= 0 && items.length < n; i--) {
     const e = tl[i];
@@ -69,7 +71,7 @@ export function renderFeed(box, tl, model, byId, n = 12) {
     items.push(el("li", { class: i === model.index ? "cur" : "" },
       el("span", { class: "tm", text: (e.estimated ? "~" : "") + fmtClock(e.tt) }),
       el("span", { class: "who", text: a ? label(a.info) : e.agent }),
-      el("span", { class: "w", text: words(e, byId) })));
+      el("span", { class: "w", text: words(e, byId, waits) })));
   }
   box.replaceChildren(el("h3", { text: "Latest" }), el("ol", {}, items));
 }
@@ -89,7 +91,7 @@ export function mountCall(box, S) {
     const lead = server.get(S.detail.lead);
     if (lead && ["idle", "ended"].includes(S.detail.state)) server.set(lead.id, { ...lead, state: S.detail.state });
     const byId = renderStage(stageBox, S.detail, model, at, server);
-    renderFeed(feed, S.timeline, model, byId);
+    renderFeed(feed, S.timeline, model, byId, 12, waitingCalls(S.detail));
     const live = ["working", "needs_you", "waiting"].includes(S.detail.state);
     const last = model.current ? model.current.tt : null;
     banner.replaceChildren(live ? el("span", { text: "Live" }) : el("span", { class: "muted", text: `This call is quiet${last ? `: last heard ${fmtDuration(at - last)} ago` : ""}. Replay shows how it went.` }),

@@ -2,7 +2,7 @@
 // history (the view keeps its place), new messages appended live, a button to
 // jump to them when scrolled up. Heavy pieces are fetched only when opened.
 import { api, el, fmtClock, fmtTokens, oneLine, avatar } from "./common.js";
-import { label } from "./model.js";
+import { label, waitWords } from "./model.js";
 import { highlight, queryWords } from "./highlight.js";
 import { markdown } from "./markdown.js";
 
@@ -169,13 +169,23 @@ export function mountConversation(box, S) {
       m.copied ? el("span", { text: "copied from the earlier session" }) : null);
   }
 
-  // A call with no result yet: running, or the one its agent waits on you for (the server says which).
+  // The kind of wait ("approval", "answer") when this call is the one its agent waits on
+  // you for (the server says which), else null.
+  function waitOf(m) {
+    const a = m && m.id && S.detail && (S.detail.tree || []).find((x) => x.id === m.agent);
+    return a && a.state === "needs_you" && a.waiting_call === m.id ? a.waiting_kind || "approval" : null;
+  }
+
+  function callWords(m) {
+    if (m.kind === "order") return `asked ${label(names.get(m.target) || { parent: 1, name: m.name })}: ${m.detail || oneLine(m.text, 80)}`;
+    const wait = !m.result && waitOf(m);
+    return wait ? waitWords(wait, m) : m.doing || m.name;
+  }
+
+  // A call with no result yet: running, or the one its agent waits on you for.
   function resultStatus(r, m) {
     if (!r) {
-      const a = m && S.detail && (S.detail.tree || []).find((x) => x.id === m.agent);
-      if (a && a.state === "needs_you" && a.waiting_call && a.waiting_call === m.id) {
-        return el("span", { class: "st wait", text: a.waiting_kind === "answer" ? "waiting for your answer" : "waiting for your approval" });
-      }
+      if (waitOf(m)) return el("span", { class: "st wait", text: "needs you" });
       return el("span", { class: "st run", text: "running…" });
     }
     if (r.ok === false) return el("span", { class: "st bad", text: "failed" });
@@ -201,11 +211,17 @@ export function mountConversation(box, S) {
     highlight(pane, terms);
   }
 
+  function restate(d) {
+    d.querySelector(".st").replaceWith(resultStatus(d._m.result, d._m));
+    d.querySelector(".what").textContent = callWords(d._m);
+    d.classList.toggle("waits", !!(!d._m.result && waitOf(d._m)));
+  }
+
   function toolNode(m) {
     const pane = el("div", { class: "pane" });
     const st = resultStatus(m.result, m);
-    const summaryText = m.kind === "order" ? `asked ${label(names.get(m.target) || { parent: 1, name: m.name })}: ${m.detail || oneLine(m.text, 80)}` : m.doing || m.name;
-    const d = el("details", { class: "tool" }, el("summary", {}, el("span", { class: "what", text: summaryText, title: m.detail || "" }), st), pane);
+    const d = el("details", { class: "tool" }, el("summary", {}, el("span", { class: "what", text: callWords(m), title: m.detail || "" }), st), pane);
+    d.classList.toggle("waits", !!(!m.result && waitOf(m)));
     d._m = m;
     d.addEventListener("toggle", () => { if (d.open) fillTool(pane, d._m); });
     if (m.id) calls.set(m.id, d);
@@ -226,7 +242,7 @@ export function mountConversation(box, S) {
       case "tool_result": {
         const d = calls.get(m.id);
         // Shown on its call (the server attaches it to calls it sends); never on its own.
-        if (d) { d._m = { ...d._m, result: m }; d.querySelector(".st").replaceWith(resultStatus(m)); }
+        if (d) { d._m = { ...d._m, result: m }; restate(d); }
         return null;
       }
       case "order":
@@ -247,7 +263,7 @@ export function mountConversation(box, S) {
         return el("div", { class: "msg context", dataset: { line: m.line } }, d);
       }
       case "waiting":
-        return el("div", { class: "msg system k-waiting", dataset: { line: m.line } }, el("div", { class: "body", text: `Waiting for you: ${m.detail || m.name}` }));
+        return el("div", { class: "msg system k-waiting", dataset: { line: m.line } }, el("div", { class: "body", text: waitWords(m.wait, { detail: m.detail || m.name }).replace(/^w/, "W") }));
       case "resolved":
         return el("div", { class: "msg system", dataset: { line: m.line } }, el("div", { class: "body", text: "Answered" }));
       case "error":
@@ -273,7 +289,7 @@ export function mountConversation(box, S) {
   let started = false;
   return {
     update() { // the session's states moved: the call a person is asked about says so
-      for (const d of calls.values()) if (!d._m.result) d.querySelector(".st").replaceWith(resultStatus(null, d._m));
+      for (const d of calls.values()) if (!d._m.result) restate(d);
     },
     async show() {
       if (started) { if (S.focus) await focusOn(S.focus); return; }

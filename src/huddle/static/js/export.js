@@ -3,7 +3,7 @@
 // started it, with tokens and cost per turn; the replay and the tree are the web
 // app's own. Everything is drawn through the DOM as text: nothing in the data runs.
 import { el, fmtTokens, fmtClock, fmtDuration, oneLine, avatar, SOURCE_LABEL, parseISO } from "./common.js";
-import { timeline, label } from "./model.js";
+import { timeline, label, waitWords } from "./model.js";
 import { mountReplay } from "./replay.js";
 import { mountTree } from "./tree.js";
 
@@ -118,7 +118,7 @@ function conversation(data) {
       case "order": return e.agent !== e.target && depth < 12 ? sub(e, depth) : el("div", { class: "msg delegation", dataset: { seq: e.seq } }, head(e), el("div", { class: "body", text: e.text || "" }));
       case "report": return el("div", { class: "msg delegation", dataset: { seq: e.seq } }, head(e), el("div", { class: "who", text: `Report from ${label(agents.get(e.target) || { parent: 1, name: "a sub-agent" })}` }), el("div", { class: "body", text: e.text || "" }));
       case "context": return el("div", { class: "msg context", dataset: { seq: e.seq } }, el("details", { class: "ctx" }, el("summary", { text: `context · ${e.name || "harness"}` }), el("div", { class: "pane", text: e.text || "" })));
-      case "waiting": return el("div", { class: "msg system k-waiting" }, el("div", { class: "body", text: `Waiting for you: ${e.detail || e.name}` }));
+      case "waiting": return el("div", { class: "msg system k-waiting" }, el("div", { class: "body", text: waitWords(e.wait, { detail: e.detail || e.name }).replace(/^w/, "W") }));
       case "resolved": return el("div", { class: "msg system" }, el("div", { class: "body", text: "Answered" }));
       case "error": return el("div", { class: "msg system k-error" }, el("div", { class: "body", text: e.text || "error" }));
       case "interrupt": return el("div", { class: "msg system k-interrupt" }, el("div", { class: "body", text: "Interrupted" }));

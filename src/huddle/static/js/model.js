@@ -90,6 +90,21 @@ export function nowDoing(a, byId) {
   return { text: c.doing || c.name, since: c.tt };
 }
 
+// The calls the server says an agent waits on you for: call id -> "approval" or "answer"
+// (a permission prompt or a question), from the session's tree as the server sent it.
+export function waitingCalls(detail) {
+  const out = new Map();
+  for (const a of (detail && detail.tree) || []) if (a.state === "needs_you" && a.waiting_call) out.set(a.waiting_call, a.waiting_kind || "approval");
+  return out;
+}
+
+// A call that waits on the person, in their words: "waiting for your approval: npm test"
+// (what is asked: the command, the question, or what the call does).
+export function waitWords(kind, e) {
+  const what = String(e.doing || e.detail || e.name || "").replace(/^(running|asking:)\s+/, "");
+  return `waiting for your ${kind === "answer" ? "answer" : "approval"}: ${what}`;
+}
+
 export function label(info) {
   if (!info) return "?";
   if (!info.parent) return "Lead";
@@ -97,8 +112,10 @@ export function label(info) {
 }
 
 // One event in a few words, for feeds.
-export function words(e, byId) {
+// `waits` (optional): the calls waiting on the person now (`waitingCalls`).
+export function words(e, byId, waits) {
   const who = (id) => { const a = byId && byId.get(id); return a ? label(a.info) : "a sub-agent"; };
+  if (e.kind === "tool_call" && waits && e.id && waits.has(e.id)) return waitWords(waits.get(e.id), e);
   switch (e.kind) {
     case "prompt": return `you: ${oneLine(e.text, 140)}`;
     case "say": return `“${oneLine(e.text, 160)}”`;
@@ -107,7 +124,7 @@ export function words(e, byId) {
     case "tool_result": return e.ok === false ? "the tool failed" : e.detail === "background" ? "started in the background" : "tool done";
     case "order": return e.agent === e.target ? `was asked: ${oneLine(e.text, 120)}` : `asked ${who(e.target)}: ${oneLine(e.detail || e.text, 120)}`;
     case "report": return `${who(e.target)} reported: ${oneLine(e.text, 140)}`;
-    case "waiting": return `needs you: ${oneLine(e.detail || e.name, 140)}`;
+    case "waiting": return waitWords(e.wait, { detail: oneLine(e.detail || e.name, 140) });
     case "resolved": return "you answered";
     case "turn_end": return "finished its turn";
     case "interrupt": return "interrupted";
