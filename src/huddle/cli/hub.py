@@ -43,7 +43,6 @@ def push(dsn: str, watch: bool, machine: str | None, with_content: bool, every: 
             n, r = p.run()
             click.echo(f"huddle: pushed {n:,} sessions, {r:,} responses to {where} as {name}", err=True)
             return
-        click.echo(f"huddle: pushing to {where} as {name} (Ctrl+C to stop)", err=True)
 
         def pushed(n: int, r: int) -> None:
             click.echo(f"huddle: pushed {n:,} sessions, {r:,} responses", err=True)
@@ -51,7 +50,8 @@ def push(dsn: str, watch: bool, machine: str | None, with_content: bool, every: 
         def failed(msg: str, delay: float) -> None:
             click.echo(f"huddle: {msg}; trying again in {delay:.0f} s", err=True)
 
-        try:
+        try:  # (said inside: a Ctrl-C right after the line stops it as well as any later)
+            click.echo(f"huddle: pushing to {where} as {name} (Ctrl+C to stop)", err=True)
             p.watch(every=every, on_push=pushed, on_error=failed)
         except KeyboardInterrupt:
             click.echo("huddle: stopped", err=True)

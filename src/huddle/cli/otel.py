@@ -88,7 +88,6 @@ def _otel(
             if red is not None and red.replaced:
                 click.echo(f"huddle: {red.replaced:,} secrets redacted from the content", err=True)
             return
-        click.echo(f"huddle: following sessions into {where} (Ctrl+C to stop)", err=True)
         last = [0]
 
         def cycle() -> None:
@@ -99,7 +98,8 @@ def _otel(
         def failed(msg: str) -> None:
             click.echo(f"huddle: {msg}; trying again", err=True)
 
-        try:
+        try:  # (said inside: a Ctrl-C right after the line stops it as well as any later)
+            click.echo(f"huddle: following sessions into {where} (Ctrl+C to stop)", err=True)
             ex.follow(ids, every=every, on_error=failed, on_cycle=cycle)
         except KeyboardInterrupt:
             click.echo(f"huddle: stopped; {sender.sent:,} spans sent", err=True)

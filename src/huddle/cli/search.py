@@ -48,7 +48,10 @@ def _progress_factory(console):
     return make, state
 
 
-@click.command()
+# `huddle search '"fix the login"' -flaky`: a word to leave out is written with one dash, as
+# in the query language, so options click does not know are words of the query; a long
+# one (`--limt`) is still a mistyped option, said as such.
+@click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("query", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print what GET /api/search returns.")
 @click.option("--source", default=None, help="Only this agent (claude, codex, vibe...).")
@@ -75,6 +78,12 @@ def search(query, as_json, source, project, session_id, kinds, since, until, lim
     from huddle.sources import Settings
     from huddle.views.search import search as run
 
+    typo = next((w.split("=", 1)[0] for w in query if w.startswith("--") and len(w) > 2), None)
+    if typo is not None:
+        import difflib
+
+        known = [o for p in search.params for o in p.opts if o.startswith("--")]
+        raise click.NoSuchOption(typo, possibilities=difflib.get_close_matches(typo, known))
     err = Console(stderr=True)
     settings = Settings.from_env()
     make, state = _progress_factory(err)

@@ -62,9 +62,10 @@ def watch(notify: bool, url: str | None) -> None:
     if notify:
         try:
             backend = pick()
-        except Unavailable as exc:
-            raise click.ClickException(str(exc)) from None
-        notifier = Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True))
+        except Unavailable as exc:  # the lines go on; the why is said once
+            click.echo(f"huddle: desktop notifications off: {exc}", err=True)
+        else:
+            notifier = Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True))
     h = Huddle(cache=True)
     h.refresh(parallel=True)
     h.cache = None  # the watcher reads appended bytes from here on
@@ -79,13 +80,13 @@ def watch(notify: bool, url: str | None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     w.start()
     need = sum(1 for r in w.rows.values() if r.get("state") == NEEDS_YOU)
-    click.echo(
-        f"huddle: watching {len(w.rows)} sessions ({need} need you now)"
-        + (f"; notifications through {notifier.backend.name}" if notifier else "")
-        + "; Ctrl+C to stop",
-        err=True,
-    )
-    try:
+    try:  # (said inside: a Ctrl-C right after the line stops it as well as any later)
+        click.echo(
+            f"huddle: watching {len(w.rows)} sessions ({need} need you now)"
+            + (f"; notifications through {notifier.backend.name}" if notifier else "")
+            + "; Ctrl+C to stop",
+            err=True,
+        )
         while not stop.wait(1.0):
             pass
     except KeyboardInterrupt:

@@ -59,7 +59,6 @@ def _run(
     notifier = _notifier(url_for(host, port)) if notify and hasattr(rows, "listen") else None
     if notifier is not None:
         rows.listen(notifier)
-    click.echo("huddle: press Ctrl+C to stop")
     if open_browser:
 
         def opened() -> None:
@@ -67,7 +66,8 @@ def _run(
                 click.echo("huddle: no graphical browser to open here: open that address in yours")
 
         threading.Timer(0.6, opened).start()
-    try:
+    try:  # (said inside: a Ctrl-C right after the line stops it as well as any later)
+        click.echo("huddle: press Ctrl+C to stop")
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn stops gracefully, then raises the Ctrl-C again: done, not failed
         pass
