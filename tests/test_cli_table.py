@@ -182,3 +182,39 @@ def test_a_short_id_is_the_shortest_start_no_other_id_shares(ids, least):
             n += 1
         want[i] = i[:n]
     assert short_ids([{"id": i} for i in ids], least) == want
+
+
+def test_every_short_id_the_table_prints_opens_its_session(tmp_path):
+    """Eight sessions whose ids start alike, one of them recent: the table lists that one
+    (the last day), and its short id is unique among all eight, not only among the rows
+    it shows, so `huddle show` opens it rather than naming eight candidates."""
+    import re
+
+    from conftest import SAMPLES
+
+    src = next((SAMPLES / "claude" / "01-basic-tools" / "config" / "projects").glob("*/*.jsonl"))
+    folder = tmp_path / "claude" / "projects" / src.parent.name
+    folder.mkdir(parents=True)
+    text = src.read_text()
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 600))
+    ids = [f"dcef0a1b-2c3d-4e5f-8a9b-{n:012x}" for n in range(8)]
+    for n, sid in enumerate(ids):
+        body = text.replace(src.stem, sid)
+        if n == 5:  # the recent one
+            body = re.sub(r'"timestamp":"[^"]+"', f'"timestamp":"{now}"', body)
+        (folder / f"{sid}.jsonl").write_text(body)
+    env = {
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+        "CODEX_HOME": str(tmp_path / "none"),
+        "VIBE_HOME": str(tmp_path / "none"),
+        "HUDDLE_HOME": str(tmp_path / "hh"),
+    }
+    for args in (["status"], ["status", "--all"], ["status", "--state", "ended"]):
+        out = huddle(env, *args)
+        assert out.returncode == 0, out.stderr
+        printed = [x.split()[0] for x in lines_of(out.stdout)[1:] if x.split() and x.split()[0].startswith("dcef")]
+        assert printed, out.stdout
+        for short in printed:
+            shown = huddle(env, "show", short, "--json")
+            assert shown.returncode == 0, (args, short, shown.stderr)
+            assert json.loads(shown.stdout)["id"].startswith(short)

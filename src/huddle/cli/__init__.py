@@ -126,10 +126,11 @@ def status(
         raise click.UsageError(str(exc)) from None
     if hub is not None:
         from .hub import hub_board
-        from .table import print_table
+        from .table import print_table, short_ids
 
-        data = pick.apply(hub_board(hub, machine))
-        _emit_json(data) if as_json else print_table(data)
+        whole = hub_board(hub, machine)
+        data = pick.apply(whole)
+        _emit_json(data) if as_json else print_table(data, ids=short_ids(whole["sessions"]))
         return
     if machine is not None:
         raise click.BadParameter("--machine goes with --hub", param_hint="--machine")
@@ -154,9 +155,10 @@ def status(
     if as_json:
         _emit_json(shown)
         return
-    from .table import print_table, shown_line
+    from .table import print_table, short_ids, shown_line
 
-    print_table(shown, footer=shown_line(len(shown["sessions"]), len(data["sessions"]), window, pick, since))
+    footer = shown_line(len(shown["sessions"]), len(data["sessions"]), window, pick, since)
+    print_table(shown, footer=footer, ids=short_ids(data["sessions"]))  # short ids unique among all
 
 
 @main.command(context_settings={"ignore_unknown_options": True})

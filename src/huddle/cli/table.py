@@ -90,12 +90,14 @@ def _what(s: dict) -> str:
     return " ".join(str(what).split())
 
 
-def table(data: dict, now: float | None = None, width: int = 120) -> Table:
+def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str, str] | None = None) -> Table:
     """The board in `width` columns: id, state, for how long, agent, title, project,
     tokens, cost at 120 and more (what it waits on or does beside the title, in its own
-    column from 140); at 80 the project goes and the title takes what is left."""
+    column from 140); at 80 the project goes and the title takes what is left. `ids`:
+    the short ids, worked out over every session (`short_ids` of the whole board), not
+    only the rows shown, so each one opens its own session."""
     rows = data.get("sessions", [])
-    sid = short_ids(rows)
+    sid = ids if ids is not None else short_ids(rows)
     cells: list[dict[str, Any]] = []
     for s in rows:
         state = s.get("state") or ""
@@ -173,14 +175,21 @@ def shown_line(shown: int, total: int, window: str | None, pick, since: str | No
     return f"{shown} of {total} sessions ({'; '.join(why)}); --all for every one"
 
 
-def print_table(data: dict, console: Console | None = None, footer: str | None = None) -> None:
+def print_table(
+    data: dict, console: Console | None = None, footer: str | None = None, ids: dict[str, str] | None = None
+) -> None:
     console = console or Console()
     if not data.get("sessions"):
         console.print(Text(footer or "No agent sessions found.", style="dim"), soft_wrap=True)
         return
-    console.print(table(data, width=console.width))
+    console.print(table(data, width=console.width, ids=ids))
     if footer:
         console.print(Text(footer, style="dim"), soft_wrap=True)
+
+
+def shown_board(board: dict, pick=None) -> tuple[dict, dict[str, str]]:
+    """The rows `pick` keeps, and the short ids of every row (unique among them all)."""
+    return (pick.apply(board) if pick else board), short_ids(board.get("sessions", []))
 
 
 def watch_table(h, interval: float = 1.0, pick=None) -> None:
@@ -209,24 +218,21 @@ def watch_table(h, interval: float = 1.0, pick=None) -> None:
         if not console.is_terminal:
             last = None
             while True:
-                data = pick.apply(w.board()) if pick else w.board()
+                data, ids = shown_board(w.board(), pick)
                 shown = [(s.get("id"), s.get("state"), s.get("title"), s.get("tokens")) for s in data["sessions"]]
                 if shown != last:
-                    print_table(data, console)
+                    print_table(data, console, ids=ids)
                     console.file.flush()
                     last = shown
                 moved.wait(interval)
                 moved.clear()
-        with Live(
-            table(pick.apply(w.board()) if pick else w.board(), width=console.width),
-            console=console,
-            auto_refresh=False,
-            screen=False,
-        ) as live:
+        data, ids = shown_board(w.board(), pick)
+        with Live(table(data, width=console.width, ids=ids), console=console, auto_refresh=False, screen=False) as live:
             while True:
                 moved.wait(interval)
                 moved.clear()
-                live.update(table(pick.apply(w.board()) if pick else w.board(), width=console.width), refresh=True)
+                data, ids = shown_board(w.board(), pick)
+                live.update(table(data, width=console.width, ids=ids), refresh=True)
     except KeyboardInterrupt:
         pass
     finally:
