@@ -293,3 +293,30 @@ def test_notice_says_which_agent_of_several():
     summary, body = notice(row)
     assert summary == "Port the parser needs you"
     assert body.splitlines() == ["Euclid (explorer) (Codex · shop)", "approve command: rm -rf build"]
+
+
+def test_huddle_demo_rings_its_needs_you_moment_then_answered(bus, tmp_path):
+    """`huddle demo`, the command the README names: the lead asks to push (38 s into the
+    story, 9.5 s at speed 4), a desktop notification says so as a bare `huddle` would for
+    your own sessions, and it is closed when the push is allowed (answered)."""
+    env = {"HUDDLE_HOME": str(tmp_path / "hh")}
+    p = subprocess.Popen(
+        [sys.executable, "-m", "huddle", "demo", "--no-open", "--port", "0", "--speed", "4"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **env},
+        text=True,
+        start_new_session=True,
+        preexec_fn=_as_in_a_terminal,
+    )
+    try:
+        (note,) = bus.wait("Notify", 1, within=60)
+        assert note["summary"].endswith("needs you") and "dark mode" in note["summary"].lower()
+        assert "git push" in note["body"] and "The lead" in note["body"]
+        (closed,) = bus.wait("CloseNotification", 1, within=60)
+        assert closed["id"] == note["id"]  # answered: its own notification closed
+    finally:
+        p.send_signal(signal.SIGINT)
+        _out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    assert "Traceback" not in err

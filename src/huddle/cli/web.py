@@ -138,12 +138,19 @@ def serve(
 @click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="Port; 0 picks a free one.")
 @click.option("--open/--no-open", "open_browser", default=True, show_default=True)
 @click.option("--speed", default=1.0, show_default=True, type=click.FloatRange(0.1, 100), help="Play the story faster.")
-def demo(host: str, port: int, open_browser: bool, speed: float) -> None:
-    """Play a fictional session (a lead and four sub-agents) live in the web app."""
+@click.option(
+    "--notify/--no-notify",
+    default=True,
+    show_default=True,
+    help="A desktop notification at the story's needs-you moment, closed when it is answered.",
+)
+def demo(host: str, port: int, open_browser: bool, speed: float, notify: bool = True) -> None:
+    """Play a fictional session (a lead and four sub-agents) live in the web app, with the
+    desktop notification its needs-you moment rings, as your own sessions' do."""
     from huddle.demo import Demo
 
     d = Demo(speed=speed)
-    _run(d.huddle(), host, port, open_browser, demo=d)
+    _run(d.huddle(), host, port, open_browser, demo=d, notify=notify)
 
 
 @click.command()

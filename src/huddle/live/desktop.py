@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import subprocess
@@ -32,21 +33,35 @@ class Unavailable(HostingError):
     """No way to show desktop notifications here (said in one line)."""
 
 
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def session_bus():
+    """A connection to the D-Bus session bus (jeepney), or Unavailable saying why not in
+    one line: the backends that speak D-Bus are passed over without one."""
+    if not os.environ.get("DBUS_SESSION_BUS_ADDRESS"):
+        raise Unavailable("no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS is not set)")
+    try:
+        from jeepney.io.blocking import open_dbus_connection
+    except ImportError as exc:
+        raise Unavailable("jeepney is not installed") from exc
+    try:
+        return open_dbus_connection(bus="SESSION")
+    except Exception as exc:  # an address with nothing behind it, a bus refusing us
+        raise Unavailable(f"no D-Bus session bus ({type(exc).__name__}: {_one_line(exc)})") from exc
+
+
 class DBus:
     """org.freedesktop.Notifications over the session bus, with jeepney."""
 
     name = "dbus"
 
     def __init__(self) -> None:
-        try:
-            from jeepney import DBusAddress
-            from jeepney.io.blocking import open_dbus_connection
-        except ImportError as exc:
-            raise Unavailable("jeepney is not installed") from exc
-        try:
-            self.conn = open_dbus_connection(bus="SESSION")
-        except Exception as exc:  # no bus address, no bus
-            raise Unavailable(f"no D-Bus session bus ({type(exc).__name__}: {exc})") from exc
+        self.conn = session_bus()
+        from jeepney import DBusAddress
+
         self.addr = DBusAddress(BUS_PATH, bus_name=BUS_NAME, interface=BUS_NAME)
         self.lock = threading.Lock()
 
@@ -81,6 +96,9 @@ class NotifySend:
         self.exe = shutil.which("notify-send")
         if not self.exe:
             raise Unavailable("notify-send is not installed (Debian: libnotify-bin)")
+        if not os.environ.get("DISPLAY"):
+            # libnotify speaks D-Bus too: with no bus it can only start one for an X display
+            session_bus().close()
 
     def _run(self, *args: str) -> int | None:
         out = subprocess.run(
@@ -138,6 +156,14 @@ class Notifier:
             from desktop_notifier import DesktopNotifier
         except ImportError as exc:
             raise Unavailable("desktop-notifier is not installed (pip install 'huddle[notify]')") from exc
+        if sys.platform.startswith("linux"):
+            session_bus().close()  # it speaks D-Bus there: none, and it would fail at every wait
+        # It logs a failed send with its traceback and returns as if sent: its records are
+        # kept here (never printed) and a failure raised as one line from show().
+        self.failures = _Failures()
+        log = logging.getLogger("desktop_notifier")
+        log.addHandler(self.failures)
+        log.propagate = False
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="huddle-notify", daemon=True)
         self.thread.start()
@@ -152,7 +178,11 @@ class Notifier:
         if isinstance(replaces, str):
             self.close(replaces)
         clicked = (lambda: open_page(url)) if url else None
-        return self._run(self.dn.send(summary, body, urgency=Urgency.Critical, on_clicked=clicked, timeout=0))
+        self.failures.last = None
+        nid = self._run(self.dn.send(summary, body, urgency=Urgency.Critical, on_clicked=clicked, timeout=0))
+        if self.failures.last is not None:
+            raise RuntimeError(self.failures.last)
+        return nid
 
     def close(self, handle: object) -> None:
         if isinstance(handle, str):
@@ -176,6 +206,18 @@ class Notifier:
         self.thread.join(timeout=5)
         if not self.thread.is_alive():
             self.loop.close()  # its selector and sockets, not left to the collector
+
+
+class _Failures(logging.Handler):
+    """desktop-notifier's error records, kept as one line (the last one), never printed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.last: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = record.exc_info[1] if record.exc_info else None
+        self.last = f"{type(exc).__name__}: {_one_line(exc)}" if exc is not None else record.getMessage()
 
 
 def _detached(argv: list[str]) -> None:
@@ -229,10 +271,10 @@ def pick(name: str | None = None) -> Any:
     order = (
         ["desktop-notifier", "osascript"] if sys.platform == "darwin" else ["desktop-notifier", "dbus", "notify-send"]
     )
-    why = []
+    why: dict[str, list[str]] = {}  # one reason, the backends it stopped
     for n in order:
         try:
             return BACKENDS[n]()
         except Unavailable as exc:
-            why.append(f"{n}: {exc}")
-    raise Unavailable("no desktop notifications here (" + "; ".join(why) + ")")
+            why.setdefault(str(exc), []).append(n)
+    raise Unavailable("; ".join(f"{', '.join(n)}: {w}" for w, n in why.items()))

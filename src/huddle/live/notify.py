@@ -77,6 +77,7 @@ class Notifier:
         self.seen: dict[str, object] = {}  # row key -> wait id known before we started
         self.sent = 0
         self.on_error = on_error
+        self.failing = False  # said once that they are off; said again only after one worked
         self.lock = threading.Lock()
 
     def prime(self, rows: Iterable[dict[str, Any]]) -> None:
@@ -136,8 +137,12 @@ class Notifier:
 
     def _call(self, fn, *args):
         try:
-            return fn(*args)
+            out = fn(*args)
         except Exception as exc:  # a desktop that will not listen must not stop the board
-            if self.on_error is not None:
-                self.on_error(f"notifications ({self.backend.name}): {type(exc).__name__}: {exc}")
+            if self.on_error is not None and not self.failing:
+                why = " ".join(str(exc).split())[:200] or type(exc).__name__
+                self.on_error(f"desktop notifications are off: {self.backend.name} failed ({why})")
+            self.failing = True
             return None
+        self.failing = False
+        return out
