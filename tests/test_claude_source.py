@@ -152,6 +152,17 @@ def test_interrupts_compaction_and_harness_text():
     assert s.cwd == "/home/dev/work/10-interactive-tmux/proj"
 
 
+def test_slash_commands_are_what_the_person_typed():
+    """A slash command is the command and its arguments as typed (`/rename Interactive demo
+    session`), whether Claude Code wrote it as a user record or a local_command system
+    record; what the command printed is harness output, never the person's."""
+    s = only(scenario("10-interactive-tmux"))
+    typed = [e.text for e in kinds(s, ev.CONTEXT) if e.name == "command"]
+    assert typed == ["/rename Interactive demo session", "/compact"]
+    stdout = [e for e in kinds(s, ev.CONTEXT) if "Session renamed to" in e.text]
+    assert stdout and all(e.name != "command" for e in stdout)
+
+
 def test_compaction_in_print_mode():
     s = only(scenario("05-compact"))
     (c,) = kinds(s, ev.COMPACTION)

@@ -124,7 +124,7 @@ def _agent_name(s: Any, agent: str) -> str:
     a = s.agents.get(agent)
     if a is None:
         return agent
-    return a.description or a.kind or a.name or agent
+    return s.label_of(a) or agent  # the one name every view gives it (a Codex sub-agent: "Zeno (/root/review)")
 
 
 def search(

@@ -16,7 +16,6 @@ from huddle.model.tools import HANDBACK_TOOLS, SPAWN_TOOLS
 
 from .records import (
     ATTACHMENT_KEY,
-    COMMAND_NAME,
     INTERRUPT,
     QUIET_ATTACHMENTS,
     RESULT_TAG,
@@ -43,6 +42,7 @@ from .records import (
     report_of,
     str_of,
     summary_text,
+    typed_command,
 )
 from .responses import ResponseCounts
 from .skips import UsageFilter, compact, meta_skips
@@ -349,10 +349,9 @@ class FileParser(ResponseCounts):
             return
         if r.isMeta or stripped.startswith(("<local-command", "<system-reminder>", "<command-", "<bash-")):
             name = "meta"
-            cm = COMMAND_NAME.search(stripped)
-            if cm:
-                name = "command"
-                text = cm.group(1).strip()
+            cmd = typed_command(stripped)
+            if cmd:
+                name, text = "command", cmd
             t, cut = cap(text)
             self.emit(ev.CONTEXT, off, n, name=name, text=t, truncated=cut)
             return
@@ -439,5 +438,7 @@ class FileParser(ResponseCounts):
                 size=r.pendingBackgroundAgentCount,
                 text=f"{r.pendingBackgroundAgentCount} background agent(s) still running",
             )
-        elif st == "local_command":
-            self.emit(ev.CONTEXT, off, n, name="command", text=str_of(r.content))
+        elif st == "local_command":  # the command typed, or what it printed (harness output)
+            text = str_of(r.content)
+            cmd = typed_command(text)
+            self.emit(ev.CONTEXT, off, n, name="command" if cmd else "meta", text=cmd or text)

@@ -187,6 +187,19 @@ STATUS_TAG = _TAG("status")
 RESULT_TAG = _TAG("result")
 SUMMARY_TAG = _TAG("summary")
 COMMAND_NAME = _TAG("command-name")
+COMMAND_ARGS = _TAG("command-args")
+
+
+def typed_command(text: str) -> str | None:
+    """A slash command as the person typed it (`/rename My session`), from the tags Claude
+    Code wraps it in; None when `text` holds none."""
+    m = COMMAND_NAME.search(text)
+    if m is None:
+        return None
+    args = COMMAND_ARGS.search(text)
+    return " ".join(p for p in (m.group(1).strip(), args.group(1).strip() if args else "") if p)
+
+
 _HANDBACK_MARK = "The report follows:\n"
 _TRAILER = re.compile(r"\n(agentId: [0-9a-z]+ \(|<usage>)")
 

@@ -4,7 +4,7 @@
 import { api, el, fmtClock, fmtTokens, oneLine, avatar } from "./common.js";
 import { label, waitWords } from "./model.js";
 import { highlight, queryWords } from "./highlight.js";
-import { markdown } from "./markdown.js";
+import { markdown, plainWords } from "./markdown.js";
 
 const PAGE = 50;
 const CLAMP = 1200; // characters shown before "Show more"
@@ -236,7 +236,7 @@ export function mountConversation(box, S) {
         return el("div", { class: `msg agent${m.copied ? " copied" : ""}`, dataset: { line: m.line } }, header(m), textBlock(m, null, true));
       case "think":
         return el("div", { class: "msg agent wide", dataset: { line: m.line } },
-          el("details", { class: "think" }, el("summary", { text: `Thinking · ${oneLine(m.text, 90)}` }), el("div", { class: "pane", text: m.text })));
+          el("details", { class: "think" }, el("summary", { text: `Thinking · ${oneLine(plainWords(m.text), 90)}` }), el("div", { class: "pane rich" }, markdown(m.text))));
       case "tool_call":
         return el("div", { class: "msg agent wide", dataset: { line: m.line } }, toolNode(m));
       case "tool_result": {

@@ -23,3 +23,12 @@ export function markdown(text) {
   box.innerHTML = md.render(text || ""); // markdown-it escapes every character of raw HTML
   return box;
 }
+
+// Markdown said as plain words, for a one-line summary: the marks (**, `, #, >, list
+// bullets, a link's target) dropped, the words kept.
+export function plainWords(text) {
+  return String(text || "")
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
+    .replace(/^\s{0,3}(#{1,6}|>|[-*+]|\d+[.)])\s+/gm, "")
+    .replace(/(\*\*|__|\*|_|`+|~~)(?=\S)([^]*?\S)\1/g, "$2");
+}

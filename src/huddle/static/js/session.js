@@ -103,8 +103,14 @@ function route() {
   return i < 0 ? raw : raw.slice(0, i);
 }
 
+// With no tab named: the call while the session lives, its conversation once it ended
+// (an ended call is an empty room; the conversation is what there is to read).
+function defaultTab() {
+  return S.detail && S.detail.state === "ended" ? "conversation" : "call";
+}
+
 function show(name) {
-  if (!TABS[name]) name = "call";
+  if (!TABS[name]) name = defaultTab();
   current = name;
   for (const a of document.querySelectorAll(".tabs a")) a.classList.toggle("on", a.dataset.tab === name);
   for (const t of Object.keys(TABS)) $(`tab-${t}`).hidden = t !== name;
