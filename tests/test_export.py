@@ -281,6 +281,41 @@ def test_the_html_opens_from_file_with_no_network(planted, tmp_path, browser):
     ctx.close()
 
 
+WHEN = re.compile(r"^~?[A-Z][a-z]{2}, [A-Z][a-z]{2} \d{1,2}(, \d{4})?, \d{2}:\d{2}:\d{2}$")  # fmtWhen, en-US
+
+
+def test_the_html_export_looks_like_the_app(tmp_path, browser):
+    """Agent text is Markdown as in the app (code, bold, lists), a slash command reads as
+    typed, and every time on the page is said one way, its date with it (an export is
+    read on another day): the header, each turn, each message and the export's note."""
+    cfg, sid, _main = web_corpus.one_session(tmp_path, "10-interactive-tmux")
+    h = web_corpus.core(cfg)
+    data, _ = export_data(h, sid)
+    path = tmp_path / "export.html"
+    path.write_bytes(render(data, "html"))
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-US")
+    pg = ctx.new_page()
+    problems: list[str] = []
+    pg.on("pageerror", lambda e: problems.append(str(e)))
+    pg.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    pg.goto(path.as_uri())
+    pg.wait_for_selector("body[data-ready='1']")
+    md = pg.locator(".export-chat .msg.agent .md")
+    assert md.count() > 0
+    assert pg.locator(".export-chat .msg.agent .md code").count() > 0  # `greet()` and friends
+    assert "`" not in " ".join(md.all_text_contents())  # (text, not innerText: far messages skip rendering)
+    typed = pg.locator(".export-chat .msg.human.command .body").all_text_contents()
+    assert "/rename Interactive demo session" in typed, typed
+    times = pg.locator(
+        ".head-meta .s-started, .turn-head .t-when, .export-chat .msg .who .t-when, .export-note .t-when"
+    )
+    said = [t.strip() for t in times.all_text_contents()]
+    assert len(said) > 10
+    assert all(WHEN.match(t) for t in said), [t for t in said if not WHEN.match(t)][:5]
+    assert not problems, problems
+    ctx.close()
+
+
 @pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright

@@ -29,6 +29,10 @@ ENTRY = "export.js"
 STYLES = ("huddle.css", "find.css")
 
 _IMPORT = re.compile(r"^import\s*\{([^}]*)\}\s*from\s*[\"']\./([\w.-]+\.js)[\"'];?[ \t]*$", re.M)
+# a default import of vendored code (markdown.js: `import markdownit from "../vendor/..."`)
+_IMPORT_DEFAULT = re.compile(
+    r"^import\s+([A-Za-z_$][\w$]*)\s+from\s*[\"'](\.\./vendor/[\w./-]+\.js)[\"'];?[ \t]*$", re.M
+)
 _IMPORT_ANY = re.compile(r"^import\b.*$", re.M)
 _EXPORT_DECL = re.compile(r"^export\s+((?:async\s+)?function\*?|const|let|var|class)\s+([A-Za-z_$][\w$]*)", re.M)
 _EXPORT_LIST = re.compile(r"^export\s*\{([^}]*)\};?[ \t]*$", re.M)
@@ -44,7 +48,7 @@ def _module(name: str) -> str:
 
 
 def _deps(src: str) -> list[str]:
-    return [m.group(2) for m in _IMPORT.finditer(src)]
+    return [m.group(2) for m in _IMPORT.finditer(src)] + [m.group(2) for m in _IMPORT_DEFAULT.finditer(src)]
 
 
 def _order(entry: str) -> list[str]:
@@ -83,6 +87,7 @@ def _transform(name: str, src: str) -> str:
         return f"const {{ {', '.join(parts)} }} = __m[{name_js(m.group(2))}];"
 
     src = _IMPORT.sub(imp, src)
+    src = _IMPORT_DEFAULT.sub(lambda m: f"const {m.group(1)} = __m[{name_js(m.group(2))}].default;", src)
     left = _IMPORT_ANY.search(src)
     if left:
         raise BundleError(f"{name}: an import the bundler does not know: {left.group(0)[:80]}")
@@ -94,7 +99,10 @@ def _transform(name: str, src: str) -> str:
     src = _EXPORT_DECL.sub(decl, src)
 
     def lst(m: re.Match[str]) -> str:
-        names.extend(x.strip() for x in m.group(1).split(",") if x.strip())
+        for x in m.group(1).split(","):
+            local, _, public = (p.strip() for p in x.partition(" as "))
+            if local:
+                names.append(f"{public}: {local}" if public else local)  # `vr as default`: default: vr
         return ""
 
     src = _EXPORT_LIST.sub(lst, src)

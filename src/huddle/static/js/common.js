@@ -113,9 +113,14 @@ export function fmtCost(cost) {
 // read days later must not look like this morning's).
 export function fmtClock(t) {
   if (t === null || t === undefined) return "";
-  const clock = fmtTime(t);
-  if (new Date(t * 1000).toDateString() === new Date().toDateString()) return clock;
-  return `${fmtDate(t)} ${clock}`;
+  if (new Date(t * 1000).toDateString() === new Date().toDateString()) return fmtTime(t);
+  return fmtWhen(t);
+}
+
+// A time with its date, the one way the pages and exports say one: "Mon, Nov 30, 03:04:09".
+export function fmtWhen(t) {
+  if (t === null || t === undefined) return "";
+  return `${fmtDate(t)}, ${fmtTime(t)}`;
 }
 
 export function fmtTime(t) {

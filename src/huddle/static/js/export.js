@@ -1,13 +1,17 @@
 // An exported session, opened from a file: the data sits in the page (gzip, base64)
 // and is inflated here; the conversation nests every sub-agent under the call that
 // started it, with tokens and cost per turn; the replay and the tree are the web
-// app's own. Everything is drawn through the DOM as text: nothing in the data runs.
-import { el, fmtTokens, fmtClock, fmtDuration, oneLine, avatar, SOURCE_LABEL, parseISO } from "./common.js";
+// app's own. It reads as the app does (agent text as Markdown, through markdown.js with
+// raw HTML off; a slash command as typed) and says every time one way, with its date (an
+// export is read on another day). Nothing in the data runs.
+import { el, fmtTokens, fmtWhen, fmtDuration, oneLine, avatar, SOURCE_LABEL, parseISO } from "./common.js";
+import { markdown, plainWords } from "./markdown.js";
 import { timeline, label, waitWords } from "./model.js";
 import { mountReplay } from "./replay.js";
 import { mountTree } from "./tree.js";
 
 const QUIET = new Set(["usage", "title", "turn_end"]);
+const typed = (e) => e.kind === "context" && e.name === "command"; // a slash command the person typed
 const EAGER = 3000; // events: a session up to this size is drawn whole at once
 const CHUNK = 400; // messages drawn at a time in a bigger one
 const usd = (v) => (v === null || v === undefined ? "—" : v > 0 && v < 0.01 ? "<$0.01" : `$${v.toFixed(2)}`);
@@ -40,15 +44,17 @@ function conversation(data) {
   const turns = new Map(data.turns.map((t) => [t.start_seq, t]));
   const shown = new Set();
   const usageOf = (id) => { const a = agents.get(id); return a ? a.usage : null; };
+  // An agent's words as the app draws them: Markdown (raw HTML shown as text, never run).
+  const rich = (text) => el("div", { class: "body rich" }, markdown(text || ""));
 
   function who(e) {
-    if (e.kind === "prompt") return "You";
+    if (e.kind === "prompt" || typed(e)) return "You";
     const a = agents.get(e.agent);
     return a ? label(a) : e.agent;
   }
 
   function head(e) {
-    return el("div", { class: "who" }, el("span", { text: who(e) }), e.t ? el("span", { text: (e.estimated ? "~" : "") + fmtClock(e.t) }) : null);
+    return el("div", { class: "who" }, el("span", { text: who(e) }), e.t ? el("span", { class: "t-when", text: (e.estimated ? "~" : "") + fmtWhen(e.t) }) : null);
   }
 
   function toolPane(e, r) {
@@ -88,13 +94,13 @@ function conversation(data) {
     const name = a ? label(a) : e.name || "a sub-agent";
     const r = results.get(`${e.agent} ${e.id}`);
     const body = el("div", { class: "sub-body" },
-      el("div", { class: "msg delegation" }, el("div", { class: "who", text: `Asked by ${who(e)}` }), el("div", { class: "body", text: e.text || e.detail || "" })));
+      el("div", { class: "msg delegation" }, el("div", { class: "who", text: `Asked by ${who(e)}` }), rich(e.text || e.detail)));
     let filled = false;
     const fill = () => {
       if (filled) return;
       filled = true;
       body.append(lane(e.target, depth + 1));
-      if (r && r.output) body.append(el("div", { class: "msg delegation" }, el("div", { class: "who", text: "Result returned to the caller" }), el("div", { class: "body", text: r.output })));
+      if (r && r.output) body.append(el("div", { class: "msg delegation" }, el("div", { class: "who", text: "Result returned to the caller" }), rich(r.output)));
     };
     const box = el("details", { class: "sub", open: !BIG && depth < 1, dataset: { agent: e.target } },
       el("summary", {},
@@ -112,12 +118,14 @@ function conversation(data) {
     switch (e.kind) {
       case "prompt": return el("div", { class: "msg human", dataset: { seq: e.seq } }, head(e), el("div", { class: "body", text: e.text || "" }),
         ...(e.images || []).map((img) => el("img", { src: `data:${img.media_type};base64,${img.data}`, alt: "image in the prompt" })));
-      case "say": return el("div", { class: "msg agent", dataset: { seq: e.seq } }, head(e), el("div", { class: "body", text: e.text || "" }));
-      case "think": return el("div", { class: "msg agent wide", dataset: { seq: e.seq } }, el("details", { class: "think" }, el("summary", { text: `Thinking · ${oneLine(e.text, 90)}` }), el("div", { class: "pane", text: e.text || "" })));
+      case "say": return el("div", { class: "msg agent", dataset: { seq: e.seq } }, head(e), rich(e.text));
+      case "think": return el("div", { class: "msg agent wide", dataset: { seq: e.seq } }, el("details", { class: "think" }, el("summary", { text: `Thinking · ${oneLine(plainWords(e.text), 90)}` }), el("div", { class: "pane rich" }, markdown(e.text || ""))));
       case "tool_call": return tool(e);
-      case "order": return e.agent !== e.target && depth < 12 ? sub(e, depth) : el("div", { class: "msg delegation", dataset: { seq: e.seq } }, head(e), el("div", { class: "body", text: e.text || "" }));
-      case "report": return el("div", { class: "msg delegation", dataset: { seq: e.seq } }, head(e), el("div", { class: "who", text: `Report from ${label(agents.get(e.target) || { parent: 1, name: "a sub-agent" })}` }), el("div", { class: "body", text: e.text || "" }));
-      case "context": return el("div", { class: "msg context", dataset: { seq: e.seq } }, el("details", { class: "ctx" }, el("summary", { text: `context · ${e.name || "harness"}` }), el("div", { class: "pane", text: e.text || "" })));
+      case "order": return e.agent !== e.target && depth < 12 ? sub(e, depth) : el("div", { class: "msg delegation", dataset: { seq: e.seq } }, head(e), rich(e.text));
+      case "report": return el("div", { class: "msg delegation", dataset: { seq: e.seq } }, head(e), el("div", { class: "who", text: `Report from ${label(agents.get(e.target) || { parent: 1, name: "a sub-agent" })}` }), rich(e.text));
+      case "context":
+        if (typed(e)) return el("div", { class: "msg human command", dataset: { seq: e.seq } }, head(e), el("div", { class: "body", text: e.text || "" }));
+        return el("div", { class: "msg context", dataset: { seq: e.seq } }, el("details", { class: "ctx" }, el("summary", { text: `context · ${e.name || "harness"}` }), el("div", { class: "pane", text: e.text || "" })));
       case "waiting": return el("div", { class: "msg system k-waiting" }, el("div", { class: "body", text: waitWords(e.wait, { detail: e.detail || e.name }).replace(/^w/, "W") }));
       case "resolved": return el("div", { class: "msg system" }, el("div", { class: "body", text: "Answered" }));
       case "error": return el("div", { class: "msg system k-error" }, el("div", { class: "body", text: e.text || "error" }));
@@ -130,7 +138,7 @@ function conversation(data) {
   function turnHead(t) {
     return el("div", { class: "turn-head", dataset: { turn: t.n } },
       el("span", { class: "tn", text: `Turn ${t.n}` }),
-      t.t ? el("span", { text: new Date(t.t).toLocaleString([], { hour12: false }) }) : null,
+      t.t ? el("span", { class: "t-when", text: fmtWhen(parseISO(t.t)) }) : null,
       el("span", { text: `${fmtTokens(t.tokens)} tokens` }),
       el("span", { text: usd(t.cost_usd) + (t.unpriced.length ? "+?" : "") , title: t.unpriced.length ? `unpriced: ${t.unpriced.join(", ")}` : "" }),
       el("span", { class: "faint", text: `${t.responses} model responses` }));
@@ -197,12 +205,14 @@ function header(data) {
       el("div", { class: "head-meta" },
         el("span", { text: SOURCE_LABEL[s.source] || s.source }),
         s.project ? el("span", { text: s.project, title: s.cwd || "" }) : null,
-        start ? el("span", { text: `${new Date(start * 1000).toLocaleString([], { hour12: false })} · ${fmtDuration((end || start) - start)}` }) : null,
+        start ? el("span", { class: "s-started", text: fmtWhen(start) }) : null,
+        start ? el("span", { text: fmtDuration((end || start) - start) }) : null,
         el("span", { text: `${fmtTokens(s.tokens)} tokens` }),
         el("span", { text: usd(s.cost && s.cost.usd) }))),
     el("p", { class: `export-note${r.enabled ? "" : " warn"}` },
-      r.enabled ? `Exported ${new Date(data.exported_at).toLocaleString([], { hour12: false })} by huddle ${data.huddle}. ${r.replaced} secret${r.replaced === 1 ? "" : "s"} replaced before export.`
-                : `Exported ${new Date(data.exported_at).toLocaleString([], { hour12: false })} by huddle ${data.huddle}, without redaction.`,
+      "Exported ", el("span", { class: "t-when", text: fmtWhen(parseISO(data.exported_at)) }),
+      r.enabled ? ` by huddle ${data.huddle}. ${r.replaced} secret${r.replaced === 1 ? "" : "s"} replaced before export.`
+                : ` by huddle ${data.huddle}, without redaction.`,
       data.trimmed.pieces ? ` ${data.trimmed.pieces} heavy tool output${data.trimmed.pieces === 1 ? "" : "s"} trimmed (full sizes stated).` : "",
       data.images.dropped ? ` ${data.images.dropped} image${data.images.dropped === 1 ? "" : "s"} left out.` : ""),
   ];

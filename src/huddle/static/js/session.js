@@ -1,5 +1,5 @@
 // One session: loads its detail and timeline, follows the stream, hosts the tabs.
-import { api, el, pill, stream, fmtTokens, fmtCost, fmtDuration, fmtDate, fmtTime, parseISO, SOURCE_LABEL, typing } from "./common.js";
+import { api, el, pill, stream, fmtTokens, fmtCost, fmtDuration, fmtWhen, parseISO, SOURCE_LABEL, typing } from "./common.js";
 import { timeline } from "./model.js";
 import { mountCall } from "./call.js";
 import { mountTree } from "./tree.js";
@@ -28,7 +28,7 @@ function header() {
   meta.replaceChildren(
     el("span", { text: SOURCE_LABEL[d.source] || d.source }),
     d.project ? el("span", { text: d.project, title: d.cwd || "" }) : null,
-    started ? el("span", { class: "s-started", text: `started ${fmtDate(started)}, ${fmtTime(started)}`, title: d.started_at }) : null,
+    started ? el("span", { class: "s-started", text: `started ${fmtWhen(started)}`, title: d.started_at }) : null,
     since ? el("span", { text: `${fmtDuration(Date.now() / 1000 - since)} in state` }) : null,
     el("span", { text: `${fmtTokens(d.tokens ?? 0)} tokens` }),
     el("span", { text: fmtCost(d.cost) }));
