@@ -65,6 +65,10 @@ function renderRow(r, flash) {
     el("td", { class: "c-cost", text: fmtCost(r.cost) }));
   if (flash) tr.classList.add("flash");
   tr.addEventListener("click", (ev) => { if (!ev.target.closest("a, button")) location.href = `/session/${encodeURIComponent(r.id)}`; });
+  tr.addEventListener("focusin", () => { // the keyboard's place is the selection (j/k go on from it)
+    const i = order.findIndex((x) => keyOf(x) === key);
+    if (i >= 0 && i !== selected) { selected = i; markSelected(); }
+  });
   const old = trs.get(key);
   if (old) old.replaceWith(tr);
   trs.set(key, tr);

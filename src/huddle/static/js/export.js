@@ -225,7 +225,9 @@ async function main() {
   const detail = { ...data.session, tree: data.agents, lead: data.session.lead, time_estimated: data.session.time_estimated };
   const S = { id: data.session.id, detail, events: data.events, timeline: timeline(data.events), listeners: new Set() };
   const tabs = { conversation: el("section", { class: "tab", id: "tab-conversation" }), replay: el("section", { class: "tab", id: "tab-replay", hidden: true }), tree: el("section", { class: "tab", id: "tab-tree", hidden: true }) };
-  const nav = el("nav", { class: "tabs", role: "tablist" }, ...Object.keys(tabs).map((k) => el("a", { role: "tab", href: `#${k}`, dataset: { tab: k }, text: k[0].toUpperCase() + k.slice(1) })));
+  for (const [k, t] of Object.entries(tabs)) { t.setAttribute("role", "tabpanel"); t.setAttribute("aria-labelledby", `tabbtn-${k}`); }
+  const nav = el("nav", { class: "tabs" }, el("div", { class: "tablist", role: "tablist", "aria-label": "Views of this session" },
+    ...Object.keys(tabs).map((k) => el("a", { role: "tab", id: `tabbtn-${k}`, href: `#${k}`, "aria-controls": `tab-${k}`, dataset: { tab: k }, text: k[0].toUpperCase() + k.slice(1) }))));
   document.body.replaceChildren(...header(data), nav, el("main", {}, ...Object.values(tabs)));
   tabs.conversation.append(conversation(data));
   performance.mark("huddle:built");
@@ -234,7 +236,11 @@ async function main() {
   const show = () => {
     const name = tabs[location.hash.slice(1)] ? location.hash.slice(1) : "conversation";
     for (const [k, t] of Object.entries(tabs)) t.hidden = k !== name;
-    for (const a of nav.querySelectorAll("a")) a.classList.toggle("on", a.dataset.tab === name);
+    for (const a of nav.querySelectorAll("[role=tab]")) {
+      const on = a.dataset.tab === name;
+      a.classList.toggle("on", on);
+      a.setAttribute("aria-selected", on ? "true" : "false");
+    }
     if (mounts[name]) { if (!mounted[name]) mounted[name] = mounts[name](tabs[name], S); mounted[name].show(); }
   };
   window.addEventListener("hashchange", show);

@@ -112,10 +112,29 @@ function defaultTab() {
 function show(name) {
   if (!TABS[name]) name = defaultTab();
   current = name;
-  for (const a of document.querySelectorAll(".tabs a")) a.classList.toggle("on", a.dataset.tab === name);
+  for (const a of document.querySelectorAll(".tabs [role=tab]")) {
+    const on = a.dataset.tab === name;
+    a.classList.toggle("on", on);
+    a.setAttribute("aria-selected", on ? "true" : "false");
+    a.tabIndex = on ? 0 : -1; // one tab stop; the arrow keys move between the tabs
+  }
   for (const t of Object.keys(TABS)) $(`tab-${t}`).hidden = t !== name;
   if (!mounted[name]) mounted[name] = TABS[name]($(`tab-${name}`), S);
   if (S.detail) mounted[name].show();
+}
+
+// The tabs as ARIA tabs: Left/Right (round), Home/End move to a tab and show it.
+function tabKeys(ev) {
+  const tabs = [...document.querySelectorAll(".tabs [role=tab]")];
+  const i = tabs.indexOf(ev.target);
+  if (i < 0) return;
+  const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[ev.key];
+  if (to === undefined) return;
+  ev.preventDefault();
+  ev.stopPropagation(); // (the replay's own arrow keys are not for a tab)
+  const t = tabs[(to + tabs.length) % tabs.length];
+  location.hash = t.dataset.tab;
+  t.focus();
 }
 
 function keys(ev) {
@@ -136,6 +155,7 @@ async function catchUp() {
 async function main() {
   window.addEventListener("hashchange", () => show(route()));
   document.addEventListener("keydown", keys);
+  document.querySelector(".tabs .tablist").addEventListener("keydown", tabKeys);
   const ready = loadAll();
   stream(id, {
     hello: () => { ready.then(catchUp).catch(() => {}); },

@@ -48,14 +48,22 @@ function downloadMenu(id) {
     });
     return a;
   };
-  const menu = el("div", { class: "download-menu", hidden: true, role: "menu" },
+  const menu = el("div", { class: "download-menu", id: "download-menu", hidden: true, role: "group", "aria-label": "Download this session" },
     link("html", "HTML page (opens anywhere, no network)"), link("md", "Markdown"), link("json", "JSON data"),
     el("label", {}, redact, "Replace secrets (keys, tokens, passwords)"),
     el("label", {}, images, "Keep images"));
-  const btn = el("button", { class: "btn", type: "button", text: "Download ▾", "aria-haspopup": "menu", title: "Export this session to send it" });
-  btn.addEventListener("click", (ev) => { ev.stopPropagation(); menu.hidden = !menu.hidden; });
-  document.addEventListener("click", (ev) => { if (!menu.contains(ev.target)) menu.hidden = true; });
-  return el("span", { class: "download" }, btn, menu);
+  const btn = el("button", { class: "btn", type: "button", text: "Download ▾", "aria-expanded": "false", "aria-controls": "download-menu", title: "Export this session to send it" });
+  const open = (on) => { menu.hidden = !on; btn.setAttribute("aria-expanded", on ? "true" : "false"); };
+  btn.addEventListener("click", (ev) => { ev.stopPropagation(); open(menu.hidden); });
+  document.addEventListener("click", (ev) => { if (!menu.contains(ev.target) && !menu.hidden) open(false); });
+  const box = el("span", { class: "download" }, btn, menu);
+  box.addEventListener("keydown", (ev) => { // Escape closes it, back on its button (and goes no further)
+    if (ev.key !== "Escape" || menu.hidden) return;
+    ev.stopPropagation();
+    open(false);
+    btn.focus();
+  });
+  return box;
 }
 
 // The session page's actions; drawn once (the id and the command do not change).
