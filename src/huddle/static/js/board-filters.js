@@ -1,6 +1,6 @@
-// The board's filters (state, project, agent, last active) and grouping by project.
+// The board's filters (the words typed, state, project, agent, last active) and grouping by project.
 // Kept out of board.js: the board asks `passes(row)` and `groupOf(row)`, and draws
-// the group headers this module makes. The choice lives in the address (?state=...),
+// the group headers this module makes. The choice lives in the address (?q=&state=...),
 // so a filtered board can be bookmarked or shared.
 import { el, STATE_LABEL, SOURCE_LABEL, parseISO, now } from "./common.js";
 
@@ -8,7 +8,7 @@ const SPANS = { "": "any time", "1h": "last hour", "24h": "last 24 hours", "7d":
 const SPAN_SECONDS = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
 const NO_PROJECT = "(no project)";
 
-const f = { states: new Set(), project: "", agent: "", span: "", group: false };
+const f = { states: new Set(), project: "", agent: "", span: "", group: false, q: "" };
 let onChange = () => {};
 const headers = new Map(); // group -> its <tr>
 
@@ -19,6 +19,7 @@ function read() {
   f.agent = p.get("agent") || "";
   f.span = p.get("active") in SPANS ? p.get("active") : "";
   f.group = p.get("group") === "project";
+  f.q = p.get("q") || "";
 }
 
 function write() {
@@ -29,12 +30,30 @@ function write() {
   set("agent", f.agent);
   set("active", f.span);
   set("group", f.group ? "project" : "");
+  set("q", f.q);
   const q = p.toString();
   history.replaceState(null, "", `${location.pathname}${q ? `?${q}` : ""}${location.hash}`);
 }
 
 export function active() {
-  return f.states.size > 0 || !!f.project || !!f.agent || !!f.span;
+  return f.states.size > 0 || !!f.project || !!f.agent || !!f.span || !!f.q;
+}
+
+// The words typed in the filter box: kept in the address (?q=) with the other filters.
+export function query() { return f.q; }
+export function setQuery(q) {
+  if (q === f.q) return;
+  const was = active();
+  f.q = q;
+  write();
+  if (active() !== was) onChange(); // the Clear button comes or goes
+}
+
+// What the board says when no row passes: the words, and that other filters are set.
+export function noneText() {
+  const others = f.states.size > 0 || !!f.project || !!f.agent || !!f.span;
+  const words = f.q ? `“${f.q}”` : "";
+  return `No session matches ${[words, others ? "these filters" : ""].filter(Boolean).join(" and ")}.`;
 }
 
 export function passes(r) {
@@ -110,7 +129,7 @@ export function setupFilters(box, rows, changed) {
     const group = el("input", { type: "checkbox", id: "group-project", checked: f.group });
     group.addEventListener("change", () => { f.group = group.checked; write(); onChange(); });
     const clear = el("button", { type: "button", class: "btn", id: "clear-filters", text: "Clear", hidden: !active() });
-    clear.addEventListener("click", () => { f.states.clear(); f.project = f.agent = f.span = ""; write(); onChange(); });
+    clear.addEventListener("click", () => { f.states.clear(); f.project = f.agent = f.span = f.q = ""; write(); onChange(); });
     box.replaceChildren(
       el("div", { class: "chips-states", role: "group", "aria-label": "States" }, chips),
       select("f-project", "Project", [["", "every project"], ...projects.map((p) => [p, p])], f.project, (v) => { f.project = v; }),

@@ -1,6 +1,6 @@
 // The board: every session, needs-you first, live.
 import { api, el, pill, stream, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, parseISO, now, typing, oneLine } from "./common.js";
-import { passes, groupOf, groupOrder, groupRow, setupFilters, active as filtering } from "./board-filters.js";
+import { passes, groupOf, groupOrder, groupRow, setupFilters, active as filtering, query, setQuery, noneText } from "./board-filters.js";
 import { copyButtons } from "./share.js";
 
 const rows = new Map(); // "source:id" -> row JSON
@@ -15,7 +15,7 @@ const $ = (id) => document.getElementById(id);
 const keyOf = (r) => `${r.source}:${r.id}`;
 
 function sortRows() {
-  const f = $("filter").value.trim().toLowerCase();
+  const f = query().trim().toLowerCase();
   const all = [...rows.values()];
   const byGroup = groupOrder(all) || (() => 0);
   order = all
@@ -55,8 +55,9 @@ function renderRow(r, flash) {
   const tr = el("tr", { class: `r-${r.state || "idle"}`, dataset: { key, id: r.id } },
     el("td", { class: "c-state" }, pill(r.state)),
     el("td", { class: "c-title" },
-      el("a", { class: "t-title", href: `/session/${encodeURIComponent(r.id)}`, text: r.title || r.id, title: r.title || r.id }),
-      el("span", { class: "row-copy" }, copyButtons(r)),
+      el("div", { class: "t-line" }, // the buttons beside the title, never over it
+        el("a", { class: "t-title", href: `/session/${encodeURIComponent(r.id)}`, text: r.title || r.id, title: r.title || r.id }),
+        el("span", { class: "row-copy" }, copyButtons(r))),
       subline(r)),
     el("td", { class: "c-kind", text: kindOf(r) }),
     el("td", { class: "c-project", text: r.project || "—", title: r.cwd || "" }),
@@ -92,7 +93,9 @@ function paint() {
   selected = Math.min(selected, Math.max(0, order.length - 1));
   markSelected();
   $("empty").hidden = rows.size > 0 || !loaded;
-  $("none-match").hidden = !(rows.size > 0 && !order.length && filtering());
+  const none = rows.size > 0 && !order.length && filtering();
+  $("none-match").hidden = !none;
+  if (none) $("none-match").textContent = noneText();
   summary();
 }
 
@@ -173,7 +176,7 @@ function setupNotify() {
 
 function keys(ev) {
   if (ev.key === "/" && !typing(ev.target)) { ev.preventDefault(); $("filter").focus(); return; }
-  if (ev.key === "Escape" && ev.target === $("filter")) { $("filter").value = ""; $("filter").blur(); paint(); return; }
+  if (ev.key === "Escape" && ev.target === $("filter")) { $("filter").value = ""; setQuery(""); $("filter").blur(); paint(); return; }
   if (typing(ev.target)) return;
   if (ev.key === "j" || ev.key === "ArrowDown") { selected = Math.min(order.length - 1, selected + 1); markSelected(); ev.preventDefault(); }
   else if (ev.key === "k" || ev.key === "ArrowUp") { selected = Math.max(0, selected - 1); markSelected(); ev.preventDefault(); }
@@ -193,8 +196,9 @@ let redrawFilters = () => {};
 
 async function main() {
   setupNotify();
-  redrawFilters = setupFilters($("filters"), () => [...rows.values()], paint);
-  $("filter").addEventListener("input", paint);
+  redrawFilters = setupFilters($("filters"), () => [...rows.values()], () => { $("filter").value = query(); paint(); });
+  $("filter").value = query();
+  $("filter").addEventListener("input", () => { setQuery($("filter").value); paint(); });
   document.addEventListener("keydown", keys);
   api.info().then((i) => { $("demo-badge").hidden = !i.demo; }).catch(() => {});
   const ready = load();

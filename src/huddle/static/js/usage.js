@@ -7,6 +7,7 @@ const NS = "http://www.w3.org/2000/svg";
 const DAY = 86400000;
 const PARTS = [["input", "Input", "#3e63dd"], ["output", "Output", "#30a46c"], ["cache_read", "Cache read", "#8e4ec6"], ["cache_write", "Cache write", "#e38c00"]];
 const GROUPS = ["day", "project", "model", "agent"];
+const LABEL_GAP = 48; // px a day's label takes with room around it (11px "11-30")
 
 function svg(tag, attrs, ...kids) {
   const n = document.createElementNS(NS, tag);
@@ -53,7 +54,7 @@ function niceMax(v) {
 
 // One bar chart: `stacks(row)` gives [[value, colour, label], ...] per day.
 function chart(box, rows, stacks, fmt) {
-  const W = Math.max(320, box.clientWidth || 900), H = 190, L = 56, B = 22, T = 8;
+  const W = Math.max(280, box.clientWidth || 900), H = 194, L = 56, B = 26, T = 8;
   const max = niceMax(Math.max(0, ...rows.map((r) => stacks(r).reduce((s, [v]) => s + v, 0))));
   const plotW = W - L - 8, plotH = H - B - T;
   const bw = rows.length ? plotW / rows.length : plotW;
@@ -62,7 +63,8 @@ function chart(box, rows, stacks, fmt) {
     const y = T + plotH - (plotH * i) / 4;
     g.append(svg("line", { x1: L, x2: W - 8, y1: y, y2: y, class: "grid" }), svg("text", { x: L - 6, y: y + 4, class: "axis", "text-anchor": "end" }, fmt((max * i) / 4)));
   }
-  const every = Math.max(1, Math.ceil(rows.length / 10));
+  // a day's label (MM-DD) every so many bars, so that labels keep clear of each other at any width
+  const every = Math.max(1, Math.ceil((rows.length * LABEL_GAP) / plotW));
   rows.forEach((r, i) => {
     const x = L + i * bw;
     let y = T + plotH;
@@ -79,7 +81,7 @@ function chart(box, rows, stacks, fmt) {
     }
     col.append(svg("rect", { x, y: T, width: bw, height: plotH, fill: "transparent" }));
     g.append(col);
-    if (i % every === 0) g.append(svg("text", { x: x + bw / 2, y: H - 6, class: "axis", "text-anchor": "middle" }, r.key.slice(5)));
+    if (i % every === 0) g.append(svg("text", { x: x + bw / 2, y: T + plotH + 18, class: "axis", "text-anchor": "middle" }, r.key.slice(5)));
   });
   box.replaceChildren(g);
 }
