@@ -8,7 +8,10 @@ const SPANS = { "": "any time", "1h": "last hour", "24h": "last 24 hours", "7d":
 const SPAN_SECONDS = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
 const NO_PROJECT = "(no project)";
 
-const f = { states: new Set(), project: "", agent: "", span: "", group: false, q: "" };
+const f = { states: new Set(), project: "", agent: "", span: "", group: false, q: "", sort: "", dir: "" };
+// The board's sortable columns: a column's first click sorts the way a person looks for
+// most (the newest, the biggest first; names A to Z), the next one the other way.
+const SORTS = { state: "asc", last: "desc", tokens: "desc", cost: "desc", agent: "asc", project: "asc" };
 let onChange = () => {};
 const headers = new Map(); // group -> its <tr>
 
@@ -20,6 +23,8 @@ function read() {
   f.span = p.get("active") in SPANS ? p.get("active") : "";
   f.group = p.get("group") === "project";
   f.q = p.get("q") || "";
+  f.sort = p.get("sort") in SORTS ? p.get("sort") : "";
+  f.dir = f.sort && ["asc", "desc"].includes(p.get("dir")) ? p.get("dir") : f.sort ? SORTS[f.sort] : "";
 }
 
 function write() {
@@ -31,12 +36,24 @@ function write() {
   set("active", f.span);
   set("group", f.group ? "project" : "");
   set("q", f.q);
+  set("sort", f.sort);
+  set("dir", f.sort && f.dir !== SORTS[f.sort] ? f.dir : "");
   const q = p.toString();
   history.replaceState(null, "", `${location.pathname}${q ? `?${q}` : ""}${location.hash}`);
 }
 
 export function active() {
   return f.states.size > 0 || !!f.project || !!f.agent || !!f.span || !!f.q;
+}
+
+// The sort: [column, "asc"|"desc"] (the board's own order, needs-you first, when none).
+export function sorting() { return [f.sort || "state", f.sort ? f.dir : "asc"]; }
+export function sortBy(key) {
+  if (!(key in SORTS)) return;
+  const [cur, dir] = sorting();
+  f.dir = cur === key ? (dir === "asc" ? "desc" : "asc") : SORTS[key];
+  f.sort = key;
+  write();
 }
 
 // The words typed in the filter box: kept in the address (?q=) with the other filters.
@@ -88,7 +105,7 @@ export function groupOrder(rows) {
 export function groupRow(g, rows) {
   let tr = headers.get(g);
   if (!tr) {
-    tr = el("tr", { class: "group-row", dataset: { group: g } }, el("td", { colspan: "7" }));
+    tr = el("tr", { class: "group-row", dataset: { group: g } }, el("td", { colspan: "8" }));
     headers.set(g, tr);
   }
   const mine = rows.filter((r) => groupOf(r) === g);

@@ -1,6 +1,6 @@
 // The board: every session, needs-you first, live.
-import { api, el, pill, stream, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, parseISO, now, typing, oneLine } from "./common.js";
-import { passes, groupOf, groupOrder, groupRow, setupFilters, active as filtering, query, setQuery, noneText } from "./board-filters.js";
+import { api, el, pill, stream, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, fmtDay, fmtWhen, parseISO, now, typing, oneLine } from "./common.js";
+import { passes, groupOf, groupOrder, groupRow, setupFilters, active as filtering, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
 import { copyButtons } from "./share.js";
 
 const rows = new Map(); // "source:id" -> row JSON
@@ -14,13 +14,37 @@ let loaded = false;
 const $ = (id) => document.getElementById(id);
 const keyOf = (r) => `${r.source}:${r.id}`;
 
+// Each sortable column's value; ties fall to the board's own order (needs you first, newest).
+const newest = (a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || ""));
+const urgent = (a, b) => (a.urgency ?? 9) - (b.urgency ?? 9);
+const SORT_KEYS = {
+  state: urgent,
+  last: (a, b) => -newest(a, b),
+  tokens: (a, b) => (a.tokens ?? 0) - (b.tokens ?? 0),
+  cost: (a, b) => ((a.cost && a.cost.usd) ?? -1) - ((b.cost && b.cost.usd) ?? -1),
+  agent: (a, b) => (SOURCE_LABEL[a.source] || a.source || "").localeCompare(SOURCE_LABEL[b.source] || b.source || ""),
+  project: (a, b) => (a.project || "").localeCompare(b.project || ""),
+};
+
 function sortRows() {
   const f = query().trim().toLowerCase();
   const all = [...rows.values()];
   const byGroup = groupOrder(all) || (() => 0);
+  const [key, dir] = sorting();
+  const by = SORT_KEYS[key] || urgent;
+  const sign = dir === "desc" ? -1 : 1;
   order = all
     .filter((r) => (!f || haystack(r).includes(f)) && passes(r))
-    .sort((a, b) => byGroup(a, b) || (a.urgency ?? 9) - (b.urgency ?? 9) || String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
+    .sort((a, b) => byGroup(a, b) || sign * by(a, b) || urgent(a, b) || newest(a, b));
+}
+
+// The headers say which column sorts, and which way (aria-sort); a click sorts by it.
+function sortHeads() {
+  const [key, dir] = sorting();
+  for (const th of document.querySelectorAll("#board th[data-sort]")) {
+    if (th.dataset.sort === key) th.setAttribute("aria-sort", dir === "desc" ? "descending" : "ascending");
+    else th.removeAttribute("aria-sort");
+  }
 }
 
 // What the filter box searches: the title, project, agent program ("Mistral Vibe"), id,
@@ -62,6 +86,7 @@ function renderRow(r, flash) {
     el("td", { class: "c-kind", text: kindOf(r) }),
     el("td", { class: "c-project", text: r.project || "—", title: r.cwd || "" }),
     el("td", { class: "c-since", text: sinceText(r) }),
+    el("td", { class: "c-last", text: fmtDay(parseISO(r.updated_at)), title: r.updated_at ? fmtWhen(parseISO(r.updated_at)) : "" }),
     el("td", { class: "c-tokens", text: fmtTokens(r.tokens ?? 0) }),
     el("td", { class: "c-cost", text: fmtCost(r.cost) }));
   if (flash) tr.classList.add("flash");
@@ -78,6 +103,7 @@ function renderRow(r, flash) {
 
 function paint() {
   sortRows();
+  sortHeads();
   const body = $("rows");
   const keep = new Set(order.map(keyOf));
   for (const [k, tr] of trs) if (!keep.has(k)) { tr.remove(); trs.delete(k); }
@@ -180,7 +206,7 @@ function keys(ev) {
   if (typing(ev.target)) return;
   if (ev.key === "j" || ev.key === "ArrowDown") { selected = Math.min(order.length - 1, selected + 1); markSelected(); ev.preventDefault(); }
   else if (ev.key === "k" || ev.key === "ArrowUp") { selected = Math.max(0, selected - 1); markSelected(); ev.preventDefault(); }
-  else if (ev.key === "Enter" && order[selected]) location.href = `/session/${encodeURIComponent(order[selected].id)}`;
+  else if (ev.key === "Enter" && order[selected] && !ev.target.closest("a, button")) location.href = `/session/${encodeURIComponent(order[selected].id)}`; // (a link or a button does its own)
 }
 
 function tick() {
@@ -189,6 +215,9 @@ function tick() {
     const cell = tr && tr.querySelector(".c-since");
     const t = sinceText(r);
     if (cell && cell.textContent !== t) cell.textContent = t;
+    const lastCell = tr && tr.querySelector(".c-last");
+    const day = fmtDay(parseISO(r.updated_at)); // (today turns to yesterday at midnight)
+    if (lastCell && lastCell.textContent !== day) lastCell.textContent = day;
   }
 }
 
@@ -198,6 +227,9 @@ async function main() {
   setupNotify();
   redrawFilters = setupFilters($("filters"), () => [...rows.values()], () => { $("filter").value = query(); paint(); });
   $("filter").value = query();
+  for (const th of document.querySelectorAll("#board th[data-sort]")) {
+    th.querySelector("button").addEventListener("click", () => { sortBy(th.dataset.sort); paint(); });
+  }
   $("filter").addEventListener("input", () => { setQuery($("filter").value); paint(); });
   document.addEventListener("keydown", keys);
   api.info().then((i) => { $("demo-badge").hidden = !i.demo; }).catch(() => {});

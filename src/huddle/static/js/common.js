@@ -123,6 +123,21 @@ export function fmtWhen(t) {
   return `${fmtDate(t)}, ${fmtTime(t)}`;
 }
 
+// When a session was last active, as a person says it: "today 14:32", "yesterday 09:10",
+// "Tuesday 16:05" within the week, else its date ("Nov 30", with the year when not this one).
+export function fmtDay(t) {
+  if (t === null || t === undefined) return "—";
+  const d = new Date(t * 1000), today = new Date();
+  const midnight = (x) => new Date(x.getFullYear(), x.getMonth(), x.getDate()).getTime();
+  const days = Math.round((midnight(today) - midnight(d)) / 86400000);
+  const hm = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
+  if (days === 0) return `today ${hm}`;
+  if (days === 1) return `yesterday ${hm}`;
+  if (days > 1 && days < 7) return `${d.toLocaleDateString([], { weekday: "long" })} ${hm}`;
+  const year = d.getFullYear() !== today.getFullYear() ? { year: "numeric" } : {};
+  return d.toLocaleDateString([], { day: "numeric", month: "short", ...year });
+}
+
 export function fmtTime(t) {
   return new Date(t * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit", hour12: false });
 }
