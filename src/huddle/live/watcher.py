@@ -21,18 +21,19 @@ and the cache is written back with the rows now and then, and at the stop.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from huddle.core.whole import KEEP_WHOLE
+from huddle.core.coldread import FirstRead
+from huddle.core.keeper import KEEP_WHOLE
 from huddle.live.firstread import read_apart
+from huddle.live.notices import Notices
 from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
 from huddle.model.times import parse_time
 from huddle.views import api
-from huddle.views.board import board_notes, listed, rows_key, session_entry, sort_rows
+from huddle.views.board import board_notes, kept_rows, listed, rows_key, session_entry, sort_rows
 from huddle.views.states import Debouncer
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
@@ -93,20 +94,14 @@ class Watcher:
         self.pushed: dict[str, tuple[int, int]] = {}  # session key -> (epoch, events sent)
         self.wake = threading.Event()
         self.stopping = threading.Event()
-        self.watching = False
-        self.watch_ready = threading.Event()  # set once the first watch is in place (or failed)
         self.ticks = 0
         self.last_error: str | None = None  # shown by /api/info
-        self._watched: tuple[str, ...] = ()
-        self._watch_stop: threading.Event | None = None
         self._threads: list[threading.Thread] = []
+        self.notices = Notices(self.wake, self._threads)  # the folders watched, what each notice named
         self._last_full = 0.0
         self._last_refresh = 0.0
         self._last_poll = 0.0  # the last whole refresh (stat checks of every session): a safety net's pace
-        # the files watchfiles said moved since the last read (None: a notice that named none usable)
-        self._hints: set[str] | None = set()
-        self._hints_lock = threading.Lock()
-        self._real_roots: dict[str, str] = {}  # a watched folder's real path -> the path the sources use
+
         self._refresh_cost = 0.0  # seconds the last refresh took
         self.due: dict[str, float] = {}  # session key -> when (monotonic) to look at its row again
         self.row_listeners: list[Listener] = []  # told each changed row (notifications)
@@ -155,7 +150,7 @@ class Watcher:
                 # whole when it opens it), then whatever is settled sleeps again: a first
                 # read of a large history holds one timeline at a time (none, when fresh
                 # worker processes read it: huddle.core.coldread)
-                h.refresh(parallel=True, spawn=True, keep_timelines=False)
+                h.refresh(FirstRead(spawn=True, keep_timelines=False))
                 if h.dormant and h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
                     h.wake_all()  # rows built with other prices or idle time: built again
             else:
@@ -165,10 +160,10 @@ class Watcher:
                 msgs.insert(0, ("board", {"sessions": list(self.rows.values()), "removed": []}, None))
             if self.lazy:
                 self._save(force=True)
-                h.put_to_sleep()
+                h.keeper.put_to_sleep(h)
         self._ensure_watch()
-        if self._watched:
-            self.watch_ready.wait(5)  # from here on, no change goes unnoticed until the poll
+        if self.notices.watched:
+            self.notices.ready.wait(5)  # from here on, no change goes unnoticed until the poll
         with h.lock:
             self.started = True
             for li in self.row_listeners:
@@ -211,7 +206,7 @@ class Watcher:
             return
         with h.lock:
             try:
-                h.save_rows(dict(self.built))
+                h.keeper.save(h, kept_rows(dict(self.built)))
                 built_with = rows_key(h, api.pricing_table(h))
                 if h.cache.meta().get("rows") != built_with:
                     h.cache.set_meta(rows=built_with)
@@ -229,13 +224,17 @@ class Watcher:
     def stop(self) -> None:
         self.stopping.set()
         self.wake.set()
-        if self._watch_stop is not None:
-            self._watch_stop.set()
+        self.notices.stop()
         for t in self._threads:
             if t.name == "huddle-refresh":  # a watch thread notices its stop within rust_timeout
                 t.join(timeout=3)
         if self.lazy and self.started:
             self._save(force=True)
+
+    @property
+    def watching(self) -> bool:
+        """Whether watchfiles watches the agents' folders (else the poll is quick)."""
+        return self.notices.watching
 
     def board(self) -> dict:
         """The board from the kept rows: what board_json would give, most urgent first."""
@@ -255,7 +254,7 @@ class Watcher:
         want = False  # watchfiles said something moved: refresh as soon as the gap allows
         while not self.stopping.is_set():
             self._ensure_watch()
-            poll = self.poll_watched if self.watching else self.poll_unwatched
+            poll = self.poll_watched if self.notices.watching else self.poll_unwatched
             next_refresh = self._last_refresh + (self._gap() if want else poll)
             if self.wake.wait(max(0.0, min(next_refresh, self._next_due()) - time.monotonic())):
                 want = True
@@ -269,21 +268,6 @@ class Watcher:
                 self.last_error = f"refresh: {type(exc).__name__}: {exc}"
             if refresh:
                 want = False
-
-    def _take_hints(self) -> set[str] | None:
-        """The files named since the last read, as the sources name them; None: read it all."""
-        with self._hints_lock:
-            hints, self._hints = self._hints, set()
-        if hints is None:
-            return None
-        out = set()
-        for p in hints:
-            for real, root in self._real_roots.items():
-                if p == real or p.startswith(real + os.sep):
-                    p = root + p[len(real) :]
-                    break
-            out.add(p)
-        return out
 
     def _gap(self) -> float:
         """The least time between two refreshes: four times what the last one cost, so
@@ -305,8 +289,8 @@ class Watcher:
             t0 = time.monotonic()
             changed: set[str] = set()
             if refresh:
-                hints = self._take_hints()
-                poll = self.poll_watched if self.watching else self.poll_unwatched
+                hints = self.notices.take()
+                poll = self.poll_watched if self.notices.watching else self.poll_unwatched
                 got = self.h.read_files(hints) if hints and t0 - self._last_poll < poll else None
                 if got is None:
                     got = self.h.refresh()
@@ -349,58 +333,14 @@ class Watcher:
         self._read_whole = 0
         h = self.h
         with h.lock:
-            if h.let_go(set(self.followed()), self.keep_whole):
+            if h.keeper.let_go(h, set(self.followed()), self.keep_whole):
                 self._save(force=True)  # (what sleeps is said from the cache: as it stands now)
-                h.put_to_sleep()
+                h.keeper.put_to_sleep(h)
 
     def _ensure_watch(self) -> None:
         """Watch the agent folders that exist now; restart when that set changes."""
-        if not self.use_watchfiles:
-            return
-        roots = tuple(sorted(r for r in set(self.h.agent_roots()) if os.path.isdir(r)))
-        self._real_roots = {os.path.realpath(r): r for src in self.h.sources for r in src.roots()}
-        if roots == self._watched and (self.watching or not roots):
-            return
-        if self._watch_stop is not None:
-            self._watch_stop.set()
-        self._watched = roots
-        self.watching = False
-        if not roots:
-            return
-        stop = self._watch_stop = threading.Event()
-        t = threading.Thread(target=self._watch, args=(roots, stop), name="huddle-watch", daemon=True)
-        t.start()
-        self._threads.append(t)
-
-    def _watch(self, roots: tuple[str, ...], stop: threading.Event) -> None:
-        """watchfiles' RustNotify (its documented core, used here rather than `watch()` so
-        the moment its watches are in place is known): a wake-up per batch of changes."""
-        try:
-            from watchfiles._rust_notify import RustNotify
-
-            with RustNotify(list(roots), False, False, 300, True, True) as notify:
-                self.watching = True
-                self.wake.set()  # whatever moved while the watches were being set up
-                self.watch_ready.set()
-                while not stop.is_set():
-                    # (a batch once 10 ms pass with no change: one appended line is read at once)
-                    got = notify.watch(50, 10, 5000, stop)
-                    if got == "stop":
-                        break
-                    if isinstance(got, set) and got:
-                        with self._hints_lock:
-                            if self._hints is not None:
-                                try:
-                                    self._hints.update(str(path) for _change, path in got)
-                                except (TypeError, ValueError):
-                                    self._hints = None
-                        self.wake.set()
-        except Exception:  # no inotify, too many watches...: the poll carries on alone
-            pass
-        finally:
-            self.watch_ready.set()
-            if self._watch_stop is stop:
-                self.watching = False
+        if self.use_watchfiles:
+            self.notices.ensure(self.h.agent_roots(), lambda: [r for src in self.h.sources for r in src.roots()])
 
     # -- what changed ----------------------------------------------------------------
 
