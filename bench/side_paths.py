@@ -38,12 +38,16 @@ CCL = next(
 
 class NewSessions:
     """A fresh Claude session file before each run: a clone (fresh ids) of a small real
-    file, put in the folder its original sits in, as a `claude` start writes one. All are
-    taken away at the end."""
+    file of a recent Claude Code (2.1: no `summary` records, as every `claude` start
+    writes today), put in the folder its original sits in. All are taken away at the end."""
 
     def __init__(self, claude: Path) -> None:
         files = sorted(
-            (p for p in claude.glob("projects/*/*.jsonl") if 20_000 < p.stat().st_size < 200_000),
+            (
+                p
+                for p in claude.glob("projects/*/*.jsonl")
+                if 20_000 < p.stat().st_size < 200_000 and b'"version":"2.1.' in p.read_bytes()[:20_000]
+            ),
             key=lambda p: p.stat().st_size,
         )
         self.model = files[len(files) // 2] if files else next(claude.glob("projects/*/*.jsonl"))
@@ -101,8 +105,8 @@ def export_pair(bench, huddle: list[str], runs: int) -> None:
 
 def idle_solo(bench, huddle_home: str, seconds: int, label: str) -> None:
     """A server's RSS and CPU over `seconds` of nothing changing, a page (an event stream)
-    connected, measured from its first answer (no waiting for it to settle first: what a
-    user sees right after `huddle` starts)."""
+    connected, once its start's work is done (its first read, and its search index built
+    or brought level: /api/info says both), and how long that work took."""
     import urllib.request
 
     from bench_side import free_port, proc_cpu_rss
@@ -118,15 +122,19 @@ def idle_solo(bench, huddle_home: str, seconds: int, label: str) -> None:
     )
     base = f"http://127.0.0.1:{port}/api/"
     try:
-        deadline = time.time() + 600
+        started = time.perf_counter()
+        deadline = time.time() + 900
         while time.time() < deadline:
             try:
                 with urllib.request.urlopen(base + "info", timeout=60) as r:
-                    if not json.loads(r.read()).get("reading"):
-                        break
+                    info = json.loads(r.read())
+                if not info.get("reading") and not info.get("indexing"):
+                    break
             except OSError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.2)
+        settled = time.perf_counter() - started
+        time.sleep(2)  # (a child that built the index is reaped: its CPU is the server's then)
         stream = urllib.request.urlopen(base + "stream", timeout=seconds + 60)  # a page connected
         c0, _ = proc_cpu_rss(p.pid)
         t0 = time.perf_counter()
@@ -134,7 +142,10 @@ def idle_solo(bench, huddle_home: str, seconds: int, label: str) -> None:
         c1, rss = proc_cpu_rss(p.pid)
         wall = time.perf_counter() - t0
         stream.close()
-        bench.said(f"serve idle {label}", f"{100 * (c1 - c0) / wall:.1f}% CPU over {wall:.0f} s, RSS {rss:.0f} MB")
+        bench.said(
+            f"serve idle {label}",
+            f"{100 * (c1 - c0) / wall:.1f}% CPU over {wall:.0f} s, RSS {rss:.0f} MB (its start's work done in {settled:.0f} s)",
+        )
     finally:
         import signal
 

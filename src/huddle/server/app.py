@@ -233,6 +233,8 @@ def create_app(
                 "watching": st.watcher.watching,
                 # the first read is still running (a server from the cache answers before it)
                 "reading": not getattr(st.watcher, "started", True),
+                # the search index is being built or brought level (its first build: minutes on a big home)
+                "indexing": st.indexer is not None and not st.indexer.idle.is_set(),
                 "notes": board_notes(h),
                 "error": st.watcher.last_error,
             }
