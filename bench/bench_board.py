@@ -77,8 +77,8 @@ def main() -> None:
 
     code = (
         "import time, statistics, json\n"
-        "from huddle.core import Huddle\nfrom huddle.views.board import board_json\n"
-        "h = Huddle(cache=True); h.refresh(); board_json(h)\n"
+        "from huddle.core import Huddle, Keeper, WholeMode\nfrom huddle.views.board import board_json\n"
+        "h = Huddle(keep=Keeper(WholeMode())); h.refresh(); board_json(h)\n"
         "ts = []\n"
         "for _ in range(30):\n"
         "    t = time.perf_counter(); h.refresh(); board_json(h); ts.append(time.perf_counter() - t)\n"

@@ -35,13 +35,13 @@ def main() -> None:
     print(f"corpus: {size / 1e6:.0f} MB; the big session: {big_size / 1e6:.0f} MB in {len(family)} files")
     warm(family)
 
-    from huddle.core import Huddle
+    from huddle.core import FirstRead, Huddle, Keeper, WholeMode
     from huddle.views.export import Options, export_data, render
 
     cfg = settings_for(root, tempfile.mkdtemp(prefix="huddle-bench-export-"))
     t0 = time.perf_counter()
-    h = Huddle(cfg, cache=True)
-    h.refresh(parallel=True)
+    h = Huddle(cfg, keep=Keeper(WholeMode()))
+    h.refresh(FirstRead())
     print(f"finding the sessions (first run, parallel cold read): {time.perf_counter() - t0:.1f} s")
     runs: dict[str, list[float]] = {"data": [], "html": [], "md": [], "json": []}
     sizes: dict[str, int] = {}

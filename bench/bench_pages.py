@@ -7,7 +7,7 @@ serve` on it with an empty huddle home (a first start: its first read runs in a 
 waits for `"reading": false`, then opens each page as the page does (`/api/sessions/ID`
 and its `/events`) and prints the server's RSS as it goes, once more after the watcher's
 let-go has had its time, and after the 40 largest are opened again. What a page no longer
-shows is let go (core.whole.let_go): the RSS stops growing with the pages opened.
+shows is let go (core.keeper.Keeper.let_go): the RSS stops growing with the pages opened.
 """
 
 from __future__ import annotations

@@ -241,8 +241,8 @@ def test_a_write_to_the_cache_drops_the_answer(home):
     assert os.path.exists(path)
     # another huddle (a server, say) reads one session again from its start: it writes the cache
     again = (
-        "from huddle.core import Huddle\n"
-        "h = Huddle(cache=True, lazy=True); h.refresh()\n"
+        "from huddle.core import Huddle, Keeper\n"
+        "h = Huddle(keep=Keeper()); h.refresh()\n"
         "h.forget(next(iter(h.dormant))); h.refresh()\n"
     )
     subprocess.run([sys.executable, "-c", again], env=env, check=True)
@@ -441,10 +441,10 @@ def test_each_cache_drops_only_its_own_answer(home):
     stored(home, env)
     board, usage = answers.answer_path(str(home / "hh")), answers.answer_path(str(home / "hh"), answers.USAGE)
     again = (
-        "import dataclasses\nfrom huddle.core import Huddle\nfrom huddle.sources import Settings\n"
+        "import dataclasses\nfrom huddle.core import BoardMode, Huddle, Keeper, UsageMode\nfrom huddle.sources import Settings\n"
         "s = Settings.from_env()\n"
         "s = dataclasses.replace(s, usage_only=True) if {usage} else s\n"
-        "h = Huddle(s, cache=True, lazy=True, cache_name={name!r}); h.refresh()\n"
+        "h = Huddle(s, keep=Keeper(UsageMode() if {usage} else BoardMode(), {name!r})); h.refresh()\n"
         "h.forget(next(iter(h.dormant))); h.refresh()\n"
     )
     subprocess.run([sys.executable, "-c", again.format(usage=False, name="handles.db")], env=env, check=True)
@@ -469,8 +469,8 @@ def test_a_one_shot_run_holds_its_heads_out_of_the_collector_and_a_library_does_
         "print(gc.get_freeze_count(), gc.isenabled(), file=sys.stderr)"
     )
     lib = (
-        "import gc, sys\nfrom huddle.core import Huddle\n"
-        "h = Huddle(cache=True, lazy=True); h.refresh()\n"
+        "import gc, sys\nfrom huddle.core import Huddle, Keeper\n"
+        "h = Huddle(keep=Keeper()); h.refresh()\n"
         "assert h.dormant\nprint(gc.get_freeze_count(), gc.isenabled(), file=sys.stderr)"
     )
     said = [

@@ -296,12 +296,12 @@ def test_the_sample_folders_are_untouched():
 def test_a_cached_core_answers_like_a_cold_one(tmp_path):
     """A core loaded from its handle cache holds only the usage events of each session:
     the routes read the session asked about whole (Huddle.complete), once."""
-    from huddle.core import Huddle
+    from huddle.core import Huddle, Keeper, WholeMode
 
     settings, sid, _main = web_corpus.one_session(tmp_path)
     cold = web_corpus.core(settings)
-    Huddle(settings, cache=True).refresh()  # leaves the cache
-    cached = Huddle(settings, cache=True)
+    Huddle(settings, keep=Keeper(WholeMode())).refresh()  # leaves the cache
+    cached = Huddle(settings, keep=Keeper(WholeMode()))
     cached.refresh()
     assert cached.session(sid).complete is False  # from the cache: usage events only
     for fn, args in [

@@ -14,9 +14,9 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from conftest import SAMPLES
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper
 from huddle.sources import Settings
-from huddle.views.board import board_json
+from huddle.views.board import board_json, leave_board
 
 SCENARIOS = ("01-basic-tools", "02-subagents", "03-background-agent", "06-named-session", "07-errors")
 
@@ -54,10 +54,11 @@ def fresh_board(home) -> dict:
 
 
 def cached_board(home) -> tuple[dict, Huddle]:
-    h = Huddle(settings(home), cache=True, lazy=True)
+    h = Huddle(settings(home), keep=Keeper())
     h.refresh()
-    b = board_json(h)
-    h.write_board_cache(b)
+    built: dict = {}
+    b = board_json(h, built=built)
+    leave_board(h, b, built)
     h.cache.store.close()  # as at the end of a command
     return b, h
 
@@ -245,6 +246,7 @@ def test_a_row_whose_checksum_fails_has_its_session_read_again(home):
 def test_an_append_decodes_the_rows_of_what_it_shows_only_once(home, monkeypatch):
     """The rows stay as stored until a view asks for them: a sleeping session's is
     decoded once, for the board, and the moved session's not at all (built afresh)."""
+    from huddle.core import Keeper
     from huddle.core import cache as cache_mod
 
     cached_board(home)
@@ -253,7 +255,7 @@ def test_an_append_decodes_the_rows_of_what_it_shows_only_once(home, monkeypatch
     decoded: list[bytes | None] = []
     real = cache_mod.loads
     monkeypatch.setattr(cache_mod, "loads", lambda raw: (decoded.append(raw), real(raw))[1])
-    h = Huddle(settings(home), cache=True, lazy=True)
+    h = Huddle(settings(home), keep=Keeper())
     h.refresh()
     assert not decoded, "deciding what sleeps decodes no row"
     b = board_json(h)
@@ -507,9 +509,10 @@ def test_rows_sort_as_three_stable_sorts_by_id_then_time_then_urgency_do(rows):
 def test_the_cache_is_one_whatever_order_the_adapters_were_imported_in(home):
     # (a process that imported huddle.host first listed "hosted" second, and its cache
     # was another's: each start read everything again and wrote over the other's)
-    first = Huddle(settings(home), sources=["claude", "codex", "hosted"], cache=True, lazy=True)
+    first = Huddle(settings(home), sources=["claude", "codex", "hosted"], keep=Keeper())
     first.refresh()
-    first.write_board_cache(board_json(first))
+    built: dict = {}
+    leave_board(first, board_json(first, built=built), built)
     first.cache.store.close()
-    again = Huddle(settings(home), sources=["hosted", "codex", "claude"], cache=True, lazy=True)
+    again = Huddle(settings(home), sources=["hosted", "codex", "claude"], keep=Keeper())
     assert again.dormant and set(again.dormant) == set(first.handles) | set(first.dormant)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from conftest import SAMPLES
 from helpers import NOWHERE, claude_huddle, grow_in_pieces
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper, WholeMode
 from huddle.model import events as ev
 from huddle.sources import Settings
 from huddle.views import api
@@ -203,14 +203,14 @@ def test_the_live_case_partial_record_then_the_final_one_appended(tmp_path):
     )
     live = Huddle(settings)  # one process that keeps reading
     live.refresh()
-    cached = Huddle(settings, cache=True)  # and one that leaves its reading state in the cache
+    cached = Huddle(settings, keep=Keeper(WholeMode()))  # and one that leaves its reading state in the cache
     cached.refresh()
     early = live.sessions()[0].usage.output
     assert early == cached.sessions()[0].usage.output < whole["output"]
     with open(f, "ab") as out:
         out.write(b"".join(lines[cut:]))
     live.refresh()
-    later = Huddle(settings, cache=True)  # a new process: the cached events, then the appended bytes
+    later = Huddle(settings, keep=Keeper(WholeMode()))  # a new process: the cached events, then the appended bytes
     assert later.handles and not next(iter(later.handles.values())).session.complete
     later.refresh()
     for h in (live, later):

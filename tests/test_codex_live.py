@@ -161,7 +161,7 @@ def test_liveness_from_the_real_lock_and_process_table(live_home):
 def test_a_warm_cache_gives_the_same_states(tmp_path):
     """huddle's cache keeps a session's usage events only: a second `huddle status --at`
     must still see the open calls."""
-    from huddle.core import Huddle
+    from huddle.core import Huddle, Keeper, WholeMode
     from huddle.views.board import board_json
 
     snap = "05x-waiting-on-subagent-exec"
@@ -172,7 +172,7 @@ def test_a_warm_cache_gives_the_same_states(tmp_path):
     )
     rows = []
     for _ in range(2):
-        h = Huddle(settings, sources=["codex"], cache=True)
+        h = Huddle(settings, sources=["codex"], keep=Keeper(WholeMode()))
         h.refresh()
         (row,) = board_json(h, at=at)["sessions"]
         rows.append((row["state"], [a["state"] for a in row["agents"]]))

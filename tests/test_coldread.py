@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from conftest import SAMPLES
-from huddle.core import Huddle, coldread
+from huddle.core import FirstRead, Huddle, coldread
 from huddle.sources import Settings
 from huddle.views.board import board_json
 
@@ -32,7 +32,7 @@ def test_parallel_first_read_equals_a_plain_one(tmp_path, monkeypatch):
     done = coldread.read_in_parallel(dict(new), forked.sources)
     assert done == set(new) and len(done) >= 4
     forked2 = Huddle(settings(tmp_path))
-    forked2.refresh(parallel=True)
+    forked2.refresh(FirstRead())
     assert rows(forked2) == rows(plain)
     # a session read by a worker comes back without its timeline; asking for it reads it again
     key = next(iter(forked2.handles))
@@ -63,7 +63,7 @@ def test_workers_started_fresh_read_the_same_from_a_thread(tmp_path, monkeypatch
     assert got["done"] == set(got["new"]) and len(got["done"]) >= 4
     assert all(not h.session.complete and h.source is not None for h in got["new"].values())
     again = Huddle(settings(tmp_path))
-    again.refresh(parallel=True, spawn=True)
+    again.refresh(FirstRead(spawn=True))
     assert rows(again) == rows(plain)
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper
 from huddle.core.single import one_session_core
 from huddle.sources import Settings
-from huddle.views.board import board_json
+from huddle.views.board import board_json, leave_board
 from huddle.views.export import Options, export_data
 
 OLD = SAMPLES / "claude-history" / "1.0.128"
@@ -62,10 +62,11 @@ def fresh(home: Path) -> dict:
 
 
 def cached(home: Path) -> tuple[dict, Huddle]:
-    h = Huddle(settings(home), sources=["claude"], cache=True, lazy=True)
+    h = Huddle(settings(home), sources=["claude"], keep=Keeper())
     h.refresh()
-    b = board_json(h)
-    h.write_board_cache(b)
+    built: dict = {}
+    b = board_json(h, built=built)
+    leave_board(h, b, built)
     return b, h
 
 
@@ -166,7 +167,7 @@ def test_a_notice_naming_a_file_reads_the_session_that_reads_it(home):
     """A watcher told which file moved reads that session alone (Huddle.read_files); a file
     no session reads yet (a new one) asks for the whole refresh."""
     warm(home)
-    h = Huddle(settings(home), sources=["claude"], cache=True, lazy=True)
+    h = Huddle(settings(home), sources=["claude"], keep=Keeper())
     h.refresh()
     shared = awake(h)
     path = home / "claude" / "projects" / FORK / f"{MODERN}.jsonl"

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from huddle.cli import main
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper, WholeMode
 from huddle.hub import connect
 from huddle.hub.push import Pusher
 from huddle.hub.schema import LATEST
@@ -168,7 +168,7 @@ class Cycles:
 def test_watch_pushes_within_seconds_and_survives_a_server_restart(tmp_path, pg):
     dsn = pg.dsn(pg.create_db("watched"))
     env, lead, rest = _half(tmp_path, "w")
-    p = Pusher(Huddle(Settings.from_env(env), cache=True), dsn, "w")
+    p = Pusher(Huddle(Settings.from_env(env), keep=Keeper(WholeMode())), dsn, "w")
     cycles = Cycles()
     errors: list[str] = []
     t = threading.Thread(

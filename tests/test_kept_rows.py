@@ -10,11 +10,11 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from huddle import oneshot
-from huddle.core import Huddle
-from huddle.core.cache import BOARD_BRIEF, Kept, brief_of
+from huddle.core import Huddle, Keeper
+from huddle.core.cache import Kept
 from huddle.core.store import dumps, loads
 from huddle.io.boardfile import board_path, read_board, write_board
-from huddle.views.board import board_json, listed, sort_rows
+from huddle.views.board import board_json, brief_of, listed, sort_rows
 from huddle.views.said import said_board
 from test_board_cache import cached_board, fresh_board, home, prompt, same, settings  # noqa: F401
 
@@ -47,7 +47,7 @@ rows = st.fixed_dictionaries(
 @examples(max_examples=200, deadline=None)
 @given(st.lists(rows, max_size=6), st.data())
 def test_a_kept_row_is_said_sorted_listed_and_shown_as_its_row(tmp_path_factory, board, data):
-    kept = [Kept(brief_of(r, BOARD_BRIEF), raw) if (raw := dumps(r, as_json=True)) else r for r in board]
+    kept = [Kept(brief_of(r), raw) if (raw := dumps(r, as_json=True)) else r for r in board]
     mixed = [k if data.draw(st.booleans()) else r for k, r in zip(kept, board, strict=True)]
     assert oneshot.json_bytes(said_board({"sessions": mixed})) == oneshot.json_bytes({"sessions": board})
     assert [listed(k) for k in kept] == [listed(r) for r in board]
@@ -69,7 +69,7 @@ def test_status_json_after_an_append_is_said_as_a_board_of_decoded_rows_is(home)
     cached_board(home)
     f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
     prompt(f, "one more thing")
-    h = Huddle(settings(home), cache=True, lazy=True)
+    h = Huddle(settings(home), keep=Keeper())
     h.refresh()
     assert h.dormant and set(h.handles) == {f"claude:{f.stem}"}
     said = board_json(h, raw=True)

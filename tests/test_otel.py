@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from helpers import claude_huddle
 from huddle.cli import main
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper, WholeMode
 from huddle.model import events as ev
 from huddle.otel.cursor import Cursor
 from huddle.otel.export import Exporter, Sender, traces_endpoint
@@ -383,7 +383,7 @@ def test_follow_sends_what_is_new_and_resumes_from_its_cursor(tmp_path):
         huddle_home=str(tmp_path / "hh"),
     )
     with Receiver() as rx:
-        h = Huddle(settings, sources=["claude"], cache=True)
+        h = Huddle(settings, sources=["claude"], keep=Keeper(WholeMode()))
         ex, cycles, t, cursor, sender = _follow(h, rx, None)
         assert cycles.acquire(timeout=20)
         first = {sp["span_id"] for sp in rx.spans}
@@ -404,7 +404,7 @@ def test_follow_sends_what_is_new_and_resumes_from_its_cursor(tmp_path):
         assert len(ids) == len(set(ids))  # a closed span is sent once
         sent = len(rx.spans)
         # a restart sends nothing new: the cursor remembers
-        h2 = Huddle(settings, sources=["claude"], cache=True)
+        h2 = Huddle(settings, sources=["claude"], keep=Keeper(WholeMode()))
         ex2, cycles2, t2, cursor2, sender2 = _follow(h2, rx, None)
         assert cycles2.acquire(timeout=20) and cycles2.acquire(timeout=20)
         ex2.stop.set()
@@ -428,7 +428,7 @@ def test_follow_keeps_trying_when_the_endpoint_is_down(tmp_path):
         huddle_home=str(tmp_path / "hh"),
     )
     with Receiver(status=400) as rx:
-        h = Huddle(settings, sources=["claude"], cache=True)
+        h = Huddle(settings, sources=["claude"], keep=Keeper(WholeMode()))
         sender = Sender(rx.url + "/v1/traces", "m")
         ex = Exporter(h, sender, cursor=Cursor(settings.huddle_home, sender.endpoint))
         errors: list[str] = []

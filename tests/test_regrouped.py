@@ -2,7 +2,7 @@
 the candidate session their sizes choose (sources.claude.project_agents): when an empty
 session file grows, agent files move to it. A sleeping session that lost them (or
 gained them) is read again, so the index and the cached board say what a first read
-says, and no response is counted twice (core.sleeping.keep_dormant)."""
+says, and no response is counted twice (core.keeper.Keeper.kept)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import shutil
 
 from conftest import SAMPLES
 from huddle import oneshot
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper
 from huddle.sources import Settings
-from huddle.views.board import board_json
+from huddle.views.board import board_json, leave_board
 from huddle.views.pricing import current
 
 COMPACT = SAMPLES / "claude-history" / "2.0.77" / "05-compact" / "config" / "projects"
@@ -59,11 +59,12 @@ def test_the_index_counts_what_a_first_read_does_when_agent_files_change_session
 
 
 def _board(folders, hh=None) -> dict:
-    h = Huddle(Settings(folders=folders, huddle_home=str(hh or "")), cache=hh is not None, lazy=hh is not None)
+    h = Huddle(Settings(folders=folders, huddle_home=str(hh or "")), keep=Keeper() if hh is not None else None)
     h.refresh()
-    b = board_json(h)
+    built: dict = {}
+    b = board_json(h, built=built)
     if hh is not None:
-        h.write_board_cache(b)
+        leave_board(h, b, built)
         h.cache.store.close()
     return {r["id"]: (r.get("agents"), r.get("usage"), r.get("title")) for r in b["sessions"]}
 
@@ -84,7 +85,7 @@ def test_a_held_board_shows_what_a_first_read_does_when_agent_files_change_sessi
     # the server holds every session between refreshes: the session that lost the agent
     # files is read again, the one that took them reads them (scan's placement kept no longer)
     folders, path = _home(tmp_path)
-    held = Huddle(Settings(folders=folders, huddle_home=""), cache=False, lazy=False)
+    held = Huddle(Settings(folders=folders, huddle_home=""))
     held.refresh()
 
     def rows(h) -> dict:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import web_corpus
 from helpers import wait_for
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper, WholeMode
 from huddle.io.reader import read_span
 from huddle.search import SearchIndex, attach
 from huddle.search.index import one_shot
@@ -275,7 +275,7 @@ def test_a_session_read_by_another_command_is_not_skipped(tmp_path):
     cfg, sid, main = web_corpus.one_session(tmp_path)
     one_shot(cfg)
     web_corpus.append_say(main, "the quokkaplanet moved")
-    status = Huddle(cfg, cache=True)
+    status = Huddle(cfg, keep=Keeper(WholeMode()))
     status.refresh()  # reads the new line and saves the status cache
     h, index = one_shot(cfg)
     attach(h, index)

@@ -18,7 +18,7 @@ from huddle.core import Huddle
 from huddle.io.boardfile import board_path, read_board
 from huddle.server import ServerThread
 from huddle.statusline import is_stale
-from huddle.views.board import board_json
+from huddle.views.board import board_json, leave_board
 from live_agents import WITHIN, LockHolder, wait_until
 from test_live_attention import SLOW_NETS, codex_home, vibe_home
 
@@ -76,7 +76,7 @@ def test_without_a_server_a_codex_lock_makes_the_board_file_stale(tmp_path):
     settings, thread, home = codex_home(tmp_path, "03-needs-you-approval-tui")
     h = Huddle(settings)
     h.refresh()
-    h.write_board_cache(board_json(h))
+    leave_board(h, board_json(h))
     board = read_board(board_path(settings.huddle_home))
     assert board is not None and not is_stale(board, time.monotonic() + 5)
     holder = LockHolder(home / "thread-writer-locks" / f"{thread}.lock")

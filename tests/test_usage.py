@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from helpers import claude_huddle
 from huddle.cli import main
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper, WholeMode
 from huddle.model.events import USAGE, Event, Usage
 from huddle.model.session import Session
 from huddle.model.times import parse_time
@@ -301,9 +301,9 @@ def test_one_hour_cache_writes_cost_twice_input_and_survive_the_cache(tmp_path):
     settings = dict(folders={"claude": str(config)}, huddle_home=str(tmp_path / "hh"))
     from huddle.sources import Settings
 
-    cold = Huddle(Settings(**settings), cache=True)
+    cold = Huddle(Settings(**settings), keep=Keeper(WholeMode()))
     cold.refresh()
-    warm = Huddle(Settings(**settings), cache=True)  # sessions come back from huddle's cache
+    warm = Huddle(Settings(**settings), keep=Keeper(WholeMode()))  # sessions come back from huddle's cache
     warm.refresh()
     assert all(not s.complete for s in warm.sessions())
     by_hand = (raw["input"] * 4 + raw["output"] * 20 + raw["cache_read"] * 0.2 + raw["cache_write"] * 8) / 1e6

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from conftest import SAMPLES
-from huddle.core import Huddle, coldread
+from huddle.core import FirstRead, Huddle, Keeper, UsageMode, coldread
 from huddle.sources import Settings
 from huddle.views.pricing import current
 from huddle.views.usage import aggregate
@@ -71,15 +71,15 @@ def test_sessions_that_share_responses_or_titles_are_unpacked(folders, tmp_path,
     summaries title sessions across a folder: those are read into the parent, the rest
     sleep with the rows their workers made."""
     settings = dataclasses.replace(_settings(folders, tmp_path / "hh"), usage_only=True)
-    h = Huddle(settings, cache=True, lazy=True, cache_name=CACHE_NAME)
-    h.autosave = False
-    h.refresh(parallel=True, pack=functools.partial(_own_entry, table=current(settings.huddle_home)))
+    h = Huddle(settings, keep=Keeper(UsageMode(), CACHE_NAME))
+    h.keeper.autosave = False
+    h.refresh(FirstRead(pack=functools.partial(_own_entry, table=current(settings.huddle_home))))
     assert h.packed == len(h.dormant) > 0
     assert h.handles, "sessions with a shared response or a folder's title are read here"
     assert all(d.blob is not None for d in h.dormant.values())  # not stored until the save
     ledger_keys = {k for keys in h.ledger.multi.values() for k in keys}
     assert ledger_keys and ledger_keys <= set(h.handles)
-    h.save_rows({})
+    h.keeper.save(h, {})
     assert all(d.blob is None for d in h.dormant.values())
     assert h.cache is not None and set(h.dormant) <= set(h.cache.versions)
     h.wake_all()  # from the store now

@@ -222,7 +222,7 @@ def test_an_idle_refresh_reads_nothing(tmp_path):
 
 def test_a_cached_handle_reads_on_from_where_it_stopped(tmp_path):
     # huddle's cache keeps each handle between runs; a new run reads only what changed.
-    from huddle.core import Huddle
+    from huddle.core import Huddle, Keeper, WholeMode
     from huddle.sources import Settings
 
     home = copy_case(tmp_path, "3.0.3-unified-ask-waiting")
@@ -230,12 +230,12 @@ def test_a_cached_handle_reads_on_from_where_it_stopped(tmp_path):
         folders={"claude": "/nonexistent", "codex": "/nonexistent", "vibe": str(home)},
         huddle_home=str(tmp_path / "huddle-home"),
     )
-    first = Huddle(settings, sources=["vibe"], cache=True)
+    first = Huddle(settings, sources=["vibe"], keep=Keeper(WholeMode()))
     first.refresh()
     (s1,) = first.sessions()
     assert kinds(s1, ev.WAITING)
     advance(home, "3.0.3-unified-ask")
-    second = Huddle(settings, sources=["vibe"], cache=True)
+    second = Huddle(settings, sources=["vibe"], keep=Keeper(WholeMode()))
     (key,) = second.handles
     reader = second.handles[key].stores[s1.id][0]
     assert reader.loads == 1 and reader.journal.cursor.offset > 0  # picked up where the first run stopped

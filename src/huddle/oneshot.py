@@ -114,18 +114,19 @@ class FewCollections:
 def _read(when: float | None, raw: bool = False) -> tuple[dict[str, Any], Any]:
     """(the board, the core it was read with), its notes said on stderr. `raw`: its
     sleeping rows as kept (views.board.board_json), to be said as JSON (`said_board`)."""
-    from huddle.core import Huddle
-    from huddle.views.board import board_json
+    from huddle.core import FirstRead, Huddle, Keeper
+    from huddle.views.board import board_json, leave_board
 
     # --at replays each timeline up to that time: it needs whole timelines, which the
     # cache does not keep, so it reads the files.
     # A one-shot board leaves the sessions nothing moved in unread: their rows are cached.
-    h = Huddle(cache=when is None, lazy=when is None)
+    h = Huddle(keep=Keeper() if when is None else None)
+    built: dict[str, Any] = {}
     with FewCollections():
-        h.refresh(parallel=when is None)
-        data = board_json(h, at=when, raw=raw)
+        h.refresh(FirstRead() if when is None else None)
+        data = board_json(h, at=when, raw=raw, built=built)
     if when is None:
-        h.write_board_cache(data)
+        leave_board(h, data, built)
     for note in data.get("notes", ()):
         echo(f"huddle: {note}", err=True)
     return data, h

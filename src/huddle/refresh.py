@@ -35,12 +35,13 @@ def main() -> int:
         one_answer()  # (whichever way it reads: it answers once and exits)
         if refresh_stored():  # (a few sessions moved under the stored answer: read alone, spliced in)
             return 0
-        from huddle.core import Huddle
-        from huddle.views.board import board_json
+        from huddle.core import Huddle, Keeper
+        from huddle.views.board import board_json, leave_board
 
-        h = Huddle(settings, cache=True, lazy=True)  # reads only what moved
+        h = Huddle(settings, keep=Keeper())  # reads only what moved
         h.refresh()
-        h.write_board_cache(board_json(h))
+        built: dict = {}
+        leave_board(h, board_json(h, built=built), built)
     finally:
         os.close(fd)
     return 0

@@ -141,13 +141,13 @@ def status(
         if when is None:
             raise click.BadParameter(f"not a time: {at!r} (use ISO 8601 or unix seconds)", param_hint="--at")
     if watch:
-        from huddle.core import Huddle
+        from huddle.core import FirstRead, Huddle, Keeper, WholeMode
 
         from .table import watch_table
 
-        h = Huddle(cache=when is None)
-        h.refresh(parallel=True)
-        h.cache = None  # from here on the watcher reads appended bytes; no cache to rewrite per change
+        h = Huddle(keep=Keeper(WholeMode()) if when is None else None)
+        h.refresh(FirstRead())
+        h.keeper = None  # from here on the watcher reads appended bytes; no cache to rewrite per change
         watch_table(h, pick=pick)
         return
     data = board(when)  # (huddle.oneshot: `status --json` is answered there before click loads)

@@ -31,12 +31,12 @@ def push(dsn: str, watch: bool, machine: str | None, with_content: bool, every: 
     (DSN: a libpq connection string or postgresql:// URL; the password may come from
     PGPASSFILE or PGPASSWORD instead). Pushing again writes only what changed; the
     same session pushed twice, or from a copy of its files, counts once."""
-    from huddle.core import Huddle
+    from huddle.core import Huddle, Keeper, WholeMode
     from huddle.hub import describe
     from huddle.hub.push import Pusher
 
     name = machine or socket.gethostname()
-    p = Pusher(Huddle(cache=True), dsn, name, with_content=with_content)
+    p = Pusher(Huddle(keep=Keeper(WholeMode())), dsn, name, with_content=with_content)
     where = describe(dsn)
     try:
         if not watch:

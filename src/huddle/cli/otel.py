@@ -64,7 +64,7 @@ def otel(
 def _otel(
     ids: list[str], endpoint: str | None, since: float | None, follow: bool, content: bool, machine: str, every: float
 ) -> None:
-    from huddle.core import Huddle
+    from huddle.core import Huddle, Keeper, WholeMode
     from huddle.otel.cursor import Cursor
     from huddle.otel.export import Exporter, Sender, check_sdk, shown, traces_endpoint
 
@@ -74,7 +74,7 @@ def _otel(
         raise HuddleError("no endpoint: give --endpoint URL or set OTEL_EXPORTER_OTLP_ENDPOINT")
     red = redactor() if content else None
     redact = red.text if red is not None else None
-    h = Huddle(cache=True)
+    h = Huddle(keep=Keeper(WholeMode()))
     sender = Sender(url, machine)
     cursor = Cursor(h.settings.huddle_home, url) if h.settings.huddle_home else None
     ex = Exporter(h, sender, redact=redact, since=since, cursor=cursor)

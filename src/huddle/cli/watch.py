@@ -52,7 +52,7 @@ def watch(notify: bool, url: str | None) -> None:
     """Follow every session from the terminal, without a page open: one line per change
     of state; with --notify, one desktop notification per wait (which session, which
     agent, why), closed when it is answered. Ctrl-C stops."""
-    from huddle.core import Huddle
+    from huddle.core import FirstRead, Huddle, Keeper, WholeMode
     from huddle.live.boardfile import BoardFile
     from huddle.live.desktop import Unavailable, pick
     from huddle.live.notify import Notifier
@@ -66,9 +66,9 @@ def watch(notify: bool, url: str | None) -> None:
             click.echo(f"huddle: desktop notifications off: {exc}", err=True)
         else:
             notifier = Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True))
-    h = Huddle(cache=True)
-    h.refresh(parallel=True)
-    h.cache = None  # the watcher reads appended bytes from here on
+    h = Huddle(keep=Keeper(WholeMode()))
+    h.refresh(FirstRead())
+    h.keeper = None  # the watcher reads appended bytes from here on
     for note in h.notes:
         click.echo(f"huddle: {note}", err=True)
     w = Watcher(h, lambda msgs: None)

@@ -111,7 +111,7 @@ def serve(
     host: str, port: int, open_browser: bool, force_demo: bool, hub: str | None = None, notify: bool = True
 ) -> None:
     """Serve the web app (the demo when no agent folders exist)."""
-    from huddle.core import Huddle
+    from huddle.core import Huddle, Keeper
 
     h = Huddle()
     if hub is not None:
@@ -130,7 +130,7 @@ def serve(
         return
     # from the cache: the board answers with the rows as last built while the first read
     # runs, and sessions nothing moved in stay unread until a page asks for one
-    _run(Huddle(cache=True, lazy=True), host, port, open_browser, notify=notify)
+    _run(Huddle(keep=Keeper()), host, port, open_browser, notify=notify)
 
 
 @click.command()

@@ -74,9 +74,10 @@ def conditions(
         inputs.extend([p, ident(p)] for p in live)
     inputs.extend([p, ident(p)] for p in also)
     # every head's stamps, one list of files and one of folders (a project's folder holds
-    # many sessions: it is looked at once)
+    # many sessions: it is looked at once); the folder a session's shape is decided in is
+    # the scans' to watch (core.modes.unmoved_but_shaped: a session that came beside it)
     files = [f for head in heads for f in head.get("files") or ()]
-    folders = list({tuple(f): f for head in heads for f in head.get("dirs") or ()}.values())
+    folders = list({tuple(f): f for head in heads for f in head.get("dirs") or () if f[0] != _shaped(head)}.values())
     names = sorted({c.folder_env for c in source_classes().values() if c.folder_env})
     out = {"inputs": inputs, "scans": scans, "files": files, "folders": folders, "names": names}
     if volatile:
@@ -96,11 +97,16 @@ def _read_only_for_others(h: Huddle, key: str, head: dict[str, Any], usage: bool
 
 
 def _settled_row(h: Huddle, key: str, head: dict[str, Any]) -> bool:
-    """Whether a session's row, just built, is a function of its files: its source's
-    live signals are files only, and time alone cannot move it (no process it names
-    may be gone; it is settled)."""
+    """Whether a session's row, as just given to the keeper, is a function of its files:
+    its source's live signals are files only, and time alone cannot move it (its brief
+    says it is still, and names no process, which may be gone)."""
     src = getattr(h.handles[key], "source", None)
-    row = h.built_rows.get(key)
-    if not getattr(src, "rows_from_files", False) or not isinstance(row, dict) or row.get("pid") is not None:
+    brief = head.get("brief")
+    if not getattr(src, "rows_from_files", False) or not isinstance(brief, dict) or brief.get("process"):
         return False  # (a process it names is looked at on every read: it may be gone)
-    return h.settled(row, head)
+    return bool(brief.get("still"))
+
+
+def _shaped(head: dict[str, Any]) -> str | None:
+    shape = head.get("shape")
+    return shape[0] if isinstance(shape, list) and shape else None

@@ -42,20 +42,18 @@ def cache_dir(huddle_home: str) -> str:
     return os.path.join(huddle_home, "cache")
 
 
-# A row's brief: what says whether its session may sleep (core.sleeping.settled reads these
-# fields as it reads a row's); a board row's also what sorts and lists it and what the
-# status line's board file shows (views.board.sort_rows, listed; io.boardfile.write_board)
-SLEEP_BRIEF = ("state", "empty", "background", "pid")
-BOARD_BRIEF: tuple[str, ...] = (*SLEEP_BRIEF, "id", "source", "title", "project", "state_since", "waiting_for")
-BOARD_BRIEF += ("tokens", "cost", "updated_at")
+# A session's row is what a view gives (`save`'s rows: key -> (row, brief)): the row as it
+# will be said again, kept beside the head; its brief, in the head, the view's own few
+# fields (what sorts and lists it) and the keeper's: `still` (time alone cannot move the
+# row: core.modes) and `process` (it names a process, which may go: core.answering).
+Row = tuple[Any, dict[str, Any]]
 
 
 def head_for(
     h: Handle,
     read_at_ns: int,
-    row: dict[str, Any] | None,
+    brief: dict[str, Any] | None,
     entangled: bool = False,
-    brief: tuple[str, ...] = SLEEP_BRIEF,
     tangle: bool = False,
 ) -> dict[str, Any]:
     """A handle's head: the stamps of its files and of the folders holding them (a new
@@ -70,8 +68,8 @@ def head_for(
         "dirs": stamps_of(dirs, read_at_ns),
         "at": read_at_ns,  # when what the row was built from was read
     }
-    if isinstance(row, dict):
-        head["brief"] = brief_of(row, brief)
+    if isinstance(brief, dict):
+        head["brief"] = brief
     if entangled:
         head["entangled"] = True
     shape = h.shape()
@@ -79,20 +77,8 @@ def head_for(
         head["shape"] = shape
     if tangle:
         head["tangle"] = True
+        head["ties"] = list(h.ties())
     return head
-
-
-def brief_of(row: dict[str, Any], fields: tuple[str, ...] = SLEEP_BRIEF) -> dict[str, Any]:
-    """These fields of a row (SLEEP_BRIEF, BOARD_BRIEF) that it has, known without
-    decoding the row: what is only tested for, as a flag, and of the cost its sum in
-    dollars (what views.board and io.boardfile.write_board read of a row)."""
-    out = {k: row[k] for k in fields if k in row}
-    for flag in ("empty", "background"):
-        if flag in out:
-            out[flag] = bool(out[flag])
-    if "cost" in out:
-        out["cost"] = {"usd": (out["cost"] or {}).get("usd")}
-    return out
 
 
 class Kept(dict[str, Any]):
@@ -200,7 +186,9 @@ class Stamped:
 
 
 class HandleCache:
-    def __init__(self, huddle_home: str, settings_key: tuple[Any, ...], name: str = BOARD) -> None:
+    def __init__(
+        self, huddle_home: str, settings_key: tuple[Any, ...], name: str = BOARD, json_rows: bool = False
+    ) -> None:
         # `name`: a reader with its own pace (the search index) keeps its own cache, so
         # what it has seen is never moved on by another command's refresh
         self.path = os.path.join(cache_dir(huddle_home), name)
@@ -208,9 +196,8 @@ class HandleCache:
         self.versions: dict[str, int] = {}  # key -> the session version stored
         self.heads: dict[str, dict[str, Any]] = {}
         self.raw: dict[str, bytes | None] = {}  # key -> its row as stored (`row_of`)
-        # the board's rows are kept as their JSON, with a brief that sorts and lists them
-        self.json_rows = name == BOARD
-        self.brief = BOARD_BRIEF if self.json_rows else SLEEP_BRIEF
+        # a board's rows are kept as their JSON (said again as they are: core.modes)
+        self.json_rows = json_rows
         self._sources: dict[str, Source] = {}
         self.read_at_ns = 0  # when the last read began (the core sets it)
         self.opened: list[Any] = []  # the store's stamp when its heads were read (core.answering)
@@ -221,10 +208,11 @@ class HandleCache:
         legacy = os.path.join(cache_dir(huddle_home), name.rsplit(".", 1)[0] + ".pickle")
         self._legacy = legacy if legacy != self.path else None
 
-    def head_of(self, h: Handle, row: dict[str, Any] | None) -> dict[str, Any]:
+    def head_of(self, h: Handle, given: Row | None) -> dict[str, Any]:
         """A handle's head as this run stamps it, its row with it (in a worker:
         core.coldread.Packed; leave_packed takes the row out)."""
-        return {**head_for(h, self.read_at_ns, row, brief=self.brief), "row": row}
+        row, brief = given if given is not None else (None, None)
+        return {**head_for(h, self.read_at_ns, brief), "row": row}
 
     def row_of(self, key: str) -> Any:
         """The row stored for this session (None: none)."""
@@ -299,12 +287,13 @@ class HandleCache:
     def save(
         self,
         handles: Mapping[str, Handle | Dormant],
-        rows: Mapping[str, dict[str, Any]] | None = None,
+        rows: Mapping[str, Row] | None = None,
         entangled: set[str] | None = None,
         tangles: set[str] | None = None,
     ) -> None:
         """Write what changed: handles whose session version moved, heads whose row (or
-        files) did, and drop the sessions that are gone. `entangled`: the sessions that
+        files) did, and drop the sessions that are gone. `rows`: key -> (row, brief), as
+        a view gives them. `entangled`: the sessions that
         share responses with others (never left unread); `tangles`: those whose rows are
         decided across their folder (head_for)."""
         put: dict[str, tuple[int, Any, bytes | None, bytes]] = {}
@@ -325,13 +314,13 @@ class HandleCache:
                     packed.append(h)
                 continue
             version = h.session.version
-            row = rows.get(key)
+            row, brief = rows.get(key) or (None, None)
             if self.versions.get(key) == version and key in self.heads:
                 # the same reading state: its files may still have moved (a line that made
                 # no event, a partial line), and its row may have (time, a process)
                 old = self.heads[key]
                 raw = self.raw.get(key)
-                head = head_for(h, self.read_at_ns, row, key in tangled, self.brief, key in tangles)
+                head = head_for(h, self.read_at_ns, brief, key in tangled, key in tangles)
                 if row is None:
                     if "brief" in old:  # (the row stays as stored)
                         head["brief"] = old["brief"]
@@ -351,7 +340,7 @@ class HandleCache:
                     blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
                 except Exception:
                     continue  # a handle that cannot be kept is simply read again next time
-            head = head_for(h, self.read_at_ns, row, key in tangled, self.brief, key in tangles)
+            head = head_for(h, self.read_at_ns, brief, key in tangled, key in tangles)
             put[key] = (version, head, dumps(row, self.json_rows), blob)
             responses[key] = response_ids(h)
             self.versions[key] = version

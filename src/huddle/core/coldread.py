@@ -30,6 +30,34 @@ _pack: list[Any] = []  # [row_of, head_of] while workers pack (see Packed)
 _pickled: weakref.WeakKeyDictionary[Handle, tuple[int, bytes]] = weakref.WeakKeyDictionary()
 
 
+class FirstRead:
+    """How a refresh reads the sessions it reads from their start. `workers`: many at
+    once in forked worker processes when it pays (they come back without their whole
+    timeline, as from the cache); `spawn`: workers started fresh, for a process with
+    threads (the server). `keep_timelines=False`: a session read from its start is kept
+    as the cache keeps it (a page that opens it reads it again), so a first read of a
+    large history holds one timeline at a time. `progress(done, total)` hears each
+    session read. `pack(handle) -> (row, brief)` (a keeper's cache still empty, forked
+    workers): a session no other has a say in is left unread, as if cached, with the
+    row its worker made (core.cache.leave_packed)."""
+
+    __slots__ = ("keep_timelines", "pack", "progress", "spawn", "workers")
+
+    def __init__(
+        self,
+        workers: bool = True,
+        spawn: bool = False,
+        keep_timelines: bool = True,
+        progress: Callable[[int, int], None] | None = None,
+        pack: Callable[[Handle], Any] | None = None,
+    ) -> None:
+        self.workers = workers
+        self.spawn = spawn
+        self.keep_timelines = keep_timelines
+        self.progress = progress
+        self.pack = pack
+
+
 def pickled(h: Handle) -> bytes | None:
     """The pickle a worker made of this handle, if its session has not moved since."""
     got = _pickled.pop(h, None)

@@ -1,20 +1,20 @@
 """The core object. The CLI, the web server and any TUI are thin clients of it.
 
-`Huddle` finds every session of every source, keeps one incremental handle per
-session, and answers the questions the views ask (the board, one session, its
-timeline). A failing adapter or session is contained: it shows as an `error`.
+`Huddle` is a plain reader: it finds every session of every source, keeps one
+incremental handle per session, and answers the questions the views ask (the board,
+one session, its timeline). A failing adapter or session is contained: it shows as an
+`error`. What is kept between runs (the handle cache, the sessions it leaves unread,
+when they wake) is a `Keeper` beside it (keeper.py), given at construction.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from huddle.errors import BadRequest, HuddleError, NotFound
-from huddle.io.boardfile import write_board
 from huddle.io.safefile import unreadable
 from huddle.model.ledger import Ledger
 from huddle.model.session import Session
@@ -22,33 +22,37 @@ from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
 from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
-from . import sleeping, whole
-from .cache import BOARD, Dormant, HandleCache, Stamped, leave_packed, tangled_with
-from .coldread import Packed, read_in_parallel
-from .reading import cache_form, read_files, refresh_one
+from . import whole
+from .cache import Dormant, HandleCache
+from .coldread import FirstRead, read_in_parallel
+from .keeper import Keeper, folder_of
+from .reading import cache_form, refresh_one
 
 MIN_PREFIX = 4  # characters of a session id that may name it, when no other starts so
 
 
+class Round:
+    """What one refresh found moving, as its steps tell each other."""
+
+    __slots__ = ("changed", "gone_at", "live_moved", "moved", "regrouped", "settle", "touched")
+
+    def __init__(self) -> None:
+        self.changed: set[str] = set()  # the keys the refresh says changed
+        self.moved: set[str] = set()  # sessions that came, went or read new bytes (not a live signal's move)
+        self.live_moved: set[str] = set()  # sessions whose live signals moved
+        self.gone_at: dict[str, str] = {}  # a session gone -> its folder (a title decided across it may move)
+        self.regrouped: set[str] = set()  # sleeping sessions read again from their start
+        # folders where a title decided across the folder can move -> the ties that moved
+        # (Handle.ties), or None: anything in the folder may
+        self.touched: dict[str, set[str] | None] = {}
+        self.settle: set[str] = set()  # the sessions whose titles are worked out again (`_tied`)
+
+
 class Huddle:
-    def __init__(
-        self,
-        settings: Settings | None = None,
-        sources: list[str] | None = None,
-        cache: bool = False,
-        cache_name: str = BOARD,
-        lazy: bool = False,
-        text_only: bool = False,
-        only: Iterable[str] | None = None,
-    ):
-        """`cache`: keep reading state in $HUDDLE_HOME/cache (`cache_name`). `lazy`: leave
-        cached sessions nothing moved in unread. Reading for token counts only
-        (settings.usage_only) no live signal matters: any unmoved session sleeps, and
-        when no folder moved either, the sources are not even scanned. `text_only`:
-        reading for what sessions say (the search index), where rows and live signals
-        do not matter either: any session whose files did not move sleeps. `only` (lazy):
-        the core holds these cached sessions alone, as if no other were stored: the part
-        of a board that a stored answer says moved (views.patching)."""
+    def __init__(self, settings: Settings | None = None, sources: list[str] | None = None, keep: Keeper | None = None):
+        """`sources`: the sources to read (default: HUDDLE_SOURCES, else all). `keep`: what is
+        kept between runs, and so what this run may leave unread (core.keeper; none:
+        everything is read, nothing kept)."""
         self.settings = settings or Settings.from_env()
         self.sources = all_sources(self.settings, sources)
         # adapters that failed to load, and names no adapter has, are said on every refresh
@@ -59,281 +63,296 @@ class Huddle:
         self.notes: list[str] = []  # one line per folder that could not be read
         self.lock = threading.RLock()  # the server refreshes from a thread
         self.generation = 0  # bumps when anything changed
-        self.cache: HandleCache | None = None
         self.ledger = Ledger()  # a response seen in two sessions counts in one
-        # lazy: cached sessions stay unread (Dormant: their board row stands for them)
-        # until their files move or something asks for them (sessions(), handle())
-        self.dormant: dict[str, Dormant] = {}
-        self.lazy = lazy and cache
-        self.text_only = text_only
-        self.partial = only is not None and self.lazy  # (core.answering: what it builds is not a whole board)
-        self.built_rows: dict[str, dict[str, Any]] = {}  # the last board's rows, listed or not (lazy)
-        # refresh() writes the cache each time; a long-lived reader (the server's watcher)
-        # turns that off and saves with its rows now and then (save_rows)
-        self.autosave = True
-        self._unstamped: dict[str, bool] = {}  # scans not yet stamped (autosave off)
         self.spared: set[str] = set()  # the sources the last refresh did not scan (core.answering)
         self.packed = 0  # sessions the last refresh left packed (cache.leave_packed)
-        self.settled_in: set[str] = set()  # the folders the last refresh settled (sleeping.settle_moved)
+        self.settled_in: set[str] = set()  # the folders the last refresh settled (Source.settle)
         # told (key, session) when a session is read whole (complete): the watcher pushes
         # a page's events from that point on
         self.on_complete: list[Callable[[str, Session], None]] = []
-        self.whole_at: dict[str, float] = {}  # key -> when (monotonic) a view last asked for it whole
-        if cache and self.settings.huddle_home and (lazy or not self.settings.usage_only):
-            key = (
-                tuple(sorted(self.settings.folders.items())),
-                tuple(sorted(s.name for s in self.sources)),  # (the order adapters were imported in is no part of it)
-                self.settings.usage_only,
-            )
-            self.cache = HandleCache(self.settings.huddle_home, key, cache_name)
-            if lazy:
-                self.dormant = self.cache.load_dormant(self.sources, only if self.partial else None)
-            else:
-                self.handles = self.cache.load(self.sources)
+        self.keeper = keep if keep is not None and self.settings.huddle_home else None
+        if self.keeper is not None:
+            self.keeper.attach(self)
+
+    # -- what the keeper holds ----------------------------------------------------------
+
+    @property
+    def cache(self) -> HandleCache | None:
+        return self.keeper.cache if self.keeper is not None else None
+
+    @property
+    def dormant(self) -> dict[str, Dormant]:
+        """The cached sessions left unread (their rows stand for them)."""
+        return self.keeper.dormant if self.keeper is not None else {}
+
+    @property
+    def lazy(self) -> bool:
+        """Whether cached sessions nothing moved in are left unread."""
+        return self.keeper is not None and not self.keeper.mode.holds_all
+
+    @property
+    def partial(self) -> bool:
+        return self.keeper is not None and self.keeper.partial
 
     # -- reading the disk ----------------------------------------------------------
 
-    def refresh(
-        self,
-        parallel: bool = False,
-        progress: Callable[[int, int], None] | None = None,
-        keep_timelines: bool = True,
-        spawn: bool = False,
-        pack: Callable[[Handle], Any] | None = None,
-    ) -> set[str]:
+    def refresh(self, first: FirstRead | None = None) -> set[str]:
         """Find sessions and read what was appended. Returns the keys that changed.
-        `parallel`: a one-shot command may read many new sessions in forked workers
-        (they come back without their whole timeline, as from the cache).
-        `progress(done, total)` hears each session read (a long first read can say so).
-        `keep_timelines=False`: a session read from its start this time is kept as the
-        cache keeps it (without its whole timeline: a page that opens it reads it again),
-        so a first read of a large history holds one timeline at a time. `spawn` (with
-        `parallel`): workers started fresh, for a process with threads (the server).
-        `pack(handle) -> row` (lazy, with `parallel`, a cache still empty): a session no
-        other has a say in is left unread, as if cached, with the row its worker made
-        (core.cache.leave_packed); `packed` then counts them."""
+        `first`: how sessions read from their start are read (in workers, kept whole or
+        not, told as they go: coldread.FirstRead)."""
         with self.lock:
-            changed: set[str] = set()
+            r = Round()
             notes: list[str] = list(self.load_notes)
-            found: dict[str, Handle] = {}
-            missing = []
-            if self.cache is not None:
-                self.cache.read_at_ns = time.time_ns()
-            still = self.cache.still_sources() if self.lazy and self.cache is not None else set()
-            if self.dormant:
-                seen: dict[str, int] = {}  # what moved (or a live process can move) is read; the rest sleeps
-                waking = [k for k, d in self.dormant.items() if not self._sleeps(d, seen)]
-                lost = self._wake(waking + (tangled_with(self.dormant, waking) if self.settings.usage_only else []))
-                still -= {k.split(":", 1)[0] for k in lost}  # the scan reads those again
-                # (and one whose move can give other sessions' files to it: Handle.regroups)
-                still -= {k.split(":", 1)[0] for k in waking if k in self.handles and self.handles[k].regroups()}
-            live_moved: set[str] = set()
-            scanned: dict[str, bool] = {}  # source -> whether its scan went through
-            self.spared = set()
-            for src in self.sources:
-                if not src.roots():
-                    continue  # no folder here at all (not set up for this source)
-                if not src.exists():
-                    missing.append(src)
-                    continue
-                stirred, spared = sleeping.between_scans(self, src, notes) if src.name in still else (set(), False)
+            k = self.keeper
+            still = k.waking(self, notes) if k is not None else set()
+            found, scanned = self._scan_all(still, r, notes)
+            if k is not None and k.dormant and scanned:  # (a missing source's sessions are gone with their files)
+                found = k.kept(self, found, r, set(scanned))
+            r.changed |= r.live_moved
+            for key in self.handles.keys() - found.keys():
+                r.changed.add(key)
+                r.moved.add(key)
+                r.gone_at[key] = folder_of(self.handles[key].files())
+            self._read(found, r, first or FirstRead(workers=False))
+            r.touched = self._touched(found, r)
+            r.settle = self._tied(found, r)
+            if k is not None:
+                k.read(self, found, r)
+            r.changed |= self._settle(found, r, notes)
+            self.handles = found
+            r.changed |= self.ledger.sync({key: h.session for key, h in found.items()})
+            # files and folders skipped where they were met (io.safefile), looked at again now
+            notes.extend(unreadable([root for src in self.sources for root in src.roots()]))
+            if k is not None:
+                k.saved(self, scanned, notes, bool(r.changed))
+            self.notes = notes
+            if r.changed:
+                self.generation += 1
+            return r.changed
+
+    def _scan_all(self, still: set[str], r: Round, notes: list[str]) -> tuple[dict[str, Handle], dict[str, bool]]:
+        """Every source scanned, or spared its scan when its folders stood still (its live
+        signals looked at only). Returns the sessions found and, per source scanned,
+        whether its scan went through."""
+        found: dict[str, Handle] = {}
+        scanned: dict[str, bool] = {}
+        missing = []
+        self.spared = set()
+        for src in self.sources:
+            if not src.roots():
+                continue  # no folder here at all (not set up for this source)
+            if not src.exists():
+                missing.append(src)
+                continue
+            if src.name in still and self.keeper is not None:
+                stirred, spared = self.keeper.spare(self, src, notes)
                 if spared:  # no session came or went: the sessions are the cached ones
                     self.spared.add(src.name)
-                    found.update((k, h) for k, h in self.handles.items() if k.startswith(src.name + ":"))
-                    live_moved |= stirred
+                    found.update((key, h) for key, h in self.handles.items() if key.startswith(src.name + ":"))
+                    r.live_moved |= stirred
                     notes.extend(src.notes)
                     continue
-                got = self._scan(src, notes)
-                scanned[src.name] = got is not None
-                if got:
-                    found.update(got)
-                    # a flipped registry entry or a taken lock changes a row as surely as a line
-                    stirred |= guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append) or set()
-                    live_moved.update(k for k in stirred if k in got)
-                notes.extend(src.notes)
-            # sessions that came, went or read new bytes this round (not a live signal's move)
-            moved: set[str] = set()
-            gone_at: dict[str, str] = {}  # a session gone -> its folder (a title decided across it may move)
-            regrouped: set[str] = set()
-            if self.dormant and scanned:  # (a missing source's sessions are gone with their files: awake)
-                found, gone, gone_at, regrouped = sleeping.keep_dormant(self, found, live_moved, set(scanned))
-                changed |= gone
-                moved |= gone
-            changed |= live_moved
-            agent_sources = [s for s in self.sources if s.roots()]
-            if missing and len(missing) == len(agent_sources):
-                where = ", ".join(r for s in missing for r in s.roots())
-                notes.append(f"no agent session folders found (looked in {where})")
-            else:
-                for src in missing:
-                    if src.name in self.settings.explicit:
-                        notes.append(f"{src.name}: no sessions folder at {', '.join(src.roots())}")
-            for key in self.handles.keys() - found.keys():
-                changed.add(key)
-                moved.add(key)
-                gone_at[key] = sleeping.folder_of(self.handles[key].files())
-            done: set[str] = set()
-            self.packed = 0
-            if parallel:
-                new = {k: h for k, h in found.items() if self.handles.get(k) is not h}
-                # a first read of an empty cache may leave what the workers read packed
-                packed: dict[str, Packed] | None = None
-                rows = None
-                if pack is not None and self.cache is not None and not spawn and not self.dormant and not self.handles:
-                    packed, rows = {}, (pack, self.cache.head_of)
-                done = read_in_parallel(new, self.sources, self.settings if spawn else None, packed, rows)
-                if packed:
-                    asleep, unread = leave_packed(packed, new, found, {s.name: s for s in self.sources})
-                    self.dormant.update(asleep)
-                    changed.update(asleep)
-                    done -= unread
-                    self.packed = len(asleep)
-                found.update((k, new[k]) for k in done)
-            for i, (key, h) in enumerate(found.items()):
-                if self.handles.get(key) is not h:
-                    changed.add(key)
-                    moved.add(key)
-                if key not in done and refresh_one(h):
-                    changed.add(key)
-                    moved.add(key)
-                if not keep_timelines and key not in done and self.handles.get(key) is not h:
-                    found[key] = cache_form(h)  # (a value replaced, not a key added: the loop goes on)
-                if progress is not None:
-                    progress(i + 1, len(found))
-            known = self.cache.versions if self.cache is not None else {}
-            changed |= sleeping.wake_partners(self, found, {k for k in moved if k not in known} | regrouped)
-            changed |= sleeping.settle_moved(self, found, moved, gone_at, notes)
-            self.handles = found
-            changed |= self.ledger.sync({k: h.session for k, h in found.items()})
-            # files and folders skipped where they were met (io.safefile), looked at again now
-            notes.extend(unreadable([r for src in self.sources for r in src.roots()]))
-            if self.cache is not None and self.autosave:
-                if changed or self.lazy or not os.path.exists(self.cache.path):
-                    self._kept()
-                if self.lazy and scanned:
-                    self.cache.stamp_scans(self.sources, scanned)
-            elif self.cache is not None and self.lazy and scanned:
-                self._unstamped = scanned  # stamped by the next save_rows, after the heads
-            if self.cache is not None and self.cache.note:
-                notes.append(self.cache.note)
-            self.notes = notes
-            if changed:
-                self.generation += 1
-            return changed
+            mine = {key: h for key, h in self.handles.items() if key.startswith(src.name + ":")}
+            got = guarded(f"{src.name} scan", src.scan, mine, on_error=notes.append)
+            scanned[src.name] = got is not None
+            if got:
+                found.update(got)
+                # a flipped registry entry or a taken lock changes a row as surely as a line
+                moved = guarded(f"{src.name} live signals", src.live_changed, on_error=notes.append) or set()
+                r.live_moved.update(key for key in moved if key in got)
+            notes.extend(src.notes)
+        self._missing(missing, notes)
+        return found, scanned
 
-    # -- sessions left unread (lazy) --------------------------------------------------
+    def _missing(self, missing: list[Source], notes: list[str]) -> None:
+        agent_sources = [s for s in self.sources if s.roots()]
+        if missing and len(missing) == len(agent_sources):
+            where = ", ".join(root for s in missing for root in s.roots())
+            notes.append(f"no agent session folders found (looked in {where})")
+            return
+        for src in missing:
+            if src.name in self.settings.explicit:
+                notes.append(f"{src.name}: no sessions folder at {', '.join(src.roots())}")
 
-    def _scan(self, src: Source, notes: list[str]) -> dict[str, Handle] | None:
-        known = {k: h for k, h in self.handles.items() if k.startswith(src.name + ":")}
-        return guarded(f"{src.name} scan", src.scan, known, on_error=notes.append)
+    def _read(self, found: dict[str, Handle], r: Round, first: FirstRead) -> None:
+        """What each session appended; the new ones perhaps in workers (`first`)."""
+        done: set[str] = set()
+        self.packed = 0
+        if first.workers:
+            new = {key: h for key, h in found.items() if self.handles.get(key) is not h}
+            packing = first.pack is not None and self.keeper is not None and not first.spawn
+            packing = packing and not self.dormant and not self.handles
+            cache = self.cache
+            packed: dict[str, Any] | None = {} if packing else None
+            rows = (first.pack, cache.head_of) if packing and cache is not None and first.pack is not None else None
+            done = read_in_parallel(new, self.sources, self.settings if first.spawn else None, packed, rows)
+            if packed and self.keeper is not None:
+                asleep, unread = self.keeper.leave_packed(self, packed, new, found)
+                r.changed.update(asleep)
+                done -= unread
+                self.packed = len(asleep)
+            found.update((key, new[key]) for key in done)
+        for i, (key, h) in enumerate(found.items()):
+            if self.handles.get(key) is not h:
+                r.changed.add(key)
+                r.moved.add(key)
+            if key not in done and refresh_one(h):
+                r.changed.add(key)
+                r.moved.add(key)
+            if not first.keep_timelines and key not in done and self.handles.get(key) is not h:
+                found[key] = cache_form(h)  # (a value replaced, not a key added: the loop goes on)
+            if first.progress is not None:
+                first.progress(i + 1, len(found))
 
-    def _sleeps(self, d: Dormant, seen: dict[str, int] | None = None) -> bool:
-        return sleeping.sleeps(self, d, seen)
+    def _touched(self, found: dict[str, Handle], r: Round) -> dict[str, set[str] | None]:
+        """The folders where a title decided across the folder can move this round, with
+        what moved: anything (a session came or went; one read new bytes that named what
+        it did not before), or the ties of sessions whose titles are so decided that read
+        new bytes (an append elsewhere never moves a title: summaries.py)."""
+        heads = self.cache.heads if self.cache is not None else {}
+        touched: dict[str, set[str] | None] = {f: None for f in r.gone_at.values() if f}
+        for key in r.moved:
+            h = found.get(key)
+            head = heads.get(key)
+            if h is None or not (head is None or head.get("tangle") or guarded("tangle", h.entangled)):
+                continue
+            folder = folder_of(h.files())
+            ties = set(guarded("ties", h.ties) or ())
+            was = head.get("ties") if head is not None else None
+            if not ties or not isinstance(was, list) or not ties <= set(was):
+                touched[folder] = None  # (one new may copy a leaf; one that names more, anything)
+            elif (before := touched.get(folder, set())) is not None:
+                touched[folder] = before | ties
+        touched.pop("", None)
+        return touched
 
-    def settled(self, row: dict[str, Any], head: dict[str, Any]) -> bool:
-        """Whether time alone cannot move this row (sleeping.settled)."""
-        return sleeping.settled(self, row, head)
-
-    def _wake(self, keys: Iterable[str]) -> set[str]:
-        """Returns the keys that did not unpickle (the scan reads them again)."""
-        return sleeping.wake(self, keys)
-
-    def _entangled(self) -> set[str]:
-        """Sessions that share responses with others (a response counted in one of two
-        sessions): never left unread, the ledger decides over all of them."""
-        out = {k for keys in self.ledger.multi.values() for k in keys}
-        out.update(k for k, h in self.handles.items() if h.session.counted_elsewhere)
+    def _tied(self, found: dict[str, Handle], r: Round) -> set[str]:
+        """The sessions whose titles are worked out again: every one of a folder where
+        anything moved; else those tied to what moved (sharing a tie, and theirs, and so
+        on: a title is decided among the sessions holding its leaf and the one naming it),
+        awake or asleep (the keeper wakes those)."""
+        if not r.touched:
+            return set()
+        by_folder: dict[str, dict[str, list[str]]] = {}  # folder -> key -> its ties
+        tangled: set[str] = set()  # the folders where a title is decided across the folder at all
+        for key, h in found.items():
+            folder = folder_of(h.files())
+            if folder in r.touched:
+                by_folder.setdefault(folder, {})[key] = list(guarded("ties", h.ties) or ())
+                if guarded("tangle", h.entangled):
+                    tangled.add(folder)
+        for key, d in self.dormant.items():
+            folder = folder_of([f[0] for f in d.head.get("files") or ()])
+            if folder in r.touched:
+                by_folder.setdefault(folder, {})[key] = list(d.head.get("ties") or ())
+                if d.head.get("tangle"):
+                    tangled.add(folder)
+        out: set[str] = set()
+        for folder, ties in r.touched.items():
+            members = by_folder.get(folder, {})
+            if folder not in tangled:
+                continue  # (no title there is decided across the folder)
+            if ties is None:
+                out.update(members)
+                continue
+            holders: dict[str, list[str]] = {}
+            for key, mine in members.items():
+                for t in mine:
+                    holders.setdefault(t, []).append(key)
+            todo, seen = list(ties), set(ties)
+            while todo:
+                for key in holders.get(todo.pop(), ()):
+                    if key not in out:
+                        out.add(key)
+                        for t in members[key]:
+                            if t not in seen:
+                                seen.add(t)
+                                todo.append(t)
         return out
 
-    def _tangles(self) -> set[str]:
-        """Sessions whose rows are decided across their folder (Handle.entangled: a title
-        another file gives): they sleep, and their folder wakes with any of them
-        (sleeping.wake_groups). Counting tokens, no title matters."""
-        if self.settings.usage_only:
-            return set()
-        return {k for k, h in self.handles.items() if guarded("tangle", h.entangled)}
+    def _settle(self, found: dict[str, Handle], r: Round, notes: list[str]) -> set[str]:
+        """What one session's files say about another's row (Source.settle), worked out
+        among the sessions it can move in this round (`_tied`), all of them at hand."""
+        self.settled_in = set(r.touched)
+        changed: set[str] = set()
+        for src in self.sources:
+            mine = {key: found[key] for key in r.settle if key in found and key.startswith(src.name + ":")}
+            if mine:
+                changed |= guarded(f"{src.name} settle", src.settle, mine, on_error=notes.append) or set()
+        return changed
 
-    def _kept(self, rows: dict[str, dict[str, Any]] | None = None) -> None:
-        """The cache written with what this core holds (and these rows)."""
-        assert self.cache is not None
-        self.cache.save({**self.dormant, **self.handles}, rows, entangled=self._entangled(), tangles=self._tangles())
+    def read_files(self, paths: Iterable[str]) -> set[str] | None:
+        """What these files appended, read in the sessions that read them (a watcher's
+        notice names the files: the sessions a line went to, not the home's stat checks);
+        the keys that changed, or None when a file is no known session's (a new session
+        or sub-agent: only a scan finds where it goes, a whole refresh). Whatever else
+        moved is the next whole refresh's: a notice missed costs a poll, as before."""
+        with self.lock:
+            owners: dict[str, str] = {}
+            for key, h in self.handles.items():
+                for f in h.files():
+                    owners[f] = key
+            for key, d in self.dormant.items():
+                for f in d.head.get("files") or ():
+                    owners.setdefault(f[0], key)
+            keys = set()
+            for p in paths:
+                owner = owners.get(p)
+                if owner is None:
+                    return None
+                keys.add(owner)
+            if self.wake(k for k in keys if k in self.dormant) or not keys <= self.handles.keys():
+                return None  # (one did not unpickle: the scan reads it again)
+            r = Round()
+            r.moved = {k for k in keys if refresh_one(self.handles[k])}
+            r.changed = set(r.moved)
+            found = dict(self.handles)
+            r.touched = self._touched(found, r)
+            r.settle = self._tied(found, r)
+            if self.keeper is not None:
+                self.keeper.read(self, found, r)
+            r.changed |= self._settle(found, r, self.notes)
+            self.handles = found
+            r.changed |= self.ledger.sync({key: h.session for key, h in found.items()})
+            if r.changed:
+                self.generation += 1
+            return r.changed
 
-    def put_to_sleep(self) -> int:
-        """Leave unread again what a lazy core holds as the cache keeps it (whole.put_to_sleep)."""
-        return whole.put_to_sleep(self)
+    # -- sessions whole, sessions asleep ------------------------------------------------
 
     def complete(self, key: str) -> Session | None:
         """The session with its whole timeline (whole.complete)."""
         return whole.complete(self, key)
 
-    def let_go(self, followed: set[str], keep: int = whole.KEEP_WHOLE) -> int:
-        """Let go the timelines no page follows, but for the last few (whole.let_go)."""
-        return whole.let_go(self, followed, keep)
-
     def read_whole(self, keys: Iterable[str]) -> Iterator[Session]:
         """Each of these sessions with its whole timeline, one at a time, not kept (whole.read_whole)."""
         return whole.read_whole(self, keys)
 
-    def read_files(self, paths: Iterable[str]) -> set[str] | None:
-        """What these files appended, in the sessions that read them (reading.read_files)."""
-        return read_files(self, paths)
+    def wake(self, keys: Iterable[str]) -> set[str]:
+        """These sleeping sessions read into `handles`; returns the keys that could not be."""
+        with self.lock:
+            return self.keeper.wake(self, keys) if self.keeper is not None else set()
 
     def forget(self, key: str) -> None:
         """Read this cached session again from the start (its cached state is not wanted):
         its source is scanned next time, whether or not its folders moved."""
         with self.lock:
-            self.dormant.pop(key, None)
-            self.handles.pop(key, None)
-            if self.cache is not None:
-                self.cache.forget(key)
-                scans = dict(self.cache.meta().get("scans") or {})
-                if scans.pop(key.split(":", 1)[0], None) is not None:
-                    self.cache.set_meta(scans=scans)
+            if self.keeper is not None:
+                self.keeper.forget(self, key)
+            else:
+                self.handles.pop(key, None)
 
     def wake_all(self) -> None:
         """Every sleeping session loaded (for views that need them all)."""
         with self.lock:
-            if self.dormant:
-                self._wake(list(self.dormant))
-
-    def dormant_rows(self) -> dict[str, dict[str, Any]]:
-        """The board rows of the sessions left unread, as last built."""
-        with self.lock:
-            return {k: d.row for k, d in self.dormant.items()}
-
-    def dormant_kept(self) -> dict[str, dict[str, Any]]:
-        """The same rows, undecoded where kept as JSON (cache.Kept: a brief, the JSON as
-        kept); a row kept otherwise is decoded."""
-        with self.lock:
-            return {k: d.kept() or d.row for k, d in self.dormant.items()}
-
-    def write_board_cache(self, board: dict) -> None:
-        """Leave the board where the standard-library status line can read it, and its
-        rows in the cache (what a sleeping session shows next time)."""
-        if not self.settings.huddle_home:
-            return
-        with self.lock:
-            if self.cache is not None and self.lazy:
-                rows = {f"{r['source']}:{r['id']}": r for r in board.get("sessions", ())}
-                self.save_rows(getattr(self, "built_rows", None) or rows)
-            files = self.board_files()
-        write_board(self.settings.huddle_home, board, files, self.watch_dirs(), self.settings.folders)
-
-    def save_rows(self, rows: dict[str, dict[str, Any]]) -> None:
-        """Write the cache with these board rows (every row built, listed or not): what a
-        session left unread shows next time. Rows of sessions not given keep their last."""
-        with self.lock:
-            if self.cache is not None:
-                self._kept(rows)
-                if self._unstamped:  # the last refresh's scans (its read_at_ns guards what moved since)
-                    self.cache.stamp_scans(self.sources, self._unstamped)
-                    self._unstamped = {}
+            if self.keeper is not None:
+                self.keeper.wake_all(self)
 
     def board_files(self) -> dict[str, Any]:
         """Per session, what has `files()` (a handle, or a sleeping session's stamps): the
         board file's staleness check."""
         with self.lock:
-            files: dict[str, Any] = {k: Stamped(d) for k, d in self.dormant.items()}
+            files: dict[str, Any] = self.keeper.stamped() if self.keeper is not None else {}
             files.update(self.handles)
             return files
 
@@ -350,7 +369,7 @@ class Huddle:
             return [h.session for h in self.handles.values()]
 
     def loaded_sessions(self) -> list[Session]:
-        """The sessions read into memory (all of them unless the core is lazy)."""
+        """The sessions read into memory (all of them unless some sleep)."""
         with self.lock:
             return [h.session for h in self.handles.values()]
 
@@ -365,14 +384,14 @@ class Huddle:
             for h in self.handles.values():
                 if h.session.id == id:
                     return h
-            if self.dormant:  # sessions left unread (lazy): the ones named are read now
+            if self.dormant:  # sessions left unread: the ones named are read now
                 exact = [k for k in self.dormant if k == id or k.split(":", 1)[1] == id]
                 near = exact or (
                     [k for k in self.dormant if k.startswith(id) or k.split(":", 1)[1].startswith(id)]
                     if len(id) >= MIN_PREFIX
                     else []
                 )
-                self._wake(near)
+                self.wake(near)
                 for k in exact:
                     if k in self.handles:
                         return self.handles[k]

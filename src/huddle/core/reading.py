@@ -3,13 +3,8 @@
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from huddle.sources import Handle
-
-if TYPE_CHECKING:
-    from .huddle import Huddle
 
 
 def refresh_one(h: Handle) -> bool:
@@ -52,40 +47,3 @@ def cache_form(h: Handle) -> Handle:
         return h
     small.source = getattr(h, "source", None)  # not pickled: the live source object goes on
     return small
-
-
-def read_files(core: Huddle, paths: Iterable[str]) -> set[str] | None:
-    """What these files appended, read in the sessions that read them (a watcher's
-    notice names the files: the sessions a line went to, not the home's stat checks);
-    the keys that changed, or None when a file is no known session's (a new session or
-    sub-agent: only a scan finds where it goes, a whole refresh). Whatever else moved
-    is the next whole refresh's: a notice missed costs a poll, as before."""
-    from . import sleeping
-
-    with core.lock:
-        owners: dict[str, str] = {}
-        for key, h in core.handles.items():
-            for f in h.files():
-                owners[f] = key
-        for key, d in core.dormant.items():
-            for f in d.head.get("files") or ():
-                owners.setdefault(f[0], key)
-        keys = set()
-        for p in paths:
-            owner = owners.get(p)
-            if owner is None:
-                return None
-            keys.add(owner)
-        if any(k in core.dormant for k in keys):
-            core._wake(k for k in keys if k in core.dormant)
-        if not keys <= core.handles.keys():
-            return None  # (one did not unpickle: the scan reads it again)
-        moved = {k for k in keys if refresh_one(core.handles[k])}
-        changed = set(moved)
-        found = dict(core.handles)
-        changed |= sleeping.settle_moved(core, found, moved, {}, core.notes)
-        core.handles = found
-        changed |= core.ledger.sync({k: h.session for k, h in found.items()})
-        if changed:
-            core.generation += 1
-        return changed

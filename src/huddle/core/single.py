@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from huddle.sources import Settings
 
+from .coldread import FirstRead
 from .huddle import MIN_PREFIX, Huddle
+from .keeper import Keeper
 
 
 def named(keys: list[str], name: str) -> str | None:
@@ -30,17 +32,17 @@ def named(keys: list[str], name: str) -> str | None:
 
 def one_session_core(name: str, settings: Settings | None = None, sources: list[str] | None = None) -> Huddle:
     """A refreshed core that can answer about the session `name` names (see the module doc)."""
-    probe = Huddle(settings, sources, cache=True, lazy=True, only=())
+    probe = Huddle(settings, sources, keep=Keeper(only=()))
     cache = probe.cache
     if cache is not None and not cache.note:
         key = named(cache.store.keys(), name)
         still = cache.still_sources()
         if key is not None and all(s.name in still for s in probe.sources if s.roots() and s.exists()):
             cache.store.close()
-            h = Huddle(settings, sources, cache=True, lazy=True, only=[key])
+            h = Huddle(settings, sources, keep=Keeper(only=[key]))
             h.refresh()
             if h.spared >= {s.name for s in h.sources if s.roots() and s.exists()}:
                 return h
-    h = Huddle(settings, sources, cache=True, lazy=True)
-    h.refresh(parallel=True)
+    h = Huddle(settings, sources, keep=Keeper())
+    h.refresh(FirstRead())
     return h

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from huddle import __version__
+from huddle.core.coldread import FirstRead
 
 from . import HubError, connect, describe, driver, scrub
 from .rows import agent_rows, hub_row, response_rows, session_values
@@ -215,7 +216,7 @@ class Pusher:
     # -- once, or watching -----------------------------------------------------------
 
     def run(self) -> tuple[int, int]:
-        self.h.refresh(parallel=True)
+        self.h.refresh(FirstRead())
         try:
             return self.push_once()
         except driver().Error as exc:
@@ -235,7 +236,7 @@ class Pusher:
         first = True
         delay = 0.0
         while not self.stop.is_set():
-            self.h.refresh(parallel=first)
+            self.h.refresh(FirstRead() if first else None)
             first = False
             try:
                 n, r = self.push_once()

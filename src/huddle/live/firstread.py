@@ -27,20 +27,21 @@ def read_apart(core: Any, stopping: Callable[[], bool]) -> str | None:
         return note
     with core.lock:
         core.cache.store.close()  # opened again: what it read at the start (its meta) is the child's now
-        core.dormant = core.cache.load_dormant(core.sources)
+        core.keeper.dormant = core.cache.load_dormant(core.sources)
     return None
 
 
 def fill_cache(argument: tuple[Any, list[str], float | None], say: Callable[[str], None]) -> None:
     """The child: a cold read into the cache, with the board rows it shows."""
-    from huddle.core import Huddle
-    from huddle.views.board import board_json
+    from huddle.core import FirstRead, Huddle, Keeper
+    from huddle.views.board import board_json, leave_board
 
     settings, names, idle_after = argument
-    h: Any = Huddle(settings, sources=names, cache=True, lazy=True)
+    h: Any = Huddle(settings, sources=names, keep=Keeper())
     if idle_after is not None:
         h.idle_after = idle_after  # (the rows' key: built alike, they stand on the server)
-    h.refresh(parallel=True)
-    h.write_board_cache(board_json(h))
+    h.refresh(FirstRead())
+    built: dict = {}
+    leave_board(h, board_json(h, built=built), built)
     if h.cache is not None:
         h.cache.store.close()

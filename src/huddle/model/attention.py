@@ -35,6 +35,14 @@ ACTIVE = frozenset({NEEDS_YOU, WAITING, WORKING})  # something is under way
 IDLE_AFTER = 30 * 60.0  # seconds
 
 
+SETTLED = frozenset({IDLE, ENDED})  # states only a move of the session's files (or process) changes
+
+
+def settled(state: object) -> bool:
+    """Whether time alone cannot move this state."""
+    return state in SETTLED
+
+
 def urgency(state: str | None) -> int:
     """Sort key: most urgent first; an unknown state last."""
     return URGENCY.get(state or "", len(STATES))

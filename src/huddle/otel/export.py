@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from huddle import __version__
+from huddle.core.coldread import FirstRead
 from huddle.errors import HostingError, HuddleError
 
 from . import semconv as sc
@@ -222,7 +223,7 @@ class Exporter:
         self.sender.flush()
 
     def run(self, ids: list[str]) -> None:
-        self.h.refresh(parallel=True)
+        self.h.refresh(FirstRead())
         self.send(self.select(ids), only_new=False)
 
     def follow(
@@ -235,7 +236,7 @@ class Exporter:
         """Send what is new now, then again whenever the files move, until `stop` is set.
         A failed send is tried again with back-off: nothing counts as sent before the
         endpoint took it, and the cursor keeps what it took across restarts."""
-        self.h.refresh(parallel=True)
+        self.h.refresh(FirstRead())
         keys = self.select(ids)
         wanted = set(keys) if ids else None
         todo = set(keys)

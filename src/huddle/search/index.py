@@ -378,7 +378,7 @@ def make_level(
     stopped, not where another command's refresh did) and leaves unread every session
     whose files did not move and whose cached state is the one the index was written
     with; one whose cached state does not match the index is read whole."""
-    from huddle.core import Huddle
+    from huddle.core import FirstRead, Huddle, Keeper, TextMode
 
     try:
         if index.store.wants_rebuild():
@@ -389,11 +389,11 @@ def make_level(
             raise
         index.reset()
         versions = {}
-    h = Huddle(settings, cache=True, lazy=True, text_only=True, cache_name="search-handles.db")
+    h = Huddle(settings, keep=Keeper(TextMode(), "search-handles.db"))
     for key in [k for k, d in h.dormant.items() if versions.get(k) != d.version]:
         h.forget(key)  # read again from the start: the index may lack part of it
     asleep = set(h.dormant)
-    h.refresh(progress=_lazy(progress, "reading sessions") if progress is not None else None)
+    h.refresh(FirstRead(workers=False, progress=_lazy(progress, "reading sessions") if progress else None))
     # a version says "nothing new" only for a handle that went on from the cache the
     # index was written with (a session read afresh counts its versions anew)
     versions = {k: versions[k] for k in asleep if k in h.handles and k in versions}
@@ -407,8 +407,8 @@ def make_level(
             for key in sorted(res.needs_complete):
                 h.complete(key)
                 index.update(h, {key})
-            if res.needs_complete:
-                h.save_rows({})  # those sessions were read whole: keep where they stand
+            if res.needs_complete and h.keeper is not None:
+                h.keeper.save(h)  # those sessions were read whole: keep where they stand
             break
         except Damaged:
             versions = {}

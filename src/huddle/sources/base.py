@@ -58,6 +58,12 @@ class Handle:
         other sessions: then its source is scanned even while its folders stood still."""
         return False
 
+    def ties(self) -> list[str]:
+        """What ties this session's row to others of its folder (Source.settle decides
+        them together): the sessions sharing a tie with one that moved, and theirs, are
+        settled with it; [] for none (`entangled` alone: its folder is settled whole)."""
+        return []
+
     def shape(self) -> list[Any] | None:
         """What the scan decides of this session's files without reading them, and the
         folder it looks at for it: [folder, what it decides] (Claude: whether its own

@@ -9,7 +9,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from huddle.model.attention import YOUR_TURN, urgency
+from huddle.io.boardfile import write_board
+from huddle.model.attention import YOUR_TURN, settled, urgency
 from huddle.model.session import Session
 from huddle.model.times import parse_time
 from huddle.sources.registry import resume_command
@@ -147,31 +148,84 @@ def sort_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+# What a row's brief keeps of it, known without decoding the row: what sorts and lists it
+# (sort_rows, listed) and what the status line's board file shows (io.boardfile), beside
+# the keeper's own two (core.cache.Row): `still`, `process`.
+BRIEF: tuple[str, ...] = ("state", "empty", "background", "pid", "id", "source", "title", "project", "state_since")
+BRIEF += ("waiting_for",)
+BRIEF += ("tokens", "cost", "updated_at")
+
+
+def still(row: dict[str, Any]) -> bool:
+    """Whether time alone cannot move this row: its state is settled (model.attention:
+    idle, ended), or there is nothing in it (off the board until a line or a process)."""
+    return settled(row.get("state")) or bool(row.get("empty"))
+
+
+def brief_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's brief (BRIEF): what is only tested for as a flag, of the cost its sum in
+    dollars; and the keeper's `still` and `process` (whether it names one, which may go)."""
+    out = {k: row[k] for k in BRIEF if k in row}
+    for flag in ("empty", "background"):
+        if flag in out:
+            out[flag] = bool(out[flag])
+    if "cost" in out:
+        out["cost"] = {"usd": (out["cost"] or {}).get("usd")}
+    out["still"] = still(row)
+    out["process"] = row.get("pid") is not None
+    return out
+
+
+def kept_rows(rows: dict[str, dict[str, Any]]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """Board rows as the keeper keeps them: each with its brief."""
+    return {k: (r, brief_of(r)) for k, r in rows.items()}
+
+
+def leave_board(h: Huddle, board: dict[str, Any], built: dict[str, dict[str, Any]] | None = None) -> None:
+    """The board left where the standard-library status line reads it, and its rows with
+    the keeper (what a sleeping session shows next time). `built`: every row the board
+    was built with, listed or not (board_json's)."""
+    if not h.settings.huddle_home:
+        return
+    with h.lock:
+        if h.keeper is not None and h.lazy:
+            rows = built or {f"{r['source']}:{r['id']}": r for r in board.get("sessions", ())}
+            h.keeper.save(h, kept_rows(rows))
+        files = h.board_files()
+    write_board(h.settings.huddle_home, board, files, h.watch_dirs(), h.settings.folders)
+
+
 def rows_key(h: Huddle, table: pricing.Table | None) -> list[Any]:
     """What a kept row was built with besides its session: the prices and the idle time."""
     return [repr(sorted(table.describe().items())) if table is not None else None, getattr(h, "idle_after", None)]
 
 
 def board_json(
-    h: Huddle, at: float | None = None, debounce: Debouncer | None = None, raw: bool = False
+    h: Huddle,
+    at: float | None = None,
+    debounce: Debouncer | None = None,
+    raw: bool = False,
+    built: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The board. `raw`: a sleeping session's row may be given as kept (core.cache.Kept:
-    its brief, with its JSON beside it), for a board said as JSON (`said_json`)."""
+    its brief, with its JSON beside it), for a board said as JSON (`said_json`). `built`:
+    given every row built, listed or not (what the keeper keeps: `leave_board`)."""
     table = pricing_table(h)
     kept: dict[str, dict[str, Any]] = {}
-    cache = getattr(h, "cache", None)
-    if getattr(h, "dormant", None):
+    keeper = h.keeper
+    cache = h.cache
+    if h.dormant and keeper is not None:
         # sessions left unread (huddle's cache): their rows as last built, if built alike
         if at is not None or cache is None or cache.meta().get("rows") != rows_key(h, table):
             h.wake_all()
-        kept = h.dormant_kept() if raw and at is None else h.dormant_rows()
-    sessions = h.loaded_sessions() if hasattr(h, "loaded_sessions") else h.sessions()
-    built = {s.key: session_entry(h, s, at=at, debounce=debounce, table=table) for s in sessions}
-    if at is None and getattr(h, "lazy", False):
-        h.built_rows = built  # every row, listed or not, for the cache (see Huddle.write_board_cache)
-        if cache is not None and cache.meta().get("rows") != rows_key(h, table):
-            cache.set_meta(rows=rows_key(h, table))
-    rows = sort_rows([r for r in [*built.values(), *(r if raw else dict(r) for r in kept.values())] if listed(r)])
+        kept = keeper.kept_rows() if raw and at is None else keeper.rows()
+    sessions = h.loaded_sessions()
+    made = {s.key: session_entry(h, s, at=at, debounce=debounce, table=table) for s in sessions}
+    if built is not None:
+        built.update(made)
+    if at is None and h.lazy and cache is not None and cache.meta().get("rows") != rows_key(h, table):
+        cache.set_meta(rows=rows_key(h, table))
+    rows = sort_rows([r for r in [*made.values(), *(r if raw else dict(r) for r in kept.values())] if listed(r)])
     out: dict[str, Any] = {"sessions": rows}
     notes = board_notes(h)
     if notes:

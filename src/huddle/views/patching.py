@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from huddle.core.sleeping import folder_of
+from huddle.core.keeper import folder_of
 from huddle.io import answers
 from huddle.io.boardfile import board_path, board_row, read_board, write_rows
 from huddle.model.attention import urgency
@@ -81,10 +81,10 @@ def wanted(stale: answers.Stale) -> set[str] | None:
 def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     """The board now (its JSON), from the stale answer and the sessions that moved, its
     notes said; None to be worked out whole (nothing said yet)."""
+    from huddle.core import FirstRead, Huddle, Keeper
     from huddle.core.answering import conditions
-    from huddle.core.huddle import Huddle
 
-    from .board import board_json
+    from .board import board_json, kept_rows
     from .pricing import USER_FILE
     from .said import joined_board, row_text, said_board
 
@@ -92,7 +92,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     want = wanted(stale)
     if want is None or len(want) > answers.PATCHABLE:
         return None
-    h = Huddle(cache=True, lazy=True, only=want)
+    h = Huddle(keep=Keeper(only=want))
     home = h.settings.huddle_home
     if not home or h.cache is None or set(h.dormant) != want or h.cache.note:
         return None  # (a session not in the store, or a store not to be trusted: the whole path says so)
@@ -100,10 +100,11 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     if old is None:
         return None
     h.cache.vouched = list(stale.data["scans"])  # (the look just found their folders still)
-    h.refresh(parallel=True)
+    h.refresh(FirstRead())
     if not whole_read(h, stale, want):
         return None
-    data = board_json(h, raw=True)
+    built: dict[str, Any] = {}
+    data = board_json(h, raw=True, built=built)
     fresh = {f"{r['source']}:{r['id']}": r for r in said_board(data)["sessions"]}
     new = [(order_key(r), row_text(r), k) for k, r in fresh.items()]
     pieces, runs = spliced(stale, want, new)
@@ -114,7 +115,8 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     kept = {f"{r['source']}:{r['id']}": r for r in old["sessions"]}
     if any(r[0] not in fresh and r[0] not in kept for r in rows):
         return None  # (a board file of another board: the whole path writes it again)
-    h.save_rows(h.built_rows)
+    if h.keeper is not None:
+        h.keeper.save(h, kept_rows(built))
     write_rows(
         home,
         [kept[r[0]] if r[0] not in fresh else board_row(fresh[r[0]], h.handles.get(r[0])) for r in rows],

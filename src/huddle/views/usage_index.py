@@ -81,11 +81,18 @@ def _entry(s: dict[str, Any], table: Table) -> dict[str, Any]:
     return {**info, "groups": group_rows(s["rows"], table), "duplicates": s.get("duplicates", 0)}
 
 
-def _own_entry(h: Handle, table: Table) -> dict[str, Any]:
-    """A session's entry as if no other session shared its responses (in a worker)."""
+def _own_entry(h: Handle, table: Table) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A session's entry as if no other session shared its responses (in a worker), as
+    the keeper keeps it (no brief: any unmoved session sleeps, counting tokens)."""
     s = h.session
     got = collect([s], per_session=True)["sessions"]
-    return _entry(got[0] if got else {**session_info(s), "rows": []}, table)
+    return _entry(got[0] if got else {**session_info(s), "rows": []}, table), {}
+
+
+def _kept(h: Any, rows: dict[str, dict[str, Any]]) -> None:
+    """The index written with these entries (what a session left unread counts next time)."""
+    if h.keeper is not None:
+        h.keeper.save(h, {k: (r, {}) for k, r in rows.items()})
 
 
 def counted_from_index(
@@ -104,7 +111,7 @@ def counted_from_index(
     nothing: a report from it may be stored (huddle.io.answers). `summed`: the report
     is by day over all time, said from the kept sums when there are any: the sessions'
     own sums are then left out (not decoded: they are the most of what the index holds)."""
-    from huddle.core import Huddle
+    from huddle.core import FirstRead, Huddle, Keeper, UsageMode
     from huddle.core.answering import conditions
 
     notes: list[str] = []
@@ -116,12 +123,13 @@ def counted_from_index(
         except OSError:
             pass
     # Only token counts are needed: the sources may pass over everything else unread.
-    h = Huddle(dataclasses.replace(settings, usage_only=True), cache=True, lazy=True, cache_name=CACHE_NAME)
-    h.autosave = False  # written once, below, with the sums (save_rows)
+    h = Huddle(dataclasses.replace(settings, usage_only=True), keep=Keeper(UsageMode(), CACHE_NAME))
+    if h.keeper is not None:
+        h.keeper.autosave = False  # written once, below, with the sums (_kept)
     want_rows = not (day_aligned(since) and day_aligned(until))
     # a first read in workers: each sums its sessions, and those no other session has a
     # say in are never unpickled here (Huddle._leave_packed)
-    h.refresh(parallel=True, pack=None if want_rows else functools.partial(_own_entry, table=table))
+    h.refresh(FirstRead(pack=None if want_rows else functools.partial(_own_entry, table=table)))
     notes += h.notes
     cache = h.cache
     priced = cache is not None and cache.meta().get("pricing") == pricing_key(table)
@@ -136,7 +144,7 @@ def counted_from_index(
     sums = None
     if cache is not None:
         if want_rows:
-            h.save_rows(fresh)  # (the kept sums are added up again next time)
+            _kept(h, fresh)  # (the kept sums are added up again next time)
         else:
             sums = _summed(h, fresh, table, notes)
         if not priced:
@@ -182,7 +190,7 @@ def _summed(h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[
         except (KeyError, IndexError, TypeError, ValueError):  # (ValueError: not the rows' sums)
             sums = None
     rebuilt = sums is None
-    h.save_rows(fresh)
+    _kept(h, fresh)
     if rebuilt:
         try:
             sums = usage_sums.total_of([*(d.row for d in h.dormant.values()), *fresh.values()])

@@ -270,6 +270,10 @@ class ClaudeHandle(Handle):
     def entangled(self) -> bool:
         return bool(self.summaries() or self.summary_title)  # summaries.settle looks across a folder
 
+    def ties(self) -> list[str]:
+        # the leaves its summaries name and the leaves its records hold (summaries.settle)
+        return sorted(set(self.summaries()) | set(self.summary_search.found))
+
     def adopt(self, held: Handle) -> None:
         if isinstance(held, ClaudeHandle) and held.summary_title:
             self.set_summary_title(held.summary_title)
