@@ -10,6 +10,7 @@ when they wake) is a `Keeper` beside it (keeper.py), given at construction.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -298,8 +299,8 @@ class Huddle:
             keys = set()
             for p in paths:
                 owner = owners.get(p)
-                if owner is None:
-                    return None
+                if owner is None or not _plain(p):
+                    return None  # (a file gone, or put in place of another: only a scan says what it is now)
                 keys.add(owner)
             if self.wake(k for k in keys if k in self.dormant) or not keys <= self.handles.keys():
                 return None  # (one did not unpickle: the scan reads it again)
@@ -419,3 +420,11 @@ class Huddle:
 
     def agent_roots(self) -> list[str]:
         return [os.path.realpath(r) for src in self.sources for r in src.roots()]
+
+
+def _plain(path: str) -> bool:
+    """Whether `path` is a regular file itself (no symlink, FIFO or folder in its place)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False

@@ -63,17 +63,24 @@ class CodexHandle(Handle):
             self._add(info, path)
 
     def set_threads(self, threads: list[tuple[ThreadInfo, str]]) -> None:
-        """The threads of this session now on disk (the source found a new child)."""
+        """The threads of this session now on disk (the source found a new child, or lost
+        one: a file gone, or something else in its place, which the scan passes over)."""
+        now = {info.id for info, _path in threads}
         for info, path in threads:
             tf = self.threads.get(info.id)
             if tf is None:
                 self._add(info, path)
             elif tf.path != path:  # the same thread in another file: start over
-                self._pending = [(i, p) for i, p in threads]
-                self.threads = {}
-                self.session.reset()
-                self._fresh()
+                self._start_over(threads)
                 return
+        if self.threads.keys() - now:  # a thread no longer on disk: read as a first read reads it
+            self._start_over(threads)
+
+    def _start_over(self, threads: list[tuple[ThreadInfo, str]]) -> None:
+        self._pending = [(i, p) for i, p in threads]
+        self.threads = {}
+        self.session.reset()
+        self._fresh()
 
     def _add(self, info: ThreadInfo, path: str) -> None:
         from .thread import ThreadParser
