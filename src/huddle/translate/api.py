@@ -57,7 +57,7 @@ class ApiBackend:
             },
         )
         try:
-            with urllib.request.urlopen(req, timeout=TIMEOUT) as r:  # noqa: S310 (the API's https, or the user's URL)
+            with urllib.request.urlopen(req, timeout=TIMEOUT) as r:
                 data = json.loads(r.read())
         except urllib.error.HTTPError as exc:
             raise BackendError(f"the translation API answered {exc.code} {exc.reason}") from None
@@ -68,7 +68,8 @@ class ApiBackend:
         text = "".join(
             str(b.get("text", "")) for b in data.get("content") or () if isinstance(b, dict) and b.get("type") == "text"
         )
-        u = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        raw = data.get("usage")
+        u: dict = raw if isinstance(raw, dict) else {}
         return Answer(
             text,
             str(data.get("model") or self.model),

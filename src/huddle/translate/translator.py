@@ -53,7 +53,9 @@ def backend_for(home: str, lang: str, via: str = "claude", model: str = "") -> B
 
 
 class Translator:
-    def __init__(self, home: str, lang: str, via: str = "claude", model: str = "", backend: Backend | None = None) -> None:
+    def __init__(
+        self, home: str, lang: str, via: str = "claude", model: str = "", backend: Backend | None = None
+    ) -> None:
         self.home = home
         self.lang = optin.check_lang(lang)
         self.store = Store(home)

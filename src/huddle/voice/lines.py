@@ -84,9 +84,13 @@ def line_of(e: dict[str, Any], session: str, lead: str, cast: Cast, names: dict[
 def latest_line(
     events: list[dict[str, Any]], session: str, lead: str, cast: Cast, names: dict[str, str] | None = None
 ) -> Line | None:
-    """The last line the call would have said (`huddle say`)."""
-    for e in reversed(events):
+    """The last line the call would have said (`huddle say`): the latest by time (events
+    come in read order: a sub-agent's file after its lead's), then by order read."""
+    best: tuple[float, int, Line] | None = None
+    for i, e in enumerate(events):
         line = line_of(e, session, lead, cast, names)
-        if line is not None:
-            return line
-    return None
+        t = e.get("t")
+        key = (float(t) if isinstance(t, (int, float)) else float("-inf"), i)
+        if line is not None and (best is None or key >= best[:2]):
+            best = (*key, line)
+    return best[2] if best is not None else None

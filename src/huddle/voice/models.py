@@ -127,7 +127,7 @@ def download(
         digest = hashlib.sha256()
         got = 0
         try:
-            with urllib.request.urlopen(url, timeout=TIMEOUT) as r, open(part, "wb") as out_f:  # noqa: S310 (https or the user's mirror)
+            with urllib.request.urlopen(url, timeout=TIMEOUT) as r, open(part, "wb") as out_f:
                 while True:
                     block = r.read(CHUNK)
                     if not block:

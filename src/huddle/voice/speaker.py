@@ -272,7 +272,9 @@ class Speaker:
         while self.failures and now - self.failures[0] > self.window:
             self.failures.popleft()
         if len(self.failures) > self.restarts:
-            self.stopped = f"voices stopped: the speaking worker failed {len(self.failures)} times in {self.window:g} s ({why})"
+            self.stopped = (
+                f"voices stopped: the speaking worker failed {len(self.failures)} times in {self.window:g} s ({why})"
+            )
             with self.cond:
                 self.dropped += len(self.pending)
                 self.pending.clear()
