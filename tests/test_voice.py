@@ -238,9 +238,9 @@ def test_what_the_call_says():
 
 
 def test_say_writes_a_sessions_latest_line(tmp_path, monkeypatch):
-    import web_corpus
     from click.testing import CliRunner
 
+    import web_corpus
     from huddle.cli import main
 
     settings, sid, main_file = web_corpus.one_session(tmp_path)

@@ -49,8 +49,9 @@ class Answer:
     usage: dict[str, int]
 
 
-def program() -> str:
-    found = os.environ.get("HUDDLE_CLAUDE") or shutil.which("claude")
+def program(env: dict[str, str] | None = None) -> str:
+    env = env if env is not None else dict(os.environ)
+    found = env.get("HUDDLE_CLAUDE") or shutil.which("claude", path=env.get("PATH"))
     if not found:
         raise BackendError("the `claude` command is not on PATH (install Claude Code, or set an API key)")
     return found
@@ -162,8 +163,9 @@ class ClaudePool:
         idle_after: float = IDLE_AFTER,
         env: dict[str, str] | None = None,
     ) -> None:
+        self.env = env if env is not None else dict(os.environ)
         self.argv = [
-            program(),
+            program(self.env),
             "-p",
             "--input-format",
             "stream-json",
@@ -182,7 +184,6 @@ class ClaudePool:
         ]
         self.cwd = cwd
         os.makedirs(cwd, mode=0o700, exist_ok=True)
-        self.env = env if env is not None else dict(os.environ)
         self.size = max(1, size)
         self.recycle_after = recycle_after
         self.idle_after = idle_after
