@@ -100,7 +100,8 @@ class VoiceDesk:
         with self.lock:
             c = self.claims.get(w)
             now = time.monotonic()
-            if c is not None and now - c.beat <= BEAT_LAPSE:
+            claimed = c is not None and now - c.beat <= BEAT_LAPSE  # (a lapsed claim must be made again)
+            if c is not None and claimed:
                 c.beat = now
                 c.session = session
                 c.muted = muted in ("1", "true", True)
@@ -109,7 +110,7 @@ class VoiceDesk:
         return {
             "on": o.voices,
             "playing": bool(playing),
-            "claimed": c is not None,
+            "claimed": claimed,
             "muted": o.muted or session in o.muted_sessions,
             "lapse": BEAT_LAPSE,
             **({"speaker": self.speaker.status()} if self.speaker is not None else {}),

@@ -46,7 +46,7 @@ export function modelAt(detail, tl, at) {
     if (e.state) a.state = e.state;
     switch (e.kind) {
       case "usage": addUsage(a.usage, e.usage); addUsage(usage, e.usage); break;
-      case "say": a.say = { text: e.text, t: e.tt }; break;
+      case "say": a.say = { text: e.text, t: e.tt, seq: e.seq }; break;
       case "tool_call": if (e.id) a.open.set(e.id, e); break;
       case "tool_result": a.open.delete(e.id); break;
       case "order":
