@@ -8,6 +8,7 @@ $HUDDLE_HOME/translate/cache.db (translate/store.py); nothing there, nothing sho
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from huddle.model.events import Usage
@@ -17,28 +18,48 @@ from .pricing import Table
 
 
 def own_usage(home: str, table: Table, since: float | None = None, until: float | None = None) -> dict[str, Any]:
-    from .usage import Line
-
-    lines: dict[tuple[str, str], Line] = {}
-    total = Line()
+    sums: dict[tuple[str, str], tuple[Usage, list[float], list[int], str]] = {}
+    total, total_cost, unpriced = Usage(), [], set[str]()
     for r in spent(home, since, until) if home else ():
         u = Usage(input=r["input"], output=r["output"], cache_read=r["cache_read"], cache_write=r["cache_write"])
         cost = table.cost(r["model"], u)
         key = (r["what"], r["model"])
-        line = lines.get(key)
-        if line is None:
-            line = lines[key] = Line({"what": r["what"], "via": r["via"]})
-        line.add("huddle", r["t"], r["model"], u, cost)
-        total.add("huddle", r["t"], r["model"], u, cost)
+        if key not in sums:
+            sums[key] = (Usage(), [], [0], r["via"])
+        line = sums[key]
+        line[0].add(u)
+        line[2][0] += 1
+        total.add(u)
+        if cost is None:
+            unpriced.add(r["model"])
+        else:
+            line[1].append(cost)
+            total_cost.append(cost)
     rows = []
-    for (what, model), line in sorted(lines.items()):
-        d = {"key": what, "model": model, **line.info, **line.to_dict()}
-        d.pop("sessions", None)
-        d.pop("models", None)
-        rows.append(d)
-    totals = total.to_dict()
-    totals.pop("sessions", None)
+    for (what, model), (u, costs, n, via) in sorted(sums.items()):
+        priced = model not in unpriced
+        rows.append(
+            {
+                "key": what,
+                "model": model,
+                "via": via,
+                **_counts(u),
+                "cost_usd": round(math.fsum(costs), 6) if priced else None,
+                "unpriced": [] if priced else [model],
+                "responses": n[0],
+            }
+        )
+    totals = {
+        **_counts(total),
+        "cost_usd": round(math.fsum(total_cost), 6),
+        "unpriced": sorted(unpriced),
+        "responses": sum(n[0] for _, _, n, _ in sums.values()),
+    }
     return {"rows": rows, "totals": totals}
+
+
+def _counts(u: Usage) -> dict[str, int]:
+    return {**u.to_dict(), "total_tokens": u.total}
 
 
 def with_own(
