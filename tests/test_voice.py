@@ -256,3 +256,45 @@ def test_say_writes_a_sessions_latest_line(tmp_path, monkeypatch):
     assert rms > 300 and peak > 2000
     r = CliRunner().invoke(main, ["say", "no-such-session", "--to", str(out)])
     assert r.exit_code == 1 and "Traceback" not in r.output
+
+
+def test_needs_you_is_said_once_per_wait_and_first(tmp_path):
+    from huddle import optin
+    from huddle.voice.desk import VoiceDesk
+
+    home = str(tmp_path / "hh")
+    o = optin.load(home)
+    o.voices, o.engine = True, "espeak"
+    optin.save(o, home)
+    published: list[dict] = []
+    cond = threading.Condition()
+
+    def publish(msgs):
+        with cond:
+            published.extend(d for kind, d, _ in msgs if kind == "voice")
+            cond.notify_all()
+
+    tree = [{"id": "s1", "label": "Lead", "state": "needs_you"}, {"id": "sub", "label": "tester", "state": "working"}]
+    detail = {"id": "s1", "lead": "s1", "state": "needs_you", "waiting_for": "approve the push", "tree": tree}
+    desk = VoiceDesk(home, publish, lambda sid: detail)
+    try:
+        desk.claim("w1", "s1")  # the session already waits: said at once
+        row = {"id": "s1", "state": "needs_you", "state_since": "t1", "waiting_for": "Bash: rm -rf build"}
+        row["agents"] = [{"id": "sub", "state": "needs_you"}]
+        desk.heard([("board", {"sessions": [row], "removed": []}, None)])
+        desk.heard([("board", {"sessions": [row], "removed": []}, None)])  # the same wait: not again
+        desk.heard([("events", {"events": [{"kind": "say", "agent": "s1", "text": "Working on it."}]}, "s1")])
+        desk.heard([("events", {"events": [{"kind": "say", "agent": "s1", "text": "Elsewhere."}]}, "s2")])
+        with cond:
+            assert cond.wait_for(lambda: len(published) >= 3, 60)
+            cond.wait(0.5)
+    finally:
+        desk.close()
+    assert [p["text"] for p in published] == [
+        "Needs you: approve the push",
+        "Needs you: Bash: rm -rf build",
+        "Working on it.",
+    ]
+    assert published[0]["urgent"] and published[1]["voice"] != published[0]["voice"]  # the sub-agent's own voice
+    assert all(p["session"] == "s1" and p["url"] == f"/api/voice/clip/{p['n']}" for p in published)
+    assert desk.clip(published[0]["n"])[:4] == b"RIFF"

@@ -36,6 +36,7 @@ RECYCLE_AFTER = 20  # messages a worker answers before a fresh one takes over
 IDLE_AFTER = 300.0  # seconds unused before a worker is ended
 ANSWER_TIMEOUT = 180.0
 DEFAULT_MODEL = "haiku"
+SAFE_MODE = "--safe-mode"  # none of the user's hooks, plugins, CLAUDE.md or skills run for huddle's translations
 
 
 class BackendError(Exception):
@@ -177,6 +178,7 @@ class ClaudePool:
             "",
             "--strict-mcp-config",
             "--disable-slash-commands",
+            SAFE_MODE,
             "--system-prompt",
             system,
             "--model",
@@ -190,6 +192,7 @@ class ClaudePool:
         self.workers: list[_Worker] = []
         self.lock = threading.Lock()
         self.started = 0  # processes started, over the pool's life
+        self.answered = 0
         self.closed = False
         self.reaper: threading.Thread | None = None
         self.wake = threading.Event()
@@ -211,11 +214,23 @@ class ClaudePool:
             return best
 
     def ask(self, prompt: str) -> Answer:
+        try:
+            return self._ask(prompt)
+        except BackendError:
+            if SAFE_MODE not in self.argv or self.answered:
+                raise
+            # a Claude Code older than --safe-mode stops at the unknown option: without it
+            self.argv.remove(SAFE_MODE)
+            return self._ask(prompt)
+
+    def _ask(self, prompt: str) -> Answer:
         w = self._pick()
         try:
             with w.lock:
                 try:
-                    return w.ask(prompt)
+                    answer = w.ask(prompt)
+                    self.answered += 1
+                    return answer
                 except BackendError:
                     self._drop(w)
                     raise

@@ -22,8 +22,8 @@ from typing import Any
 from huddle import optin
 from huddle.errors import BadRequest, NotFound
 
-from .lines import Cast, line_of
-from .speaker import Clip, Speaker
+from .lines import Cast, line_of, spoken
+from .speaker import Clip, Line, Speaker
 
 BEAT_LAPSE = 6.0  # seconds without a heartbeat before a window's claim lapses
 CLIPS_KEPT = 16
@@ -53,7 +53,7 @@ class VoiceDesk:
         self.casts: dict[str, tuple[Cast, dict[str, str], str]] = {}  # session -> (cast, names, lead)
         self.clips: OrderedDict[int, Clip] = OrderedDict()
         self.speaker: Speaker | None = None
-        self.heard_at: dict[int, float] = {}
+        self.waits: dict[str, object] = {}  # session -> the wait last said ("needs you" once per wait)
 
     # -- settings --------------------------------------------------------------------
 
@@ -81,8 +81,10 @@ class VoiceDesk:
         if not o.voices:
             raise NotFound(OFF)
         w = self._window(window)
-        if session not in self.casts and self.detail is not None:
+        d: dict = {}
+        if self.detail is not None:
             d = self.detail(session)  # (raises NotFound for a session that is not there)
+        if session not in self.casts:
             tree = d.get("tree") or []
             lead = str(d.get("lead") or session)
             names = {str(a["id"]): str(a.get("label") or "") for a in tree if a.get("id")}
@@ -92,7 +94,10 @@ class VoiceDesk:
             self.claims[w] = _Claim(session, now)
             for k in [k for k, c in self.claims.items() if now - c.beat > BEAT_LAPSE]:
                 del self.claims[k]
-        return self.beat(w, session)
+        out = self.beat(w, session)
+        if d:
+            self._waits(session, [d], o)  # a session that needs you says so first
+        return out
 
     def beat(self, window: object, session: str, muted: object = None) -> dict[str, Any]:
         w = self._window(window)
@@ -129,17 +134,46 @@ class VoiceDesk:
             return
         session = held[1].session
         picked = [d for kind, d, sid in msgs if kind == "events" and sid == session]
-        if not picked:
+        rows = [r for kind, d, _ in msgs if kind == "board" for r in d.get("sessions") or () if r.get("id") == session]
+        if not picked and not rows:
             return
         o = self.settings()
-        if not o.voices or o.muted or session in o.muted_sessions or session not in self.casts:
+        if session not in self.casts:
             return
         cast, names, lead = self.casts[session]
         for data in picked:
             for e in data.get("events") or ():
+                if e.get("kind") == "waiting":
+                    continue  # (the session's state says it: once per wait, whatever wrote it)
                 line = line_of(e, session, lead, cast, names)
                 if line is not None:
-                    self._speaker(o).say(line)
+                    self._say(line, o)
+        self._waits(session, rows, o)
+
+    def _waits(self, session: str, rows: list[dict], o: optin.OptIn) -> None:
+        """ "Needs you: why" once per wait, from the session's state (a row or its detail)."""
+        cast, _, lead = self.casts[session]
+        for r in rows:
+            if r.get("state") != "needs_you":
+                self.waits.pop(session, None)
+                continue
+            wait = r.get("state_since") or r.get("waiting_for")
+            if self.waits.get(session) == wait:
+                continue
+            self.waits[session] = wait
+            who = [str(a.get("id")) for a in r.get("agents") or r.get("tree") or () if a.get("state") == "needs_you"]
+            agent = who[-1] if who else lead
+            why = spoken(str(r.get("waiting_for") or "it waits for your answer"), 160)
+            self._say(Line(f"Needs you: {why}", session, agent, cast.place(agent), urgent=True), o)
+
+    def _say(self, line: Line, o: optin.OptIn) -> None:
+        if not o.voices or o.muted or line.session in o.muted_sessions:
+            return
+        with self.lock:
+            held = self.holder()
+        if held is None or held[1].muted or held[1].session != line.session:
+            return
+        self._speaker(o).say(line)
 
     def _speaker(self, o: optin.OptIn) -> Speaker:
         if self.speaker is None:
