@@ -298,3 +298,23 @@ def test_needs_you_is_said_once_per_wait_and_first(tmp_path):
     assert published[0]["urgent"] and published[1]["voice"] != published[0]["voice"]  # the sub-agent's own voice
     assert all(p["session"] == "s1" and p["url"] == f"/api/voice/clip/{p['n']}" for p in published)
     assert desk.clip(published[0]["n"])[:4] == b"RIFF"
+
+
+def test_a_line_is_spoken_sentence_by_sentence():
+    from huddle.voice.speaker import sentences
+
+    assert sentences("The tests pass. I read the parser and found the bug. Done.") == [
+        "The tests pass.",
+        "I read the parser and found the bug.",
+        "Done.",
+    ]
+    assert sentences("Done. The notes are written.") == ["Done. The notes are written."]
+    got = Collect()
+    sp = Speaker("espeak", on_clip=got)
+    try:
+        sp.say(Line("The tests pass. I read the parser and found the bug.", "s", "lead", 0))
+        clips = got.wait(2)
+    finally:
+        sp.close()
+    assert [c.line.text for c in clips] == ["The tests pass.", "I read the parser and found the bug."]
+    assert clips[0].voice == clips[1].voice and clips[0].line.born == clips[1].line.born

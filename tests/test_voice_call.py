@@ -135,7 +135,7 @@ def test_a_new_line_is_spoken_to_the_window_that_plays(live):
         stream.close()
     assert time.monotonic() - appeared < 60
     assert not any(k == "voice" and "Muted lines" in d["text"] for _, k, d in stream.msgs)
-    assert srv.state.extras.voice.speaker.status()["spoken"] == 1
+    assert srv.state.extras.voice.speaker.status()["spoken"] == 2  # its two sentences, each a clip
 
 
 # -- in the browser ---------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import select
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 STALE_AFTER = 20.0  # seconds an ordinary line may wait for its turn
 URGENT_STALE_AFTER = 120.0  # and a "needs you" line
@@ -28,6 +29,20 @@ RESTARTS = 3  # worker starts after a failure, within WINDOW
 WINDOW = 60.0
 START_TIMEOUT = 60.0  # seconds for the worker to load its engine
 LINE_TIMEOUT = 60.0  # seconds to speak one line
+
+
+_SENTENCE = re.compile(r"(?<=[.!?…])\s+(?=\S)")
+SENTENCE_MIN = 12  # characters: a shorter sentence ("Done.") goes with the next
+
+
+def sentences(text: str) -> list[str]:
+    out: list[str] = []
+    for s in _SENTENCE.split(text.strip()):
+        if out and len(out[-1]) < SENTENCE_MIN:
+            out[-1] = f"{out[-1]} {s}"
+        else:
+            out.append(s)
+    return [s for s in out if s] or [text]
 
 
 @dataclass
@@ -222,12 +237,17 @@ class Speaker:
             line = self._next()
             if line is None:
                 return
-            try:
-                clip = self.speak(line)
-            except (WorkerError, ValueError):
-                continue
-            if self.on_clip is not None:
-                self.on_clip(clip)
+            # sentence by sentence: the first is heard while the next is made (Kokoro
+            # makes a sentence in about the time it takes to say it on two busy cores)
+            for part in sentences(line.text):
+                try:
+                    clip = self.speak(replace(line, text=part))
+                except (WorkerError, ValueError):
+                    break
+                if self.on_clip is not None:
+                    self.on_clip(clip)
+                if self.closing:
+                    return
 
     # -- the worker ------------------------------------------------------------------
 
