@@ -105,7 +105,9 @@ def latency(engine: str, home: str, n: int) -> list[float]:
                 t0 = time.monotonic()
                 web_corpus.append_say(main, text)
                 # its first sentence's clip: the page starts playing it at once
-                _, v = stream.wait("voice", lambda d, text=text: text.startswith(d["text"]) and d["n"] > last, timeout=300)
+                _, v = stream.wait(
+                    "voice", lambda d, text=text, last=last: text.startswith(d["text"]) and d["n"] > last, timeout=300
+                )
                 last = v["n"]
                 c.get(v["url"]).raise_for_status()
                 out.append(time.monotonic() - t0)
