@@ -127,6 +127,8 @@ def test_a_new_line_is_spoken_to_the_window_that_plays(live):
             wav = c.get(v["url"])
             assert wav.headers["content-type"] == "audio/wav" and wav.content[:4] == b"RIFF"
             assert len(wav.content) > 44 + 22050  # over half a second of sound
+            _, v2 = stream.wait("voice", lambda d: d["text"] == "I am writing the notes now.")  # its next sentence
+            assert v2["n"] > v["n"]
             web_corpus.append_say(main, "Muted lines are not spoken.")
             assert c.get(f"/api/voice/beat?session={sid}&window=w1&muted=1").json()["playing"]
             time.sleep(0)  # (the mute is in force from this beat on)
