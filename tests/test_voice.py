@@ -318,3 +318,38 @@ def test_a_line_is_spoken_sentence_by_sentence():
         sp.close()
     assert [c.line.text for c in clips] == ["The tests pass.", "I read the parser and found the bug."]
     assert clips[0].voice == clips[1].voice and clips[0].line.born == clips[1].line.born
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"\xff\xfe",
+        b"[]",
+        b'{"voices": "yes"}',
+        b'{"voices": 1}',
+        b'{"muted_sessions": [1, 2]}',
+        b"{" * 100_000,
+        b"[" * 100_000,
+        b"null",
+    ],
+)
+def test_a_damaged_settings_file_turns_nothing_on(tmp_path, raw):
+    from huddle import optin
+
+    (tmp_path / optin.FILE).write_bytes(raw)
+    o = optin.load(str(tmp_path))
+    assert o == optin.OptIn() and not o.voices and not o.translate
+
+
+def test_settings_are_the_users_alone(tmp_path):
+    import stat
+
+    from huddle import optin
+
+    o = optin.OptIn(voices=True, translate="fr", muted_sessions=["abc"])
+    optin.save(o, str(tmp_path))
+    assert optin.load(str(tmp_path)) == o
+    assert stat.S_IMODE(os.stat(optin.path(str(tmp_path))).st_mode) == 0o600
+    with pytest.raises(ValueError):
+        optin.check_lang("fr; rm -rf /")

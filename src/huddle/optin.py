@@ -41,7 +41,7 @@ def load(home: str | None = None) -> OptIn:
     try:
         with open(path(home), encoding="utf-8") as f:
             raw = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return OptIn()
     if not isinstance(raw, dict):
         return OptIn()

@@ -67,7 +67,7 @@ def _kept(home: str | None) -> dict[str, dict]:
     try:
         with open(os.path.join(folder(home), KEPT), encoding="utf-8") as f:
             data = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     return {k: v for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
 
