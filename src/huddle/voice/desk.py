@@ -200,6 +200,7 @@ class VoiceDesk:
                         "voice": clip.voice,
                         "duration": round(clip.duration, 3),
                         "waited": round(clip.ready - line.born, 3),  # from the line appearing to its audio ready
+                        "at": time.time(),  # a page resuming its stream skips clips gone stale meanwhile
                         "url": f"/api/voice/clip/{clip.n}",
                     },
                     line.session,

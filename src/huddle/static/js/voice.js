@@ -7,6 +7,7 @@ import { el, getJSON } from "./common.js";
 const WINDOW = Array.from(crypto.getRandomValues(new Uint8Array(9)), (b) => b.toString(16).padStart(2, "0")).join("");
 const MUTED = "huddle.voice.muted"; // JSON {session id: true}
 const MUTE_ALL = "huddle.voice.muteAll";
+const STALE = 30; // seconds after which a clip is not played (the server drops lines at 20)
 
 function mutedMap() { try { return JSON.parse(localStorage.getItem(MUTED) || "{}") || {}; } catch (e) { return {}; } }
 
@@ -104,6 +105,7 @@ export async function mountVoice(S, es, before) {
     let d = null;
     try { d = JSON.parse(ev.data); } catch (e) { return; }
     if (!playing || muted() || d.session !== S.id) return;
+    if (d.at && Date.now() / 1000 - d.at > STALE) return; // replayed after a reconnect: too late to say
     queue.push(d);
     next();
   });
