@@ -23,6 +23,8 @@ export async function mountVoice(S, es, before) {
   before.before(box);
   if (!state.on) {
     listen.disabled = true;
+    listen.style.opacity = "0.55";
+    listen.style.cursor = "not-allowed";
     listen.title = state.why || "voices are off";
     mute.hidden = muteAll.hidden = true;
     return;
