@@ -353,3 +353,32 @@ def test_settings_are_the_users_alone(tmp_path):
     assert stat.S_IMODE(os.stat(optin.path(str(tmp_path))).st_mode) == 0o600
     with pytest.raises(ValueError):
         optin.check_lang("fr; rm -rf /")
+
+
+def test_voices_settings_from_the_command_line(tmp_path, monkeypatch):
+    import json
+
+    from click.testing import CliRunner
+
+    from huddle import optin
+    from huddle.cli import main
+
+    home = tmp_path / "hh"
+    monkeypatch.setenv("HUDDLE_HOME", str(home))
+    run = CliRunner().invoke
+    assert "voices off" in run(main, ["voices"]).output
+    r = run(main, ["voices", "on", "--engine", "espeak"])
+    assert r.exit_code == 0 and "Voices on (espeak)" in r.output and not os.path.exists(models.folder(str(home)))
+    assert run(main, ["voices", "mute", "abc"]).exit_code == 0
+    assert run(main, ["voices", "mute"]).exit_code == 0
+    state = json.loads(run(main, ["voices", "unmute", "--json"]).stdout.split("\n", 1)[1])
+    assert state["on"] and state["engine"] == "espeak" and state["muted_sessions"] == ["abc"] and not state["muted"]
+    assert state["kokoro"]["files"][0]["bytes"] == 92_361_271
+    r = run(main, ["voices", "off", "--delete"])
+    assert r.exit_code == 0 and "Deleted 0.0 MB" in r.output and not optin.load(str(home)).voices
+    r = run(main, ["voices", "on", "--engine", "kokoro"], input="n\n")
+    assert r.exit_code == 1 and "voices stay off" in r.output and not optin.load(str(home)).voices
+    assert run(main, ["translate", "nope!"]).exit_code == 2
+    assert "translation to fr via claude (haiku)" in run(main, ["translate", "fr", "--model", "haiku"]).output
+    assert json.loads(run(main, ["translate", "--json"]).stdout)["lang"] == "fr"
+    assert run(main, ["translate", "off"]).output.strip() == "translation off"
