@@ -265,6 +265,7 @@ def usage(
     """The usage report from the usage index (it reads only what moved since the last
     run), its notes said on stderr. `keep`: told what the report hangs on when it may be
     kept as a stored answer (views.usage_index.counted_from_index)."""
+    from huddle.views.own_usage import with_own
     from huddle.views.usage import aggregate
     from huddle.views.usage_index import counted_from_index
 
@@ -276,8 +277,10 @@ def usage(
     if summed and counted.get("sums") is not None:
         from huddle.views.usage_sums import report
 
-        return report(counted["sums"], table, notes)  # (kept summed: what aggregate says of the rows)
-    return aggregate(counted, by=by, since=when, table=table, notes=notes, until=before)
+        data = report(counted["sums"], table, notes)  # (kept summed: what aggregate says of the rows)
+    else:
+        data = aggregate(counted, by=by, since=when, table=table, notes=notes, until=before)
+    return with_own(data, settings.huddle_home, table, when, before)  # (huddle's own tokens, apart)
 
 
 def usage_json() -> int:

@@ -27,6 +27,7 @@ LAZY = {
     "export": "export",
     "otel": "otel",
     "push": "hub",
+    **dict.fromkeys(("voices", "say", "translate"), "voice"),
 }
 
 

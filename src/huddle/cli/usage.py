@@ -94,6 +94,7 @@ def print_report(data: dict, console=None) -> None:
     rows = data["rows"]
     if not rows:
         console.print(Text("No token usage found.", style="dim"))
+        _print_own(data, console)
         return
     by = data["by"]
 
@@ -134,6 +135,20 @@ def print_report(data: dict, console=None) -> None:
     if data["counted"]["duplicates_skipped"]:
         n = data["counted"]["duplicates_skipped"]
         console.print(Text(f"{n} response(s) seen in more than one session, counted once", style="dim"))
+    _print_own(data, console)
+
+
+def _print_own(data: dict, console) -> None:
+    """huddle's own tokens (translation it was asked to do), apart from the sessions'."""
+    from rich.text import Text
+
+    for r in (data.get("huddle_own") or {}).get("rows") or ():
+        console.print(
+            Text(
+                f"huddle's own ({r['key']}, {r['model']}, not in the total): {r['total_tokens']:,} tokens "
+                f"in {r['responses']:,} response(s), {_usd(r['cost_usd'], r['unpriced'])}"
+            )
+        )
 
 
 COMMANDS = [usage]

@@ -56,7 +56,8 @@ def _run(
     if token:
         click.echo("huddle: not on loopback, so every request needs the token in that link (or header X-Huddle-Token)")
     rows = app.state.huddle.watcher
-    notifier = _notifier(url_for(host, port)) if notify and hasattr(rows, "listen") else None
+    extras = app.state.huddle.extras
+    notifier = _notifier(url_for(host, port), extras.translation) if notify and hasattr(rows, "listen") else None
     if notifier is not None:
         rows.listen(notifier)
     if open_browser:
@@ -76,13 +77,14 @@ def _run(
             notifier.close_all()
 
 
-def _notifier(url: str):
+def _notifier(url: str, translation=None):
     """Desktop notifications for the server, or one line saying why there are none."""
     from huddle.live.desktop import Unavailable, pick
     from huddle.live.notify import Notifier
+    from huddle.translate.notify import translated
 
     try:
-        backend = pick()
+        backend = translated(pick(), translation)  # (in the language in force, if any)
     except Unavailable as exc:
         click.echo(f"huddle: desktop notifications off: {exc}", err=True)
         return None
@@ -107,11 +109,29 @@ def _notifier(url: str):
     show_default=True,
     help="A desktop notification when a session needs you (one per wait, closed when answered).",
 )
+@click.option(
+    "--translate",
+    "translate",
+    default=None,
+    metavar="LANG",
+    help="Show conversations, calls and notifications in LANG through your own claude CLI (off: the setting's).",
+)
 def serve(
-    host: str, port: int, open_browser: bool, force_demo: bool, hub: str | None = None, notify: bool = True
+    host: str,
+    port: int,
+    open_browser: bool,
+    force_demo: bool,
+    hub: str | None = None,
+    notify: bool = True,
+    translate: str | None = None,
 ) -> None:
     """Serve the web app (the demo when no agent folders exist)."""
     from huddle.core import Huddle, Keeper
+
+    if translate is not None:  # (for this server only: huddle.translate.serving reads it)
+        import os
+
+        os.environ["HUDDLE_TRANSLATE"] = translate
 
     h = Huddle()
     if hub is not None:

@@ -33,6 +33,8 @@ from huddle.views import api
 from huddle.views.board import board_notes, parse_at
 from huddle.views.select import Select
 
+from .extras import Extras
+from .extras import routes as extra_routes
 from .protocol import GuardedH11Protocol
 from .security import Security, allowed_hosts
 from .stream import Hub
@@ -94,6 +96,7 @@ class State:
         self.h = h
         self.demo = demo
         self.hub = Hub()
+        self.extras = Extras(h, self._publish)  # voices, translation: opt-in, nothing runs until asked
         self.loop: asyncio.AbstractEventLoop | None = None
         # `watcher(h, publish)` makes another source of board rows (huddle serve --hub)
         self.watcher = (
@@ -115,6 +118,7 @@ class State:
             loop.call_soon_threadsafe(self.hub.close)
 
     def _publish(self, msgs) -> None:
+        self.extras.heard(msgs)
         loop = self.loop
         if loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self.hub.publish_many, msgs)
@@ -272,6 +276,7 @@ def create_app(
             yield
         finally:
             st.hub.close()
+            await asyncio.to_thread(st.extras.close)
             if st.indexer is not None:
                 await asyncio.to_thread(st.indexer.stop)
             await asyncio.to_thread(st.watcher.stop)
@@ -295,6 +300,7 @@ def create_app(
         Route("/api/usage", usage),
         Route("/api/sessions/{id}/export", export),
         Route("/api/stream", stream),
+        *extra_routes(h, st.extras, json_response),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
     ]
     app = Starlette(

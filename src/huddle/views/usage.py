@@ -316,8 +316,11 @@ def report(
     """Token totals and cost grouped `by` day (UTC), session, project, model or agent,
     from usage at or after `since` and before `until` (unix seconds). Reads what
     `huddle` holds: call `huddle.refresh()` first."""
+    from .own_usage import with_own
+
     t = table or current(huddle.settings.huddle_home)
-    return aggregate(_collected(huddle), by, since, t, getattr(huddle, "notes", None), until)
+    data = aggregate(_collected(huddle), by, since, t, getattr(huddle, "notes", None), until)
+    return with_own(data, huddle.settings.huddle_home, t, since, until)
 
 
 _collected_memo: weakref.WeakKeyDictionary[Any, tuple[int, dict]] = weakref.WeakKeyDictionary()

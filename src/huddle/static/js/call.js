@@ -1,6 +1,7 @@
 // The call: the lead and its sub-agents as participants of a live call.
 import { el, pill, avatar, fmtDuration, fmtTokens, fmtClock, tokensOf, oneLine } from "./common.js";
 import { modelAt, nowDoing, label, words, silenceText, waitingCalls, waitWords, LEAVE_AFTER, LONG_CALL, SPEAKING } from "./model.js";
+import { shownText } from "./translate.js";
 
 // Draw the participants as of `at` into `box`. `server` (optional) maps agent id to
 // the server's state for "now", which wins over the replayed one.
@@ -34,7 +35,7 @@ export function renderStage(box, detail, model, at, server) {
           el("div", { class: "tile-name", text: label(a.info), title: a.info.name }),
           el("div", { class: "tile-kind", text: [a.info.type && a.info.type !== "main" ? a.info.type : null, a.info.model].filter(Boolean).join(" · ") || "\u00a0" })),
         pill(state)),
-      a.say ? el("div", { class: "bubble", text: a.say.text, title: a.say.text })
+      a.say ? el("div", { class: "bubble", text: shownText(a.say), title: a.say.text })
             : el("div", { class: "bubble empty-bubble", text: "hasn't spoken yet" }),
       st && st.state === "needs_you" && (st.waiting_for || st.waiting_call)
         ? el("div", { class: "now long" }, el("span", { text: "needs you" }),

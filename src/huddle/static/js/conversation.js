@@ -5,6 +5,7 @@ import { api, el, fmtClock, fmtTokens, oneLine, avatar } from "./common.js";
 import { label, waitWords } from "./model.js";
 import { highlight, queryWords } from "./highlight.js";
 import { markdown, plainWords } from "./markdown.js";
+import { translateBody } from "./translate.js";
 
 const PAGE = 50;
 const CLAMP = 1200; // characters shown before "Show more"
@@ -151,6 +152,7 @@ export function mountConversation(box, S) {
     const cut = full.length > CLAMP;
     const show = (text) => body.replaceChildren(md ? markdown(text) : text);
     show(cut ? full.slice(0, CLAMP) + "…" : full);
+    translateBody(m, body, show); // (opt-in: nothing asked while translation is off)
     if (cut || m.truncated) {
       const more = el("button", { class: "more", type: "button", text: "Show more" });
       more.addEventListener("click", async () => {

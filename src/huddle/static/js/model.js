@@ -4,6 +4,7 @@
 // server's one rule table). This replays the timeline for the call view (who joined,
 // who speaks, what runs) and for the replay at any point; it never decides a state.
 import { fmtDuration, oneLine } from "./common.js";
+import { shownText } from "./translate.js";
 
 export const LEAVE_AFTER = 45; // seconds a sub-agent stays in the call after it reported
 export const LONG_CALL = 30; // a command running longer than this is called out
@@ -46,7 +47,7 @@ export function modelAt(detail, tl, at) {
     if (e.state) a.state = e.state;
     switch (e.kind) {
       case "usage": addUsage(a.usage, e.usage); addUsage(usage, e.usage); break;
-      case "say": a.say = { text: e.text, t: e.tt }; break;
+      case "say": a.say = { text: e.text, t: e.tt, seq: e.seq }; break;
       case "tool_call": if (e.id) a.open.set(e.id, e); break;
       case "tool_result": a.open.delete(e.id); break;
       case "order":
@@ -118,7 +119,7 @@ export function words(e, byId, waits) {
   if (e.kind === "tool_call" && waits && e.id && waits.has(e.id)) return waitWords(waits.get(e.id), e);
   switch (e.kind) {
     case "prompt": return `you: ${oneLine(e.text, 140)}`;
-    case "say": return `“${oneLine(e.text, 160)}”`;
+    case "say": return `“${oneLine(shownText(e), 160)}”`; // (in the language, when translation is on)
     case "think": return "thinking…";
     case "tool_call": return e.doing || e.name;
     case "tool_result": return e.ok === false ? "the tool failed" : e.detail === "background" ? "started in the background" : "tool done";

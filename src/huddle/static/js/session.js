@@ -6,6 +6,7 @@ import { mountTree } from "./tree.js";
 import { mountConversation } from "./conversation.js";
 import { mountReplay } from "./replay.js";
 import { renderShare } from "./share.js";
+import { mountVoice } from "./voice.js";
 
 const $ = (id) => document.getElementById(id);
 const id = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
@@ -157,12 +158,13 @@ async function main() {
   document.addEventListener("keydown", keys);
   document.querySelector(".tabs .tablist").addEventListener("keydown", tabKeys);
   const ready = loadAll();
-  stream(id, {
+  const es = stream(id, {
     hello: () => { ready.then(catchUp).catch(() => {}); },
     events: (d) => { ready.then(() => onEvents(d)); },
     board: (d) => { if ((d.sessions || []).some((r) => r.id === id)) scheduleDetail(); },
     reset: (d) => { if (!d.session || d.session === id) loadAll(); },
   });
+  mountVoice(S, es, $("s-share")); // (opt-in: a disabled button while voices are off)
   await ready;
   show(route());
 }
