@@ -41,8 +41,24 @@ def _call(what: str, d: str, msg: dict, sock: str | None) -> dict:
     help="Seconds a stop waits after closing stdin, and again after SIGTERM.",
 )
 @click.option("--name", default="", hidden=True)
+@click.option(
+    "--protocol",
+    type=click.Choice(["claude", "codex", "acp", "none"]),
+    default=None,
+    help="The agent's protocol, for answering it (default: told from COMMAND; none: only log).",
+)
+@click.option("--prompt", default="", help="The first user message, sent once the agent is ready.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def host(dir_: str, sock: str | None, cwd: str | None, grace: float, name: str, command: tuple[str, ...]) -> None:
+def host(
+    dir_: str,
+    sock: str | None,
+    cwd: str | None,
+    grace: float,
+    name: str,
+    protocol: str | None,
+    prompt: str,
+    command: tuple[str, ...],
+) -> None:
     """Run COMMAND, log everything it says to D/events.jsonl, serve D/host.sock.
 
     Exits with the command's exit status once it has exited and the `exited`
@@ -50,7 +66,8 @@ def host(dir_: str, sock: str | None, cwd: str | None, grace: float, name: str, 
     """
     from huddle.host.server import serve
 
-    sys.exit(serve(dir_, list(command), socket=sock, cwd=cwd, grace=grace, name=name))
+    code = serve(dir_, list(command), socket=sock, cwd=cwd, grace=grace, name=name, protocol=protocol, prompt=prompt)
+    sys.exit(code)
 
 
 @click.command()
@@ -105,8 +122,15 @@ def stop(dir_: str, now: bool, sock: str | None) -> None:
     show_default=True,
     help="Seconds a stop waits after closing stdin, and again after SIGTERM.",
 )
+@click.option(
+    "--protocol",
+    type=click.Choice(["claude", "codex", "acp", "none"]),
+    default=None,
+    help="The agent's protocol, for answering it from huddle (default: told from COMMAND).",
+)
+@click.option("--prompt", default="", help="The first user message, sent once the agent is ready.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(name: str | None, grace: float, command: tuple[str, ...]) -> None:
+def run(name: str | None, grace: float, protocol: str | None, prompt: str, command: tuple[str, ...]) -> None:
     """Host COMMAND under huddle's data folder and show what it does in one line.
 
     Ctrl-C stops it the clean way (a second Ctrl-C skips the waits).
@@ -114,7 +138,7 @@ def run(name: str | None, grace: float, command: tuple[str, ...]) -> None:
     from huddle.host.run import RunError, run_hosted
 
     try:
-        code = run_hosted(list(command), name=name, grace=grace)
+        code = run_hosted(list(command), name=name, grace=grace, protocol=protocol, prompt=prompt)
     except RunError as exc:
         _fail("run", str(exc), 2)
     sys.exit(code)
