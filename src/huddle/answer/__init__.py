@@ -5,7 +5,8 @@ the agent's stdin), and only while the exact request is pending. Each agent spea
 own protocol behind one small interface (`channel.Channel`):
 
 asks.py      Ask (what the agent asked, as shown), Answer (what a person chose), the checks
-channel.py   the interface a protocol implements, and which one a command line speaks
+channel.py   the interface a protocol implements
+protocols.py which one a command line speaks
 claude.py    Claude Code headless: stream-json with `--permission-prompt-tool stdio`
 acp.py       the Agent Client Protocol (Gemini CLI --acp, Copilot CLI --acp, opencode acp)
 codex.py     `codex app-server` (JSON-RPC: command and file-change approvals)

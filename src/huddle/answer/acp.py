@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .asks import PERMISSION, Answer, AnswerRefused, Ask
-from .channel import Channel, Step, Write, line, program
+from .channel import Channel, Step, Write, line, obj, program
 
 VERSION = 1
 NOT_SERVED = -32601  # JSON-RPC: method not found
@@ -86,8 +86,8 @@ class AcpChannel(Channel):
         return []
 
     def _permission(self, msg: dict) -> Ask:
-        p = msg.get("params") if isinstance(msg.get("params"), dict) else {}
-        call = p.get("toolCall") if isinstance(p.get("toolCall"), dict) else {}
+        p = obj(msg.get("params"))
+        call = obj(p.get("toolCall"))
         opts = [
             {
                 "id": str(o.get("optionId", "")),

@@ -38,6 +38,11 @@ class Write:
 Step = Ask | Withdrawn | Write
 
 
+def obj(v: object) -> dict[str, Any]:
+    """`v` if it is a JSON object, else an empty one (an agent's odd value costs nothing)."""
+    return v if isinstance(v, dict) else {}
+
+
 def line(value: Any) -> bytes:
     """One JSON value as one line for the agent's stdin (no newline)."""
     return _encode(value)
@@ -106,23 +111,3 @@ def program(argv: list[str]) -> str:
             base = parts[i + 2] if i + 2 < len(parts) - 1 and parts[i + 1].startswith("@") else parts[i + 1]
         return base
     return ""
-
-
-def channels() -> list[type[Channel]]:
-    from .acp import AcpChannel
-    from .claude import ClaudeChannel
-    from .codex import CodexChannel
-
-    return [ClaudeChannel, CodexChannel, AcpChannel]
-
-
-PROTOCOLS = ("claude", "codex", "acp", "none")
-
-
-def pick(argv: list[str], cwd: str, protocol: str | None = None, prompt: str = "") -> Channel | None:
-    """The channel for this command: the one named (`--protocol`), else the first whose
-    command line it is; None for a plain run (logged, not answerable)."""
-    for cls in channels():
-        if protocol == cls.name or (protocol is None and cls.matches(argv)):
-            return cls(argv, cwd, prompt)
-    return None

@@ -19,7 +19,7 @@ from typing import Any
 from huddle.model.doing import input_summary
 
 from .asks import PERMISSION, QUESTION, Answer, Ask
-from .channel import Channel, Step, Withdrawn, Write, line, program
+from .channel import Channel, Step, Withdrawn, Write, line, obj, program
 
 QUESTION_TOOL = "AskUserQuestion"
 
@@ -74,7 +74,7 @@ class ClaudeChannel(Channel):
 
     def _ask(self, rid: str, req: dict) -> Ask:
         tool = str(req.get("tool_name") or req.get("display_name") or "a tool")
-        inp = req.get("input") if isinstance(req.get("input"), dict) else {}
+        inp = obj(req.get("input"))
         call = str(req.get("tool_use_id") or "")
         if tool == QUESTION_TOOL:
             qs = []
@@ -94,7 +94,7 @@ class ClaudeChannel(Channel):
                         "multi": bool(q.get("multiSelect")),
                     }
                 )
-            first = qs[0]["question"] if qs else "a question"
+            first = str(qs[0]["question"]) if qs else "a question"
             return Ask(
                 QUESTION, rid, tool, first, input=inp, questions=qs, offers=["reply", "deny", "deny_reason"], call=call
             )

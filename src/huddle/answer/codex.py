@@ -17,7 +17,7 @@ from typing import Any
 from huddle.model.doing import input_summary
 
 from .asks import PERMISSION, QUESTION, Answer, AnswerRefused, Ask
-from .channel import Channel, Step, Withdrawn, Write, line, program
+from .channel import Channel, Step, Withdrawn, Write, line, obj, program
 
 NOT_SERVED = -32601
 APPROVALS = {
@@ -59,17 +59,17 @@ class CodexChannel(Channel):
         method = msg.get("method")
         if method is None and "id" in msg:
             return self._response(msg)
-        params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        params = obj(msg.get("params"))
         if isinstance(method, str) and "id" in msg:
             return self._request(msg["id"], method, params)
         if method == "turn/completed":
-            turn = params.get("turn") if isinstance(params.get("turn"), dict) else {}
+            turn = obj(params.get("turn"))
             return [self.turn(f"the agent's turn is over ({turn.get('status') or 'completed'})")]
         if method == "serverRequest/resolved" and params.get("requestId") in self.methods:
             self.methods.pop(params["requestId"], None)
             return [Withdrawn(params["requestId"], "settled by the agent")]
         if method == "item/started":
-            item = params.get("item") if isinstance(params.get("item"), dict) else {}
+            item = obj(params.get("item"))
             if item.get("type") == "fileChange" and item.get("id"):
                 self.changes[str(item["id"])] = item.get("changes")
         return []
@@ -81,7 +81,7 @@ class CodexChannel(Channel):
             start = self._call("thread/start", {"cwd": self.cwd})
             return [Write(line({"method": "initialized"})), Write(start)]
         if what == "thread/start" and result is not None:
-            thread = result.get("thread") if isinstance(result.get("thread"), dict) else {}
+            thread = obj(result.get("thread"))
             self.thread = str(thread.get("id") or "")
             if self.first_prompt:
                 return [Write(ln) for ln in self.prompt(self.first_prompt)]
@@ -124,7 +124,7 @@ class CodexChannel(Channel):
                 for q in p.get("questions") or []
                 if isinstance(q, dict)
             ]
-            first = qs[0]["question"] if qs else "a question"
+            first = str(qs[0]["question"]) if qs else "a question"
             return [
                 Ask(
                     QUESTION,

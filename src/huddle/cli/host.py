@@ -144,4 +144,61 @@ def run(name: str | None, grace: float, protocol: str | None, prompt: str, comma
     sys.exit(code)
 
 
-COMMANDS = [host, attach, send, stop, run]
+@click.command()
+@click.argument("session_id", metavar="ID")
+@click.argument("choice", type=click.Choice(["allow", "deny", "reply"]))
+@click.argument("text", required=False, default="")
+@click.option("--request", "request", type=int, default=None, help="The pending request to answer (its number).")
+@click.option("--input", "input_json", default=None, metavar="JSON", help="Allow with this edit: the tool's input.")
+@click.option("--option", default=None, help="One of the options the agent offered (its id), for allow.")
+@click.option("--json", "as_json", is_flag=True, help="Print what POST /api/sessions/ID/answer returns.")
+def answer(
+    session_id: str,
+    choice: str,
+    text: str,
+    request: int | None,
+    input_json: str | None,
+    option: str | None,
+    as_json: bool,
+) -> None:
+    """Answer a run huddle hosts: allow or deny its pending tool call (deny TEXT: with a
+    reason), or reply TEXT (a question's answer, or the next message on its turn).
+
+    Without --request, the one pending request that takes CHOICE is answered; when
+    several are pending, name one (`huddle show ID` lists them)."""
+    import json
+
+    from huddle.answer import session as answering
+    from huddle.core.single import one_session_core
+    from huddle.errors import HuddleError
+
+    body: dict = {"choice": choice}
+    if choice == "deny" and text:
+        body["message"] = text
+    elif choice == "reply":
+        body["text"] = text
+    elif text:
+        body["option"] = text
+    if option:
+        body["option"] = option
+    try:
+        if input_json is not None:
+            body["input"] = json.loads(input_json)
+    except ValueError as exc:
+        _fail("answer", f"--input is not JSON: {exc}")
+    try:
+        h = one_session_core(session_id)
+        if request is None:
+            _, d = answering.run_dir(h, session_id)
+            request = answering.only_pending(answering.pending(d)["asks"], choice)
+        body["request"] = request
+        result = answering.answer(h, session_id, body, by="cli")
+    except HuddleError as exc:
+        _fail("answer", str(exc))
+    if as_json:
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"answered request {result['request']}: {result['choice']} (log seq {result['seq']})")
+
+
+COMMANDS = [host, attach, send, stop, run, answer]

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
-from huddle.answer.channel import pick
+from huddle.answer.protocols import pick
 from huddle.io import procs
 
 from . import proctree
