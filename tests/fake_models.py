@@ -32,7 +32,7 @@ class FakeModels:
     def __init__(self, scripts: dict[str, list[tuple]]):
         self.scripts = scripts
         self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # (a wait's condition may read what was sent)
         self.changed = threading.Condition(self.lock)
         fake = self
 
