@@ -21,8 +21,8 @@ import hosting
 from fake_models import FakeModels
 from huddle.core import Huddle
 from huddle.server import ServerThread
-from huddle.views.board import board_json
 from huddle.sources import Settings
+from huddle.views.board import board_json
 from test_browser import ARGS, CHROMIUM, FAST
 
 pytestmark = pytest.mark.browser
@@ -195,7 +195,7 @@ def test_a_killed_host_takes_its_pending_request_with_it(tmp_path):
         cli = ac.huddle_cli("answer", "killed", "allow", "--request", str(ask["request"]), env=_env(hh))
         assert cli.returncode == 1 and "no host is running" in cli.stderr
         # a new host in the same folder says the request is gone, and refuses it so
-        d2, host2 = ac.start_run(hh, "killed", ac.claude_argv(), env, tmp_path / "proj")
+        d2, _ = ac.start_run(hh, "killed", ac.claude_argv(), env, tmp_path / "proj")
         gone = ac.wait_entry(d, kind="gone", request=ask["request"])
         assert "host ended before it was answered" in gone["why"]
         cli = ac.huddle_cli("answer", "killed", "allow", "--request", str(ask["request"]), "--json", env=_env(hh))
