@@ -29,6 +29,7 @@ class RpcMapper:
         self.protocol = protocol
         self.text: dict[str, str] = {}  # kind (say / think) -> text not yet said
         self.prompts: set[object] = set()  # our prompt requests' ids (ACP): their response ends the turn
+        self.held: dict[str, dict[str, Any]] = {}  # ACP calls announced before their input is known
 
     def stdin(self, m: Mapper, val: object) -> bool:
         """A line huddle wrote: a prompt is the human's words. True if it was one."""
@@ -48,6 +49,9 @@ class RpcMapper:
         return True
 
     def flush(self, m: Mapper) -> None:
+        for cid, u in list(self.held.items()):
+            del self.held[cid]
+            self._acp_call(m, cid, u)
         for kind, text in self.text.items():
             if text.strip():
                 t, cut = cap(text)
@@ -81,12 +85,16 @@ class RpcMapper:
             elif what == "tool_call":
                 self.flush(m)
                 cid = str(u.get("toolCallId") or "")
-                name = str(u.get("kind") or u.get("title") or "tool")
-                detail = str(u.get("title") or "") or input_summary(u.get("rawInput"))
-                m.emit(ev.TOOL_CALL, id=cid, name=name, detail=detail)
-                self._acp_done(m, cid, u)
+                if u.get("status") == "pending":
+                    self.held[cid] = u  # (its first update names what it does: OpenCode's title is the command)
+                    return
+                self._acp_call(m, cid, u)
             elif what == "tool_call_update":
-                self._acp_done(m, str(u.get("toolCallId") or ""), u)
+                cid = str(u.get("toolCallId") or "")
+                if cid in self.held:
+                    self._acp_call(m, cid, {**self.held.pop(cid), **{k: v for k, v in u.items() if v}})
+                else:
+                    self._acp_done(m, cid, u)
         elif "id" in v and "method" not in v and v.get("id") in self.prompts:
             self.prompts.discard(v.get("id"))
             self.flush(m)
@@ -98,6 +106,12 @@ class RpcMapper:
             if "error" in v:
                 m.emit(ev.ERROR, text=cap(str(_d(v.get("error")).get("message") or "error"))[0], name="result")
             m.emit(ev.TURN_END, text=str(r.get("stopReason") or ""))
+
+    def _acp_call(self, m: Mapper, cid: str, u: dict) -> None:
+        name = str(u.get("kind") or u.get("title") or "tool")
+        detail = str(u.get("title") or "") or input_summary(u.get("rawInput"))
+        m.emit(ev.TOOL_CALL, id=cid, name=name, detail=detail)
+        self._acp_done(m, cid, u)
 
     def _acp_done(self, m: Mapper, cid: str, u: dict) -> None:
         if u.get("status") in ("completed", "failed"):
