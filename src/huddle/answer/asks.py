@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from huddle.errors import HuddleError, RequestError
+from huddle.errors import BadRequest, HuddleError, RequestError
 
 PERMISSION = "permission"  # a tool call waits for Allow / Deny
 QUESTION = "question"  # the agent asks a question (options and a free reply)
@@ -23,6 +23,10 @@ TEXT_MAX = 100_000  # characters of a reply or a reason
 
 class AnswerRefused(RequestError):
     """An answer the host will not pass on (stale, repeated, not offered); one line says why."""
+
+
+class BadAnswer(BadRequest):
+    """An answer that is not one (its shape): 400, before anything is asked of the host."""
 
 
 class NotAnswerable(HuddleError):
@@ -84,15 +88,15 @@ def parse_answer(body: object, by: str) -> Answer:
     """An answer from a request body or a CLI call, checked for shape (not yet against
     the ask: the host does that, holding the one truth of what is pending)."""
     if not isinstance(body, dict):
-        raise AnswerRefused('an answer is a JSON object: {"request": N, "choice": "allow|deny|reply", ...}')
+        raise BadAnswer('an answer is a JSON object: {"request": N, "choice": "allow|deny|reply", ...}')
     req = body.get("request")
     if isinstance(req, str) and req.isdigit():
         req = int(req)
     if not isinstance(req, int) or isinstance(req, bool) or req < 1:
-        raise AnswerRefused('"request" must name the pending request (its number, as the card shows it)')
+        raise BadAnswer('"request" must name the pending request (its number, as the card shows it)')
     choice = body.get("choice")
     if choice not in CHOICES:
-        raise AnswerRefused(f'"choice" must be one of {", ".join(CHOICES)}, not {str(choice)[:40]!r}')
+        raise BadAnswer(f'"choice" must be one of {", ".join(CHOICES)}, not {str(choice)[:40]!r}')
     if by not in SURFACES:
         by = "api"
     a = Answer(request=req, choice=str(choice), by=by)
@@ -101,21 +105,21 @@ def parse_answer(body: object, by: str) -> Answer:
         if v is None:
             continue
         if not isinstance(v, str):
-            raise AnswerRefused(f'"{k}" must be text')
+            raise BadAnswer(f'"{k}" must be text')
         if len(v) > TEXT_MAX:
-            raise AnswerRefused(f'"{k}" is longer than {TEXT_MAX:,} characters')
+            raise BadAnswer(f'"{k}" is longer than {TEXT_MAX:,} characters')
         setattr(a, k, v)
     if "input" in body and body["input"] is not None:
         if not isinstance(body["input"], dict):
-            raise AnswerRefused('"input" (the edited tool input) must be a JSON object')
+            raise BadAnswer('"input" (the edited tool input) must be a JSON object')
         a.input = body["input"]
     answers = body.get("answers")
     if answers is not None:
         if not isinstance(answers, dict) or not all(isinstance(v, str) for v in answers.values()):
-            raise AnswerRefused('"answers" maps each question to its answer, as text')
+            raise BadAnswer('"answers" maps each question to its answer, as text')
         a.answers = {str(k): v for k, v in answers.items()}
     if a.choice == "reply" and not (a.text.strip() or a.answers or a.option):
-        raise AnswerRefused("a reply needs its text")
+        raise BadAnswer("a reply needs its text")
     return a
 
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from huddle.answer.asks import AnswerRefused, parse_answer
+from huddle.answer.asks import AnswerRefused, BadAnswer, parse_answer
 
 from .log import as_json, read_entries
 from .paths import SOCK_NAME, unix_address
@@ -206,7 +206,7 @@ class Serving:
         try:
             a = parse_answer(req, str(req.get("by") or "api"))
             return {"ok": True, **self.host.asking.answer(a)}
-        except AnswerRefused as exc:
+        except (AnswerRefused, BadAnswer) as exc:
             return {"ok": False, "refused": True, "error": str(exc)}
 
     async def _stop_reply(self, conn: Conn, now: bool, reply: dict) -> None:
