@@ -56,7 +56,7 @@ def _run(
     if token:
         click.echo("huddle: not on loopback, so every request needs the token in that link (or header X-Huddle-Token)")
     rows = app.state.huddle.watcher
-    notifier = _notifier(url_for(host, port)) if notify and hasattr(rows, "listen") else None
+    notifier = _notifier(url_for(host, port), h) if notify and hasattr(rows, "listen") else None
     if notifier is not None:
         rows.listen(notifier)
     if open_browser:
@@ -76,8 +76,9 @@ def _run(
             notifier.close_all()
 
 
-def _notifier(url: str):
-    """Desktop notifications for the server, or one line saying why there are none."""
+def _notifier(url: str, h=None):
+    """Desktop notifications for the server, or one line saying why there are none. With
+    the core `h`, a hosted run's notification carries Allow / Deny (huddle.answer)."""
     from huddle.live.desktop import Unavailable, pick
     from huddle.live.notify import Notifier
 
@@ -86,7 +87,15 @@ def _notifier(url: str):
     except Unavailable as exc:
         click.echo(f"huddle: desktop notifications off: {exc}", err=True)
         return None
-    return Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True))
+    on_answer = None
+    if h is not None:
+
+        def on_answer(sid: str, request: int, choice: str):
+            from huddle.answer.session import answer
+
+            return answer(h, sid, {"request": request, "choice": choice}, by="notification", lock=h.lock)
+
+    return Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True), on_answer=on_answer)
 
 
 @click.command()
