@@ -150,3 +150,32 @@ def huddle_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProce
 
 def now() -> float:
     return time.time()
+
+
+def codex_env(tmp: Path, url: str, proj: Path) -> dict[str, str]:
+    """A CODEX_HOME of the test's own: the fake provider, approvals on request."""
+    home = tmp / "codex-home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        f'''model = "gpt-5.5"
+model_provider = "fake"
+check_for_update_on_startup = false
+approval_policy = "on-request"
+sandbox_mode = "workspace-write"
+[projects."{proj}"]
+trust_level = "trusted"
+[analytics]
+enabled = false
+[features]
+plugins = false
+remote_plugin = false
+[model_providers.fake]
+name = "Fake Responses"
+base_url = "{url}/v1"
+wire_api = "responses"
+env_key = "FAKE_OPENAI_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+'''
+    )
+    return {**os.environ, "HOME": str(tmp / "agent-home"), "CODEX_HOME": str(home), "FAKE_OPENAI_API_KEY": "test-key"}
