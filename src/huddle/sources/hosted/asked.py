@@ -64,9 +64,13 @@ class Asked:
         if not isinstance(d, dict):
             d = {}
         shown: dict[str, Any] = {"request": req, "at": iso(e.t)}
-        for k in ("type", "tool", "summary", "offers", "questions", "options", "call"):
-            if k in d:
+        for k in ("type", "tool", "summary", "call"):  # (what the host wrote; a hand-made log may say anything)
+            if isinstance(d.get(k), str):
                 shown[k] = d[k]
+        for k in ("offers", "questions", "options"):
+            v = d.get(k)
+            if isinstance(v, list):
+                shown[k] = [x for x in v if isinstance(x, str if k == "offers" else dict)]
         inp = d.get("input")
         if inp is not None:
             if len(msgspec.json.encode(inp)) <= SHOWN_MAX:
