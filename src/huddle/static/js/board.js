@@ -77,6 +77,19 @@ function answerPart(r) {
   return r.state === "needs_you" ? readOnlyNote() : null;
 }
 
+// A row redrawn while someone types in its answer box keeps that box (the same
+// requests pending): what is typed, and where, is not lost to a tick of the board.
+function keepTyping(old, tr) {
+  const box = old && old.querySelector(".answer");
+  const now = tr.querySelector(".answer");
+  const focused = document.activeElement;
+  if (!box || !now || !box.contains(focused)) return null;
+  const reqs = (b) => [...b.querySelectorAll(".ask")].map((x) => x.dataset.request).join(",");
+  if (reqs(box) !== reqs(now)) return null;
+  now.replaceWith(box);
+  return focused;
+}
+
 function sinceText(r) {
   const t = parseISO(r.state_since) ?? parseISO(r.updated_at);
   return t ? fmtDuration(now() - t) : "—";
@@ -105,7 +118,9 @@ function renderRow(r, flash) {
     if (i >= 0 && i !== selected) { selected = i; markSelected(); }
   });
   const old = trs.get(key);
+  const focused = keepTyping(old, tr);
   if (old) old.replaceWith(tr);
+  if (focused) focused.focus();
   trs.set(key, tr);
   return tr;
 }
