@@ -112,6 +112,16 @@ def _hosted_run(d: Path, capture_dir: Path) -> None:
     for i, r in enumerate(recs):
         lines.append({"seq": 3 + i, "t": t + 0.01 * i, "kind": "stdout", "json": r})
     n = len(lines) + 1
+    ask = {
+        "type": "permission",
+        "tool": "Bash",
+        "summary": "Bash: make",
+        "offers": ["allow", "deny"],
+        "call": "toolu_x",
+    }
+    lines.append({"seq": n, "t": t + 0.5, "kind": "ask", "request": n, **ask, "input": {"command": "make"}})
+    lines.append({"seq": n + 1, "t": t + 0.6, "kind": "answer", "request": n, "choice": "allow", "by": "web"})
+    n += 2
     lines.append(
         {
             "seq": n,

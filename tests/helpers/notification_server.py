@@ -5,14 +5,16 @@
 It owns org.freedesktop.Notifications, answers Notify / CloseNotification /
 GetCapabilities / GetServerInformation as a desktop's notification daemon does, and
 appends each call to RECORD as one JSON line. Once it owns the name it writes the bus
-address to ADDRESS_FILE (for the test to hand to huddle); it stops when its standard
-input closes. Nothing is mocked: clients speak real D-Bus to a real dbus-daemon.
+address to ADDRESS_FILE (for the test to hand to huddle); a line `invoke ID KEY` on
+its standard input is a person pressing that notification's action (ActionInvoked);
+it stops when its standard input closes. Nothing is mocked: clients speak real D-Bus to a real dbus-daemon.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import queue
 import sys
 import threading
 import time
@@ -66,7 +68,16 @@ def main(record: str, address_file: str) -> None:
         raise SystemExit(f"could not own {NAME}: {reply.body}")
     emitter = DBusAddress(PATH, interface=NAME)
     stop = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    pressed: queue.Queue[tuple[int, str]] = queue.Queue()
+
+    def read_stdin() -> None:
+        for line in sys.stdin:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "invoke":
+                pressed.put((int(parts[1]), parts[2]))
+        stop.set()
+
+    threading.Thread(target=read_stdin, daemon=True).start()
     with open(address_file + ".tmp", "w") as f:
         f.write(os.environ["DBUS_SESSION_BUS_ADDRESS"])
     os.replace(address_file + ".tmp", address_file)
@@ -79,8 +90,12 @@ def main(record: str, address_file: str) -> None:
             f.write(json.dumps(entry) + "\n")
 
     while not stop.is_set():
+        while not pressed.empty():
+            nid, key = pressed.get()
+            log({"call": "ActionInvoked", "id": nid, "key": key})
+            conn.send(new_signal(emitter, "ActionInvoked", "us", (nid, key)))
         try:
-            msg = conn.receive(timeout=0.2)
+            msg = conn.receive(timeout=0.05)
         except TimeoutError:
             continue
         if msg.header.message_type != MessageType.method_call:

@@ -20,7 +20,7 @@ def _emit_json(data) -> None:
 # COMMANDS list is the truth; tests check this table against it.
 LAZY = {
     **dict.fromkeys(("serve", "demo", "show", "events", "transcripts", "transcript", "content"), "web"),
-    **dict.fromkeys(("host", "attach", "send", "stop", "run"), "host"),
+    **dict.fromkeys(("host", "attach", "send", "stop", "run", "answer"), "host"),
     "watch": "watch",
     "usage": "usage",
     "search": "search",

@@ -41,8 +41,24 @@ def _call(what: str, d: str, msg: dict, sock: str | None) -> dict:
     help="Seconds a stop waits after closing stdin, and again after SIGTERM.",
 )
 @click.option("--name", default="", hidden=True)
+@click.option(
+    "--protocol",
+    type=click.Choice(["claude", "codex", "acp", "none"]),
+    default=None,
+    help="The agent's protocol, for answering it (default: told from COMMAND; none: only log).",
+)
+@click.option("--prompt", default="", help="The first user message, sent once the agent is ready.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def host(dir_: str, sock: str | None, cwd: str | None, grace: float, name: str, command: tuple[str, ...]) -> None:
+def host(
+    dir_: str,
+    sock: str | None,
+    cwd: str | None,
+    grace: float,
+    name: str,
+    protocol: str | None,
+    prompt: str,
+    command: tuple[str, ...],
+) -> None:
     """Run COMMAND, log everything it says to D/events.jsonl, serve D/host.sock.
 
     Exits with the command's exit status once it has exited and the `exited`
@@ -50,7 +66,8 @@ def host(dir_: str, sock: str | None, cwd: str | None, grace: float, name: str, 
     """
     from huddle.host.server import serve
 
-    sys.exit(serve(dir_, list(command), socket=sock, cwd=cwd, grace=grace, name=name))
+    code = serve(dir_, list(command), socket=sock, cwd=cwd, grace=grace, name=name, protocol=protocol, prompt=prompt)
+    sys.exit(code)
 
 
 @click.command()
@@ -105,8 +122,15 @@ def stop(dir_: str, now: bool, sock: str | None) -> None:
     show_default=True,
     help="Seconds a stop waits after closing stdin, and again after SIGTERM.",
 )
+@click.option(
+    "--protocol",
+    type=click.Choice(["claude", "codex", "acp", "none"]),
+    default=None,
+    help="The agent's protocol, for answering it from huddle (default: told from COMMAND).",
+)
+@click.option("--prompt", default="", help="The first user message, sent once the agent is ready.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(name: str | None, grace: float, command: tuple[str, ...]) -> None:
+def run(name: str | None, grace: float, protocol: str | None, prompt: str, command: tuple[str, ...]) -> None:
     """Host COMMAND under huddle's data folder and show what it does in one line.
 
     Ctrl-C stops it the clean way (a second Ctrl-C skips the waits).
@@ -114,10 +138,67 @@ def run(name: str | None, grace: float, command: tuple[str, ...]) -> None:
     from huddle.host.run import RunError, run_hosted
 
     try:
-        code = run_hosted(list(command), name=name, grace=grace)
+        code = run_hosted(list(command), name=name, grace=grace, protocol=protocol, prompt=prompt)
     except RunError as exc:
         _fail("run", str(exc), 2)
     sys.exit(code)
 
 
-COMMANDS = [host, attach, send, stop, run]
+@click.command()
+@click.argument("session_id", metavar="ID")
+@click.argument("choice", type=click.Choice(["allow", "deny", "reply"]))
+@click.argument("text", required=False, default="")
+@click.option("--request", "request", type=int, default=None, help="The pending request to answer (its number).")
+@click.option("--input", "input_json", default=None, metavar="JSON", help="Allow with this edit: the tool's input.")
+@click.option("--option", default=None, help="One of the options the agent offered (its id), for allow.")
+@click.option("--json", "as_json", is_flag=True, help="Print what POST /api/sessions/ID/answer returns.")
+def answer(
+    session_id: str,
+    choice: str,
+    text: str,
+    request: int | None,
+    input_json: str | None,
+    option: str | None,
+    as_json: bool,
+) -> None:
+    """Answer a run huddle hosts: allow or deny its pending tool call (deny TEXT: with a
+    reason), or reply TEXT (a question's answer, or the next message on its turn).
+
+    Without --request, the one pending request that takes CHOICE is answered; when
+    several are pending, name one (`huddle show ID` lists them)."""
+    import json
+
+    from huddle.answer import session as answering
+    from huddle.core.single import one_session_core
+    from huddle.errors import HuddleError
+
+    body: dict = {"choice": choice}
+    if choice == "deny" and text:
+        body["message"] = text
+    elif choice == "reply":
+        body["text"] = text
+    elif text:
+        body["option"] = text
+    if option:
+        body["option"] = option
+    try:
+        if input_json is not None:
+            body["input"] = json.loads(input_json)
+    except ValueError as exc:
+        _fail("answer", f"--input is not JSON: {exc}")
+    try:
+        h = one_session_core(session_id)
+        if request is None:
+            _, d = answering.run_dir(h, session_id)
+            request = answering.only_pending(answering.pending(d)["asks"], choice)
+        body["request"] = request
+        result = answering.answer(h, session_id, body, by="cli")
+    except HuddleError as exc:
+        _fail("answer", str(exc))
+    if as_json:
+        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        click.echo(f"answered request {result['request']}: {result['choice']} (log seq {result['seq']})")
+
+
+COMMANDS = [host, attach, send, stop, run, answer]

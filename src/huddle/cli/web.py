@@ -57,7 +57,7 @@ def _run(
         click.echo("huddle: not on loopback, so every request needs the token in that link (or header X-Huddle-Token)")
     rows = app.state.huddle.watcher
     extras = app.state.huddle.extras
-    notifier = _notifier(url_for(host, port), extras.translation) if notify and hasattr(rows, "listen") else None
+    notifier = _notifier(url_for(host, port), h, extras.translation) if notify and hasattr(rows, "listen") else None
     if notifier is not None:
         rows.listen(notifier)
     if open_browser:
@@ -77,8 +77,10 @@ def _run(
             notifier.close_all()
 
 
-def _notifier(url: str, translation=None):
-    """Desktop notifications for the server, or one line saying why there are none."""
+def _notifier(url: str, h=None, translation=None):
+    """Desktop notifications for the server, or one line saying why there are none. With
+    the core `h`, a hosted run's notification carries Allow / Deny (huddle.answer); with
+    a `translation`, it is said in the language in force."""
     from huddle.live.desktop import Unavailable, pick
     from huddle.live.notify import Notifier
     from huddle.translate.notify import translated
@@ -88,7 +90,15 @@ def _notifier(url: str, translation=None):
     except Unavailable as exc:
         click.echo(f"huddle: desktop notifications off: {exc}", err=True)
         return None
-    return Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True))
+    on_answer = None
+    if h is not None:
+
+        def on_answer(sid: str, request: int, choice: str):
+            from huddle.answer.session import answer
+
+            return answer(h, sid, {"request": request, "choice": choice}, by="notification", lock=h.lock)
+
+    return Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True), on_answer=on_answer)
 
 
 @click.command()

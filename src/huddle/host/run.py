@@ -47,7 +47,14 @@ def run_dir(name: str | None, settings: Settings | None = None) -> tuple[str, st
     return d, name
 
 
-def run_hosted(command: list[str], name: str | None = None, grace: float = 3.0, out=None) -> int:
+def run_hosted(
+    command: list[str],
+    name: str | None = None,
+    grace: float = 3.0,
+    out=None,
+    protocol: str | None = None,
+    prompt: str = "",
+) -> int:
     out = out or sys.stdout
     given_name = name
     d, name = run_dir(name)
@@ -72,6 +79,8 @@ def run_hosted(command: list[str], name: str | None = None, grace: float = 3.0, 
                 "--grace",
                 str(grace),
                 *(["--name", given_name] if given_name else []),
+                *(["--protocol", protocol] if protocol else []),
+                *(["--prompt", prompt] if prompt else []),
                 "--",
                 *command,
             ],

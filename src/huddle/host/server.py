@@ -13,9 +13,11 @@ import sys
 from collections.abc import Coroutine
 from typing import Any
 
+from huddle.answer.protocols import pick
 from huddle.io import procs
 
 from . import proctree
+from .asking import Asking
 from .log import EventLog, LogError, as_json
 from .paths import SOCK_NAME, log_path
 from .process import AgentProcess, StartError
@@ -35,6 +37,8 @@ class Host:
         cwd: str | None = None,
         grace: float = 3.0,
         name: str = "",
+        protocol: str | None = None,
+        prompt: str = "",
     ):
         self.dir = os.path.abspath(dir)
         self.argv = argv
@@ -47,7 +51,10 @@ class Host:
         self.ring_first = 1
         self.ring_bytes = 0
         self.wake = asyncio.Event()
-        self.agent = AgentProcess(argv, cwd, self._on_line)
+        # the protocol the agent speaks on its pipes, when huddle can answer it (huddle.answer)
+        self.channel = pick(argv, os.path.abspath(cwd or os.getcwd()), protocol, prompt)
+        self.agent = AgentProcess(self.channel.command() if self.channel else argv, cwd, self._on_line)
+        self.asking = Asking(self, self.channel)
         self.tree = proctree.Tree()
         self.exited_seq: int | None = None
         self.exit_info: dict | None = None
@@ -70,6 +77,8 @@ class Host:
             "readers": self.serving.readers(),
             "exited": self.exit_info,
             "broken": self.broken,
+            "protocol": self.asking.protocol,
+            "asks": self.asking.listing(),
         }
 
     # -- the log -------------------------------------------------------------------
@@ -123,7 +132,8 @@ class Host:
         if kind == "stdout":
             raw = as_json(line)
             if raw is not None:
-                self.record("stdout", raw=raw)
+                if self.record("stdout", raw=raw) is not None and self.asking.wants(raw):
+                    self.asking.output(raw)  # (logged first: the ask entry follows what the agent said)
                 return
         self.record(kind, {"text": line.decode("utf-8", "replace")})
 
@@ -162,6 +172,7 @@ class Host:
                 is None
             ):
                 return 2  # nothing is started when the log cannot be written
+            self.asking.restore()
             return await self._host()
         finally:
             server.close()
@@ -183,15 +194,19 @@ class Host:
         fields: dict[str, Any] = {
             "pid": pid,
             "start": procs.start_time(pid),
-            "argv": self.argv,
+            "argv": self.agent.argv,
             "cwd": os.path.abspath(self.cwd or os.getcwd()),
         }
         if self.name:
             fields["name"] = self.name
+        if self.channel is not None:
+            fields["protocol"] = self.channel.name
         try:
             self.record("started", fields, sync=True)
         finally:
             self.agent.read_output()
+        if self.channel is not None and not self.broken:
+            self.asking.apply(self.channel.start())
         for _ in signals:
             self._on_signal()
         watch = self.spawn(self._watch_tree())
@@ -216,7 +231,15 @@ class Host:
         """SIGINT, SIGTERM, SIGHUP: stop the agent cleanly; a second one hurries."""
         self.spawn(self.stop(fast=self.stop_task is not None, by="signal"))
 
+    def to_agent(self, raw: bytes) -> int | None:
+        """One line to the agent's stdin, logged first (never sent unlogged)."""
+        seq = self.record("stdin", raw=raw, sync=True)
+        if seq is not None:
+            self.agent.write(raw + b"\n")
+        return seq
+
     def _write_exited(self, info: dict) -> None:
+        self.asking.end("the agent exited")
         self.exit_info = info
         self.exited_seq = self.record("exited", info, sync=True)
         if self.exited_seq is None:
@@ -269,6 +292,7 @@ class Host:
 
     async def _stop(self, by: str) -> None:
         a = self.agent
+        self.asking.end("the agent is being stopped")
         self.record("stopping", {"step": "closing stdin", "by": by}, sync=True)
         a.close_stdin()
         await self._until(lambda: not a.running, self.grace, hurried=0.0)
@@ -311,11 +335,19 @@ def _say(msg: str, code: int) -> int:
 
 
 def serve(
-    dir: str, argv: list[str], socket: str | None = None, cwd: str | None = None, grace: float = 3.0, name: str = ""
+    dir: str,
+    argv: list[str],
+    socket: str | None = None,
+    cwd: str | None = None,
+    grace: float = 3.0,
+    name: str = "",
+    protocol: str | None = None,
+    prompt: str = "",
 ) -> int:
     """Run a host until its agent exits; return the agent's exit status."""
 
     async def main() -> int:
-        return await Host(dir, argv, socket=socket, cwd=cwd, grace=grace, name=name).run()
+        host = Host(dir, argv, socket=socket, cwd=cwd, grace=grace, name=name, protocol=protocol, prompt=prompt)
+        return await host.run()
 
     return asyncio.run(main())

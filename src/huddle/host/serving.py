@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from huddle.answer.asks import AnswerRefused, BadAnswer, parse_answer
+
 from .log import as_json, read_entries
 from .paths import SOCK_NAME, unix_address
 
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
 BEHIND_LIMIT = 1024  # entries a live reader may lag before it is let go
 HIGH_WATER = 256 << 10  # bytes queued on a connection before its reader must catch up
 REQUEST_LIMIT = 64 << 20
-OPS = ("attach", "write", "stop", "status")
+OPS = ("attach", "write", "stop", "status", "answer", "asks")
 _decode = msgspec.json.decode
 _encode = msgspec.json.encode
 
@@ -164,6 +166,10 @@ class Serving:
             t.add_done_callback(conn.pending.discard)
         elif op == "status":
             conn.send({**reply, "ok": True, **self.host.status()})
+        elif op == "asks":
+            conn.send({**reply, "ok": True, "protocol": self.host.asking.protocol, "asks": self.host.asking.listing()})
+        elif op == "answer":
+            conn.send({**reply, **self._answer(req)})
         else:
             known = ", ".join(OPS)
             conn.send({**reply, "ok": False, "error": f"unknown op {op!r} (known: {known})"})
@@ -183,11 +189,25 @@ class Serving:
             return {"ok": False, "error": 'write needs "line" (one JSON value, as text) or "json"'}
         if not self.host.agent.running or not self.host.agent.stdin_open or self.host.stop_task is not None:
             return {"ok": False, "error": "the agent's stdin is closed"}
-        seq = self.host.record("stdin", raw=raw, sync=True)
+        seq = self.host.to_agent(raw)
         if seq is None:
             return {"ok": False, "error": f"not written: {self.host.broken}"}
-        self.host.agent.write(raw + b"\n")
+        self.host.asking.written(_decode(raw))
         return {"ok": True, "seq": seq}
+
+    def _answer(self, req: dict) -> dict:
+        """An answer to a pending request (huddle.answer): passed on, or refused saying why."""
+        if self.host.asking.channel is None:
+            return {
+                "ok": False,
+                "refused": True,
+                "error": "this run cannot be answered: huddle does not speak its agent's protocol",
+            }
+        try:
+            a = parse_answer(req, str(req.get("by") or "api"))
+            return {"ok": True, **self.host.asking.answer(a)}
+        except (AnswerRefused, BadAnswer) as exc:
+            return {"ok": False, "refused": True, "error": str(exc)}
 
     async def _stop_reply(self, conn: Conn, now: bool, reply: dict) -> None:
         await self.host.stop(fast=now, by="socket")

@@ -1,7 +1,8 @@
 """How a notification reaches the desktop.
 
 - Linux: the freedesktop Notifications service on the D-Bus session bus, spoken to
-  directly (jeepney, pure Python): Notify, and CloseNotification when the wait ends.
+  directly (jeepney, pure Python): Notify, and CloseNotification when the wait ends;
+  its actions (Allow / Deny on a run huddle hosts) come back as ActionInvoked signals.
   Without jeepney, `notify-send` (libnotify) shows them; it cannot close them, so an
   answered wait replaces its notification with a short-lived "answered".
 - macOS: `osascript` (display notification); notifications there close themselves.
@@ -57,6 +58,7 @@ class DBus:
     """org.freedesktop.Notifications over the session bus, with jeepney."""
 
     name = "dbus"
+    actions = True  # buttons on the notification: their key comes back to `listen`'s callback
 
     def __init__(self) -> None:
         self.conn = session_bus()
@@ -64,6 +66,8 @@ class DBus:
 
         self.addr = DBusAddress(BUS_PATH, bus_name=BUS_NAME, interface=BUS_NAME)
         self.lock = threading.Lock()
+        self.listener: threading.Thread | None = None
+        self.listening = threading.Event()
 
     def _call(self, method: str, signature: str, args: tuple) -> Any:
         from jeepney import new_method_call
@@ -73,17 +77,53 @@ class DBus:
             reply = self.conn.send_and_get_reply(new_method_call(self.addr, method, signature, args), timeout=5)
         return unwrap_msg(reply)
 
-    def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
+    def show(
+        self, summary: str, body: str, url: str | None, replaces: object = None, actions: list | tuple = ()
+    ) -> object:
         hints = {"urgency": ("y", 2), "category": ("s", "im.received"), "desktop-entry": ("s", APP)}
         rid = replaces if isinstance(replaces, int) else 0
-        (nid,) = self._call("Notify", "susssasa{sv}i", (APP, rid, "dialog-question", summary, body, [], hints, 0))
+        flat = [x for key, label in actions for x in (key, label)]
+        (nid,) = self._call("Notify", "susssasa{sv}i", (APP, rid, "dialog-question", summary, body, flat, hints, 0))
         return nid
+
+    def listen(self, on_action) -> None:
+        """Call `on_action(id, key)` for each action a person invokes (a thread of its own,
+        on a connection of its own: replies to Notify never wait behind a signal)."""
+        from jeepney.bus_messages import MatchRule, message_bus
+        from jeepney.io.blocking import open_dbus_connection
+
+        rule = MatchRule(type="signal", interface=BUS_NAME, member="ActionInvoked", path=BUS_PATH)
+        conn = open_dbus_connection(bus="SESSION")
+        conn.send_and_get_reply(message_bus.AddMatch(rule), timeout=5)
+        self.listening.set()
+
+        def run() -> None:
+            with conn.filter(rule) as queue:
+                while self.listening.is_set():
+                    try:
+                        msg = conn.recv_until_filtered(queue, timeout=0.2)
+                    except TimeoutError:
+                        continue
+                    except Exception:  # the bus went away: no more actions
+                        break
+                    try:
+                        nid, key = msg.body
+                        on_action(nid, key)
+                    except Exception:  # one bad signal or callback costs that action only
+                        continue
+            conn.close()
+
+        self.listener = threading.Thread(target=run, name="huddle-notify-actions", daemon=True)
+        self.listener.start()
 
     def close(self, handle: object) -> None:
         if isinstance(handle, int):
             self._call("CloseNotification", "u", (handle,))
 
     def stop(self) -> None:
+        self.listening.clear()
+        if self.listener is not None:
+            self.listener.join(timeout=5)
         self.conn.close()
 
 

@@ -8,6 +8,10 @@ on the board, not notified: a restart does not ring again for what you have seen
 that began after the start is news even when the first read is what finds it (a server
 shows its cached rows at once and reads for seconds after).
 
+A run huddle hosts gets Allow / Deny buttons on its notification where the backend
+has actions (D-Bus): a press answers that exact request (`on_answer`, the server's
+huddle.answer call), and the host refuses it if it was settled meanwhile.
+
 How a notification reaches the desktop is `desktop.py`'s business.
 """
 
@@ -68,8 +72,19 @@ def wait_id(row: dict[str, Any]) -> object:
     return row.get("state_since") or row.get("waiting_for")
 
 
+def answer_actions(row: dict[str, Any]) -> list[tuple[str, str]]:
+    """Allow / Deny for the permission a hosted run waits on (its request in the key)."""
+    for ask in (row.get("answer") or {}).get("pending") or ():
+        offers = ask.get("offers") or ()
+        if ask.get("type") == "permission" and "allow" in offers and "deny" in offers:
+            return [(f"allow:{ask['request']}", "Allow"), (f"deny:{ask['request']}", "Deny")]
+    return []
+
+
 class Notifier:
-    def __init__(self, backend: Backend, url: str | None = None, on_error=None, since: float | None = None) -> None:
+    def __init__(
+        self, backend: Backend, url: str | None = None, on_error=None, since: float | None = None, on_answer=None
+    ) -> None:
         self.backend = backend
         self.since = time.time() if since is None else since  # waits begun before this are not news
         self.url = url  # the web app's address, for click-to-open: url + "session/<id>"
@@ -79,6 +94,10 @@ class Notifier:
         self.on_error = on_error
         self.failing = False  # said once that they are off; said again only after one worked
         self.lock = threading.Lock()
+        self.on_answer = on_answer  # (session id, request, choice) -> the answer's result
+        self.rows_of: dict[object, str] = {}  # backend handle -> the session id it is about
+        if on_answer is not None and getattr(backend, "actions", False):
+            backend.listen(self._invoked)  # type: ignore[attr-defined]
 
     def prime(self, rows: Iterable[dict[str, Any]]) -> None:
         """The board as it stood at start: its waits are not news, unless they began after
@@ -119,7 +138,13 @@ class Notifier:
                 continue  # the same wait: never twice
             summary, body = notice(r)
             url = f"{self.url}session/{r.get('id')}" if self.url else None
-            handle = self._call(self.backend.show, summary, body, url, held[1] if held else None)
+            acts = answer_actions(r) if self.on_answer is not None and getattr(self.backend, "actions", False) else []
+            if acts:
+                handle = self._call(self.backend.show, summary, body, url, held[1] if held else None, acts)
+            else:
+                handle = self._call(self.backend.show, summary, body, url, held[1] if held else None)
+            if handle is not None:
+                self.rows_of[handle] = str(r.get("id"))
             if held is not None and handle != held[1]:
                 self._call(self.backend.close, held[1])
             self.shown[key] = (wid, handle)
@@ -130,8 +155,18 @@ class Notifier:
             for key in list(self.shown):
                 self._close(key)
 
+    def _invoked(self, handle: object, key: str) -> None:
+        """A button on a notification: answer that request of that session."""
+        choice, _, req = key.partition(":")
+        sid = self.rows_of.get(handle)
+        if sid is None or choice not in ("allow", "deny") or not req.isdigit() or self.on_answer is None:
+            return
+        threading.Thread(target=self._call, args=(self.on_answer, sid, int(req), choice), daemon=True).start()
+
     def _close(self, key: str) -> None:
         held = self.shown.pop(key, None)
+        if held is not None:
+            self.rows_of.pop(held[1], None)
         if held is not None and held[1] is not None:
             self._call(self.backend.close, held[1])
 

@@ -26,6 +26,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from huddle import __version__
+from huddle.answer.asks import AnswerRefused, NotAnswerable
 from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound, RequestError
 from huddle.live.boardfile import BoardFile
 from huddle.live.watcher import Watcher
@@ -36,7 +37,7 @@ from huddle.views.select import Select
 from .extras import Extras
 from .extras import routes as extra_routes
 from .protocol import GuardedH11Protocol
-from .security import Security, allowed_hosts
+from .security import Security, allowed_hosts, new_token
 from .stream import Hub
 
 STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
@@ -79,7 +80,14 @@ def _indexer(h, after: threading.Event | None = None):
 
 # The error tree (huddle.errors) has no HTTP in it: the server says which status each
 # class is. Not the client's fault (a file huddle cannot use): 500, with its one line.
-STATUS: dict[type[HuddleError], int] = {BadRequest: 400, NotFound: 404, Forbidden: 403, RequestError: 400}
+STATUS: dict[type[HuddleError], int] = {
+    BadRequest: 400,
+    NotFound: 404,
+    Forbidden: 403,
+    RequestError: 400,
+    AnswerRefused: 409,  # stale, repeated or not offered: the request's state says no
+    NotAnswerable: 409,  # a session huddle only reads, or a run it cannot speak to
+}
 
 
 def status_of(exc: HuddleError) -> int:
@@ -134,6 +142,7 @@ def create_app(
     watcher=None,
 ) -> Starlette:
     st = State(h, demo=demo, watch_options=watch_options, watcher=watcher)
+    answer_token = token or new_token()  # the write's token (security.py): pages read it from /api/info
 
     def call(fn, *args, **kw):
         with h.lock:
@@ -241,8 +250,22 @@ def create_app(
                 "indexing": st.indexer is not None and not st.indexer.idle.is_set(),
                 "notes": board_notes(h),
                 "error": st.watcher.last_error,
+                "answer_token": answer_token,
             }
         )
+
+    async def answer(request: Request):
+        from huddle.answer.session import answer as answer_session  # loaded when first asked
+
+        raw = await request.body()
+        try:
+            body = msgspec.json.decode(raw) if raw else None
+        except msgspec.DecodeError as exc:
+            raise BadRequest(f"not JSON: {exc}") from None
+        by = body.get("by") if isinstance(body, dict) else None
+        by = by if by in ("web", "keyboard", "notification") else "web"
+        sid = request.path_params["id"]
+        return json_response(await asyncio.to_thread(answer_session, h, sid, body, by, h.lock))
 
     async def stream(request: Request):
         return await st.hub.stream(request)
@@ -299,6 +322,7 @@ def create_app(
         Route("/api/search", search),
         Route("/api/usage", usage),
         Route("/api/sessions/{id}/export", export),
+        Route("/api/sessions/{id}/answer", answer, methods=["POST"]),
         Route("/api/stream", stream),
         *extra_routes(h, st.extras, json_response),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
@@ -307,7 +331,9 @@ def create_app(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HuddleError: on_error, HTTPException: on_error, Exception: on_error},
-        middleware=[Middleware(Security, hosts=allowed_hosts(host, port), token=token, port=port)],
+        middleware=[
+            Middleware(Security, hosts=allowed_hosts(host, port), token=token, port=port, answer_token=answer_token)
+        ],
     )
     app.router.redirect_slashes = False  # an odd path is a 404, not a redirect to guess at
     app.state.huddle = st

@@ -5,7 +5,13 @@ did not hand out itself:
 - the Host must be the loopback name and port it serves (DNS rebinding);
 - a cross-origin request (a foreign Origin, Sec-Fetch-Site cross-site/same-site) is refused;
 - a request body is refused (400, 413 over 256 KB) and its connection closed: no
-  route takes one;
+  route takes one, but for the one write (below);
+- the one write, POST /api/sessions/{id}/answer (huddle.answer), passes only as a
+  same-origin request from huddle's own page: an Origin equal to the Host it serves,
+  Sec-Fetch-Site same-origin when the browser sends it, a JSON body (no form can
+  send one without a preflight, and no preflight is answered), and this server's
+  answer token in the X-Huddle-Token header (never a cookie: a cookie comes with any
+  request), on loopback as off it; the page reads the token from GET /api/info;
 - off loopback, a token is required on every request: a header, or a cookie set
   from a `?token=` link (then the token leaves the address bar), compared in
   constant time;
@@ -18,6 +24,7 @@ import asyncio
 import hmac
 import ipaddress
 import json
+import re
 import secrets
 from urllib.parse import parse_qsl, urlencode
 
@@ -25,6 +32,7 @@ BODY_MAX = 256 * 1024
 DRAIN_MAX = 4 << 20  # past this a body is not even read to the end
 BODY_WAIT = 5.0  # seconds a refused body may take to arrive
 TOKEN_HEADER = b"x-huddle-token"
+POSTS = re.compile(r"^/api/sessions/[^/]+/answer$")  # the only routes that take a body
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -73,10 +81,21 @@ def new_token() -> str:
 class Security:
     """Pure ASGI middleware (streaming responses such as SSE pass through untouched)."""
 
-    def __init__(self, app, *, hosts: set[str] | None, token: str | None, port: int, body_max: int = BODY_MAX):
+    def __init__(
+        self,
+        app,
+        *,
+        hosts: set[str] | None,
+        token: str | None,
+        port: int,
+        body_max: int = BODY_MAX,
+        answer_token: str | None = None,
+    ):
         self.app = app
         self.hosts = hosts
         self.token = token.encode() if token else None
+        # the write's token: off loopback the access token, on loopback one of its own
+        self.answer_token = (answer_token or token or new_token()).encode()
         self.cookie = f"huddle_token_{port}".encode()  # cookies ignore ports: keep servers apart
         self.body_max = body_max
 
@@ -99,6 +118,8 @@ class Security:
         if why is not None:
             status, text = why
             return await _error(send_with_headers, status, text)
+        if scope["method"] == "POST" and POSTS.match(scope.get("path", "")):
+            return await self._post(scope, headers, receive, send_with_headers)
 
         refused = await self._refuse_body(scope, headers, receive)
         if refused is not None:
@@ -141,6 +162,42 @@ class Security:
         if size:
             return 400, "huddle's routes take no request body"
         return None
+
+    async def _post(self, scope, headers, receive, send) -> None:
+        """The one write: refused unless it is huddle's own page asking, with the token."""
+        why = None
+        if headers.get(b"origin") is None:
+            why = 403, "a write must come from huddle's own page (no Origin header)"
+        elif headers.get(b"sec-fetch-site", b"same-origin").lower() != b"same-origin":
+            why = 403, "a write must be a same-origin request"
+        elif headers.get(b"content-type", b"").split(b";")[0].strip().lower() != b"application/json":
+            why = 415, "a write takes a JSON body (content-type: application/json)"
+        else:
+            given = headers.get(TOKEN_HEADER)
+            if given is None or not hmac.compare_digest(given, self.answer_token):
+                why = 403, "a write needs this server's answer token (X-Huddle-Token), as huddle's page sends it"
+        length = headers.get(b"content-length")
+        if why is None and length is not None and (not length.isdigit() or int(length) > self.body_max):
+            why = 413, f"request body over {self.body_max} bytes"
+        if why is not None:
+            await _drain_quietly(receive)
+            return await _error(send, why[0], why[1], close=True)
+        try:
+            body = await asyncio.wait_for(_read(receive, self.body_max), BODY_WAIT)
+        except TimeoutError:
+            return await _error(send, 408, f"request body not sent within {BODY_WAIT:g} s", close=True)
+        if body is None:
+            return await _error(send, 413, f"request body over {self.body_max} bytes", close=True)
+        sent = False
+
+        async def replay():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # (a disconnect, when the route waits for one)
+
+        await self.app(scope, replay, send)
 
     def _refuse(self, scope, headers) -> tuple[int, str] | None:
         host = headers.get(b"host", b"").decode("latin-1")
@@ -206,6 +263,31 @@ async def _drain(receive, limit: int) -> int:
         if not message.get("more_body"):
             break
     return size
+
+
+async def _read(receive, limit: int) -> bytes | None:
+    """The whole request body, or None past `limit` bytes."""
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        parts.append(chunk)
+        if not message.get("more_body"):
+            break
+    return b"".join(parts)
+
+
+async def _drain_quietly(receive) -> None:
+    try:
+        await asyncio.wait_for(_drain(receive, DRAIN_MAX), BODY_WAIT)
+    except TimeoutError:
+        pass
 
 
 async def _error(send, status: int, text: str, close: bool = False) -> None:

@@ -27,8 +27,16 @@ class TranslatingBackend:
         self.inner = inner
         self.desk = desk
         self.name = f"{inner.name}, translated"
+        self.actions = bool(getattr(inner, "actions", False))  # (buttons pass through: huddle.answer)
+        self._of: dict[object, _Shown] = {}  # the inner backend's handle -> what `show` gave
 
-    def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
+    def listen(self, fn: Any) -> None:
+        """A button pressed: told with the handle `show` gave (the inner one's mapped back)."""
+        self.inner.listen(lambda real, key: fn(self._of.get(real, real), key))
+
+    def show(
+        self, summary: str, body: str, url: str | None, replaces: object = None, actions: list | tuple = ()
+    ) -> object:
         shown = _Shown()
         before = replaces.real if isinstance(replaces, _Shown) else replaces
         texts = [summary, body]
@@ -37,13 +45,19 @@ class TranslatingBackend:
         if t is not None and t.lang == self.desk.lang():
             done = t.cached(texts)
         if len(done) == len(set(texts)):
-            shown.real = self.inner.show(done[summary], done[body], url, before)
+            self._shown(shown, done[summary], done[body], url, before, actions)
             return shown
-        shown.real = self.inner.show(summary, body, url, before)
-        threading.Thread(target=self._later, args=(shown, texts, url), daemon=True).start()
+        self._shown(shown, summary, body, url, before, actions)
+        threading.Thread(target=self._later, args=(shown, texts, url, actions), daemon=True).start()
         return shown
 
-    def _later(self, shown: _Shown, texts: list[str], url: str | None) -> None:
+    def _shown(self, shown: _Shown, summary: str, body: str, url: str | None, before: object, actions: Any) -> None:
+        extra = (actions,) if actions else ()
+        self._of.pop(shown.real, None)
+        shown.real = self.inner.show(summary, body, url, before, *extra)
+        self._of[shown.real] = shown
+
+    def _later(self, shown: _Shown, texts: list[str], url: str | None, actions: Any = ()) -> None:
         try:
             summary, body = self.desk.texts(texts)
         except Exception:  # (the original stays: a notification is never lost to a model)
@@ -52,7 +66,7 @@ class TranslatingBackend:
             return
         with shown.lock:
             if not shown.closed:
-                shown.real = self.inner.show(summary, body, url, shown.real)
+                self._shown(shown, summary, body, url, shown.real, actions)
 
     def close(self, handle: object) -> None:
         if isinstance(handle, _Shown):
@@ -62,6 +76,7 @@ class TranslatingBackend:
         else:
             real = handle
         if real is not None:
+            self._of.pop(real, None)
             self.inner.close(real)
 
 

@@ -89,6 +89,8 @@ def _build(
             a.update(state_dict(ast))
     if live.get("pid") is not None:
         d["pid"] = live["pid"]
+    if live.get("answer") is not None:  # a run huddle hosts and can answer (huddle.answer): what is pending
+        d["answer"] = live["answer"]
     if not s.has_conversation and s.started_at is None and not d.get("error") and not live.get("alive"):
         d["empty"] = True  # nothing said or done, ever (a 0-byte or summary-only file): off the board
     return d, st

@@ -30,6 +30,16 @@ class Entry(msgspec.Struct):
     reason: str | None = None
     stopped: bool | None = None
     step: str | None = None
+    protocol: str | None = None  # what huddle speaks with the agent (huddle.answer): claude, acp, codex
+    request: int | None = None  # ask / answer / gone: the request (the ask's own seq)
+    type: str | None = None  # an ask's type: permission, question, turn
+    tool: str | None = None
+    summary: str | None = None
+    call: str | None = None
+    choice: str | None = None
+    by: str | None = None
+    why: str | None = None
+    message: str | None = None
 
 
 class TaskUsage(msgspec.Struct):

@@ -86,6 +86,14 @@ class HostedHandle(Handle):
                 out["lost"] = True  # the host died without writing `exited`
         if m.partial and m.partial.get("text") and out.get("alive"):
             out["partial"] = dict(m.partial)
+        protocol = m.run.get("protocol")
+        if protocol:  # huddle can answer this run (huddle.answer) while its agent and host live
+            out["answer"] = {"protocol": protocol, **m.asked.live()}
+            if not out.get("alive"):  # its requests went with its agent (the host says gone when it can)
+                out["answer"].update(pending=[], closed="the run is not running: nothing to answer")
+            why = m.asked.waiting_for() if out.get("alive") else None
+            if why:
+                out["waiting_for"] = why
         return out
 
 

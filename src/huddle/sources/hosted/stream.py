@@ -31,6 +31,7 @@ from huddle.sources.claude.records import (
     usage_of,
 )
 
+from .asked import Asked
 from .ledger import StreamLedger
 from .lines import (
     Entry,
@@ -44,6 +45,7 @@ from .lines import (
     task_usage,
     user_text,
 )
+from .rpc import RpcMapper
 
 
 class Mapper:
@@ -69,6 +71,8 @@ class Mapper:
         self.background: set[str] = set()  # Agent call ids started in the background
         self.prompted: set[str] = set()  # sub-agents whose first prompt was seen
         self.plain: list[str] = []  # non-JSON stdout and stderr of this run, to explain a failure
+        self.asked = Asked()  # what the agent asks a person, pending (huddle.answer)
+        self.rpc: RpcMapper | None = None  # a JSON-RPC agent's lines (rpc.RpcMapper), when the host speaks one
 
     # -- helpers -------------------------------------------------------------------
 
@@ -98,6 +102,8 @@ class Mapper:
         if k == "stdout":
             if e.text is not None:
                 self._plain(e.text, "stdout")
+            elif self.rpc is not None:
+                self._rpc_out(e.json)
             else:
                 self._stream(e.json, off)
         elif k == "stdin":
@@ -112,13 +118,20 @@ class Mapper:
             self._exited(e)
         elif k in ("stopping", "note"):
             self.emit(ev.CONTEXT, name=k, text=e.step or e.text or k)
+        elif k in ("ask", "answer", "gone"):
+            self.asked.feed(self, e, raw)
 
     def _plain(self, text: str, where: str) -> None:
         self.plain = (self.plain + [text])[-20:]
         self.emit(ev.CONTEXT, name=where, text=cap(text)[0])
 
     def _started(self, e: Entry) -> None:
-        self.run = {"pid": e.pid, "start": e.start, "argv": e.argv or [], "t": e.t}
+        self.run = {"pid": e.pid, "start": e.start, "argv": e.argv or [], "t": e.t, "protocol": e.protocol}
+        self.asked.clear(self)  # asks of an earlier agent process died with it
+        if e.protocol in ("acp", "codex"):
+            self.rpc = RpcMapper(e.protocol)
+        else:
+            self.rpc = None
         self.exited = None
         self.plain = []
         if e.cwd:
@@ -137,6 +150,8 @@ class Mapper:
             val = decode_any(raw)
         except msgspec.MsgspecError:
             return
+        if self.rpc is not None and self.rpc.stdin(self, val):
+            return
         text = user_text(val)
         if text is not None:
             t, cut = cap(text)
@@ -147,6 +162,9 @@ class Mapper:
     def _exited(self, e: Entry) -> None:
         self.exited = {"status": e.status, "reason": e.reason or "", "stopped": bool(e.stopped), "t": e.t}
         self.partial = None
+        self.asked.clear(self)
+        if self.rpc is not None:
+            self.rpc.flush(self)
         self._settle()
         for sub in list(self.ledger.tasks):  # sub-agents that never reported
             self._usage(sub, f"task:{sub}", Usage(input=self.ledger.task_done(sub)), detail="unsplit")
@@ -164,6 +182,14 @@ class Mapper:
             self._usage(self.lead, mid, u)
         if turn is not None:
             self._usage(self.lead, f"turn:{self.off}", turn)
+
+    def _rpc_out(self, raw: Raw) -> None:
+        try:
+            val = decode_any(raw)
+        except msgspec.MsgspecError:
+            return
+        if self.rpc is not None:
+            self.rpc.stdout(self, val)
 
     # -- stream lines --------------------------------------------------------------
 

@@ -2,6 +2,7 @@
 import { api, el, pill, stream, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, fmtDay, fmtWhen, parseISO, now, typing, oneLine } from "./common.js";
 import { passes, groupOf, groupOrder, groupRow, setupFilters, active as filtering, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
 import { copyButtons } from "./share.js";
+import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
 
 const rows = new Map(); // "source:id" -> row JSON
 const trs = new Map(); // "source:id" -> <tr>
@@ -69,6 +70,26 @@ function subline(r) {
   return null;
 }
 
+// A run huddle hosts: its pending asks, answerable here; a session it only reads says so
+// when it needs you.
+function answerPart(r) {
+  if (r.answer) return answerBox(r.id, r.answer, { compact: true }) || settledLine(r.answer);
+  return r.state === "needs_you" ? readOnlyNote() : null;
+}
+
+// A row redrawn while someone types in its answer box keeps that box (the same
+// requests pending): what is typed, and where, is not lost to a tick of the board.
+function keepTyping(old, tr) {
+  const box = old && old.querySelector(".answer");
+  const now = tr.querySelector(".answer");
+  const focused = document.activeElement;
+  if (!box || !now || !box.contains(focused)) return null;
+  const reqs = (b) => [...b.querySelectorAll(".ask")].map((x) => x.dataset.request).join(",");
+  if (reqs(box) !== reqs(now)) return null;
+  now.replaceWith(box);
+  return focused;
+}
+
 function sinceText(r) {
   const t = parseISO(r.state_since) ?? parseISO(r.updated_at);
   return t ? fmtDuration(now() - t) : "—";
@@ -82,7 +103,8 @@ function renderRow(r, flash) {
       el("div", { class: "t-line" }, // the buttons beside the title, never over it
         el("a", { class: "t-title", href: `/session/${encodeURIComponent(r.id)}`, text: r.title || r.id, title: r.title || r.id }),
         el("span", { class: "row-copy" }, copyButtons(r))),
-      subline(r)),
+      subline(r),
+      answerPart(r)),
     el("td", { class: "c-kind", text: kindOf(r) }),
     el("td", { class: "c-project", text: r.project || "—", title: r.cwd || "" }),
     el("td", { class: "c-since", text: sinceText(r) }),
@@ -90,13 +112,15 @@ function renderRow(r, flash) {
     el("td", { class: "c-tokens", text: fmtTokens(r.tokens ?? 0) }),
     el("td", { class: "c-cost", text: fmtCost(r.cost) }));
   if (flash) tr.classList.add("flash");
-  tr.addEventListener("click", (ev) => { if (!ev.target.closest("a, button")) location.href = `/session/${encodeURIComponent(r.id)}`; });
+  tr.addEventListener("click", (ev) => { if (!ev.target.closest("a, button, .answer")) location.href = `/session/${encodeURIComponent(r.id)}`; });
   tr.addEventListener("focusin", () => { // the keyboard's place is the selection (j/k go on from it)
     const i = order.findIndex((x) => keyOf(x) === key);
     if (i >= 0 && i !== selected) { selected = i; markSelected(); }
   });
   const old = trs.get(key);
+  const focused = keepTyping(old, tr);
   if (old) old.replaceWith(tr);
+  if (focused) focused.focus();
   trs.set(key, tr);
   return tr;
 }
@@ -204,6 +228,8 @@ function keys(ev) {
   if (ev.key === "/" && !typing(ev.target)) { ev.preventDefault(); $("filter").focus(); return; }
   if (ev.key === "Escape" && ev.target === $("filter")) { $("filter").value = ""; setQuery(""); $("filter").blur(); paint(); return; }
   if (typing(ev.target)) return;
+  const sel = order[selected] ? trs.get(keyOf(order[selected])) : null;
+  if (!ev.ctrlKey && !ev.metaKey && !ev.altKey && answerKey(ev, sel)) { ev.preventDefault(); return; }
   if (ev.key === "j" || ev.key === "ArrowDown") { selected = Math.min(order.length - 1, selected + 1); markSelected(); ev.preventDefault(); }
   else if (ev.key === "k" || ev.key === "ArrowUp") { selected = Math.max(0, selected - 1); markSelected(); ev.preventDefault(); }
   else if (ev.key === "Enter" && order[selected] && !ev.target.closest("a, button")) location.href = `/session/${encodeURIComponent(order[selected].id)}`; // (a link or a button does its own)

@@ -7,6 +7,7 @@ import { mountConversation } from "./conversation.js";
 import { mountReplay } from "./replay.js";
 import { renderShare } from "./share.js";
 import { mountVoice } from "./voice.js";
+import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
 
 const $ = (id) => document.getElementById(id);
 const id = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
@@ -34,9 +35,24 @@ function header() {
     el("span", { text: `${fmtTokens(d.tokens ?? 0)} tokens` }),
     el("span", { text: fmtCost(d.cost) }));
   renderShare($("s-share"), d);
+  answerPanel(d.source === "hosted" ? (d.live || {}).answer : null, d.state);
   const w = $("s-waiting");
   w.hidden = !(d.state === "needs_you" && d.waiting_for);
   w.textContent = d.waiting_for ? `Needs you: ${d.waiting_for}` : "";
+}
+
+// What is pending for this run, answerable here (from the detail, and at once from each
+// board row the stream brings); a session huddle only reads says so when it needs you.
+let panelKey = null;
+function answerPanel(answer, state) {
+  const box = $("s-answer");
+  const key = JSON.stringify([answer, state]);
+  if (key === panelKey) return;
+  if (box.contains(document.activeElement) && answer && (answer.pending || []).length) return; // mid-typing
+  panelKey = key;
+  const part = answer ? (answerBox(id, answer) || settledLine(answer)) : (state === "needs_you" || state === "your_turn" ? readOnlyNote() : null);
+  box.replaceChildren(...(part ? [part] : []));
+  box.hidden = !part;
 }
 
 async function loadDetail() {
@@ -140,6 +156,7 @@ function tabKeys(ev) {
 
 function keys(ev) {
   if (typing(ev.target) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  if (answerKey(ev, $("s-answer"))) { ev.preventDefault(); return; }
   const tabs = { 1: "call", 2: "tree", 3: "conversation", 4: "replay" };
   if (tabs[ev.key]) { location.hash = tabs[ev.key]; ev.preventDefault(); }
   else if (ev.key === "Escape") location.href = "/";
@@ -161,7 +178,12 @@ async function main() {
   const es = stream(id, {
     hello: () => { ready.then(catchUp).catch(() => {}); },
     events: (d) => { ready.then(() => onEvents(d)); },
-    board: (d) => { if ((d.sessions || []).some((r) => r.id === id)) scheduleDetail(); },
+    board: (d) => {
+      const row = (d.sessions || []).find((r) => r.id === id);
+      if (!row) return;
+      if (row.answer) answerPanel(row.answer, row.state);
+      scheduleDetail();
+    },
     reset: (d) => { if (!d.session || d.session === id) loadAll(); },
   });
   mountVoice(S, es, $("s-share")); // (opt-in: a disabled button while voices are off)
