@@ -55,7 +55,7 @@ def _old_bind(host: str = "127.0.0.1") -> socket.socket:
 
 class _Served:
     def __init__(self, h, sock: socket.socket):
-        from huddle.server.app import create_app, make_server
+        from huddle.server import create_app, make_server
 
         self.sock = sock
         port = sock.getsockname()[1]

@@ -19,7 +19,7 @@ from huddle.cli import main
 from huddle.core import Huddle
 from huddle.model import events as ev
 from huddle.model.doing import doing
-from huddle.server.app import ServerThread
+from huddle.server import ServerThread
 from huddle.sources import Settings
 from huddle.sources.copilot import CopilotSource
 from huddle.views import api

@@ -19,8 +19,8 @@ import pytest
 
 import web_corpus
 from huddle.server import ServerThread
-from huddle.server.app import EXIT_DEADLINE
 from huddle.server.protocol import GuardedH11Protocol
+from huddle.server.running import EXIT_DEADLINE
 
 FAST = {"poll_watched": 0.5, "poll_unwatched": 0.2}
 

@@ -5,8 +5,11 @@ to HTTP statuses (`huddle.server.app.STATUS`), the CLI to a one-line error.
     HuddleError                 a problem huddle can say in one line
     ├── RequestError            what was asked cannot be answered
     │   ├── BadRequest          a malformed id, ref or paging value
+    │   │   └── BadAnswer       answer/asks: an answer that is not one (its shape)
     │   ├── NotFound            no such session, file or event
-    │   └── Forbidden           a file outside the agent folders
+    │   ├── Forbidden           a file outside the agent folders
+    │   └── AnswerRefused       answer/asks: an answer the host will not pass on (stale, repeated, not offered)
+    ├── NotAnswerable           answer/asks: a session huddle cannot answer at all (not hosted, no host running)
     ├── InputError              a file huddle reads cannot be used (the message names it)
     │   ├── PricingError        views/pricing: a pricing file
     │   ├── RedactFileError     views/redact: a file of redaction patterns

@@ -1,8 +1,8 @@
 """The app factory: routes (thin clients of huddle.views.api), pages, the stream.
 
 `create_app(huddle, host, port, token)` gives a Starlette app behind the security
-middleware; `bind()` + `serve()` run it on uvicorn; `ServerThread` runs one in the
-background (tests, bench, the demo).
+middleware; server/running.py runs it on uvicorn (`bind`, `make_server`, and
+`ServerThread` in the background: tests, bench, the demo).
 """
 
 from __future__ import annotations
@@ -10,13 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
 import threading
 import time
-from types import FrameType
 
 import msgspec
-import uvicorn
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -36,16 +33,11 @@ from huddle.views.select import Select
 
 from .extras import Extras
 from .extras import routes as extra_routes
-from .protocol import GuardedH11Protocol
 from .security import Security, allowed_hosts, new_token
 from .stream import Hub
 
 STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 _encode = msgspec.json.Encoder().encode
-# asyncio accepts up to `backlog` connections per wake-up: a small one keeps a flood of
-# connections from outrunning the closes that the connection cap makes.
-BACKLOG = 64
-EXIT_DEADLINE = 5.0  # seconds from a stop signal to the process's end, whatever is stuck
 
 
 def _fresh_core(h):
@@ -338,114 +330,3 @@ def create_app(
     app.router.redirect_slashes = False  # an odd path is a 404, not a redirect to guess at
     app.state.huddle = st
     return app
-
-
-# -- running -----------------------------------------------------------------------------
-
-
-def bind(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    """A listening socket; port 0 picks a free one (read it back from the socket).
-
-    Made with protocol IPPROTO_TCP, not 0: asyncio turns Nagle off (TCP_NODELAY) only on
-    accepted sockets whose protocol says TCP, and with Nagle on every answer's body waits
-    ~40 ms for the client's delayed ACK of its headers. The listener gets TCP_NODELAY too
-    (Linux hands it down to accepted connections), so no server loop can miss it."""
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host.strip("[]"), port))
-    sock.listen(BACKLOG)
-    sock.set_inheritable(True)
-    return sock
-
-
-def url_for(host: str, port: int, token: str | None = None) -> str:
-    from .security import is_wildcard
-
-    shown = "127.0.0.1" if is_wildcard(host) else host.strip("[]")
-    shown = f"[{shown}]" if ":" in shown else shown
-    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
-
-
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
-        super().__init__(config)
-        self.app = app
-        self._deadline: threading.Timer | None = None
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        self.app.state.huddle.close_streams()  # open event streams end, so the shutdown need not wait on them
-        if self._deadline is None:
-            # A graceful stop waits on open responses and on the watcher's thread (a read
-            # can block in the kernel): past the deadline the process ends anyway.
-            self._deadline = threading.Timer(EXIT_DEADLINE, os._exit, [128 + sig])
-            self._deadline.daemon = True
-            self._deadline.start()
-        super().handle_exit(sig, frame)
-
-
-def make_server(app: Starlette) -> uvicorn.Server:
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=2,
-        access_log=False,
-        timeout_keep_alive=30,
-        http=GuardedH11Protocol,  # head timeout and connection cap
-        backlog=BACKLOG,
-    )
-    return _Server(config, app)
-
-
-class ServerThread:
-    """A real uvicorn on its own thread: `with ServerThread(h) as srv: srv.url`."""
-
-    def __init__(
-        self,
-        h,
-        host: str = "127.0.0.1",
-        port: int = 0,
-        token: str | None = None,
-        demo=None,
-        watch_options: dict | None = None,
-        watcher=None,
-    ):
-        self.sock = bind(host, port)
-        self.host = host
-        self.port = self.sock.getsockname()[1]
-        self.token = token
-        self.app = create_app(
-            h, host=host, port=self.port, token=token, demo=demo, watch_options=watch_options, watcher=watcher
-        )
-        self.server = make_server(self.app)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return url_for(self.host, self.port)
-
-    @property
-    def state(self) -> State:
-        return self.app.state.huddle
-
-    def start(self) -> ServerThread:
-        self.thread.start()
-        while not self.server.started:
-            if not self.thread.is_alive():
-                raise RuntimeError("the server did not start")
-            self.thread.join(0.01)
-        return self
-
-    def stop(self) -> None:
-        self.state.close_streams()
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
