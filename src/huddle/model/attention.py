@@ -22,6 +22,11 @@ Standard library only, importing nothing: the status line imports it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (read by attribute: this module imports nothing, the status line imports it)
+    from .signals import AgentLive, Call
+
 NEEDS_YOU = "needs_you"
 WAITING = "waiting"
 WORKING = "working"
@@ -46,6 +51,26 @@ def settled(state: object) -> bool:
 def urgency(state: str | None) -> int:
     """Sort key: most urgent first; an unknown state last."""
     return URGENCY.get(state or "", len(STATES))
+
+
+class State:
+    """A state as decided: since when, what it waits for (words), what it is doing,
+    the background work beside it, and why it is a guess (if a signal said so)."""
+
+    __slots__ = ("background", "doing", "guess", "since", "state", "waiting_for")
+
+    def __init__(
+        self, state: str, since: float | None = None, waiting_for: str | None = None, doing: str = "", guess: str = ""
+    ) -> None:
+        self.state = state
+        self.since = since
+        self.waiting_for = waiting_for
+        self.doing = doing  # what it is doing right now, in a few words
+        self.guess = guess
+        self.background: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"State({self.state!r}, waiting_for={self.waiting_for!r})"
 
 
 class Signals:
@@ -159,3 +184,41 @@ def shows_lead(top: str, lead: str) -> bool:
     if top == WORKING and lead in (WAITING, YOUR_TURN, ENDED):
         return True
     return top == ENDED and lead != ENDED
+
+
+# -- an agent's own signals (huddle.model.signals.AgentLive) ---------------------------------
+
+
+def call_state(c: Call, now: float) -> State:
+    """What one open call, as its process or store shows it, says of its agent."""
+    if c.question:
+        return State(NEEDS_YOU, c.since, c.words or "a question", guess=c.guess)
+    if c.waits_on is not None:
+        return State(WAITING, c.since, c.waits_on or "sub-agents", guess=c.guess)
+    if c.runs is True:
+        return State(WORKING, c.since, doing=c.doing, guess=c.guess)
+    asks = c.runs is False or (c.asks_after is not None and c.since is not None and now - c.since > c.asks_after)
+    if asks:
+        return State(NEEDS_YOU, c.since, c.words or "approve a tool call", guess=c.guess)
+    return State(WORKING, c.since, doing=c.doing, guess=c.guess)
+
+
+def agent_signal_state(a: AgentLive, last_t: float | None, is_lead: bool, now: float) -> State | None:
+    """An agent's state from its own signals, over what its transcript says; None when
+    they leave it to the transcript. Its own process gone: ended. Its calls as seen:
+    the most urgent (the first of equals). Its own word on its turn: open, working;
+    over (a lead), your turn."""
+    if a.alive is False:
+        return State(ENDED, last_t, a.gone or None, guess=a.guess)
+    best: State | None = None
+    for c in a.calls:
+        st = call_state(c, now)
+        if best is None or urgency(st.state) < urgency(best.state):
+            best = st
+    if best is not None:
+        return best
+    if a.turn == "open":
+        return State(WORKING, a.turn_since, guess=a.guess)
+    if a.turn == "over" and is_lead:
+        return State(YOUR_TURN, a.turn_since, guess=a.guess)
+    return None

@@ -15,7 +15,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from huddle.io.reader import Cut, Judge, LineReader, Problems, Skip
+from huddle.model.files import Files
 from huddle.model.session import Session
+from huddle.model.signals import NOTHING, Live
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -103,10 +105,11 @@ class Handle:
         takes what was decided for `held` across sessions (`Source.settle`: a title another
         file gives), so a session read whole again needs none of its neighbours."""
 
-    def live(self, at: float | None = None) -> dict[str, Any]:
-        """The source's liveness signals for the attention state (pid file, lock...).
-        `at` evaluates as of a past time, trusting such files as they are."""
-        return {}
+    def live(self, at: float | None = None) -> Live:
+        """What the agent's process, registry, locks and store say now (or as of `at`,
+        trusting such files as they are): signals, never a state (huddle.model.signals;
+        the rules in huddle.model.attention decide). Default: nothing known."""
+        return NOTHING
 
 
 class Source:
@@ -124,6 +127,8 @@ class Source:
         self.settings = settings
         self.folder = settings.folder(self.name)  # "" when this source has none here
         self.notes: list[str] = []  # one line per problem its last scan met and lived with (the board shows them)
+        # what its last scan met and did not read into a session, and why (huddle doctor)
+        self.files = Files()
 
     def under(self, *parts: str) -> str:
         """A path inside this source's folder, or "" when it has no folder."""
@@ -174,7 +179,9 @@ class Source:
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         """All sessions now on disk, reusing the handles in `known` where they are
-        still the same session. Must be cheap: listings and stats only."""
+        still the same session. Must be cheap: listings and stats only. It accounts in
+        `self.files` (a fresh `Files()` each scan) for the folders it looked in and
+        every file it met and gives no handle, with the reason (huddle.model.files)."""
         raise NotImplementedError
 
     def fresh(self, h: Handle) -> Handle | None:

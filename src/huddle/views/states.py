@@ -17,25 +17,12 @@ from typing import Any
 from huddle.model import attention as rules
 from huddle.model import events as ev
 from huddle.model.activity import Activity, activity_at
-from huddle.model.attention import ENDED, IDLE_AFTER, NEEDS_YOU, WAITING, WORKING, YOUR_TURN
+from huddle.model.attention import ENDED, IDLE_AFTER, NEEDS_YOU, WAITING, WORKING, YOUR_TURN, State
 from huddle.model.doing import doing
 from huddle.model.session import Agent, Session
+from huddle.model.signals import NOTHING, Live, Pending
 from huddle.model.times import iso
 from huddle.model.tools import QUESTION_TOOLS
-
-
-class State:
-    __slots__ = ("background", "doing", "since", "state", "waiting_for")
-
-    def __init__(self, state: str, since: float | None = None, waiting_for: str | None = None, doing: str = ""):
-        self.state = state
-        self.since = since
-        self.waiting_for = waiting_for
-        self.doing = doing  # what it is doing right now, in a few words
-        self.background: list[str] = []
-
-    def __repr__(self) -> str:
-        return f"State({self.state!r}, waiting_for={self.waiting_for!r})"
 
 
 def _call_words(e: ev.Event) -> str:
@@ -110,13 +97,14 @@ def agent_state(agent: Agent, act: Activity, is_lead: bool, session: Session, or
 
 def classify(
     session: Session,
-    live: dict | None = None,
+    live: Live | dict[str, Any] | None = None,
     at: float | None = None,
     now: float | None = None,
     idle_after: float = IDLE_AFTER,
 ) -> tuple[State, dict[str, State]]:
-    """The session's state and each agent's, as of `at` (default: now)."""
-    live = live or {}
+    """The session's state and each agent's, as of `at` (default: now), from its
+    transcripts and its source's live signals (`huddle.model.signals.Live`)."""
+    live, decided = as_live(live)
     now = at if at is not None else (now if now is not None else time.time())
     acts = activity_at(session, at) if at is not None else {a.id: a.activity for a in session.agents.values()}
     per: dict[str, State] = {}
@@ -126,17 +114,24 @@ def classify(
         per[a.id] = agent_state(a, act, a.id == session.lead_id, session, orders.get(a.id))
     lead_act = acts.get(session.lead_id) or Activity()
 
-    proc = live.get("status")  # a process-reported status: busy / waiting / shell / idle
-    alive = live.get("alive")
+    proc = live.status or ("waiting" if live.pending is not None else "")  # busy / waiting / shell / idle
+    alive = live.alive
     if alive is not False and proc:
         _apply_process_status(session, per, acts, proc, live)
-    for aid, o in (live.get("agents") or {}).items():
+    for aid, own in live.agents.items():
+        if aid in per:
+            act = acts.get(aid) or Activity()
+            st = rules.agent_signal_state(own, act.last_t, aid == session.lead_id, now)
+            if st is not None:
+                st.since = st.since or per[aid].since
+                per[aid] = st
+    for aid, o in decided.items():  # (a source still on the old contract: its own states)
         if aid in per and o.get("state"):
             per[aid] = State(o["state"], o.get("since") or per[aid].since, o.get("waiting_for"), o.get("doing") or "")
     if alive is False:
         for aid, st in per.items():
             if st.state != ENDED:
-                per[aid] = State(ENDED, live.get("ended_at") or st.since)
+                per[aid] = State(ENDED, live.ended_at or st.since)
 
     background = _background(session, acts, live)
     lead = per.get(session.lead_id) or State(YOUR_TURN)
@@ -144,11 +139,13 @@ def classify(
     top = min(candidates, key=lambda s: rules.urgency(s.state)) if candidates else lead
     if rules.shows_lead(top.state, lead.state):
         top = lead
-    st = State(top.state, top.since, top.waiting_for, top.doing)
+    st = State(top.state, top.since, top.waiting_for, top.doing, top.guess)
     st.background = background
 
     # Time alone moves a state (idle after a while; unknown liveness and no news for long).
     last = session.updated_at if at is None else (lead_act.last_t or session.updated_at)
+    if live.last_write is not None and at is None:
+        last = max(last or 0.0, live.last_write)
     quiet_for = now - (st.since or last or now)
     untouched_for = now - last if last is not None else None
     known = alive is not None or bool(proc)
@@ -158,17 +155,53 @@ def classify(
     return st, per
 
 
+def as_live(live: Live | dict[str, Any] | None) -> tuple[Live, dict[str, dict[str, Any]]]:
+    """The typed signals, and the per-agent states a source still on the old contract
+    (a dict from `live()`) decided itself. Short-lived: goes once every source reports
+    signals only."""
+    if live is None:
+        return NOTHING, {}
+    if isinstance(live, Live):
+        old = live.facts.get("agents")  # (a dict made into a Live below: its states still)
+        return live, (old if isinstance(old, dict) and not live.agents else {})
+    status = live.get("status")
+    words = live.get("waiting_for")
+    return (
+        Live(
+            alive=live.get("alive"),
+            pid=live.get("pid"),
+            ended_at=live.get("ended_at"),
+            status=status if isinstance(status, str) else "",
+            status_since=live.get("since"),
+            pending=Pending(words=words or "", since=live.get("since")) if status == "waiting" else None,
+            background=tuple(live.get("background_agents") or ()),
+            facts=live,
+        ),
+        live.get("agents") or {},
+    )
+
+
+def live_json(live: Live | dict[str, Any] | None) -> dict[str, Any]:
+    """A session's live signals as its page shows them: what the source knows beyond
+    the rules' fields (`facts`) beside them."""
+    if live is None:
+        return {}
+    if isinstance(live, dict):
+        return live
+    return {**live.facts, **{k: v for k, v in live.json().items() if k != "facts"}}
+
+
 def _apply_process_status(
-    session: Session, per: dict[str, State], acts: dict[str, Activity], proc: str, live: dict
+    session: Session, per: dict[str, State], acts: dict[str, Activity], proc: str, live: Live
 ) -> None:
     """A process-reported status over the transcripts (`attention.PROCESS`): waiting is
     the agent with the newest pending call needing you (which tool, which agent); busy
     and idle/shell move the lead."""
-    since = live.get("since")
+    since = live.status_since
     lead_id = session.lead_id
     lead_act = acts.get(lead_id) or Activity()
     if proc == "waiting":
-        why = live.get("waiting_for") or "your answer"
+        why = (live.pending.words if live.pending is not None else "") or "your answer"
         # The prompt belongs to the agent with the newest pending tool call (a sub-agent's
         # Bash shows in the lead's UI, but it is the sub-agent that waits).
         best = None
@@ -187,7 +220,7 @@ def _apply_process_status(
     if lead is None and proc != "busy":
         return
     # busy while the turn is over and work runs in the background: that work, not a new turn
-    background = not lead_act.turn_open and bool(lead_act.background or live.get("background_agents"))
+    background = not lead_act.turn_open and bool(lead_act.background or live.background)
     state = rules.with_process_status(lead.state if lead is not None else None, proc, background)
     if lead is not None and state == lead.state and not (proc == "busy" and background):
         return
@@ -198,7 +231,7 @@ def _apply_process_status(
         per[lead_id] = State(YOUR_TURN, turn_over)
 
 
-def _background(session: Session, acts: dict[str, Activity], live: dict) -> list[str]:
+def _background(session: Session, acts: dict[str, Activity], live: Live) -> list[str]:
     out = []
     for act in acts.values():
         for cid, e in act.background.items():
@@ -209,7 +242,7 @@ def _background(session: Session, acts: dict[str, Activity], live: dict) -> list
                 out.append(f"sub-agent: {sub.description or sub.name}")
             else:
                 out.append(f"{e.name or 'task'} in background" + (f": {e.detail}" if e.detail else ""))
-    if live.get("status") == "shell" and not any("background" in b for b in out):
+    if live.status == "shell" and not any("background" in b for b in out):
         out.append("a background shell")
     return out
 
@@ -282,6 +315,8 @@ def state_dict(st: State) -> dict[str, Any]:
     d["urgency"] = rules.urgency(st.state)  # the pages sort by it: the order is the rules' too
     if st.doing:
         d["doing"] = st.doing
+    if st.guess:
+        d["guess"] = st.guess  # why this state is a guess (a signal said so)
     return d
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.io.safefile import listdir, plain_file, read_json, stamp
 from huddle.model import events as ev
+from huddle.model.signals import Live, Pending
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
@@ -297,31 +298,36 @@ class ClaudeHandle(Handle):
             self.title_mtime = mtime
             self.session.custom_title = str(meta["customTitle"])
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         """Claude Code's own word on the process: sessions/<pid>.json (status, waitingFor),
         checked against the pid and its start time so a file left by a killed process
         reads as ended."""
         reg = self.source.registry
         info = reg.for_session(self.session.id, at=at)
-        out: dict = {"permission_mode": self.state.permission_mode}
-        if info is not None:
-            out["registry"] = info
-            out["pid"] = info["pid"]
-            out["alive"] = info["alive"]
-            if info["alive"] is not False:
-                out["status"] = info["status"] or "idle"
-                out["waiting_for"] = info["waiting_for"]
-                out["since"] = info["since"]
-        elif reg.exists():
-            out["alive"] = False  # this Claude Code keeps a registry: no file, no process
-        running = [
+        facts: dict = {"permission_mode": self.state.permission_mode}
+        running = tuple(
             sf.agent_id
             for sf in self.subs.values()
             if self.session.agents[sf.agent_id].background and self.session.agents[sf.agent_id].finished is False
-        ]
-        if running:
-            out["background_agents"] = running
-        return out
+        )
+        if info is None:
+            # this Claude Code keeps a registry: no file, no process
+            return Live(alive=False if reg.exists() else None, background=running, facts=facts)
+        facts["registry"] = info
+        if info["alive"] is False:
+            return Live(alive=False, pid=info["pid"], background=running, facts=facts)
+        status = info["status"] or "idle"
+        since = info["since"]
+        pending = Pending(words=info["waiting_for"] or "", since=since) if status == "waiting" else None
+        return Live(
+            alive=info["alive"],
+            pid=info["pid"],
+            status=status,
+            status_since=since,
+            pending=pending,
+            background=running,
+            facts=facts,
+        )
 
 
 def _is_dir(path: str) -> bool:

@@ -15,7 +15,7 @@ lead file, its first line. Reading a live session reads its appended bytes.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -207,7 +207,7 @@ class GeminiHandle(Handle):
                 s.agents[cf.agent].finished = True
                 s.version += 1
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
         from .live import live_signals
 
         return live_signals(self, at)

@@ -15,6 +15,7 @@ from huddle.host.paths import LOG_NAME, runs_dir
 from huddle.io.procs import alive
 from huddle.io.reader import GONE, RESET, LineReader
 from huddle.io.safefile import listdir
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
@@ -54,39 +55,37 @@ class HostedHandle(Handle):
             s.version += 1
         return s.version != before
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         m = self.mapper
         run, host, exited = m.run, m.host, m.exited
-        out: dict = {"dir": os.path.dirname(self.path), "pid": run.get("pid")}
+        facts: dict = {"dir": os.path.dirname(self.path)}
         if m.agent_sessions:
             # the agent's own session id: the same session in its own source (claude)
-            out["agent_session"] = {"source": "claude", "id": m.agent_sessions[-1]}
+            facts["agent_session"] = {"source": "claude", "id": m.agent_sessions[-1]}
             if len(m.agent_sessions) > 1:
-                out["agent_sessions"] = list(m.agent_sessions)
+                facts["agent_sessions"] = list(m.agent_sessions)
         if exited is not None:
-            out["exited"] = {k: exited[k] for k in ("status", "reason", "stopped")}
+            facts["exited"] = {k: exited[k] for k in ("status", "reason", "stopped")}
+        pid, began = run.get("pid"), run.get("t")
         if at is not None:
-            began, ended = run.get("t"), (exited or {}).get("t")
+            ended = (exited or {}).get("t")
             if began is None or at < began:
-                out["alive"] = None
-            else:
-                out["alive"] = ended is None or at < ended
-                if ended is not None and at >= ended:
-                    out["ended_at"] = ended
-            return out
+                return Live(pid=pid, started=began, facts=facts)
+            if ended is not None and at >= ended:
+                return Live(alive=False, pid=pid, started=began, ended_at=ended, facts=facts)
+            return Live(alive=True, pid=pid, started=began, facts=facts)
         host_up = bool(host.get("host_pid")) and alive(host["host_pid"], host.get("host_start"))
-        out["host"] = {"pid": host.get("host_pid"), "alive": host_up}
+        facts["host"] = {"pid": host.get("host_pid"), "alive": host_up}
         if exited is not None:
-            out["alive"] = False
-            out["ended_at"] = exited.get("t")
-        elif run:
-            out["alive"] = host_up and alive(run["pid"], run.get("start"))
-            if not out["alive"]:
-                out["ended_at"] = m.s.updated_at
-                out["lost"] = True  # the host died without writing `exited`
-        if m.partial and m.partial.get("text") and out.get("alive"):
-            out["partial"] = dict(m.partial)
-        return out
+            return Live(alive=False, pid=pid, started=began, ended_at=exited.get("t"), facts=facts)
+        if not run:
+            return Live(pid=pid, facts=facts)
+        if not (host_up and alive(run["pid"], run.get("start"))):
+            facts["lost"] = True  # the host died without writing `exited`
+            return Live(alive=False, pid=pid, started=began, ended_at=m.s.updated_at, facts=facts)
+        if m.partial and m.partial.get("text"):
+            facts["partial"] = dict(m.partial)
+        return Live(alive=True, pid=pid, started=began, facts=facts)
 
 
 @register

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -238,7 +238,7 @@ class OpenCodeHandle(Handle):
             if not a.order and sid in L.prompts:
                 a.order = L.prompts[sid]
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
         return self.source.signals_of(self, at)
 
     def record_token(self) -> bytes | None:

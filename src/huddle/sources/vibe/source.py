@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from huddle.io.safefile import listdir, open_regular, read_small, remember
 from huddle.model import events as ev
@@ -125,7 +125,7 @@ class UnifiedHandle(Handle):
             reader.poll(parser)
         self.session.add_all(parser.flush())
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
         s = self.session
         out = self.source.locks.signals(s.id, at)
         if at is None or s.updated_at is None or at >= s.updated_at:
@@ -240,7 +240,7 @@ class LegacyHandle(Handle):
             if a is not None and not a.order and sub.first_order:
                 a.order = sub.first_order
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
         s = self.session
         out = self.source.locks.signals(s.id, at)
         costs = [a.cost for a in [self.lead, *self.subs.values()] if a.cost is not None]
@@ -292,7 +292,7 @@ class StartingHandle(Handle):
         )
         return True
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
         s = self.session
         out = self.source.locks.signals(s.id, at)
         if out["alive"] is not False:
