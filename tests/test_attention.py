@@ -18,6 +18,7 @@ from huddle.model import attention as rules
 from huddle.model import events as ev
 from huddle.model.events import Event
 from huddle.model.session import Session
+from huddle.model.signals import AgentLive, Call, Live, Pending
 from huddle.views.states import classify, state_changes
 
 T0 = 1_700_000_000.0
@@ -41,7 +42,7 @@ def prompt(t: float = 0, agent: str = "lead") -> Event:
     return e(ev.PROMPT, t, agent, text="do it")
 
 
-def state(s: Session, live: dict | None = None, after: float = 5) -> str:
+def state(s: Session, live: Live | None = None, after: float = 5) -> str:
     return classify(s, live, now=T0 + after)[0].state
 
 
@@ -104,7 +105,7 @@ def test_work_nothing_vouches_for_goes_idle_but_a_live_process_keeps_it():
     s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="Bash"))
     long_after = rules.IDLE_AFTER + 60
     assert state(s, after=long_after) == rules.IDLE  # no liveness, files quiet for long
-    assert state(s, {"alive": True}, after=long_after) == rules.WORKING
+    assert state(s, Live(alive=True), after=long_after) == rules.WORKING
 
 
 # -- liveness and the process's own status ----------------------------------------------
@@ -112,7 +113,7 @@ def test_work_nothing_vouches_for_goes_idle_but_a_live_process_keeps_it():
 
 def test_a_gone_process_ends_every_agent():
     s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="Bash"))
-    st, per = classify(s, {"alive": False, "status": "busy"}, now=T0 + 5)
+    st, per = classify(s, Live(alive=False, status="busy"), now=T0 + 5)
     assert st.state == rules.ENDED and per["lead"].state == rules.ENDED
 
 
@@ -134,7 +135,8 @@ def test_a_process_status_over_the_transcript(status, before, after):
     }[before]
     s = session(*events, subs=("sub",))
     assert state(s) == before
-    assert state(s, {"alive": True, "status": status, "waiting_for": "permission prompt"}) == after
+    pending = Pending(words="permission prompt") if status == "waiting" else None
+    assert state(s, Live(alive=True, status=status, pending=pending)) == after
     assert rules.with_process_status(before, status) == after  # the table the status line uses too
 
 
@@ -145,7 +147,7 @@ def test_busy_on_background_work_after_the_turn_is_still_your_turn():
         e(ev.TOOL_RESULT, 2, id="b1", detail="background"),
         e(ev.TURN_END, 3),
     )
-    st, _ = classify(s, {"alive": True, "status": "busy"}, now=T0 + 5)
+    st, _ = classify(s, Live(alive=True, status="busy"), now=T0 + 5)
     assert st.state == rules.YOUR_TURN and st.background == ["Bash in background"]
     assert rules.with_process_status(rules.YOUR_TURN, "busy", background=True) == rules.YOUR_TURN
 
@@ -164,14 +166,15 @@ def test_background_work_nothing_vouches_for_goes_idle_once_the_files_stand_stil
     assert classify(s, now=T0 + 60)[0].state == rules.YOUR_TURN
     st = classify(s, now=later)[0]
     assert st.state == rules.IDLE and st.since == T0 + 3
-    assert classify(s, {"alive": True}, now=later)[0].state == rules.YOUR_TURN
+    assert classify(s, Live(alive=True), now=later)[0].state == rules.YOUR_TURN
     assert rules.after_quiet(rules.YOUR_TURN, 10**6, 10**6, True, False) == rules.IDLE
     assert rules.after_quiet(rules.YOUR_TURN, 10**6, 60, True, False) == rules.YOUR_TURN
 
 
-def test_a_sources_own_agent_state_wins():
+def test_an_agents_own_signals_win_over_its_transcript():
     s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="exec_command"))
-    live = {"alive": True, "agents": {"lead": {"state": "needs_you", "waiting_for": "approve command: ls"}}}
+    seen = Call(id="c1", runs=False, words="approve command: ls")  # no process runs it
+    live = Live(alive=True, agents={"lead": AgentLive(calls=(seen,))})
     st, _ = classify(s, live, now=T0 + 5)
     assert (st.state, st.waiting_for) == (rules.NEEDS_YOU, "approve command: ls")
 

@@ -71,7 +71,7 @@ def test_snapshot_with_its_recorded_processes(snap):
     st, per = classify(h.session, live, now=truth["at"])
     assert st.state == STATE[truth["state"]]
     assert per[SID].state == st.state
-    assert live["alive"] is (truth["state"] != "ended-after-exit")
+    assert live.alive is (truth["state"] != "ended-after-exit")
     if st.state == "needs_you":
         assert st.waiting_for == "approve bash: sleep 8; echo slept"
     if st.state == "working":
@@ -125,7 +125,7 @@ def test_the_lock_folders_name_their_pid(tmp_path):
 def test_a_daemon_that_may_hold_any_session_leaves_liveness_unknown():
     view = ProcTable([Proc(20, 1, ["opencode", "serve", "--port", "4096"], CWD)])
     _, h = read(snapshot_data("03-your-turn-finished"), view)
-    assert "alive" not in h.live()
+    assert h.live().alive is None
 
 
 # -- change detection ---------------------------------------------------------------------------
@@ -282,14 +282,14 @@ def test_a_real_process_on_this_machine(tmp_path):
         (h,) = src.scan({}).values()
         h.refresh()
         live = h.live()
-        assert live["alive"] is True and live["pid"] == p.pid
+        assert live.alive is True and live.pid == p.pid
         st, _ = classify(h.session, live)
         assert st.state == "needs_you"
     finally:
         p.kill()
         p.communicate()  # closes its pipe too
     src.system._view = None
-    assert h.live()["alive"] is False
+    assert h.live().alive is False
     assert any(e.kind == ev.TOOL_CALL for e in h.session.events)
 
 

@@ -17,7 +17,7 @@ from huddle.model.times import parse_time
 from huddle.sources.registry import resume_command
 
 from . import pricing
-from .states import Debouncer, State, as_live, classify, state_dict
+from .states import Debouncer, State, classify, state_dict
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
@@ -116,7 +116,10 @@ def session_entry(
     problem = None
     if handle is not None:
         try:
-            live = as_live(handle.live(at=at))[0]
+            live = handle.live(at=at)
+            if not isinstance(live, Live):
+                live = NOTHING
+                raise TypeError("live() gave no huddle.model.signals.Live (docs/adapters.md)")
         except Exception as exc:  # a source's liveness check must not cost the row
             problem = f"{s.source} liveness: {type(exc).__name__}: {exc}"
     key = (

@@ -20,7 +20,7 @@ from huddle.model.activity import Activity, activity_at
 from huddle.model.attention import ENDED, IDLE_AFTER, NEEDS_YOU, WAITING, WORKING, YOUR_TURN, State
 from huddle.model.doing import doing
 from huddle.model.session import Agent, Session
-from huddle.model.signals import NOTHING, Live, Pending
+from huddle.model.signals import NOTHING, Live
 from huddle.model.times import iso
 from huddle.model.tools import QUESTION_TOOLS
 
@@ -97,14 +97,14 @@ def agent_state(agent: Agent, act: Activity, is_lead: bool, session: Session, or
 
 def classify(
     session: Session,
-    live: Live | dict[str, Any] | None = None,
+    live: Live | None = None,
     at: float | None = None,
     now: float | None = None,
     idle_after: float = IDLE_AFTER,
 ) -> tuple[State, dict[str, State]]:
     """The session's state and each agent's, as of `at` (default: now), from its
     transcripts and its source's live signals (`huddle.model.signals.Live`)."""
-    live, decided = as_live(live)
+    live = live or NOTHING
     now = at if at is not None else (now if now is not None else time.time())
     acts = activity_at(session, at) if at is not None else {a.id: a.activity for a in session.agents.values()}
     per: dict[str, State] = {}
@@ -125,9 +125,6 @@ def classify(
             if st is not None:
                 st.since = st.since or per[aid].since
                 per[aid] = st
-    for aid, o in decided.items():  # (a source still on the old contract: its own states)
-        if aid in per and o.get("state"):
-            per[aid] = State(o["state"], o.get("since") or per[aid].since, o.get("waiting_for"), o.get("doing") or "")
     if alive is False:
         for aid, st in per.items():
             if st.state != ENDED:
@@ -155,39 +152,9 @@ def classify(
     return st, per
 
 
-def as_live(live: Live | dict[str, Any] | None) -> tuple[Live, dict[str, dict[str, Any]]]:
-    """The typed signals, and the per-agent states a source still on the old contract
-    (a dict from `live()`) decided itself. Short-lived: goes once every source reports
-    signals only."""
-    if live is None:
-        return NOTHING, {}
-    if isinstance(live, Live):
-        old = live.facts.get("agents")  # (a dict made into a Live below: its states still)
-        return live, (old if isinstance(old, dict) and not live.agents else {})
-    status = live.get("status")
-    words = live.get("waiting_for")
-    return (
-        Live(
-            alive=live.get("alive"),
-            pid=live.get("pid"),
-            ended_at=live.get("ended_at"),
-            status=status if isinstance(status, str) else "",
-            status_since=live.get("since"),
-            pending=Pending(words=words or "", since=live.get("since")) if status == "waiting" else None,
-            background=tuple(live.get("background_agents") or ()),
-            facts=live,
-        ),
-        live.get("agents") or {},
-    )
-
-
-def live_json(live: Live | dict[str, Any] | None) -> dict[str, Any]:
+def live_json(live: Live) -> dict[str, Any]:
     """A session's live signals as its page shows them: what the source knows beyond
     the rules' fields (`facts`) beside them."""
-    if live is None:
-        return {}
-    if isinstance(live, dict):
-        return live
     return {**live.facts, **{k: v for k, v in live.json().items() if k != "facts"}}
 
 

@@ -14,10 +14,11 @@ and, once per new file, its first line. Reading a live thread reads appended byt
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from huddle.io.reader import GONE, RESET, LineReader
 from huddle.io.safefile import listdir, remember
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
@@ -208,7 +209,7 @@ class CodexHandle(Handle):
                 a.report = L.answers[a.id]
         s.version += 1
 
-    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
+    def live(self, at: float | None = None) -> Live:
         return live_signals(self, at)
 
 

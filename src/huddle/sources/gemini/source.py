@@ -15,7 +15,7 @@ lead file, its first line. Reading a live session reads its appended bytes.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -24,6 +24,7 @@ from huddle.io.proctable import ProcCache
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.model import events as ev
 from huddle.model.events import one_line
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
@@ -207,7 +208,7 @@ class GeminiHandle(Handle):
                 s.agents[cf.agent].finished = True
                 s.version += 1
 
-    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
+    def live(self, at: float | None = None) -> Live:
         from .live import live_signals
 
         return live_signals(self, at)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from huddle.model import events as ev
 from huddle.model.events import one_line
+from huddle.model.signals import Live
 from huddle.sources.base import Handle
 
 from . import records as rec
@@ -238,7 +239,7 @@ class OpenCodeHandle(Handle):
             if not a.order and sid in L.prompts:
                 a.order = L.prompts[sid]
 
-    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
+    def live(self, at: float | None = None) -> Live:
         return self.source.signals_of(self, at)
 
     def record_token(self) -> bytes | None:

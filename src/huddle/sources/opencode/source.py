@@ -27,6 +27,8 @@ from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
 if TYPE_CHECKING:  # the database and the handles load when a database is there to read
+    from huddle.model.signals import Live
+
     from .db import Database
     from .handle import OpenCodeHandle, Row
 
@@ -109,7 +111,7 @@ class OpenCodeSource(Source):
             self._listing = (mtime, [os.path.join(self.folder, n) for n in names], others)
         return self._listing[1]
 
-    def signals_of(self, handle: OpenCodeHandle, at: float | None) -> dict:
+    def signals_of(self, handle: OpenCodeHandle, at: float | None) -> Live:
         """A session's live signals (`Handle.live`)."""
         from .live import live_signals
 

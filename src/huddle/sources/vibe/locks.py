@@ -13,6 +13,7 @@ import os
 
 from huddle.io import procs
 from huddle.io.safefile import forget, read_json, remember, stamp
+from huddle.model.signals import AgentLive, Live
 from huddle.model.times import parse_time
 
 
@@ -104,10 +105,16 @@ class Locks:
             return None
         return {"pid": lock.pid, "acquired_at": lock.acquired_at, "held": lock.held}
 
-    def signals(self, sid: str, at: float | None) -> dict:
-        """The liveness part of a handle's `live()`: alive, and the lock's pid."""
-        out: dict = {"alive": self.alive(sid, at)}
+    def signals(self, sid: str, at: float | None, agents: dict[str, AgentLive] | None = None, **facts: object) -> Live:
+        """A handle's `live()`: alive, the lock's pid and when it was taken (its process
+        started then), the lock as it is, and what else the handle knows."""
         lock = self.info(sid)
         if lock is not None:
-            out["pid"], out["lock"] = lock["pid"], lock
-        return out
+            facts["lock"] = lock
+        return Live(
+            alive=self.alive(sid, at),
+            pid=lock["pid"] if lock is not None else None,
+            started=lock["acquired_at"] if lock is not None else None,
+            agents=agents or {},
+            facts=facts,
+        )

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from huddle.io.safefile import listdir, open_regular, read_small, remember
 from huddle.model import events as ev
-from huddle.model.attention import WORKING
 from huddle.model.events import Event
+from huddle.model.signals import TURN_OPEN, AgentLive, Live
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 
@@ -125,22 +125,21 @@ class UnifiedHandle(Handle):
             reader.poll(parser)
         self.session.add_all(parser.flush())
 
-    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
+    def live(self, at: float | None = None) -> Live:
         s = self.session
-        out = self.source.locks.signals(s.id, at)
-        if at is None or s.updated_at is None or at >= s.updated_at:
-            agents = {}
-            for aid, (_reader, parser) in self.stores.items():
-                st = parser.live_state()
-                if st is not None and aid in s.agents:
-                    agents[aid] = st
-            if not self.stores[s.id][0].generation and out["alive"] is not False:
-                lock = out.get("lock") or {}  # a store being created: its first turn is under way
-                agents[s.id] = {"state": WORKING, "waiting_for": None, "since": lock.get("acquired_at")}
-            out["agents"] = agents
-        reader = self.stores[s.id][0]
-        out["generation"] = reader.generation
-        return out
+        locks = self.source.locks
+        generation = self.stores[s.id][0].generation
+        if at is not None and s.updated_at is not None and at < s.updated_at:
+            return locks.signals(s.id, at, generation=generation)  # a past moment: the timeline replays it
+        agents: dict[str, AgentLive] = {}
+        for aid, (_reader, parser) in self.stores.items():
+            own = parser.live_signals()
+            if own is not None and aid in s.agents:
+                agents[aid] = own
+        if not generation and locks.alive(s.id, at) is not False:
+            lock = locks.info(s.id) or {}  # a store being created: its first turn is under way
+            agents[s.id] = AgentLive(turn=TURN_OPEN, turn_since=lock.get("acquired_at"))
+        return locks.signals(s.id, at, agents, generation=generation)
 
 
 class LegacyHandle(Handle):
@@ -240,13 +239,12 @@ class LegacyHandle(Handle):
             if a is not None and not a.order and sub.first_order:
                 a.order = sub.first_order
 
-    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
+    def live(self, at: float | None = None) -> Live:
         s = self.session
-        out = self.source.locks.signals(s.id, at)
         costs = [a.cost for a in [self.lead, *self.subs.values()] if a.cost is not None]
         if costs:
-            out["cost_usd"] = round(sum(costs), 6)
-        return out
+            return self.source.locks.signals(s.id, at, cost_usd=round(sum(costs), 6))
+        return self.source.locks.signals(s.id, at)
 
 
 class StartingHandle(Handle):
@@ -292,13 +290,13 @@ class StartingHandle(Handle):
         )
         return True
 
-    def live(self, at: float | None = None) -> Any:  # (the old contract until moved: views.states.as_live)
+    def live(self, at: float | None = None) -> Live:
         s = self.session
-        out = self.source.locks.signals(s.id, at)
-        if out["alive"] is not False:
-            since = (out.get("lock") or {}).get("acquired_at")
-            out["agents"] = {s.id: {"state": WORKING, "waiting_for": None, "since": since}}
-        return out
+        locks = self.source.locks
+        if locks.alive(s.id, at) is False:
+            return locks.signals(s.id, at)
+        since = (locks.info(s.id) or {}).get("acquired_at")
+        return locks.signals(s.id, at, {s.id: AgentLive(turn=TURN_OPEN, turn_since=since)})
 
 
 @register
