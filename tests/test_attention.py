@@ -16,10 +16,11 @@ from huddle.io import procs
 from huddle.io.boardfile import board_path, read_board
 from huddle.model import attention as rules
 from huddle.model import events as ev
+from huddle.model.attention.session import classify
+from huddle.model.attention.trail import state_changes
 from huddle.model.events import Event
 from huddle.model.session import Session
 from huddle.model.signals import AgentLive, Call, Live, Pending
-from huddle.views.states import classify, state_changes
 
 T0 = 1_700_000_000.0
 
@@ -273,3 +274,47 @@ def test_the_status_line_overlay_ends_a_reused_pid(registry_home):
     write_registry(claude, status="waiting", waitingFor="permission prompt", procStart="1")  # not our start
     out = run_statusline({"HUDDLE_HOME": str(home), "HUDDLE_STATUSLINE_BUDGET": "0.05"})
     assert out["needs_you"] == [] and out["working"] == 0
+
+
+# -- when time alone moves a state next ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("state", "background", "known", "clock"),
+    [
+        (rules.YOUR_TURN, False, False, "since"),  # goes idle IDLE_AFTER after it began
+        (rules.YOUR_TURN, False, True, "since"),
+        (rules.YOUR_TURN, True, False, "last"),  # background work nothing vouches for: once its files stood still
+        (rules.YOUR_TURN, True, True, None),  # background work a live process vouches for: only its end
+        (rules.WORKING, False, False, "last"),  # nothing vouches: idle once its files stood still
+        (rules.NEEDS_YOU, True, False, "last"),
+        (rules.WORKING, False, True, None),  # a live process vouches: a signal moves it, not time
+        (rules.IDLE, False, False, None),
+        (rules.ENDED, False, False, None),
+    ],
+)
+def test_next_change_is_the_moment_after_quiet_moves_the_state(state, background, known, clock):
+    since, last = T0 + 10, T0 + 20
+    at = rules.next_change(state, since, last, background, known)
+    assert at == {"since": since + rules.IDLE_AFTER, "last": last + rules.IDLE_AFTER, None: None}[clock]
+    for now in (T0 + 100, T0 + 20 + rules.IDLE_AFTER - 1, T0 + 20 + rules.IDLE_AFTER + 1, T0 + 10 * rules.IDLE_AFTER):
+        moved = rules.after_quiet(state, now - since, now - last, background, known) != state
+        assert moved == (at is not None and now > at), (state, now)
+
+
+def test_a_rows_next_change_is_decided_with_its_state():
+    s = session(prompt(), e(ev.TURN_END, 1))
+    st, _ = classify(s, now=T0 + 5)
+    assert st.state == rules.YOUR_TURN and st.next_change == T0 + 1 + rules.IDLE_AFTER
+    assert classify(s, now=st.next_change + 1)[0].next_change is None  # idle now: nothing moves it
+    assert classify(s, Live(alive=False), now=T0 + 5)[0].next_change is None  # ended
+
+
+def test_a_quick_calls_timer_is_a_next_change():
+    s = session(prompt(), e(ev.TOOL_CALL, 1, id="p", name="apply_patch"))
+    quick = Call(id="p", since=T0 + 1, asks_after=1.0, words="approve file change")
+    live = Live(alive=True, agents={"lead": AgentLive(calls=(quick,))})
+    st, _ = classify(s, live, now=T0 + 1.5)
+    assert st.state == rules.WORKING and st.next_change == T0 + 2.0
+    st, _ = classify(s, live, now=T0 + 2.5)
+    assert st.state == rules.NEEDS_YOU and st.next_change is None

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
+from huddle.model.attention.session import classify
 from huddle.model.times import parse_time
 from huddle.sources import Settings
 from huddle.sources.codex import CodexSource
 from huddle.sources.codex.live import load_capture
-from huddle.views.states import classify
 
 LIVE = SAMPLES / "codex-live"
 SNAPSHOTS = sorted(p.name for p in LIVE.iterdir() if (p / "truth.json").exists())

@@ -17,11 +17,11 @@ import pytest
 from conftest import SAMPLES
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
+from huddle.model.attention.session import classify
 from huddle.model.signals import Live
 from huddle.sources import Settings
 from huddle.sources.gemini import GeminiSource
 from huddle.sources.gemini.live import named_session, running_command
-from huddle.views.states import classify
 
 LIVE = SAMPLES / "gemini" / "08-interactive-approval" / "live"
 SNAPSHOTS = sorted(p.name for p in LIVE.iterdir() if (p / "truth.json").exists())

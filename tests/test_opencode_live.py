@@ -16,10 +16,10 @@ import pytest
 from conftest import SAMPLES
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
+from huddle.model.attention.session import classify
 from huddle.sources import Settings
 from huddle.sources.opencode import OpenCodeSource
 from huddle.sources.opencode.live import Processes, lock_pids
-from huddle.views.states import classify
 from opencode_writer import Writer
 
 OPENCODE = SAMPLES / "opencode"

@@ -8,11 +8,12 @@ import msgspec
 
 from huddle.model import attention as rules
 from huddle.model import events as ev
+from huddle.model.attention.session import classify
 from huddle.model.events import Event
 from huddle.model.files import EMPTY, UNKNOWN_VERSION, Files
 from huddle.model.session import Session
 from huddle.model.signals import AgentLive, Call, Live, Pending
-from huddle.views.states import classify, live_json, state_dict
+from huddle.views.states import live_json, state_dict
 
 T0 = 1_700_000_000.0
 

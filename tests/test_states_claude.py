@@ -11,8 +11,9 @@ import pytest
 
 from conftest import SAMPLES
 from helpers import claude_huddle
+from huddle.model.attention import debounce
+from huddle.model.attention import session as states
 from huddle.model.times import parse_time
-from huddle.views import states
 
 LIVE = SAMPLES / "claude-live"
 SNAPSHOTS = sorted(p.name for p in LIVE.iterdir() if p.is_dir())
@@ -134,7 +135,7 @@ def test_states_over_a_replayed_session():
 
 
 def test_debounce_holds_a_short_flip():
-    d = states.Debouncer(hold=0.5)
+    d = debounce.Debouncer(hold=0.5)
     w, y = states.State("working"), states.State("your_turn")
     assert d("k", w, now=0.0).state == "working"
     assert d("k", y, now=0.1).state == "working"  # 0.1 s: may be the pid file leading

@@ -5,8 +5,9 @@ changed (a missed or spurious notification costs nothing but a poll). A changed 
 or live signal (a registry entry, a lock) re-evaluates that session's row at once.
 What changes with no file touched is looked at on a schedule kept per row: a live row
 (a process known, or working / waiting / needing you) every second (a process dies, a
-command starts, a file change waits for approval), a "your turn" row when it would turn
-idle, a held state when the debouncer lets it show. A slow full pass over every row
+command starts), any other when time alone moves its state (the row's `next_change`,
+decided with the state by huddle.model.attention), a held state when the debouncer lets
+it show. A slow full pass over every row
 stays as a safety net, not as the way anything is seen.
 
 The board rows are kept here, up to date row by row, so the board route answers
@@ -30,17 +31,16 @@ from huddle.core.coldread import FirstRead
 from huddle.core.keeper import KEEP_WHOLE
 from huddle.live.firstread import read_apart
 from huddle.live.notices import Notices
-from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
+from huddle.model.attention import ACTIVE, ENDED
+from huddle.model.attention.debounce import Debouncer
 from huddle.model.times import parse_time
 from huddle.views import api
 from huddle.views.board import board_notes, kept_rows, listed, rows_key, session_entry, sort_rows
-from huddle.views.states import Debouncer
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
 HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process table, timers)
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
-LATER = 60.0  # seconds: a "your turn" row past its idle time (background work goes on)
 SAVE_EVERY = 30.0  # seconds between writes of the cache by a lazy core's watcher
 LET_GO_EVERY = 5.0  # seconds between looks for timelines no page follows (a lazy core)
 EVENTS_PER_MESSAGE = 500
@@ -89,7 +89,6 @@ class Watcher:
         self._let_go_at = 0.0
         self._read_whole = 0  # sessions read whole for pages since the last let-go
         self.listeners: list[Callable[[set[str]], None]] = []  # told the keys each refresh changed
-        self.idle_after = float(getattr(h, "idle_after", IDLE_AFTER))
         self.rows: dict[str, dict] = {}  # session key -> its board row as last sent
         self.pushed: dict[str, tuple[int, int]] = {}  # session key -> (epoch, events sent)
         self.wake = threading.Event()
@@ -391,17 +390,17 @@ class Watcher:
         return out
 
     def _schedule(self, key: str, row: dict, wall: float, mono: float) -> None:
-        """When to look at this row again with no file touched (see the module doc)."""
+        """When to look at this row again with no file touched (see the module doc): a
+        live row's signals (a process, the process table) every second; else when time
+        alone moves its state (its `next_change`, huddle.model.attention.next_change)."""
         states = {row.get("state")} | {a.get("state") for a in row.get("agents") or ()}
         if states & ACTIVE or (row.get("pid") is not None and row.get("state") != ENDED):
             self.due[key] = mono + self.hot_every
             return
-        if row.get("state") == YOUR_TURN:
-            since = parse_time(row.get("state_since")) or parse_time(row.get("updated_at"))
-            if since is not None:
-                left = since + self.idle_after - wall  # past it and still your turn: background work
-                self.due[key] = mono + (max(self.hot_every, left + 0.05) if left > 0 else LATER)
-                return
+        at = parse_time(row.get("next_change"))
+        if at is not None:
+            self.due[key] = mono + max(self.hot_every, at - wall + 0.05)
+            return
         self.due.pop(key, None)
 
     def _new_events(self, key: str, handle) -> list[tuple[str, dict, str | None]]:

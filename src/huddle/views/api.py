@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from huddle.errors import BadRequest, Forbidden, NotFound
 from huddle.model import events as ev
+from huddle.model.attention.session import waiting_on
 from huddle.model.session import Session
 
 from .lookup import (
@@ -28,7 +29,7 @@ from .lookup import (
     session_handle,
     timeline_json,
 )
-from .states import live_json, waiting_on
+from .states import live_json
 
 if TYPE_CHECKING:
     from huddle.core import Huddle

@@ -1,9 +1,14 @@
-"""The attention rules: one table for everything that says who needs you.
+"""The attention rules: one table for everything that says who needs you, and the one
+place any state is decided.
 
-The board and the session pages (`huddle.views.states` applies these rules; the server
-sends the states, the pages never re-derive them), the status line (its overlay of
-Claude Code's live registry) and the sources' live signals (Codex's thread states,
-Vibe's store states) all name their states and decide them here.
+Sources report signals (huddle.model.signals), never states. Here: the transcript
+rules, a process's own status word over them, an agent's own signals (its thread, its
+calls as seen), liveness, and time (`after_quiet`, and `next_change`: when time alone
+moves a state next). `session.py` applies them to a session (the board, the pages: the
+server sends states, the pages never derive one), `trail.py` to each event for the
+pages' replays, `debounce.py` says how long a new state is held; the status line
+overlays Claude Code's registry with this table, and reads a board past a row's
+`next_change` as stale; the watcher looks at a row again then.
 
 States, most urgent first (a session shows the most urgent of its agents):
 
@@ -17,7 +22,8 @@ States, most urgent first (a session shows the most urgent of its agents):
 Each rule reads one agent's signals and nothing else, so one agent, or one session's
 row, is re-evaluated alone, cheaply, whenever one of its signals changes.
 
-Standard library only, importing nothing: the status line imports it.
+This module is standard library only and imports nothing: the status line imports it
+(its submodules read the event model).
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # (read by attribute: this module imports nothing, the status line imports it)
-    from .signals import AgentLive, Call
+    from collections.abc import Iterable
+
+    from huddle.model.signals import AgentLive, Call
 
 NEEDS_YOU = "needs_you"
 WAITING = "waiting"
@@ -55,9 +63,10 @@ def urgency(state: str | None) -> int:
 
 class State:
     """A state as decided: since when, what it waits for (words), what it is doing,
-    the background work beside it, and why it is a guess (if a signal said so)."""
+    the background work beside it, why it is a guess (if a signal said so), and when
+    time alone moves it next."""
 
-    __slots__ = ("background", "doing", "guess", "since", "state", "waiting_for")
+    __slots__ = ("background", "doing", "guess", "next_change", "since", "state", "waiting_for")
 
     def __init__(
         self, state: str, since: float | None = None, waiting_for: str | None = None, doing: str = "", guess: str = ""
@@ -68,6 +77,7 @@ class State:
         self.doing = doing  # what it is doing right now, in a few words
         self.guess = guess
         self.background: list[str] = []
+        self.next_change: float | None = None  # when time alone moves it (a session's: see next_change())
 
     def __repr__(self) -> str:
         return f"State({self.state!r}, waiting_for={self.waiting_for!r})"
@@ -155,6 +165,18 @@ def with_liveness(state: str | None, alive: object) -> str | None:
     return ENDED if alive is False else state
 
 
+def _clock(state: str, background: bool, liveness_known: bool) -> str:
+    """Which quiet moves this state with time alone: "since" (a turn over with nothing
+    in the background, quiet since it began), "untouched" (work that nothing vouches
+    for, no liveness and no process status, since its files last moved: a turn open, or
+    over with background work left), or ""."""
+    if state == YOUR_TURN and not background:
+        return "since"
+    if not liveness_known and (state in ACTIVE or state == YOUR_TURN):
+        return "untouched"
+    return ""
+
+
 def after_quiet(
     state: str,
     quiet_for: float,
@@ -165,16 +187,50 @@ def after_quiet(
 ) -> str:
     """Time alone moves a state. `quiet_for`: since the state began; `untouched_for`:
     since the session's files last moved. A turn over with nothing in the background
-    goes idle; work that nothing vouches for (no liveness, no process status) and whose
-    files stopped moving long ago is not work any more: idle too, whether the turn is
-    open or over with background work left that never reported back (a year-old
-    session's sub-agent is not running still)."""
-    if state == YOUR_TURN and quiet_for > idle_after and not background:
+    goes idle; work that nothing vouches for and whose files stopped moving long ago
+    is not work any more: idle too, whether the turn is open or over with background
+    work left that never reported back (a year-old session's sub-agent is not running
+    still)."""
+    clock = _clock(state, background, liveness_known)
+    if clock == "since" and quiet_for > idle_after:
         return IDLE
-    unvouched = not liveness_known and untouched_for is not None and untouched_for > idle_after
-    if unvouched and (state in ACTIVE or (state == YOUR_TURN and background)):
+    if clock == "untouched" and untouched_for is not None and untouched_for > idle_after:
         return IDLE
     return state
+
+
+def next_change(
+    state: str,
+    since: float | None,
+    last: float | None,
+    background: bool,
+    liveness_known: bool,
+    idle_after: float = IDLE_AFTER,
+    timers: tuple[float, ...] = (),
+) -> float | None:
+    """When (unix seconds) time alone moves this state next: the moment `after_quiet`
+    turns it idle, or a call's timer (`timers`: see `call_timers`) fires; None when only
+    a file or a live signal can move it. `since`: when the state began; `last`: when
+    the session's files last moved. The watcher looks at a row again then, the core
+    lets a session sleep when there is no such moment, the status line reads a board
+    past it as stale."""
+    at = list(timers)
+    clock = _clock(state, background, liveness_known)
+    start = (since or last) if clock == "since" else (last if clock == "untouched" else None)
+    if start is not None:
+        at.append(start + idle_after)
+    return min(at) if at else None
+
+
+def call_timers(agents: Iterable[AgentLive], now: float) -> tuple[float, ...]:
+    """The moments at which a call seen open turns into an approval prompt with time
+    alone (`Call.asks_after`), those still to come."""
+    out = []
+    for a in agents:
+        for c in a.calls:
+            if c.runs is None and c.asks_after is not None and c.since is not None and c.since + c.asks_after >= now:
+                out.append(c.since + c.asks_after)
+    return tuple(out)
 
 
 def shows_lead(top: str, lead: str) -> bool:
