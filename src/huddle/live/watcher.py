@@ -31,11 +31,11 @@ from huddle.core.coldread import FirstRead
 from huddle.core.keeper import KEEP_WHOLE
 from huddle.live.firstread import read_apart
 from huddle.live.notices import Notices
-from huddle.model.attention import ACTIVE, ENDED
 from huddle.model.attention.debounce import Debouncer
-from huddle.model.times import parse_time
 from huddle.views import api
 from huddle.views.board import board_notes, kept_rows, listed, rows_key, session_entry, sort_rows
+from huddle.views.files import file_counts
+from huddle.views.states import look_again_in
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
@@ -90,6 +90,8 @@ class Watcher:
         self._read_whole = 0  # sessions read whole for pages since the last let-go
         self.listeners: list[Callable[[set[str]], None]] = []  # told the keys each refresh changed
         self.rows: dict[str, dict] = {}  # session key -> its board row as last sent
+        self.unlisted: set[str] = set()  # sessions whose row is off the board (nothing in them)
+        self.files: dict[str, dict[str, int]] = {}  # the board's `files` (views.doctor.file_counts)
         self.pushed: dict[str, tuple[int, int]] = {}  # session key -> (epoch, events sent)
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -155,6 +157,7 @@ class Watcher:
             else:
                 h.refresh()
             msgs = self._full_pass(publish=publish)
+            self.files = file_counts(h, self.unlisted)
             if apart and publish and self.rows:  # (pages that came early have none of them)
                 msgs.insert(0, ("board", {"sessions": list(self.rows.values()), "removed": []}, None))
             if self.lazy:
@@ -245,6 +248,8 @@ class Watcher:
         out: dict = {"sessions": sort_rows(rows)}
         if notes:
             out["notes"] = notes
+        if self.files:
+            out["files"] = self.files  # (counted under the core's lock, in a round)
         return out
 
     # -- the loop --------------------------------------------------------------------
@@ -306,6 +311,7 @@ class Watcher:
                 msgs = self._messages(changed | due | set(self.debounce.pending), fresh=due)
             for key in changed & self.rows.keys():  # one more look soon: a lock taken a moment ago
                 self.due[key] = min(self.due.get(key, now + self.hot_every), now + self.hot_every)
+            self.files = file_counts(self.h, self.unlisted) if changed else self.files
         if msgs:
             self.publish(msgs)
             for kind, data, _ in msgs:
@@ -374,11 +380,13 @@ class Watcher:
             if self.lazy:
                 self.built[key] = row
             if not listed(row):  # nothing said or done yet: off the board (still readable by id)
+                self.unlisted.add(key)
                 with self.rows_lock:
                     if self.rows.pop(key, None) is not None:
                         removed.append(key)
                 self.due.pop(key, None)
                 continue
+            self.unlisted.discard(key)
             if self.rows.get(key) != row:
                 with self.rows_lock:
                     self.rows[key] = row
@@ -390,18 +398,12 @@ class Watcher:
         return out
 
     def _schedule(self, key: str, row: dict, wall: float, mono: float) -> None:
-        """When to look at this row again with no file touched (see the module doc): a
-        live row's signals (a process, the process table) every second; else when time
-        alone moves its state (its `next_change`, huddle.model.attention.next_change)."""
-        states = {row.get("state")} | {a.get("state") for a in row.get("agents") or ()}
-        if states & ACTIVE or (row.get("pid") is not None and row.get("state") != ENDED):
-            self.due[key] = mono + self.hot_every
-            return
-        at = parse_time(row.get("next_change"))
-        if at is not None:
-            self.due[key] = mono + max(self.hot_every, at - wall + 0.05)
-            return
-        self.due.pop(key, None)
+        """When to look at this row again with no file touched (views.states.look_again_in)."""
+        wait = look_again_in(row, wall, self.hot_every)
+        if wait is None:
+            self.due.pop(key, None)
+        else:
+            self.due[key] = mono + wait
 
     def _new_events(self, key: str, handle) -> list[tuple[str, dict, str | None]]:
         s = handle.session

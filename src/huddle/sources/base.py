@@ -122,6 +122,11 @@ class Source:
     default_folder: ClassVar[str | None] = None
     # the shell command that resumes one of its sessions, `{id}` standing for the id ("" if none)
     resume: ClassVar[str] = ""
+    # how the agent is shown (registry.display: the pages, the CLI, notifications): its name
+    # as its users say it, a short one, a colour (CSS)
+    label: ClassVar[str] = ""
+    short: ClassVar[str] = ""
+    colour: ClassVar[str] = ""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings

@@ -117,3 +117,18 @@ def resume_command(source: str, session_id: str) -> str | None:
     if cls is None or not cls.resume:
         return None
     return cls.resume.format(id=shlex.quote(session_id))
+
+
+def display(source: str) -> dict[str, str]:
+    """How an agent is shown: its `label` (notifications, the pages, exports), `short`
+    name (the CLI's table, badges) and `colour` (the pages), from its Source class: the
+    one table of agent names. An unknown source is shown by its key."""
+    cls = source_classes().get(source)
+    if cls is None:
+        return {"label": source, "short": source, "colour": ""}
+    return {"label": cls.label or source, "short": cls.short or cls.label or source, "colour": cls.colour}
+
+
+def displays() -> dict[str, dict[str, str]]:
+    """Every loaded agent's `display` (GET /api/agents: the pages name agents by it)."""
+    return {name: display(name) for name in source_classes()}

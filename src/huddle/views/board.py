@@ -17,6 +17,7 @@ from huddle.model.times import parse_time
 from huddle.sources.registry import resume_command
 
 from . import pricing
+from .files import file_counts
 from .states import Debouncer, State, classify, state_dict
 
 if TYPE_CHECKING:
@@ -234,4 +235,7 @@ def board_json(
     notes = board_notes(h)
     if notes:
         out["notes"] = notes
+    files = file_counts(h, {**kept, **built})
+    if files:
+        out["files"] = files  # per agent: files read into sessions, not sessions, not read (huddle doctor)
     return out

@@ -6,20 +6,22 @@ debounce.py: how long a new one is held); this module says them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from huddle.model.attention import State, urgency
+from huddle.model.attention import ACTIVE, ENDED, State, urgency
 from huddle.model.attention.debounce import Debouncer
 from huddle.model.attention.session import classify, waiting_on
 from huddle.model.attention.trail import state_changes, target_changes
 from huddle.model.signals import Live
-from huddle.model.times import iso
+from huddle.model.times import iso, parse_time
 
 __all__ = [
     "Debouncer",
     "State",
     "classify",
     "live_json",
+    "look_again_in",
     "state_changes",
     "state_dict",
     "target_changes",
@@ -43,3 +45,15 @@ def state_dict(st: State) -> dict[str, Any]:
     if st.guess:
         d["guess"] = st.guess  # why this state is a guess (a signal said so)
     return d
+
+
+def look_again_in(row: Mapping[str, Any], now: float, hot_every: float = 1.0) -> float | None:
+    """Seconds until a row is to be looked at again with no file touched (None: only a
+    file or a live signal moves it). A live row (a process known, or something under
+    way) every `hot_every`: what a process shows moves with no file (it dies, a command
+    starts); any other when time alone moves its state (its `next_change`)."""
+    states = {row.get("state")} | {a.get("state") for a in row.get("agents") or ()}
+    if states & ACTIVE or (row.get("pid") is not None and row.get("state") != ENDED):
+        return hot_every
+    at = parse_time(row.get("next_change"))
+    return None if at is None else max(hot_every, at - now + 0.05)

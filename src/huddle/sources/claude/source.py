@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.io.safefile import listdir, plain_file, read_json, stamp
 from huddle.model import events as ev
+from huddle.model.files import UNKNOWN, UNREADABLE, Files
 from huddle.model.signals import Live, Pending
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
@@ -345,6 +346,9 @@ def _subfolders(path: str) -> list[str]:
 @register
 class ClaudeSource(Source):
     name = "claude"
+    label = "Claude Code"
+    short = "Claude"
+    colour = "#d97757"
     folder_env = "CLAUDE_CONFIG_DIR"
     default_folder = "~/.claude"
     resume = "claude --resume {id}"
@@ -410,17 +414,23 @@ class ClaudeSource(Source):
         held = [(k, h) for k, h in known.items() if isinstance(h, ClaudeHandle)]
         placed = {path: key for key, h in held for path in h.project_agents}
         unsettled = {path: c for _, h in held for path, c in h.unsettled.items()}
+        self.files = account = Files()
+        account.looked_in(self.projects)
         for p in listdir(self.projects):
             if p.is_dir(follow_symlinks=False):
                 files, agents, dirs = {}, [], set()
+                account.looked_in(p.path)
                 for f in listdir(p.path):  # a folder that cannot be listed is a note
                     if f.is_dir(follow_symlinks=False):
                         dirs.add(f.name)
-                    elif f.name.endswith(".jsonl") and plain_file(f):  # not a FIFO, not a symlink out
-                        if is_agent_file(f.name):
-                            agents.append(f)
-                        else:
-                            files[f.name[: -len(".jsonl")]] = f
+                    elif not f.name.endswith(".jsonl"):
+                        account.unread(f.path, UNKNOWN)
+                    elif not plain_file(f):  # a FIFO, a symlink out
+                        account.unread(f.path, f"{UNREADABLE}: not a regular file in its folder")
+                    elif is_agent_file(f.name):
+                        agents.append(f)
+                    else:
+                        files[f.name[: -len(".jsonl")]] = f
                 for sid, f in files.items():
                     key = f"claude:{sid}"
                     h = known.get(key)
@@ -433,5 +443,7 @@ class ClaudeSource(Source):
                     found[key] = h
                 for f in sorted(agents, key=lambda e: e.name):
                     place(self, f, files, known, (placed, unsettled), found)
+            else:
+                account.unread(p.path, UNKNOWN)
         regroup(self, placed, known, found)
         return found

@@ -15,6 +15,7 @@ from huddle.host.paths import LOG_NAME, runs_dir
 from huddle.io.procs import alive
 from huddle.io.reader import GONE, RESET, LineReader
 from huddle.io.safefile import listdir
+from huddle.model.files import UNKNOWN, Files
 from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
@@ -91,6 +92,9 @@ class HostedHandle(Handle):
 @register
 class HostedSource(Source):
     name = "hosted"
+    label = "huddle run"
+    short = "run"
+    colour = "#64748b"
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -101,8 +105,11 @@ class HostedSource(Source):
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
+        self.files = account = Files()
+        account.looked_in(self.runs)
         for d in listdir(self.runs):
             if not d.is_dir(follow_symlinks=False):
+                account.unread(d.path, UNKNOWN)
                 continue
             path = os.path.join(d.path, LOG_NAME)
             if not os.path.lexists(path) or os.path.isdir(path):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
+from huddle.model.files import EMPTY, UNREADABLE, Files
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
@@ -41,6 +42,9 @@ _SESSIONS = (
 @register
 class OpenCodeSource(Source):
     name = "opencode"
+    label = "OpenCode"
+    short = "OpenCode"
+    colour = "#7c3aed"
     folder_env = "HUDDLE_OPENCODE_DIR"
     default_folder = "$XDG_DATA_HOME/opencode"
     resume = "opencode --session {id}"  # the TUI's flag (`run --session` wants a message too)
@@ -65,7 +69,6 @@ class OpenCodeSource(Source):
         self._groups: dict[str, tuple] = {}  # database -> (its rows, by id, lead -> members) as last grouped
         self._listing: tuple[int, list[str], dict[str, tuple[str, str]]] | None = None
         # every file of the data folder looked at and not read as sessions: path -> (verdict, why)
-        self.accounts: dict[str, tuple[str, str]] = {}
         self._open_for: set[str] = set()  # handles yet to read in this refresh
         self.newest: dict[str, str] = {}  # folder -> its most recently updated lead session
         self.lists = 0  # how often the session table was listed (tests, benches)
@@ -146,15 +149,19 @@ class OpenCodeSource(Source):
         found: dict[str, Handle] = {}
         newest: dict[str, tuple[int, str]] = {}
         paths = self.db_paths()
-        self.accounts = dict(self._listing[2]) if self._listing is not None and not os.environ.get(self.db_env) else {}
+        self.files = account = Files()
+        if self._listing is not None and not os.environ.get(self.db_env):
+            for other, (verdict, why) in self._listing[2].items():
+                (account.not_session if verdict == "not a session" else account.unread)(other, why)
         for path in paths:
+            account.looked_in(os.path.dirname(path))
             st = stamp(path)
             if st is None:
                 self._stamps.pop(path, None)
                 self._rows.pop(path, None)
                 continue
             if st[2] == 0 and st[4] is None:
-                self.accounts[path] = ("not a session", "an empty database: nothing written yet")
+                account.not_session(path, f"{EMPTY}: no database written yet")
                 continue  # an empty file with no WAL: nothing written yet
             rows = self._rows.get(path)
             same = st == self._stamps.get(path) and rows is not None
@@ -163,7 +170,7 @@ class OpenCodeSource(Source):
                     rows = self._list(path)
                 except DbError as exc:
                     self.database(path).close()
-                    self.accounts[path] = ("not read", str(exc))
+                    account.unread(path, f"{UNREADABLE}: {exc}")
                     if rows is None:  # its row says it: one line for one problem
                         broken = BrokenHandle(self.name, path, str(exc))
                         found[broken.key] = broken

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from huddle.io.safefile import listdir, open_regular, read_small, remember
 from huddle.model import events as ev
 from huddle.model.events import Event
+from huddle.model.files import DAMAGED, LOCK, UNKNOWN, Files
 from huddle.model.signals import TURN_OPEN, AgentLive, Live
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
@@ -302,6 +303,9 @@ class StartingHandle(Handle):
 @register
 class VibeSource(Source):
     name = "vibe"
+    label = "Mistral Vibe"
+    short = "Vibe"
+    colour = "#fa520f"
     folder_env = "VIBE_HOME"
     default_folder = "~/.vibe"
     resume = "vibe --resume {id}"
@@ -357,6 +361,14 @@ class VibeSource(Source):
         self.locks.refresh()
         found: dict[str, Handle] = {}
         unified = os.path.join(self.root, "unified")
+        self.files = account = Files()
+        for folder in (self.root, unified, self.locks.folder):
+            account.looked_in(folder)
+        for e in listdir(self.root):
+            if not e.is_dir(follow_symlinks=False):
+                account.unread(e.path, UNKNOWN)
+        for lock_id in self.locks.locks:
+            account.not_session(os.path.join(self.locks.folder, lock_id + ".lock.json"), LOCK)
         for name, path in _dirs(unified):
             if name.startswith(("child-", ".")):
                 continue  # sub-agents belong to their lead's session
@@ -370,6 +382,7 @@ class VibeSource(Source):
             legacy.append(path)
             sid = self._legacy_id(path)
             if sid is None:
+                account.unread(os.path.join(path, "meta.json"), f"{DAMAGED}: meta.json names no session")
                 continue
             key = f"vibe:{sid}"
             h = known.get(key)

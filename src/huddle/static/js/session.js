@@ -1,5 +1,5 @@
 // One session: loads its detail and timeline, follows the stream, hosts the tabs.
-import { api, el, pill, stream, fmtTokens, fmtCost, fmtDuration, fmtWhen, parseISO, SOURCE_LABEL, typing } from "./common.js";
+import { api, el, pill, stream, fmtTokens, fmtCost, fmtDuration, fmtWhen, parseISO, SOURCE_LABEL, loadAgents, typing } from "./common.js";
 import { timeline } from "./model.js";
 import { mountCall } from "./call.js";
 import { mountTree } from "./tree.js";
@@ -153,6 +153,7 @@ async function catchUp() {
 }
 
 async function main() {
+  await loadAgents();
   window.addEventListener("hashchange", () => show(route()));
   document.addEventListener("keydown", keys);
   document.querySelector(".tabs .tablist").addEventListener("keydown", tabKeys);
