@@ -209,7 +209,7 @@ def drain(
     reader: LineReader,
     session: Problems,
     feed: Callable[[int, bytes], None],
-    out: list | None = None,
+    out: list[Any] | None = None,
     flush: Callable[[], None] | None = None,
     every: int = 512,
     skip: Skip | None = None,
@@ -241,7 +241,7 @@ def drain(
         flush()
 
 
-def _dropped(out: list | None, mark: int) -> None:
+def _dropped(out: list[Any] | None, mark: int) -> None:
     if out is not None:
         del out[mark:]
 

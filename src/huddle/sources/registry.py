@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from .base import Source
@@ -75,7 +75,7 @@ def _declared(paths: Iterable[str]) -> bool:
     return False
 
 
-def _entry_points() -> list:
+def _entry_points() -> list[Any]:
     if not _declared(sys.path):
         return []
     from importlib.metadata import entry_points

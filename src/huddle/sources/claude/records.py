@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Raw
@@ -274,12 +274,12 @@ def harness_blocks(text: str) -> list[tuple[str, str, str]]:
         out.append((m.group(1), m.group(2).strip(), text))
 
 
-def first_match(rx: re.Pattern, text: str) -> str:
+def first_match(rx: re.Pattern[str], text: str) -> str:
     m = rx.search(text)
     return m.group(1).strip() if m else ""
 
 
-def agent_input(raw: Raw) -> dict:
+def agent_input(raw: Raw) -> dict[str, Any]:
     try:
         val = _decode_any(raw)
     except msgspec.MsgspecError:

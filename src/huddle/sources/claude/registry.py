@@ -10,12 +10,13 @@ Read-only: huddle never takes or touches these files.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from huddle.io.procs import alive as process_alive
 from huddle.io.safefile import forget, read_json, remember, stamp
 
 
-def _read(path: str) -> dict | None:
+def _read(path: str) -> dict[str, Any] | None:
     # Rewritten in place, not atomically: a read may catch it half-written (read_json
     # retries once); if still bad, ignore it for this round.
     val = read_json(path)
@@ -27,9 +28,9 @@ def _read(path: str) -> dict | None:
 class Registry:
     def __init__(self, folder: str):
         self.folder = folder
-        self.entries: dict[str, dict] = {}  # file name -> parsed content
+        self.entries: dict[str, dict[str, Any]] = {}  # file name -> parsed content
         self._mtimes: dict[str, tuple[int, ...]] = {}
-        self.by_session: dict[str, dict] = {}
+        self.by_session: dict[str, dict[str, Any]] = {}
         self.moved: set[str] = set()  # session ids whose entry changed at the last refresh
         self.present = False
 
@@ -66,7 +67,7 @@ class Registry:
                 continue
             self._mtimes[n] = mtime
             self.entries[n] = val
-        by: dict[str, dict] = {}
+        by: dict[str, dict[str, Any]] = {}
         for val in self.entries.values():
             sid = val["sessionId"]
             prev = by.get(sid)
@@ -76,7 +77,7 @@ class Registry:
         self.moved = {sid for sid in prev.keys() | by.keys() if prev.get(sid) != by.get(sid)}
         self.by_session = by
 
-    def for_session(self, session_id: str, at: float | None = None) -> dict | None:
+    def for_session(self, session_id: str, at: float | None = None) -> dict[str, Any] | None:
         """The registry's word on a session: status, waitingFor, pid, alive.
         With `at`, the file is trusted as it is (its process is long gone)."""
         val = self.by_session.get(session_id)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the parser (and its records) loads when a transcript is rea
     from .parser import FileParser
 
 
-def _read_json(path: str) -> dict | None:
+def _read_json(path: str) -> dict[str, Any] | None:
     """Small JSON files that may be rewritten in place (safefile: capped, regular files only)."""
     val = read_json(path)
     return val if isinstance(val, dict) else None
@@ -78,7 +78,7 @@ class ClaudeHandle(Handle):
         self.sub_dir_mtime: tuple[int, ...] = ()
         self.title_mtime: tuple[int, ...] | None = None
 
-    def __setstate__(self, d: dict) -> None:
+    def __setstate__(self, d: dict[str, Any]) -> None:
         d.setdefault("project_agents", {})
         d.setdefault("candidates", [])
         d.setdefault("unsettled", {})
@@ -305,7 +305,7 @@ class ClaudeHandle(Handle):
         reads as ended."""
         reg = self.source.registry
         info = reg.for_session(self.session.id, at=at)
-        facts: dict = {"permission_mode": self.state.permission_mode}
+        facts: dict[str, Any] = {"permission_mode": self.state.permission_mode}
         running = tuple(
             sf.agent_id
             for sf in self.subs.values()

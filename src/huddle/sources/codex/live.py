@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from huddle.io import procs
 from huddle.io.proctable import Proc, ProcTable
@@ -77,7 +77,7 @@ class SystemView:
         return cls(procs.held_flocks(), ProcTable.current())
 
     @classmethod
-    def from_capture(cls, capture: dict, codex_home: str) -> SystemView:
+    def from_capture(cls, capture: dict[str, Any], codex_home: str) -> SystemView:
         """A recorded moment (a live-state sample's capture.json: /proc/locks and the
         process table as they were)."""
         holders = {
@@ -190,7 +190,7 @@ def thread_signals(
 
 
 def call_signals(
-    c: ev.Event, call: tuple[str, dict] | None, holder: int | None, view: SystemView, children: str
+    c: ev.Event, call: tuple[str, dict[str, Any]] | None, holder: int | None, view: SystemView, children: str
 ) -> Call:
     """One open call as the process tree shows it."""
     name, args = call if call is not None else (c.name, {})

@@ -14,7 +14,7 @@ and, once per new file, its first line. Reading a live thread reads appended byt
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from huddle.io.reader import GONE, RESET, LineReader
 from huddle.io.safefile import listdir, remember
@@ -59,7 +59,7 @@ class CodexHandle(Handle):
         known = [(tf.info, tf.path) for tf in self.threads.values()] + self._pending
         self.threads = {}
         self._pending = []
-        self._linked: tuple = ()
+        self._linked: tuple[Any, ...] = ()
         self._unnamed: set[str] = set()
         for info, path in known:
             self._add(info, path)

@@ -10,6 +10,7 @@ so the views can link the run to the agent's transcript) are in `session.live`.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from huddle.host.paths import LOG_NAME, runs_dir
 from huddle.io.procs import alive
@@ -59,7 +60,7 @@ class HostedHandle(Handle):
     def live(self, at: float | None = None) -> Live:
         m = self.mapper
         run, host, exited = m.run, m.host, m.exited
-        facts: dict = {"dir": os.path.dirname(self.path)}
+        facts: dict[str, Any] = {"dir": os.path.dirname(self.path)}
         if m.agent_sessions:
             # the agent's own session id: the same session in its own source (claude)
             facts["agent_session"] = {"source": "claude", "id": m.agent_sessions[-1]}

@@ -18,7 +18,7 @@ database replaced by another file (a new inode) is read again from scratch.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
@@ -63,12 +63,11 @@ class OpenCodeSource(Source):
         self.system = ProcCache()
         self.notes: list[str] = []
         self._dbs: dict[str, Database] = {}
-        self._stamps: dict[str, tuple] = {}
+        self._stamps: dict[str, tuple[Any, ...]] = {}
         self._rows: dict[str, list[Row]] = {}  # database -> its session rows when last listed
         self._events: dict[str, bool] = {}  # database -> it keeps an event log SQLite can read ids from
-        self._groups: dict[str, tuple] = {}  # database -> (its rows, by id, lead -> members) as last grouped
+        self._groups: dict[str, tuple[Any, ...]] = {}  # database -> (its rows, by id, lead -> members) as last grouped
         self._listing: tuple[int, list[str], dict[str, tuple[str, str]]] | None = None
-        # every file of the data folder looked at and not read as sessions: path -> (verdict, why)
         self._open_for: set[str] = set()  # handles yet to read in this refresh
         self.newest: dict[str, str] = {}  # folder -> its most recently updated lead session
         self.lists = 0  # how often the session table was listed (tests, benches)

@@ -10,6 +10,7 @@ was taken (the pid was reused).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from huddle.io import procs
 from huddle.io.safefile import forget, read_json, remember, stamp
@@ -17,7 +18,7 @@ from huddle.model.signals import AgentLive, Live
 from huddle.model.times import parse_time
 
 
-def _read_json(path: str) -> dict | None:
+def _read_json(path: str) -> dict[str, Any] | None:
     val = read_json(path)  # written whole, but a half-written one is re-read once
     return val if isinstance(val, dict) else None
 
@@ -35,7 +36,7 @@ def pid_alive(pid: int, acquired: float | None) -> bool | None:
 class Lock:
     __slots__ = ("acquired_at", "held", "id", "pid")
 
-    def __init__(self, id: str, info: dict, held: bool):
+    def __init__(self, id: str, info: dict[str, Any], held: bool):
         self.id = id
         pid = info.get("process_id")
         self.pid = pid if isinstance(pid, int) else None
@@ -99,7 +100,7 @@ class Locks:
             return None
         return pid_alive(lock.pid, lock.acquired_at)
 
-    def info(self, sid: str) -> dict | None:
+    def info(self, sid: str) -> dict[str, Any] | None:
         lock = self.locks.get(sid)
         if lock is None:
             return None

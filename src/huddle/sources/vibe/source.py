@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from huddle.io.safefile import listdir, open_regular, read_small, remember
 from huddle.model import events as ev
@@ -312,7 +312,7 @@ class VibeSource(Source):
 
     def __init__(self, settings):
         super().__init__(settings)
-        self._config_key: tuple = ()
+        self._config_key: tuple[Any, ...] = ()
         self.root, self.config_note = "", None
         self.locks = Locks("")
         self._read_config()
@@ -325,7 +325,7 @@ class VibeSource(Source):
             return
         try:
             st = os.stat(os.path.join(self.folder, "config.toml"))
-            key: tuple = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            key: tuple[Any, ...] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         except OSError:
             key = (None,)
         if key == self._config_key:
