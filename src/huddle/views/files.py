@@ -18,6 +18,7 @@ from huddle.sources.base import guarded
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
+    from huddle.sources.base import Handle
 
 
 class Account:
@@ -66,43 +67,43 @@ def accounts(
         rows = {k: {"empty": True} for k in rows}
     out: dict[str, Account] = {}
     for src in h.sources:
-        if not src.roots():
-            continue
-        folders = list(src.files.folders) or [r for r in src.roots() if r]
-        acc = out[src.name] = Account(src.name, folders, guarded(f"{src.name} exists", src.exists) or False)
-        if scans:
-            acc.not_sessions.extend(src.files.not_sessions)
-            acc.not_read.extend(src.files.not_read)
+        if src.roots():
+            folders = list(src.files.folders) or [r for r in src.roots() if r]
+            acc = out[src.name] = Account(src.name, folders, guarded(f"{src.name} exists", src.exists) or False)
+            if scans:
+                acc.not_sessions.extend(src.files.not_sessions)
+                acc.not_read.extend(src.files.not_read)
     for key, handle in h.handles.items():
-        got = out.get(key.split(":", 1)[0])
-        if got is None:
-            continue
-        acc = got
-        files = [*handle.files(), *handle.shown_from()]
-        if (rows.get(key) or {}).get("empty"):
-            _empty_files(((f, _size(f)) for f in handle.files()), acc)
-        else:
-            acc.sessions.update(files)
-            if handle.session.error:
-                acc.erred.append(FileNote(files[0] if files else key, handle.session.error))
+        if (mine := out.get(key.split(":", 1)[0])) is not None:
+            _awake(mine, key, handle, rows.get(key) or {})
     for key, d in getattr(h, "dormant", {}).items():
-        got = out.get(key.split(":", 1)[0])
-        if got is None:
-            continue
-        acc = got
-        stamps = [(str(f[0]), int(f[1])) for f in d.head.get("files") or ()]
-        row = rows.get(key) or d.head.get("brief")
-        if isinstance(row, Mapping) and row.get("empty"):
-            _empty_files(stamps, acc)
-        else:
-            acc.sessions.update(p for p, _ in stamps)
-            if isinstance(row, Mapping) and row.get("error"):
-                acc.erred.append(FileNote(stamps[0][0] if stamps else key, str(row["error"])))
+        if (mine := out.get(key.split(":", 1)[0])) is not None:
+            _asleep(mine, key, d.head, rows.get(key) or d.head.get("brief"))
     for acc in out.values():  # a file a session reads is no file left out; each file said once
         acc.not_read = list({n.path: n for n in acc.not_read if n.path not in acc.sessions}.values())
         said = acc.sessions | {n.path for n in acc.not_read}
         acc.not_sessions = list({n.path: n for n in acc.not_sessions if n.path not in said}.values())
     return out
+
+
+def _awake(acc: Account, key: str, handle: Handle, row: Mapping[str, Any]) -> None:
+    files = [*handle.files(), *handle.shown_from()]
+    if row.get("empty"):
+        _empty_files(((f, _size(f)) for f in handle.files()), acc)
+        return
+    acc.sessions.update(files)
+    if handle.session.error:
+        acc.erred.append(FileNote(files[0] if files else key, handle.session.error))
+
+
+def _asleep(acc: Account, key: str, head: Mapping[str, Any], row: object) -> None:
+    stamps = [(str(f[0]), int(f[1])) for f in head.get("files") or ()]
+    if isinstance(row, Mapping) and row.get("empty"):
+        _empty_files(stamps, acc)
+        return
+    acc.sessions.update(p for p, _ in stamps)
+    if isinstance(row, Mapping) and row.get("error"):
+        acc.erred.append(FileNote(stamps[0][0] if stamps else key, str(row["error"])))
 
 
 def file_counts(h: Huddle, rows: Mapping[str, Mapping[str, Any]] | Collection[str]) -> dict[str, dict[str, int]]:

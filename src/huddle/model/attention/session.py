@@ -133,13 +133,7 @@ def classify(
     alive = live.alive
     if alive is not False and proc:
         _apply_process_status(session, per, acts, proc, live)
-    for aid, own in live.agents.items():
-        if aid in per:
-            act = acts.get(aid) or Activity()
-            st = agent_signal_state(own, act.last_t, aid == session.lead_id, now)
-            if st is not None:
-                st.since = st.since or per[aid].since
-                per[aid] = st
+    _own_signals(session, per, acts, live, now)
     if alive is False:
         for aid, st in per.items():
             if st.state != ENDED:
@@ -167,6 +161,17 @@ def classify(
     timers = call_timers(live.agents.values(), now)
     st.next_change = next_change(st.state, st.since, last, bool(background), known, idle_after, timers)
     return st, per
+
+
+def _own_signals(session: Session, per: dict[str, State], acts: dict[str, Activity], live: Live, now: float) -> None:
+    """Each agent's own signals (its thread, its calls as seen) over its transcript's state."""
+    for aid, own in live.agents.items():
+        if aid in per:
+            act = acts.get(aid) or Activity()
+            st = agent_signal_state(own, act.last_t, aid == session.lead_id, now)
+            if st is not None:
+                st.since = st.since or per[aid].since
+                per[aid] = st
 
 
 def _apply_process_status(

@@ -339,6 +339,25 @@ def _is_dir(path: str) -> bool:
         return False
 
 
+def _project(folder: str, account: Files) -> tuple[dict[str, os.DirEntry[str]], list[os.DirEntry[str]], set[str]]:
+    """A project folder's session files by id, its 2.0.x agent files and its subfolders;
+    what else it holds, accounted for (a folder that cannot be listed is a note)."""
+    files, agents, dirs = {}, [], set()
+    account.looked_in(folder)
+    for f in listdir(folder):
+        if f.is_dir(follow_symlinks=False):
+            dirs.add(f.name)
+        elif not f.name.endswith(".jsonl"):
+            account.unread(f.path, UNKNOWN)
+        elif not plain_file(f):  # a FIFO, a symlink out
+            account.unread(f.path, f"{UNREADABLE}: not a regular file in its folder")
+        elif is_agent_file(f.name):
+            agents.append(f)
+        else:
+            files[f.name[: -len(".jsonl")]] = f
+    return files, agents, dirs
+
+
 def _subfolders(path: str) -> list[str]:
     return sorted(e.path for e in listdir(path) if e.is_dir(follow_symlinks=False))
 
@@ -418,19 +437,7 @@ class ClaudeSource(Source):
         account.looked_in(self.projects)
         for p in listdir(self.projects):
             if p.is_dir(follow_symlinks=False):
-                files, agents, dirs = {}, [], set()
-                account.looked_in(p.path)
-                for f in listdir(p.path):  # a folder that cannot be listed is a note
-                    if f.is_dir(follow_symlinks=False):
-                        dirs.add(f.name)
-                    elif not f.name.endswith(".jsonl"):
-                        account.unread(f.path, UNKNOWN)
-                    elif not plain_file(f):  # a FIFO, a symlink out
-                        account.unread(f.path, f"{UNREADABLE}: not a regular file in its folder")
-                    elif is_agent_file(f.name):
-                        agents.append(f)
-                    else:
-                        files[f.name[: -len(".jsonl")]] = f
+                files, agents, dirs = _project(p.path, account)
                 for sid, f in files.items():
                     key = f"claude:{sid}"
                     h = known.get(key)
