@@ -14,6 +14,7 @@ from typing import Any
 
 from huddle.io.procs import alive as process_alive
 from huddle.io.safefile import forget, read_json, remember, stamp
+from huddle.model.signals import Live, Pending
 
 
 def _read(path: str) -> dict[str, Any] | None:
@@ -102,3 +103,25 @@ class Registry:
             "entrypoint": val.get("entrypoint"),
             "name": val.get("name"),
         }
+
+    def signals(self, session_id: str, at: float | None, background: tuple[str, ...], **facts: Any) -> Live:
+        """A session's live signals from its entry (`Handle.live`): alive, pid, its status
+        word and the prompt it waits on; no entry in a registry that is kept: no process."""
+        info = self.for_session(session_id, at=at)
+        if info is None:
+            return Live(alive=False if self.exists() else None, background=background, facts=facts)
+        facts["registry"] = info
+        if info["alive"] is False:
+            return Live(alive=False, pid=info["pid"], background=background, facts=facts)
+        status = info["status"] or "idle"
+        since = info["since"]
+        pending = Pending(words=info["waiting_for"] or "", since=since) if status == "waiting" else None
+        return Live(
+            alive=info["alive"],
+            pid=info["pid"],
+            status=status,
+            status_since=since,
+            pending=pending,
+            background=background,
+            facts=facts,
+        )

@@ -12,7 +12,7 @@ from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.io.safefile import listdir, plain_file, read_json, stamp
 from huddle.model import events as ev
 from huddle.model.files import UNKNOWN, UNREADABLE, Files
-from huddle.model.signals import Live, Pending
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
@@ -303,32 +303,12 @@ class ClaudeHandle(Handle):
         """Claude Code's own word on the process: sessions/<pid>.json (status, waitingFor),
         checked against the pid and its start time so a file left by a killed process
         reads as ended."""
-        reg = self.source.registry
-        info = reg.for_session(self.session.id, at=at)
-        facts: dict[str, Any] = {"permission_mode": self.state.permission_mode}
         running = tuple(
             sf.agent_id
             for sf in self.subs.values()
             if self.session.agents[sf.agent_id].background and self.session.agents[sf.agent_id].finished is False
         )
-        if info is None:
-            # this Claude Code keeps a registry: no file, no process
-            return Live(alive=False if reg.exists() else None, background=running, facts=facts)
-        facts["registry"] = info
-        if info["alive"] is False:
-            return Live(alive=False, pid=info["pid"], background=running, facts=facts)
-        status = info["status"] or "idle"
-        since = info["since"]
-        pending = Pending(words=info["waiting_for"] or "", since=since) if status == "waiting" else None
-        return Live(
-            alive=info["alive"],
-            pid=info["pid"],
-            status=status,
-            status_since=since,
-            pending=pending,
-            background=running,
-            facts=facts,
-        )
+        return self.source.registry.signals(self.session.id, at, running, permission_mode=self.state.permission_mode)
 
 
 def _is_dir(path: str) -> bool:
