@@ -119,3 +119,24 @@ def test_doctor_json_is_the_route_and_status_json_carries_the_counts(tmp_path):
     assert agents["hosted"]["label"] == "huddle run" and agents["claude"]["colour"]
     # said again from the stored answer, the counts stay
     assert json.loads(_huddle(settings, "status", "--json").stdout)["files"] == status["files"]
+
+
+def test_files_a_source_knows_are_no_session_say_why(tmp_path):
+    """Claude Code's summary-only files title other sessions; Vibe keeps an index of its
+    sessions: neither is a session, and neither is a file huddle could not read."""
+    claude = tmp_path / "claude" / "projects" / "-p"
+    claude.mkdir(parents=True)
+    (claude / "0369069a-8464-4106-ba6a-c5c91ffcf799.jsonl").write_text(
+        '{"type":"summary","summary":"Util module and tests","leafUuid":"b044e326-4b04-4fbc-8248-f2989a318601"}\n'
+    )
+    vibe = tmp_path / "vibe"
+    shutil.copytree(SAMPLES / "vibe" / "2.26.1-legacy-multiturn", vibe)
+    none = str(tmp_path / "none")
+    folders = {"claude": str(tmp_path / "claude"), "codex": none, "vibe": str(vibe), "gemini": none, "opencode": none}
+    h = Huddle(Settings(folders=folders, huddle_home=str(tmp_path / "hh")))
+    h.refresh()
+    report = {a["name"]: a for a in doctor(h)["agents"]}
+    assert report["claude"]["not_read"] == 0 and report["vibe"]["not_read"] == 0
+    (summaries,) = report["claude"]["not_session_files"]
+    assert "summaries that title other sessions" in summaries["reason"]
+    assert any(f["path"].endswith(".session_index.json") for f in report["vibe"]["not_session_files"])

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from huddle.io.reader import Cut, Judge, LineReader, Problems, Skip
-from huddle.model.files import Files
+from huddle.model.files import EMPTY, UNKNOWN_VERSION, Files
 from huddle.model.session import Session
 from huddle.model.signals import NOTHING, Live
 
@@ -195,6 +195,16 @@ class Source:
         default a scan of the source; a source whose handles know their files makes one
         without looking at the other sessions."""
         return (self.scan({}) or {}).get(h.key)
+
+    def unplaced(self, path: str, size: int) -> tuple[bool, str]:
+        """A file of a session that came out of its files with nothing in it (off the
+        board): (known as not a session, the reason). By default an empty file is not a
+        session, and bytes no record of which this source reads are a format version
+        huddle does not know; a source that knows better says so (huddle.model.files)."""
+        if size == 0:
+            return True, EMPTY
+        words = f"{size:,} bytes" if size > 0 else "its bytes"  # (-2: it moved as it was read)
+        return False, f"{UNKNOWN_VERSION}: no record in {words} is one huddle reads"
 
     def settle(self, handles: dict[str, Handle]) -> set[str]:
         """After a round of reads: what one session's files say about another session (a

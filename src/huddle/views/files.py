@@ -10,10 +10,10 @@ not know), never a row that is simply missing. `status --json` carries the count
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from huddle.model.files import EMPTY, UNKNOWN_VERSION, FileNote
+from huddle.model.files import UNKNOWN_VERSION, FileNote
 from huddle.sources.base import guarded
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ class Account:
         self.name = name
         self.folders = folders
         self.exists = exists  # its sessions folder is here
+        self.unplaced: Callable[[str, int], tuple[bool, str]] | None = None  # its source's Source.unplaced
         self.sessions: set[str] = set()
         self.not_sessions: list[FileNote] = []
         self.not_read: list[FileNote] = []
@@ -38,15 +39,14 @@ class Account:
 
 
 def _empty_files(paths: Iterable[tuple[str, int]], out: Account) -> None:
-    """A session with nothing in it: its files as not sessions (empty) or not read."""
+    """A session with nothing in it: each of its files as not a session or not read,
+    and why, as its source says (`Source.unplaced`)."""
     for path, size in paths:
         if size == -1:
             continue  # (not there: a file a row shows, such as Codex's names, that is not written yet)
-        if size == 0:
-            out.not_sessions.append(FileNote(path, EMPTY))
-        else:
-            words = f"{size:,} bytes" if size > 0 else "its bytes"  # (-2: it moved as it was read)
-            out.not_read.append(FileNote(path, f"{UNKNOWN_VERSION}: no record in {words} is one huddle reads"))
+        said = guarded(f"{out.name} unplaced", out.unplaced, path, size) if out.unplaced else None
+        read, why = said or (False, f"{UNKNOWN_VERSION}: no record huddle reads")
+        (out.not_sessions if read else out.not_read).append(FileNote(path, why))
 
 
 def _size(path: str) -> int:
@@ -70,6 +70,7 @@ def accounts(
         if src.roots():
             folders = list(src.files.folders) or [r for r in src.roots() if r]
             acc = out[src.name] = Account(src.name, folders, guarded(f"{src.name} exists", src.exists) or False)
+            acc.unplaced = src.unplaced
             if scans:
                 acc.not_sessions.extend(src.files.not_sessions)
                 acc.not_read.extend(src.files.not_read)

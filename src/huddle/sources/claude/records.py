@@ -358,3 +358,18 @@ def summary_text(line: bytes) -> str:
         return ""
     s = val.get("summary") if isinstance(val, dict) else None
     return s if isinstance(s, str) else ""
+
+
+def only_summaries(path: str, head: int = 64 * 1024) -> bool:
+    """Whether a file's first lines (`head` bytes) are all summary records: a file
+    Claude Code wrote to title other sessions, no conversation of its own."""
+    from huddle.io.safefile import open_regular
+
+    try:
+        with open_regular(path) as f:
+            data = f.read(head)
+    except OSError:
+        return False
+    lines = data.splitlines()[:-1] if len(data) == head else data.splitlines()  # (a line cut by the head: not judged)
+    whole = [line for line in lines if line.strip()]
+    return bool(whole) and all(line.lstrip().startswith(b'{"type":"summary"') for line in whole)

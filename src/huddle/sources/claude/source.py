@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.io.safefile import listdir, plain_file, read_json, stamp
 from huddle.model import events as ev
-from huddle.model.files import UNKNOWN, UNREADABLE, Files
+from huddle.model.files import SIDE, UNKNOWN, UNREADABLE, Files
 from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
@@ -401,6 +401,13 @@ class ClaudeSource(Source):
         nh.project_agents, nh.unsettled, nh.candidates = dict(h.project_agents), dict(h.unsettled), h.candidates
         nh.session.parent_session = h.session.parent_session
         return nh
+
+    def unplaced(self, path: str, size: int) -> tuple[bool, str]:
+        from .records import only_summaries  # (its structs load when a session is read)
+
+        if size > 0 and only_summaries(path):
+            return True, f"{SIDE}: summaries that title other sessions"
+        return super().unplaced(path, size)
 
     def settle(self, handles: dict[str, Handle]) -> set[str]:
         return summaries.settle([h for h in handles.values() if isinstance(h, ClaudeHandle)])

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from huddle.io.safefile import listdir, open_regular, read_small, remember
 from huddle.model import events as ev
 from huddle.model.events import Event
-from huddle.model.files import DAMAGED, LOCK, UNKNOWN, Files
+from huddle.model.files import DAMAGED, LOCK, SIDE, UNKNOWN, Files
 from huddle.model.signals import TURN_OPEN, AgentLive, Live
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
@@ -365,7 +365,9 @@ class VibeSource(Source):
         for folder in (self.root, unified, self.locks.folder):
             account.looked_in(folder)
         for e in listdir(self.root):
-            if not e.is_dir(follow_symlinks=False):
+            if e.name == ".session_index.json":
+                account.not_session(e.path, f"{SIDE}: Vibe's index of its sessions")
+            elif not e.is_dir(follow_symlinks=False):
                 account.unread(e.path, UNKNOWN)
         for lock_id in self.locks.locks:
             account.not_session(os.path.join(self.locks.folder, lock_id + ".lock.json"), LOCK)
