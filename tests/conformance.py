@@ -355,6 +355,14 @@ AGENTS: dict[str, Agent] = {
 }
 
 
+# Registered agents not in the table yet, each with what it lacks; their own test files
+# check their samples meanwhile (qwen and pi also in tests/test_live_equals_cold.py).
+PENDING = dict.fromkeys(
+    ("copilot", "qwen", "pi", "kilo", "cline"),
+    "merged on the old contract; its entry (samples, snapshots, a token counter) comes next",
+)
+
+
 def name_of(folder: Path) -> str:
     """A sample's name for a test id: its path under the samples."""
     head, *rest = folder.relative_to(SAMPLES).parts

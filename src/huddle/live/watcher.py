@@ -5,9 +5,8 @@ changed (a missed or spurious notification costs nothing but a poll). A changed 
 or live signal (a registry entry, a lock) re-evaluates that session's row at once.
 What changes with no file touched is looked at on a schedule kept per row: a live row
 (a process known, or working / waiting / needing you) every second (a process dies, a
-command starts), any other when time alone moves its state (the row's `next_change`,
-decided with the state by huddle.model.attention), a held state when the debouncer lets
-it show. A slow full pass over every row
+command starts), any other when time alone moves its state (its `next_change`), a held
+state when the debouncer lets it show. A slow full pass over every row
 stays as a safety net, not as the way anything is seen.
 
 The board rows are kept here, up to date row by row, so the board route answers

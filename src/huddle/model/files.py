@@ -10,6 +10,8 @@ missing. `Files` is what one scan found; `huddle.views.doctor` counts and says i
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 import msgspec
 
 # Known as not a session (a reason begins with one of these; words may follow).
@@ -50,6 +52,15 @@ class Files(msgspec.Struct, kw_only=True):
 
     def unread(self, path: str, reason: str) -> None:
         self.not_read.append(FileNote(path, reason))
+
+    @classmethod
+    def of(cls, verdicts: Mapping[str, tuple[str, str]], folders: Iterable[str] = ()) -> Files:
+        """From {path: (verdict, reason)}, the form some adapters keep as they scan
+        ("not a session ..." or "not read ..." as the verdict)."""
+        out = cls(folders=[f for f in folders if f])
+        for path, (verdict, reason) in verdicts.items():
+            (out.not_session if verdict.startswith("not a session") else out.unread)(path, reason)
+        return out
 
     def placed(self) -> set[str]:
         """The files this says something of (the rest the scan met are sessions')."""

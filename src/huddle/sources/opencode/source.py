@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
-from huddle.model.files import EMPTY, UNREADABLE, Files
+from huddle.model.files import Files
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
@@ -68,6 +68,7 @@ class OpenCodeSource(Source):
         self._events: dict[str, bool] = {}  # database -> it keeps an event log SQLite can read ids from
         self._groups: dict[str, tuple[Any, ...]] = {}  # database -> (its rows, by id, lead -> members) as last grouped
         self._listing: tuple[int, list[str], dict[str, tuple[str, str]]] | None = None
+        self.accounts: dict[str, tuple[str, str]] = {}  # files met and not sessions: path -> (verdict, why)
         self._open_for: set[str] = set()  # handles yet to read in this refresh
         self.newest: dict[str, str] = {}  # folder -> its most recently updated lead session
         self.lists = 0  # how often the session table was listed (tests, benches)
@@ -148,19 +149,16 @@ class OpenCodeSource(Source):
         found: dict[str, Handle] = {}
         newest: dict[str, tuple[int, str]] = {}
         paths = self.db_paths()
-        self.files = account = Files()
-        if self._listing is not None and not os.environ.get(self.db_env):
-            for other, (verdict, why) in self._listing[2].items():
-                (account.not_session if verdict == "not a session" else account.unread)(other, why)
+        # every file of the data folder looked at and not read as sessions: path -> (verdict, why)
+        self.accounts = dict(self._listing[2]) if self._listing is not None and not os.environ.get(self.db_env) else {}
         for path in paths:
-            account.looked_in(os.path.dirname(path))
             st = stamp(path)
             if st is None:
                 self._stamps.pop(path, None)
                 self._rows.pop(path, None)
                 continue
             if st[2] == 0 and st[4] is None:
-                account.not_session(path, f"{EMPTY}: no database written yet")
+                self.accounts[path] = ("not a session", "an empty database: nothing written yet")
                 continue  # an empty file with no WAL: nothing written yet
             rows = self._rows.get(path)
             same = st == self._stamps.get(path) and rows is not None
@@ -169,7 +167,7 @@ class OpenCodeSource(Source):
                     rows = self._list(path)
                 except DbError as exc:
                     self.database(path).close()
-                    account.unread(path, f"{UNREADABLE}: {exc}")
+                    self.accounts[path] = ("not read", str(exc))
                     if rows is None:  # its row says it: one line for one problem
                         broken = BrokenHandle(self.name, path, str(exc))
                         found[broken.key] = broken
@@ -214,6 +212,7 @@ class OpenCodeSource(Source):
                         newest[d] = (lead.updated, root)
         self.newest = {d: sid for d, (_u, sid) in newest.items()}
         self.done(None)  # nothing left to read: no connection stays open
+        self.files = Files.of(self.accounts, {os.path.dirname(p) for p in paths})  # (huddle doctor reads these)
         return found
 
     def _list(self, path: str) -> list[Row]:
