@@ -361,16 +361,7 @@ class VibeSource(Source):
         self.locks.refresh()
         found: dict[str, Handle] = {}
         unified = os.path.join(self.root, "unified")
-        self.files = account = Files()
-        for folder in (self.root, unified, self.locks.folder):
-            account.looked_in(folder)
-        for e in listdir(self.root):
-            if e.name == ".session_index.json":
-                account.not_session(e.path, f"{SIDE}: Vibe's index of its sessions")
-            elif not e.is_dir(follow_symlinks=False):
-                account.unread(e.path, UNKNOWN)
-        for lock_id in self.locks.locks:
-            account.not_session(os.path.join(self.locks.folder, lock_id + ".lock.json"), LOCK)
+        self.files = account = self._files_beside(unified)
         for name, path in _dirs(unified):
             if name.startswith(("child-", ".")):
                 continue  # sub-agents belong to their lead's session
@@ -391,6 +382,20 @@ class VibeSource(Source):
             found[key] = h if isinstance(h, LegacyHandle) and h.folder == path else LegacyHandle(self, path, sid)
         self._starting(found, known, legacy)
         return found
+
+    def _files_beside(self, unified: str) -> Files:
+        """The folders a scan looks in, and the files beside the sessions' folders."""
+        account = Files()
+        for folder in (self.root, unified, self.locks.folder):
+            account.looked_in(folder)
+        for e in listdir(self.root):
+            if e.name == ".session_index.json":
+                account.not_session(e.path, f"{SIDE}: Vibe's index of its sessions")
+            elif not e.is_dir(follow_symlinks=False):
+                account.unread(e.path, UNKNOWN)
+        for lock_id in self.locks.locks:
+            account.not_session(os.path.join(self.locks.folder, lock_id + ".lock.json"), LOCK)
+        return account
 
     def _starting(self, found: dict[str, Handle], known: dict[str, Handle], legacy: list[str]) -> None:
         """Locks of sessions with nothing else on disk yet (sub-agents' locks excluded)."""
