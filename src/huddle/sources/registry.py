@@ -99,7 +99,9 @@ def source_classes() -> dict[str, type[Source]]:
 def all_sources(settings: Settings, names: Iterable[str] | None = None) -> list[Source]:
     """The sources to read: `names`, else HUDDLE_SOURCES, else every one loaded."""
     load_notes()
-    wanted = list(names) if names else list(settings.only) or list(SOURCES)
+    # (the built-ins in their order, whichever was imported first: one order for every process)
+    ordered = [n for n in BUILTIN if n in SOURCES] + [n for n in SOURCES if n not in BUILTIN]
+    wanted = list(names) if names else list(settings.only) or ordered
     return [SOURCES[n](settings) for n in wanted if n in SOURCES]
 
 
