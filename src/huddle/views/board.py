@@ -235,7 +235,7 @@ def board_json(
     notes = board_notes(h)
     if notes:
         out["notes"] = notes
-    files = file_counts(h, {**kept, **built})
+    files = file_counts(h, {**kept, **made})
     if files:
         out["files"] = files  # per agent: files read into sessions, not sessions, not read (huddle doctor)
     return out

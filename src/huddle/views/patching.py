@@ -114,7 +114,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     new = [(order_key(r), row_text(r), k) for k, r in fresh.items()]
     pieces, runs = spliced(stale, want, new)
     notes = list(data.get("notes", ()))
-    counts = shifted(counted, before, sessions_counts(h, h.built_rows))
+    counts = shifted(counted, before, sessions_counts(h, built))
     text, spans = joined_board(pieces, notes, counts)
     rows = placed(runs, spans)
     # what the full path leaves: the sessions read in the cache, the board file, the answer
