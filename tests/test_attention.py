@@ -16,9 +16,11 @@ from huddle.io import procs
 from huddle.io.boardfile import board_path, read_board
 from huddle.model import attention as rules
 from huddle.model import events as ev
+from huddle.model.attention.session import classify
+from huddle.model.attention.trail import state_changes
 from huddle.model.events import Event
 from huddle.model.session import Session
-from huddle.views.states import classify, state_changes
+from huddle.model.signals import AgentLive, Call, Live, Pending
 
 T0 = 1_700_000_000.0
 
@@ -41,7 +43,7 @@ def prompt(t: float = 0, agent: str = "lead") -> Event:
     return e(ev.PROMPT, t, agent, text="do it")
 
 
-def state(s: Session, live: dict | None = None, after: float = 5) -> str:
+def state(s: Session, live: Live | None = None, after: float = 5) -> str:
     return classify(s, live, now=T0 + after)[0].state
 
 
@@ -104,7 +106,7 @@ def test_work_nothing_vouches_for_goes_idle_but_a_live_process_keeps_it():
     s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="Bash"))
     long_after = rules.IDLE_AFTER + 60
     assert state(s, after=long_after) == rules.IDLE  # no liveness, files quiet for long
-    assert state(s, {"alive": True}, after=long_after) == rules.WORKING
+    assert state(s, Live(alive=True), after=long_after) == rules.WORKING
 
 
 # -- liveness and the process's own status ----------------------------------------------
@@ -112,7 +114,7 @@ def test_work_nothing_vouches_for_goes_idle_but_a_live_process_keeps_it():
 
 def test_a_gone_process_ends_every_agent():
     s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="Bash"))
-    st, per = classify(s, {"alive": False, "status": "busy"}, now=T0 + 5)
+    st, per = classify(s, Live(alive=False, status="busy"), now=T0 + 5)
     assert st.state == rules.ENDED and per["lead"].state == rules.ENDED
 
 
@@ -134,7 +136,8 @@ def test_a_process_status_over_the_transcript(status, before, after):
     }[before]
     s = session(*events, subs=("sub",))
     assert state(s) == before
-    assert state(s, {"alive": True, "status": status, "waiting_for": "permission prompt"}) == after
+    pending = Pending(words="permission prompt") if status == "waiting" else None
+    assert state(s, Live(alive=True, status=status, pending=pending)) == after
     assert rules.with_process_status(before, status) == after  # the table the status line uses too
 
 
@@ -145,7 +148,7 @@ def test_busy_on_background_work_after_the_turn_is_still_your_turn():
         e(ev.TOOL_RESULT, 2, id="b1", detail="background"),
         e(ev.TURN_END, 3),
     )
-    st, _ = classify(s, {"alive": True, "status": "busy"}, now=T0 + 5)
+    st, _ = classify(s, Live(alive=True, status="busy"), now=T0 + 5)
     assert st.state == rules.YOUR_TURN and st.background == ["Bash in background"]
     assert rules.with_process_status(rules.YOUR_TURN, "busy", background=True) == rules.YOUR_TURN
 
@@ -164,14 +167,15 @@ def test_background_work_nothing_vouches_for_goes_idle_once_the_files_stand_stil
     assert classify(s, now=T0 + 60)[0].state == rules.YOUR_TURN
     st = classify(s, now=later)[0]
     assert st.state == rules.IDLE and st.since == T0 + 3
-    assert classify(s, {"alive": True}, now=later)[0].state == rules.YOUR_TURN
+    assert classify(s, Live(alive=True), now=later)[0].state == rules.YOUR_TURN
     assert rules.after_quiet(rules.YOUR_TURN, 10**6, 10**6, True, False) == rules.IDLE
     assert rules.after_quiet(rules.YOUR_TURN, 10**6, 60, True, False) == rules.YOUR_TURN
 
 
-def test_a_sources_own_agent_state_wins():
+def test_an_agents_own_signals_win_over_its_transcript():
     s = session(prompt(), e(ev.TOOL_CALL, 1, id="c1", name="exec_command"))
-    live = {"alive": True, "agents": {"lead": {"state": "needs_you", "waiting_for": "approve command: ls"}}}
+    seen = Call(id="c1", runs=False, words="approve command: ls")  # no process runs it
+    live = Live(alive=True, agents={"lead": AgentLive(calls=(seen,))})
     st, _ = classify(s, live, now=T0 + 5)
     assert (st.state, st.waiting_for) == (rules.NEEDS_YOU, "approve command: ls")
 
@@ -270,3 +274,47 @@ def test_the_status_line_overlay_ends_a_reused_pid(registry_home):
     write_registry(claude, status="waiting", waitingFor="permission prompt", procStart="1")  # not our start
     out = run_statusline({"HUDDLE_HOME": str(home), "HUDDLE_STATUSLINE_BUDGET": "0.05"})
     assert out["needs_you"] == [] and out["working"] == 0
+
+
+# -- when time alone moves a state next ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("state", "background", "known", "clock"),
+    [
+        (rules.YOUR_TURN, False, False, "since"),  # goes idle IDLE_AFTER after it began
+        (rules.YOUR_TURN, False, True, "since"),
+        (rules.YOUR_TURN, True, False, "last"),  # background work nothing vouches for: once its files stood still
+        (rules.YOUR_TURN, True, True, None),  # background work a live process vouches for: only its end
+        (rules.WORKING, False, False, "last"),  # nothing vouches: idle once its files stood still
+        (rules.NEEDS_YOU, True, False, "last"),
+        (rules.WORKING, False, True, None),  # a live process vouches: a signal moves it, not time
+        (rules.IDLE, False, False, None),
+        (rules.ENDED, False, False, None),
+    ],
+)
+def test_next_change_is_the_moment_after_quiet_moves_the_state(state, background, known, clock):
+    since, last = T0 + 10, T0 + 20
+    at = rules.next_change(state, since, last, background, known)
+    assert at == {"since": since + rules.IDLE_AFTER, "last": last + rules.IDLE_AFTER, None: None}[clock]
+    for now in (T0 + 100, T0 + 20 + rules.IDLE_AFTER - 1, T0 + 20 + rules.IDLE_AFTER + 1, T0 + 10 * rules.IDLE_AFTER):
+        moved = rules.after_quiet(state, now - since, now - last, background, known) != state
+        assert moved == (at is not None and now > at), (state, now)
+
+
+def test_a_rows_next_change_is_decided_with_its_state():
+    s = session(prompt(), e(ev.TURN_END, 1))
+    st, _ = classify(s, now=T0 + 5)
+    assert st.state == rules.YOUR_TURN and st.next_change == T0 + 1 + rules.IDLE_AFTER
+    assert classify(s, now=st.next_change + 1)[0].next_change is None  # idle now: nothing moves it
+    assert classify(s, Live(alive=False), now=T0 + 5)[0].next_change is None  # ended
+
+
+def test_a_quick_calls_timer_is_a_next_change():
+    s = session(prompt(), e(ev.TOOL_CALL, 1, id="p", name="apply_patch"))
+    quick = Call(id="p", since=T0 + 1, asks_after=1.0, words="approve file change")
+    live = Live(alive=True, agents={"lead": AgentLive(calls=(quick,))})
+    st, _ = classify(s, live, now=T0 + 1.5)
+    assert st.state == rules.WORKING and st.next_change == T0 + 2.0
+    st, _ = classify(s, live, now=T0 + 2.5)
+    assert st.state == rules.NEEDS_YOU and st.next_change is None

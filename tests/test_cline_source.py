@@ -245,9 +245,9 @@ def test_every_live_snapshot_on_the_board_with_its_recorded_process(snap):
     if t["state"] == "needs-you-question":
         assert row["waiting_for"] == "Which greeting should app.py print?"
     live = h.handle(f"cline:{row['id']}").live(t["at"])
-    assert "state" not in json.dumps(live)  # signals only: the attention rules decide
+    assert "state" not in json.dumps(live.json())  # signals only: the attention rules decide
     if row["state"] != "ended":
-        assert live["alive"] is True and "hub daemon" in live["guess"]  # a TUI's pid outlives it
+        assert live.alive is True and "hub daemon" in live.guess  # a TUI's pid outlives it
 
 
 @pytest.mark.parametrize("snap", SNAPSHOTS)

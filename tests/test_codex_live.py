@@ -14,24 +14,15 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
+from huddle.model.attention.session import classify
 from huddle.model.times import parse_time
 from huddle.sources import Settings
 from huddle.sources.codex import CodexSource
 from huddle.sources.codex.live import load_capture
-from huddle.views.states import classify
 
 LIVE = SAMPLES / "codex-live"
 SNAPSHOTS = sorted(p.name for p in LIVE.iterdir() if (p / "truth.json").exists())
 TRUTHS = [(snap, t) for snap in SNAPSHOTS for t in json.loads((LIVE / snap / "truth.json").read_text())]
-# What the files alone cannot tell (no process table): an approval asked by an execpolicy
-# rule carries no hint in the call (03d); a TUI that quit leaves its thread loaded in the
-# app-server, like an open TUI (08, 08d); a killed `codex exec` leaves its lock file (08y).
-FILES_CANNOT_TELL = {
-    "03d-needs-you-approval-rule-tui",
-    "08-ended-tui-quit",
-    "08d-ended-detached-turn-finished",
-    "08y-ended-exec-killed",
-}
 
 
 def huddle_state(truth: dict) -> str:
@@ -61,21 +52,10 @@ def test_snapshot_with_its_recorded_locks_and_processes(snap, truth):
     handles = read(home, LIVE / snap / "capture.json")
     at = parse_time(truth["taken_at"])
     live, st = state_of(handles, truth["thread_id"], at)
-    assert live["agents"][truth["thread_id"]]["state"] == huddle_state(truth)
-    assert st.state == huddle_state(truth)  # and through the states module
+    assert truth["thread_id"] in live.agents  # the lock and processes recorded: signals of its own
+    assert st.state == huddle_state(truth)
     if st.state == "needs_you":
         assert st.waiting_for
-
-
-@pytest.mark.parametrize("snap,truth", TRUTHS, ids=[f"{s}:{t['thread_id'][-4:]}" for s, t in TRUTHS])
-def test_snapshot_from_its_files_alone(snap, truth):
-    """With `at`, a lock file present counts as held: what the files tell by themselves."""
-    handles = read(LIVE / snap / "codex_home")
-    _, st = state_of(handles, truth["thread_id"], parse_time(truth["taken_at"]))
-    if snap in FILES_CANNOT_TELL:
-        assert st.state != huddle_state(truth)  # keeps the list above honest
-    else:
-        assert st.state == huddle_state(truth)
 
 
 def test_waiting_names_the_sub_agent_and_the_session_waits():
@@ -93,7 +73,7 @@ def test_stale_lock_means_ended_whatever_the_rollout_says():
     handles = read(LIVE / snap / "codex_home", LIVE / snap / "capture.json")
     (h,) = handles
     live = h.live(at=parse_time(json.loads((LIVE / snap / "truth.json").read_text())[0]["taken_at"]))
-    assert live["alive"] is False and set(live["locks"].values()) == {"stale"}
+    assert live.alive is False and set(live.facts["locks"].values()) == {"stale"}
 
 
 # -- this machine, for real ---------------------------------------------------------------
@@ -115,7 +95,8 @@ def fresh_state(src: CodexSource, handles, thread: str):
     src.system.forget()
     h = handles[0]
     live = h.live()
-    return live, live["agents"].get(thread)
+    _, per = classify(h.session, live)
+    return live, per[thread]
 
 
 def test_liveness_from_the_real_lock_and_process_table(live_home):
@@ -125,37 +106,37 @@ def test_liveness_from_the_real_lock_and_process_table(live_home):
     handles[0].refresh()
 
     live, st = fresh_state(src, handles, thread)
-    assert live["alive"] is None and st is None  # no lock folder: cannot tell
+    assert live.alive is None and thread not in live.agents  # no lock folder: cannot tell
 
     locks = home / "thread-writer-locks"
     locks.mkdir()
     lock = locks / f"{thread}.lock"
     lock.write_text("")
     live, st = fresh_state(src, handles, thread)
-    assert live["alive"] is False and st["state"] == "ended"  # present, held by nobody
+    assert live.alive is False and st.state == "ended"  # present, held by nobody
 
     with open(lock, "rb") as f:
         fcntl.flock(f, fcntl.LOCK_EX)  # this test plays the Codex process holding the thread
         live, st = fresh_state(src, handles, thread)
-        assert live["alive"] is True and live["pid"] == os.getpid()
-        assert st["state"] == "needs_you" and "sleep 30" in st["waiting_for"]  # no command process: approval
+        assert live.alive is True and live.pid == os.getpid()
+        assert st.state == "needs_you" and "sleep 30" in (st.waiting_for or "")  # no command process: approval
 
         proc = subprocess.Popen(["bash", "-c", "sleep 30 && echo huddle-test"], stdout=subprocess.DEVNULL)
         try:
             # the command runs below the holder, once bash has started it (poll: under load
             # the child can still be a fork that has not exec'd yet)
             deadline = time.time() + 20
-            while (st := fresh_state(src, handles, thread)[1])["state"] != "working" and time.time() < deadline:
+            while (st := fresh_state(src, handles, thread)[1]).state != "working" and time.time() < deadline:
                 time.sleep(0.02)
-            assert st["state"] == "working"
+            assert st.state == "working"
         finally:
             proc.kill()
             proc.wait()
         _, st = fresh_state(src, handles, thread)
-        assert st["state"] == "needs_you"
+        assert st.state == "needs_you"
     lock.unlink()
     live, st = fresh_state(src, handles, thread)
-    assert live["alive"] is False and st["state"] == "ended"
+    assert live.alive is False and st.state == "ended"
 
 
 def test_a_warm_cache_gives_the_same_states(tmp_path):

@@ -19,6 +19,7 @@ from conftest import SAMPLES
 from huddle.cli import main
 from huddle.core import Huddle
 from huddle.io.proctable import Proc, ProcTable
+from huddle.model.signals import Live
 from huddle.sources import Settings
 from huddle.sources.copilot import CopilotSource
 from huddle.views.board import board_json
@@ -100,7 +101,7 @@ def test_the_tui_says_working_and_idle():
     (h,) = src.scan({}).values()
     h.refresh()
     live = h.live()
-    assert live["status"] == "idle" and live["alive"] is True and live["since"] == 1796526801.9
+    assert live.status == "idle" and live.alive is True and live.status_since == 1796526801.9
 
 
 # -- a real process holding the lock ------------------------------------------------------------
@@ -147,11 +148,11 @@ def test_a_lock_older_than_its_process_names_another_process(tmp_path):
         src = CopilotSource(Settings(folders={"copilot": str(home)}))
         (h,) = src.scan({}).values()
         h.refresh()
-        assert h.live()["alive"] is True
+        assert h.live().alive is True
         made = time.time() - 3600
         os.utime(p, (made, made))
         (h,) = src.scan({}).values()
-        assert h.live() == {"alive": False}
+        assert h.live() == Live(alive=False)
     finally:
         proc.kill()
         proc.wait()

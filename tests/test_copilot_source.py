@@ -19,6 +19,7 @@ from huddle.cli import main
 from huddle.core import Huddle
 from huddle.model import events as ev
 from huddle.model.doing import doing
+from huddle.model.signals import Live
 from huddle.server import ServerThread
 from huddle.sources import Settings
 from huddle.sources.copilot import CopilotSource
@@ -516,7 +517,7 @@ def test_a_background_sub_agent_reports_when_it_completes(tmp_path):
     sub = s.agents["call_subagent_0_0_1"]
     (res,) = [e for e in kinds(s, ev.TOOL_RESULT) if e.id == sub.id]
     assert res.detail == "background" and sub.background and not sub.finished and not kinds(s, ev.REPORT)
-    assert h.handle(s.key).live() == {"alive": False}  # (no process: nothing runs in the background now)
+    assert h.handle(s.key).live() == Live(alive=False)  # (no process: nothing runs in the background now)
     with open(f, "a") as out:
         out.write("".join(json.dumps(r) + "\n" for r in recs[completed:]))
     h.refresh()

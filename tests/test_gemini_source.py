@@ -46,50 +46,21 @@ def kinds(s, kind, agent=None):
     return [e for e in s.events if e.kind == kind and (agent is None or e.agent == agent)]
 
 
-def straight_count(name: str) -> dict[str, tuple[int, int, int]]:
-    """Tokens taken straight from the records, per agent file: each gemini message id once
-    (the first record that carries its tokens), input net of the cached part, output with
-    the thoughts."""
-    out = {}
-    for f in sorted((GEMINI / name / "home" / ".gemini" / "tmp").rglob("*.jsonl")):
-        seen, inp, cached, outp = set(), 0, 0, 0
-        for line in f.read_text().splitlines():
-            d = json.loads(line)
-            if d.get("type") == "gemini" and d.get("tokens") and d["id"] not in seen:
-                seen.add(d["id"])
-                t = d["tokens"]
-                inp += t["input"] - t["cached"] + t.get("tool", 0)
-                cached += t["cached"]
-                outp += t["output"] + t["thoughts"]
-        sid = json.loads(f.read_text().splitlines()[0])["sessionId"]
-        out[sid] = (inp, cached, outp)
-    return out
-
-
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_every_scenario_reads_cleanly_with_its_tree(name):
+def test_folder_project_and_agent_kinds(name):
+    """(sessions, trees and parents against the truth: tests/test_conformance.py)"""
     t = truth(name)["sessions"][0]
     s = only(scenario(name))
-    assert s.error is None and s.skipped_lines == 0, (s.error, s.problems)
-    assert s.id == t["session_id"]
     assert s.cwd == t["cwd"] and s.summary()["project"] == t["project"]
-    assert len(s.agents) == t["agent_count"]
     for ta in t["agents"]:
-        a = s.agents[ta["id"]]
-        assert (a.parent or None) == ta["parent_id"]
         if ta["agent_name"]:
-            assert a.kind == ta["agent_name"]
-    tree = s.summary()["agents"]
-    assert tree[0]["id"] == s.id and tree[0]["parent"] is None
+            assert s.agents[ta["id"]].kind == ta["agent_name"]
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_tokens_equal_a_straight_count_and_the_truth(name):
+def test_tokens_and_responses_are_the_truths(name):
+    """(against a count straight from the records: tests/test_conformance.py)"""
     s = only(scenario(name))
-    straight = straight_count(name)
-    for aid, (inp, cached, outp) in straight.items():
-        u = s.agents[aid].usage
-        assert (u.input, u.cache_read, u.output) == (inp, cached, outp), aid
     tu = truth(name)["sessions"][0]["usage_session_total"]
     assert s.usage.input == tu["input_tokens"]
     assert s.usage.cache_read == tu["cache_read_input_tokens"]

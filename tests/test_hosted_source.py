@@ -53,8 +53,8 @@ def test_a_hosted_run_is_a_session_with_its_tree_and_usage():
     s = h.session("hosted:survey")
     recs = stream_records(SUBAGENTS)
     sid = recs[0]["session_id"]
-    assert s.live["agent_session"] == {"source": "claude", "id": sid}
-    assert s.live["alive"] is False and s.live["exited"]["status"] == 0
+    assert s.live.facts["agent_session"] == {"source": "claude", "id": sid}
+    assert s.live.alive is False and s.live.facts["exited"]["status"] == 0
     assert rows["survey"]["state"] == "ended"
     subs = {a.id: a for a in s.agents.values() if a.id != "survey"}
     started = [r for r in recs if r.get("subtype") == "task_started"]
@@ -83,7 +83,7 @@ def test_prompts_come_from_stdin_and_the_state_from_the_host():
     d, host = hosted("talk", LATE, "--wait-stdin", "--hold", "stdin", wait=False)
     wait_until(lambda: has_entry(d, kind="started"), "the start")
     h, rows = board()
-    assert h.session("hosted:talk").live["alive"] is True
+    assert h.session("hosted:talk").live.alive is True
     assert rows["talk"]["state"] != "ended"
     prompt = {"type": "user", "message": {"role": "user", "content": "Say hi, then run echo hi"}}
     assert huddle("send", str(d), json.dumps(prompt)).returncode == 0
@@ -95,7 +95,7 @@ def test_prompts_come_from_stdin_and_the_state_from_the_host():
     assert huddle("stop", str(d)).returncode == 0
     assert host.wait() == 0
     h, rows = board()
-    assert rows["talk"]["state"] == "ended" and h.session("hosted:talk").live["alive"] is False
+    assert rows["talk"]["state"] == "ended" and h.session("hosted:talk").live.alive is False
 
 
 def test_the_live_partial_text():
@@ -108,18 +108,18 @@ def test_the_live_partial_text():
     )
     assert text
     h, _ = board()
-    assert h.session("hosted:partial").live["partial"] == {"agent": "partial", "kind": "say", "text": text}
+    assert h.session("hosted:partial").live.facts["partial"] == {"agent": "partial", "kind": "say", "text": text}
     assert huddle("stop", str(d)).returncode == 0
     host.wait()
     h, _ = board()
-    assert "partial" not in h.session("hosted:partial").live
+    assert "partial" not in h.session("hosted:partial").live.facts
 
 
 def test_linked_to_the_agents_own_transcript(samples, isolated_home):
     shutil.copytree(samples / "claude" / "02-subagents" / "config", isolated_home / ".claude")
     hosted("linked", SUBAGENTS)
     h, rows = board(("claude", "hosted"))
-    link = h.session("hosted:linked").live["agent_session"]
+    link = h.session("hosted:linked").live.facts["agent_session"]
     assert h.session(f"{link['source']}:{link['id']}") is not None
     assert rows[link["id"]]["source"] == "claude"
 
@@ -133,7 +133,7 @@ def test_a_host_that_died_without_its_exit():
     try:
         h, rows = board()
         live = h.session("hosted:lost").live
-        assert live["alive"] is False and live["lost"] is True and live["host"]["alive"] is False
+        assert live.alive is False and live.facts["lost"] is True and live.facts["host"]["alive"] is False
         assert rows["lost"]["state"] == "ended"
     finally:
         os.kill(agent_pid, signal.SIGKILL)
@@ -145,9 +145,9 @@ def test_a_past_time():
     handle = h.handle("hosted:past")
     log = entries(runs() / "past")
     started, exited = log[1]["t"], log[-1]["t"]
-    assert handle.live(at=started - 1)["alive"] is None
-    assert handle.live(at=(started + exited) / 2)["alive"] is True
-    assert handle.live(at=exited + 1)["alive"] is False
+    assert handle.live(at=started - 1).alive is None
+    assert handle.live(at=(started + exited) / 2).alive is True
+    assert handle.live(at=exited + 1).alive is False
 
 
 def test_reads_only_appended_bytes_and_writes_nothing():

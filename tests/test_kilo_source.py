@@ -246,8 +246,8 @@ def test_every_live_snapshot_on_the_board_with_its_recorded_processes(snap):
     if row["state"] == "needs_you":
         assert row["waiting_for"] == "permission prompt: bash: sleep 8; echo slept"
     live = h.handle(f"kilo:{LIVE_SID}").live(t["at"])
-    assert live.get("alive") is (t["state"] != "ended-after-exit")
-    assert "state" not in json.dumps(live)  # signals only: the attention rules decide
+    assert live.alive is (t["state"] != "ended-after-exit")
+    assert "state" not in json.dumps(live.json())  # signals only: the attention rules decide
 
 
 @pytest.mark.parametrize("snap", SNAPSHOTS)
@@ -257,7 +257,7 @@ def test_every_live_snapshot_from_its_files_alone(snap):
     (s,) = h.sessions()
     live = h.handle(s.key).live(t["at"])
     st, _ = classify(s, live, at=t["at"])
-    assert "alive" not in live and live["guess"]  # no process table: it says what it cannot know
+    assert live.alive is None and live.guess  # no process table: it says what it cannot know
     assert (st.state == STATE[t["state"]]) is (snap not in FILES_CANNOT_TELL)
 
 
@@ -269,7 +269,7 @@ def test_a_command_running_below_kilo_is_approved_though_its_part_has_no_output_
     )
     (s,) = h.sessions()
     live = h.handle(s.key).live()
-    assert live["status"] == "busy" and live["alive"] is True and live["pid"] == 100
+    assert live.status == "busy" and live.alive is True and live.pid == 100
     assert classify(s, live, now=t["at"])[0].state == "working"
 
 
@@ -278,7 +278,7 @@ def test_a_kilo_daemon_leaves_liveness_unknown_and_says_why():
     h.sources[0].system.recorded = ProcTable([Proc(20, 1, ["kilo", "serve", "--port", "4096"], CWD)])
     (s,) = h.sessions()
     live = h.handle(s.key).live()
-    assert "alive" not in live and "daemon" in live["guess"]
+    assert live.alive is None and "daemon" in live.guess
 
 
 def test_a_fork_written_row_by_row_equals_a_fresh_read(tmp_path):

@@ -116,15 +116,15 @@ def test_a_dialog_is_a_guess_said_so_and_needs_an_extension(tmp_path):
     _, handles = read(snap / "home" / ".pi" / "agent", recorded(truth))
     (h,) = handles.values()
     live = h.live()
-    assert live["status"] == "waiting" and DIALOG in live["guess"] and live["pid"] == 100
+    assert live.status == "waiting" and DIALOG in live.guess and live.pid == 100
     (call,) = [e for e in h.session.events if e.kind == "tool_call"]
-    assert "status" not in h.live(at=call.t + 0.5)  # its program may not have started yet
+    assert not h.live(at=call.t + 0.5).status  # its program may not have started yet
     home = tmp_path / "agent"
     shutil.copytree(snap / "home" / ".pi" / "agent", home)
     shutil.rmtree(home / "extensions")  # Pi itself never asks: the call runs (or starts)
     _, handles = read(home, recorded(truth))
     (h,) = handles.values()
-    assert "status" not in h.live()
+    assert not h.live().status
     st, _ = classify(h.session, h.live(), now=truth["at"])
     assert st.state == WORKING
 
@@ -139,13 +139,13 @@ def test_a_failed_request_with_no_retry_ends_the_turn(tmp_path):
     _, handles = read(home, view)
     (h,) = handles.values()
     live = h.live()
-    assert live["status"] == "idle" and FAILED in live["guess"]
+    assert live.status == "idle" and FAILED in live.guess
     st, _ = classify(h.session, live, now=h.session.updated_at + 5)
     assert st.state == YOUR_TURN
     with open(f, "ab") as out:
         out.write(lines[6])  # the context_edit: Pi retries
     h.refresh()
-    assert "status" not in h.live()
+    assert not h.live().status
     st, _ = classify(h.session, h.live(), now=h.session.updated_at + 5)
     assert st.state == WORKING
 
@@ -173,7 +173,7 @@ def test_processes_are_matched_by_name_then_by_folder(tmp_path):
     ]
     for view, want in cases:
         _, handles = read(home, ProcTable(view))
-        got = {h.session.id: h.live()["alive"] for h in handles.values()}
+        got = {h.session.id: h.live().alive for h in handles.values()}
         assert got == want, view
 
 
@@ -207,7 +207,7 @@ def test_real_processes_on_this_machine(tmp_path):
                 (h,) = handles.values()
                 live = h.live()
                 st, _ = classify(h.session, live)
-                if (live.get("alive"), live.get("pid"), st.state) == (True, p.pid, want):
+                if (live.alive, live.pid, st.state) == (True, p.pid, want):
                     break
                 assert time.monotonic() < deadline, (live, st)
                 time.sleep(0.05)
@@ -216,4 +216,4 @@ def test_real_processes_on_this_machine(tmp_path):
             p.wait()
     _, handles = read(home, own(p.pid))
     (h,) = handles.values()
-    assert h.live()["alive"] is False
+    assert h.live().alive is False

@@ -19,6 +19,7 @@ from conftest import SAMPLES
 from huddle.core import Huddle
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
+from huddle.model.signals import Live
 from huddle.sources import Settings
 from huddle.sources.qwen import QwenSource
 from huddle.sources.qwen.live import (
@@ -87,19 +88,19 @@ def test_snapshot_with_its_recorded_processes(snap):
     _, h = read(home_of(snap), recorded(truth))
     live = h.live()
     st, per = classify(h.session, live, now=truth["at"])
-    assert live["alive"] is (truth["state"] != "ended-after-quit")
+    assert live.alive is (truth["state"] != "ended-after-quit")
     if snap in NOTHING_CAN_TELL:
-        assert st.state == "working" and live["guess"] == GUESS_ANSWER
+        assert st.state == "working" and live.guess == GUESS_ANSWER
         return
     assert st.state == STATE[truth["state"]] and per[SID].state == st.state
     if st.state == "needs_you":  # nothing on disk says so: the process table, said as a guess
-        assert live["guess"] == GUESS_APPROVAL and live["status"] == "waiting"
+        assert live.guess == GUESS_APPROVAL and live.status == "waiting"
         assert st.waiting_for.startswith("permission: run_shell_command: Sleep a while: python3 -c")
     if truth["state"] == "working-tool-running":
-        assert live["status"] == "busy" and "guess" not in live
+        assert live.status == "busy" and not live.guess
         assert st.doing.startswith("running python3 -c")
     if truth["state"] == "working-streaming":
-        assert live["guess"] == GUESS_ANSWER and "status" not in live
+        assert live.guess == GUESS_ANSWER and not live.status
 
 
 @pytest.mark.parametrize("snap", SNAPSHOTS)
@@ -110,11 +111,11 @@ def test_snapshot_from_its_files_alone(snap):
     live = h.live(at=at)
     st, _ = classify(h.session, live, at=at)
     if snap in FILES_CANNOT_TELL:
-        assert st.state != STATE[truth["state"]] and live["guess"] in (GUESS_NO_TABLE, GUESS_ANSWER)
+        assert st.state != STATE[truth["state"]] and live.guess in (GUESS_NO_TABLE, GUESS_ANSWER)
     else:
         assert st.state == STATE[truth["state"]]
     if truth["state"] == "ended-after-quit":
-        assert live == {"alive": False, "guess": GUESS_QUIT}  # its TUI's runtime note stays, its registry entry went
+        assert live == Live(alive=False, guess=GUESS_QUIT)  # its TUI's runtime note stays, its registry entry went
 
 
 @pytest.mark.parametrize("snap", SNAPSHOTS)
@@ -135,8 +136,8 @@ def test_a_one_shot_run_waiting_on_its_sub_agent():
     procs = [Proc(500 + i, 499 + i if i else 1, c.split(" "), CWD) for i, c in enumerate(truth["processes"])]
     _, h = read(snap / "home" / ".qwen", ProcTable(procs))
     live = h.live()
-    assert live["alive"] is True and live["pid"] == 501  # found by the --session-id it was given
-    assert live.get("status") == "busy"  # the sub-agent's command runs below the CLI
+    assert live.alive is True and live.pid == 501  # found by the --session-id it was given
+    assert live.status == "busy"  # the sub-agent's command runs below the CLI
     st, per = classify(h.session, live, now=truth["at"])
     assert st.state == "waiting" and st.waiting_for == "Count Python files"
     sub = per[truth["subagent_tool_call_id"]]
@@ -160,7 +161,7 @@ def test_a_headless_or_yolo_run_never_waits_for_approval():
     h.refresh()
     src.registry.by_session.clear()
     live = h.live()
-    assert live["alive"] is True and live["pid"] == 77 and "status" not in live
+    assert live.alive is True and live.pid == 77 and not live.status
 
 
 def test_named_sessions():
@@ -272,20 +273,20 @@ def test_a_real_tui_process_on_this_machine(tmp_path):
                 src.system.recorded = own(p.pid)
                 live = h.live()
                 st, _ = classify(h.session, live)
-                seen = (live["alive"], live.get("pid"), st.state)
+                seen = (live.alive, live.pid, st.state)
                 if seen == (True, p.pid, want):
                     break
                 assert time.monotonic() < deadline, seen
                 time.sleep(0.05)
             if want == "working":
-                assert st.doing.startswith("running python3") and live["status"] == "busy"
+                assert st.doing.startswith("running python3") and live.status == "busy"
         finally:
             for k in ProcTable.current().below(p.pid):
                 os.kill(k.pid, 9)
             p.kill()
             p.communicate()
         src.system.recorded = ProcTable([])
-        assert h.live()["alive"] is False  # the entry names a process that is gone
+        assert h.live().alive is False  # the entry names a process that is gone
         assert entry_alive(Entry(pid=p.pid, procStart=f"{boot_id()}:{start}")) is False
         entry.unlink()
     src.registry.refresh()
@@ -302,12 +303,12 @@ def test_background_sub_agents_are_counted_while_they_run(tmp_path):
     sid = "79357424-6518-458a-82ae-445711262f74"
     view = ProcTable([Proc(9, 1, ["qwen", "--session-id", sid], CWD)])
     _, h = read(home, view)
-    assert h.live()["background_agents"] == 1
+    assert len(h.live().background) == 1
     assert h.session.agents["call_bgsub_0_0_1"].finished is False
     d["status"] = "completed"
     meta.write_text(json.dumps(d) + " ")  # rewritten in place: its stamp moves
     h.refresh()
-    assert "background_agents" not in h.live() and h.session.agents["call_bgsub_0_0_1"].finished
+    assert not h.live().background and h.session.agents["call_bgsub_0_0_1"].finished
     assert [e.kind for e in h.session.events if e.agent != sid].count(ev.USAGE) == 2
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from conftest import SAMPLES
 from helpers import claude_huddle
+from huddle.model.attention import debounce
+from huddle.model.attention import session as states
 from huddle.model.times import parse_time
-from huddle.views import states
 
 LIVE = SAMPLES / "claude-live"
 SNAPSHOTS = sorted(p.name for p in LIVE.iterdir() if p.is_dir())
@@ -108,7 +109,7 @@ def test_transcript_alone_tells_what_it_can(name, want):
     h = claude_huddle(LIVE / name / "config")
     at = parse_time(truth(name)["taken_at"])
     (s,) = h.sessions()
-    st, _ = states.classify(s, {}, at=at)
+    st, _ = states.classify(s, None, at=at)
     assert st.state == want
 
 
@@ -120,7 +121,7 @@ def test_states_over_a_replayed_session():
     for e in s.events:
         if e.t is None or e.kind not in ("prompt", "tool_call", "order", "turn_end", "interrupt", "tool_result"):
             continue
-        st, _ = states.classify(s, {}, at=e.t)
+        st, _ = states.classify(s, None, at=e.t)
         if not seen or seen[-1][1] != st.state:
             seen.append((e.kind, st.state))
     flow = [x[1] for x in seen]
@@ -128,13 +129,13 @@ def test_states_over_a_replayed_session():
     assert "needs_you" in flow  # the AskUserQuestion, before it was answered
     # its sub-agent ran in the background: once launched, the lead does not wait on it
     launched = next(e for e in s.events if e.kind == "tool_result" and e.detail == "background")
-    assert states.classify(s, {}, at=launched.t)[0].state == "working"
+    assert states.classify(s, None, at=launched.t)[0].state == "working"
     assert flow.count("your_turn") >= 5  # after each finished or interrupted turn
     assert seen[-1][1] in ("your_turn", "ended")
 
 
 def test_debounce_holds_a_short_flip():
-    d = states.Debouncer(hold=0.5)
+    d = debounce.Debouncer(hold=0.5)
     w, y = states.State("working"), states.State("your_turn")
     assert d("k", w, now=0.0).state == "working"
     assert d("k", y, now=0.1).state == "working"  # 0.1 s: may be the pid file leading

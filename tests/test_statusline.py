@@ -282,3 +282,21 @@ def test_status_lines_asking_at_once_start_one_refresher(tmp_path, monkeypatch):
         os.waitpid(spawned[0], 0)
     finally:
         os.close(fd)
+
+
+def test_a_board_past_a_rows_next_change_is_stale(tmp_path):
+    """Time alone moved a row's state since the board was written (a turn gone idle): the
+    status line reads the board as stale and asks for a refresh."""
+    import time
+
+    from huddle.io.boardfile import board_row
+    from huddle.model.times import iso
+    from huddle.statusline import is_stale
+
+    now = time.time()
+    soon = board_row({"id": "a", "source": "claude", "state": "your_turn", "next_change": iso(now + 60)}, None)
+    assert soon["next_change"] == pytest.approx(now + 60, abs=0.01)
+    board = {"written_at": now, "dirs": [], "sessions": [soon]}
+    assert not is_stale(board, time.monotonic() + 5)
+    past = board_row({"id": "a", "source": "claude", "state": "your_turn", "next_change": iso(now - 1)}, None)
+    assert is_stale({**board, "sessions": [past]}, time.monotonic() + 5)

@@ -262,7 +262,7 @@ def test_legacy_usage_is_the_meta_stats(name):
     for e in kinds(s, ev.USAGE):
         assert "no per-call usage" in e.detail
     live = only_handle(case(name)).live()
-    assert live["cost_usd"] > 0
+    assert live.facts["cost_usd"] > 0
 
 
 def only_handle(h):

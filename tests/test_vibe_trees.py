@@ -117,7 +117,8 @@ def test_unified_waiting_snapshots(version, what):
         assert w.id.startswith("user-input-") and w.name == "ui.ask_user_question"
         assert w.detail == "Which colour should the banner use?"
     live = h.handle(s.key).live(at=at_end(s))
-    assert live["alive"] is True and live["agents"][s.id]["state"] == "needs_you"
+    (prompt,) = live.agents[s.id].calls  # the store's open callback, seen not running
+    assert live.alive is True and prompt.runs is False and prompt.words == w.detail
     row = board_json(h, at=at_end(s))["sessions"][0]
     assert row["state"] == "needs_you" and row["waiting_for"] == w.detail
 
@@ -144,5 +145,5 @@ def test_legacy_waiting_shows_a_session_in_its_first_turn(what):
     )
     assert s.id == lock["session_id"]
     live = h.handle(s.key).live(at=at_end(s))
-    assert live["alive"] is True and live["pid"] == lock["process_id"]
+    assert live.alive is True and live.pid == lock["process_id"]
     assert board_json(h, at=at_end(s))["sessions"][0]["state"] == "working"

@@ -9,7 +9,8 @@ import time
 import web_corpus
 from huddle.core import Huddle
 from huddle.live.watcher import Watcher
-from huddle.views import states
+from huddle.model.attention import State
+from huddle.model.attention.debounce import Debouncer
 from live_agents import ClaudeProcess, claude_live, wait_until
 
 
@@ -55,8 +56,8 @@ def test_a_registry_flip_is_a_change_of_its_session(tmp_path):
 
 
 def test_debounce_shows_a_move_of_the_process_word_at_once():
-    d = states.Debouncer(hold=0.5)
-    w, n = states.State("working"), states.State("needs_you")
+    d = Debouncer(hold=0.5)
+    w, n = State("working"), State("needs_you")
     assert d("k", w, now=0.0, signal=(True, "busy", None)).state == "working"
     # inferred from the transcript alone (same signal): held
     assert d("k", n, now=0.1, signal=(True, "busy", None)).state == "working"

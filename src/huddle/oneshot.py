@@ -182,13 +182,15 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
 
         rows, notes = said_board(data)["sessions"], list(data.get("notes", ()))
         try:
-            said, spans = board_text(rows, notes)
+            said, spans = board_text(rows, notes, data.get("files"))
         except (TypeError, msgspec.EncodeError):  # what only json.dumps says (json_bytes)
             said = json_bytes(said_board(data))
     if cond is not None and said is not None:
         from huddle.views.patching import index_of
 
         index = index_of(h, data["sessions"], spans) if spans is not None else None
+        if index is not None:
+            index["counts"] = data.get("files") or {}  # (views.patching moves them with the rows)
         answers.save(home, said, list(data.get("notes", ())), cond, started, index=index)
     elif home:
         answers.drop(home)

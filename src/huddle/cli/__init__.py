@@ -19,7 +19,7 @@ def _emit_json(data) -> None:
 # (importing every one cost each `huddle status` a fifth of a second). Each module's
 # COMMANDS list is the truth; tests check this table against it.
 LAZY = {
-    **dict.fromkeys(("serve", "demo", "show", "events", "transcripts", "transcript", "content"), "web"),
+    **dict.fromkeys(("serve", "demo", "show", "events", "transcripts", "transcript", "content", "doctor"), "web"),
     **dict.fromkeys(("host", "attach", "send", "stop", "run", "answer"), "host"),
     "watch": "watch",
     "usage": "usage",

@@ -273,4 +273,18 @@ def content(session_id: str, ref: str, as_json: bool) -> None:
         click.echo(data["text"])
 
 
-COMMANDS = [serve, demo, show, events, transcripts, transcript, content]
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print what GET /api/doctor returns.")
+def doctor(as_json: bool) -> None:
+    """Every file under the agents' folders: read into a session, not a session, or not read (and why)."""
+    from huddle.core import Huddle, Keeper, WholeMode
+    from huddle.views.doctor import doctor as report
+    from huddle.views.doctor import doctor_text
+
+    h = Huddle(keep=Keeper(WholeMode()))  # every session: from the handle cache, reading what moved
+    h.refresh()
+    data = report(h)
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False) if as_json else doctor_text(data))
+
+
+COMMANDS = [serve, demo, show, events, transcripts, transcript, content, doctor]

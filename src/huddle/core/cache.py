@@ -393,11 +393,12 @@ class HandleCache:
 
     def stamp_scans(self, sources: Iterable[Source], scanned: dict[str, bool]) -> None:
         """After the scans: their sources' folders, for `still_sources` next time (a scan
-        that failed or left a note is done again)."""
+        that failed, left a note or said of a file that it is no session's is done again)."""
         stamps = dict(self.meta().get("scans") or {})
         for src in sources:
             if src.name in scanned:
                 clean = scanned[src.name] and not src.notes and not unreadable(src.roots())
+                clean = clean and not src.files.placed()  # (what it said of files: said by the next scan too)
                 stamps[src.name] = self.folder_stamps(src) if clean else None
         self.set_meta(scans={k: v for k, v in stamps.items() if v})
 

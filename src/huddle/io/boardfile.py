@@ -138,7 +138,21 @@ def board_row(s: Mapping[str, Any], h: HasFiles | None) -> dict[str, Any]:
         "tokens": s.get("tokens", 0),
         "cost_usd": (s.get("cost") or {}).get("usd"),
         "files": _stamps_of(h) if h is not None else [],
+        "next_change": _seconds(s.get("next_change")),
     }
+
+
+def _seconds(when: object) -> float | None:
+    """A row's ISO time (huddle.model.times.iso's form) as unix seconds, so the status
+    line compares it with the clock without parsing a date."""
+    if not isinstance(when, str):
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(when.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def write_rows(

@@ -24,8 +24,7 @@ from typing import Any, Protocol
 
 from huddle.model.attention import NEEDS_YOU
 from huddle.model.times import parse_time
-
-SOURCE_LABEL = {"claude": "Claude Code", "codex": "Codex", "vibe": "Mistral Vibe", "hosted": "huddle run"}
+from huddle.sources.registry import display
 
 
 class Backend(Protocol):
@@ -56,7 +55,7 @@ def notice(row: dict[str, Any]) -> tuple[str, str]:
     if len(title) > 70:
         title = title[:69] + "…"
     who = [agent_label(a) for a in row.get("agents") or () if a.get("state") == NEEDS_YOU and not a.get("quiet")]
-    source = SOURCE_LABEL.get(str(row.get("source")), str(row.get("source") or ""))
+    source = display(str(row.get("source") or ""))["label"] if row.get("source") else ""  # (the one table)
     where = " · ".join(p for p in (source, str(row.get("project") or "")) if p)
     why = str(row.get("waiting_for") or "it waits for your answer")
     if len(why) > 300:

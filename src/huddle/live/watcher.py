@@ -5,8 +5,8 @@ changed (a missed or spurious notification costs nothing but a poll). A changed 
 or live signal (a registry entry, a lock) re-evaluates that session's row at once.
 What changes with no file touched is looked at on a schedule kept per row: a live row
 (a process known, or working / waiting / needing you) every second (a process dies, a
-command starts, a file change waits for approval), a "your turn" row when it would turn
-idle, a held state when the debouncer lets it show. A slow full pass over every row
+command starts), any other when time alone moves its state (its `next_change`), a held
+state when the debouncer lets it show. A slow full pass over every row
 stays as a safety net, not as the way anything is seen.
 
 The board rows are kept here, up to date row by row, so the board route answers
@@ -30,17 +30,16 @@ from huddle.core.coldread import FirstRead
 from huddle.core.keeper import KEEP_WHOLE
 from huddle.live.firstread import read_apart
 from huddle.live.notices import Notices
-from huddle.model.attention import ACTIVE, ENDED, IDLE_AFTER, YOUR_TURN
-from huddle.model.times import parse_time
+from huddle.model.attention.debounce import Debouncer
 from huddle.views import api
 from huddle.views.board import board_notes, kept_rows, listed, rows_key, session_entry, sort_rows
-from huddle.views.states import Debouncer
+from huddle.views.files import file_counts
+from huddle.views.states import look_again_in
 
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
 HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process table, timers)
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
-LATER = 60.0  # seconds: a "your turn" row past its idle time (background work goes on)
 SAVE_EVERY = 30.0  # seconds between writes of the cache by a lazy core's watcher
 LET_GO_EVERY = 5.0  # seconds between looks for timelines no page follows (a lazy core)
 EVENTS_PER_MESSAGE = 500
@@ -89,8 +88,9 @@ class Watcher:
         self._let_go_at = 0.0
         self._read_whole = 0  # sessions read whole for pages since the last let-go
         self.listeners: list[Callable[[set[str]], None]] = []  # told the keys each refresh changed
-        self.idle_after = float(getattr(h, "idle_after", IDLE_AFTER))
         self.rows: dict[str, dict] = {}  # session key -> its board row as last sent
+        self.unlisted: set[str] = set()  # sessions whose row is off the board (nothing in them)
+        self.files: dict[str, dict[str, int]] = {}  # the board's `files` (views.doctor.file_counts)
         self.pushed: dict[str, tuple[int, int]] = {}  # session key -> (epoch, events sent)
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -156,6 +156,7 @@ class Watcher:
             else:
                 h.refresh()
             msgs = self._full_pass(publish=publish)
+            self.files = file_counts(h, self.unlisted)
             if apart and publish and self.rows:  # (pages that came early have none of them)
                 msgs.insert(0, ("board", {"sessions": list(self.rows.values()), "removed": []}, None))
             if self.lazy:
@@ -246,6 +247,8 @@ class Watcher:
         out: dict = {"sessions": sort_rows(rows)}
         if notes:
             out["notes"] = notes
+        if self.files:
+            out["files"] = self.files  # (counted under the core's lock, in a round)
         return out
 
     # -- the loop --------------------------------------------------------------------
@@ -307,6 +310,7 @@ class Watcher:
                 msgs = self._messages(changed | due | set(self.debounce.pending), fresh=due)
             for key in changed & self.rows.keys():  # one more look soon: a lock taken a moment ago
                 self.due[key] = min(self.due.get(key, now + self.hot_every), now + self.hot_every)
+            self.files = file_counts(self.h, self.unlisted) if changed else self.files
         if msgs:
             self.publish(msgs)
             for kind, data, _ in msgs:
@@ -375,11 +379,13 @@ class Watcher:
             if self.lazy:
                 self.built[key] = row
             if not listed(row):  # nothing said or done yet: off the board (still readable by id)
+                self.unlisted.add(key)
                 with self.rows_lock:
                     if self.rows.pop(key, None) is not None:
                         removed.append(key)
                 self.due.pop(key, None)
                 continue
+            self.unlisted.discard(key)
             if self.rows.get(key) != row:
                 with self.rows_lock:
                     self.rows[key] = row
@@ -391,18 +397,12 @@ class Watcher:
         return out
 
     def _schedule(self, key: str, row: dict, wall: float, mono: float) -> None:
-        """When to look at this row again with no file touched (see the module doc)."""
-        states = {row.get("state")} | {a.get("state") for a in row.get("agents") or ()}
-        if states & ACTIVE or (row.get("pid") is not None and row.get("state") != ENDED):
-            self.due[key] = mono + self.hot_every
-            return
-        if row.get("state") == YOUR_TURN:
-            since = parse_time(row.get("state_since")) or parse_time(row.get("updated_at"))
-            if since is not None:
-                left = since + self.idle_after - wall  # past it and still your turn: background work
-                self.due[key] = mono + (max(self.hot_every, left + 0.05) if left > 0 else LATER)
-                return
-        self.due.pop(key, None)
+        """When to look at this row again with no file touched (views.states.look_again_in)."""
+        wait = look_again_in(row, wall, self.hot_every)
+        if wait is None:
+            self.due.pop(key, None)
+        else:
+            self.due[key] = mono + wait
 
     def _new_events(self, key: str, handle) -> list[tuple[str, dict, str | None]]:
         s = handle.session

@@ -14,6 +14,7 @@ from typing import Any
 from . import events as ev
 from .activity import Activity
 from .events import Event, Usage
+from .signals import NOTHING, Live
 from .times import iso, project_name
 
 # What makes a session worth a row: someone said or did something.
@@ -101,7 +102,7 @@ class Session:
         self.continues: str | None = None  # an earlier session this one carries on
         self.parent_session: str | None = None  # an orphan sub-agent: the session it names, absent here
         self.usage_note = ""  # what the files cannot tell about the usage (a count never made final)
-        self.live: dict[str, Any] = {}  # the source's liveness signals (pid file, lock...)
+        self.live: Live = NOTHING  # what a source keeps of its live signals between reads (hosted runs)
         self.next_seq = 0
         self.complete = True  # False when loaded from the cache without its timeline
         self.version = 0  # bumps on every change, for caches and live pushes

@@ -45,20 +45,6 @@ INVOKE_AGENT = "invoke_agent"
 CHAT = "chat"
 EXECUTE_TOOL = "execute_tool"
 
-# What each source's lead agent is called: the program, as its users name it.
-AGENT_PRODUCT = {
-    "claude": "Claude Code",
-    "codex": "Codex",
-    "vibe": "Mistral Vibe",
-    "gemini": "Gemini CLI",
-    "opencode": "OpenCode",
-    "qwen": "Qwen Code",
-    "pi": "Pi",
-    "kilo": "Kilo CLI",
-    "cline": "Cline CLI",
-    "hosted": "huddle run",
-    "copilot": "GitHub Copilot CLI",
-}
 
 # A source's provider when the model name does not tell (no model recorded).
 SOURCE_PROVIDER = {"claude": "anthropic", "codex": "openai", "vibe": "mistral_ai", "gemini": "gcp.gemini"}
@@ -131,4 +117,6 @@ def provider_of(model: str, source: str) -> str:
 
 
 def product_of(source: str) -> str:
-    return AGENT_PRODUCT.get(source, source)
+    from huddle.sources.registry import display  # (the one table of agent names)
+
+    return display(source)["label"]

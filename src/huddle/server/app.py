@@ -27,6 +27,7 @@ from huddle.answer.asks import AnswerRefused, NotAnswerable
 from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound, RequestError
 from huddle.live.boardfile import BoardFile
 from huddle.live.watcher import Watcher
+from huddle.sources.registry import displays
 from huddle.views import api
 from huddle.views.board import board_notes, parse_at
 from huddle.views.select import Select
@@ -230,6 +231,14 @@ def create_app(
     def content(request: Request):
         return call(api.content, request.path_params["id"], request.path_params["ref"])
 
+    def doctor(request: Request):
+        from huddle.views.doctor import doctor as report
+
+        return call(report)
+
+    def agents(request: Request):
+        return json_response({"agents": displays()})
+
     def info(request: Request):
         return json_response(
             {
@@ -305,6 +314,8 @@ def create_app(
         Route("/usage", page("usage.html")),
         Route("/favicon.ico", page("favicon.svg")),
         Route("/api/info", info),
+        Route("/api/doctor", doctor),
+        Route("/api/agents", agents),
         Route("/api/sessions", board),
         Route("/api/sessions/{id}", detail),
         Route("/api/sessions/{id}/events", events),

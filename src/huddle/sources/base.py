@@ -15,7 +15,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from huddle.io.reader import Cut, Judge, LineReader, Problems, Skip
+from huddle.model.files import EMPTY, UNKNOWN_VERSION, Files
 from huddle.model.session import Session
+from huddle.model.signals import NOTHING, Live
 
 if TYPE_CHECKING:
     from .settings import Settings
@@ -103,10 +105,11 @@ class Handle:
         takes what was decided for `held` across sessions (`Source.settle`: a title another
         file gives), so a session read whole again needs none of its neighbours."""
 
-    def live(self, at: float | None = None) -> dict[str, Any]:
-        """The source's liveness signals for the attention state (pid file, lock...).
-        `at` evaluates as of a past time, trusting such files as they are."""
-        return {}
+    def live(self, at: float | None = None) -> Live:
+        """What the agent's process, registry, locks and store say now (or as of `at`,
+        trusting such files as they are): signals, never a state (huddle.model.signals;
+        the rules in huddle.model.attention decide). Default: nothing known."""
+        return NOTHING
 
 
 class Source:
@@ -119,11 +122,18 @@ class Source:
     default_folder: ClassVar[str | None] = None
     # the shell command that resumes one of its sessions, `{id}` standing for the id ("" if none)
     resume: ClassVar[str] = ""
+    # how the agent is shown (registry.display: the pages, the CLI, notifications): its name
+    # as its users say it, a short one, a colour (CSS)
+    label: ClassVar[str] = ""
+    short: ClassVar[str] = ""
+    colour: ClassVar[str] = ""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.folder = settings.folder(self.name)  # "" when this source has none here
         self.notes: list[str] = []  # one line per problem its last scan met and lived with (the board shows them)
+        # what its last scan met and did not read into a session, and why (huddle doctor)
+        self.files = Files()
 
     def under(self, *parts: str) -> str:
         """A path inside this source's folder, or "" when it has no folder."""
@@ -174,7 +184,9 @@ class Source:
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         """All sessions now on disk, reusing the handles in `known` where they are
-        still the same session. Must be cheap: listings and stats only."""
+        still the same session. Must be cheap: listings and stats only. It accounts in
+        `self.files` (a fresh `Files()` each scan) for the folders it looked in and
+        every file it met and gives no handle, with the reason (huddle.model.files)."""
         raise NotImplementedError
 
     def fresh(self, h: Handle) -> Handle | None:
@@ -183,6 +195,16 @@ class Source:
         default a scan of the source; a source whose handles know their files makes one
         without looking at the other sessions."""
         return (self.scan({}) or {}).get(h.key)
+
+    def unplaced(self, path: str, size: int) -> tuple[bool, str]:
+        """A file of a session that came out of its files with nothing in it (off the
+        board): (known as not a session, the reason). By default an empty file is not a
+        session, and bytes no record of which this source reads are a format version
+        huddle does not know; a source that knows better says so (huddle.model.files)."""
+        if size == 0:
+            return True, EMPTY
+        words = f"{size:,} bytes" if size > 0 else "its bytes"  # (-2: it moved as it was read)
+        return False, f"{UNKNOWN_VERSION}: no record in {words} is one huddle reads"
 
     def settle(self, handles: dict[str, Handle]) -> set[str]:
         """After a round of reads: what one session's files say about another session (a
@@ -197,7 +219,7 @@ def drain(
     reader: LineReader,
     session: Problems,
     feed: Callable[[int, bytes], None],
-    out: list | None = None,
+    out: list[Any] | None = None,
     flush: Callable[[], None] | None = None,
     every: int = 512,
     skip: Skip | None = None,
@@ -229,7 +251,7 @@ def drain(
         flush()
 
 
-def _dropped(out: list | None, mark: int) -> None:
+def _dropped(out: list[Any] | None, mark: int) -> None:
     if out is not None:
         del out[mark:]
 

@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from .base import Source
@@ -75,7 +75,7 @@ def _declared(paths: Iterable[str]) -> bool:
     return False
 
 
-def _entry_points() -> list:
+def _entry_points() -> list[Any]:
     if not _declared(sys.path):
         return []
     from importlib.metadata import entry_points
@@ -99,7 +99,9 @@ def source_classes() -> dict[str, type[Source]]:
 def all_sources(settings: Settings, names: Iterable[str] | None = None) -> list[Source]:
     """The sources to read: `names`, else HUDDLE_SOURCES, else every one loaded."""
     load_notes()
-    wanted = list(names) if names else list(settings.only) or list(SOURCES)
+    # (the built-ins in their order, whichever was imported first: one order for every process)
+    ordered = [n for n in BUILTIN if n in SOURCES] + [n for n in SOURCES if n not in BUILTIN]
+    wanted = list(names) if names else list(settings.only) or ordered
     return [SOURCES[n](settings) for n in wanted if n in SOURCES]
 
 
@@ -117,3 +119,18 @@ def resume_command(source: str, session_id: str) -> str | None:
     if cls is None or not cls.resume:
         return None
     return cls.resume.format(id=shlex.quote(session_id))
+
+
+def display(source: str) -> dict[str, str]:
+    """How an agent is shown: its `label` (notifications, the pages, exports), `short`
+    name (the CLI's table, badges) and `colour` (the pages), from its Source class: the
+    one table of agent names. An unknown source is shown by its key."""
+    cls = source_classes().get(source)
+    if cls is None:
+        return {"label": source, "short": source, "colour": ""}
+    return {"label": cls.label or source, "short": cls.short or cls.label or source, "colour": cls.colour}
+
+
+def displays() -> dict[str, dict[str, str]]:
+    """Every loaded agent's `display` (GET /api/agents: the pages name agents by it)."""
+    return {name: display(name) for name in source_classes()}

@@ -69,13 +69,20 @@ def load_board(path: str) -> dict | None:
 
 
 def is_stale(board: dict, deadline: float) -> bool:
-    if time.time() - (board.get("written_at") or 0) > STALE_AFTER:
+    """Whether the board may say something else now: old, a folder or a file moved, or
+    a row's state is one time alone has moved since (its `next_change` is past:
+    huddle.model.attention.next_change)."""
+    now = time.time()
+    if now - (board.get("written_at") or 0) > STALE_AFTER:
         return True
     if dirs_moved(board.get("dirs") or []):
         return True
     for s in board["sessions"]:
         if time.monotonic() > deadline:
             return True  # out of time to look: assume stale, the refresher will tell
+        moves = s.get("next_change")
+        if isinstance(moves, (int, float)) and moves <= now:
+            return True
         if files_moved(s.get("files") or []):
             return True
     return False

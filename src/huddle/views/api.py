@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from huddle.errors import BadRequest, Forbidden, NotFound
 from huddle.model import events as ev
+from huddle.model.attention.session import waiting_on
 from huddle.model.session import Session
 
 from .lookup import (
@@ -28,7 +29,7 @@ from .lookup import (
     session_handle,
     timeline_json,
 )
-from .states import waiting_on
+from .states import live_json
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
@@ -119,7 +120,7 @@ def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
         if d["parent"] in by_id:
             by_id[d["parent"]]["children"].append(d["id"])
     try:
-        live = _jsonable(handle.live(at))
+        live = _jsonable(live_json(handle.live(at)))
     except Exception as exc:  # liveness is a hint; its failure is shown, not raised
         live = {"error": f"{type(exc).__name__}: {exc}"}
     entry.update(

@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 from huddle.io.boardfile import write_board
 from huddle.model.attention import YOUR_TURN, settled, urgency
 from huddle.model.session import Session
+from huddle.model.signals import NOTHING, Live
 from huddle.model.times import parse_time
 from huddle.sources.registry import resume_command
 
 from . import pricing
+from .files import file_counts
 from .states import Debouncer, State, classify, state_dict
 
 if TYPE_CHECKING:
@@ -66,7 +68,7 @@ _built: weakref.WeakKeyDictionary[Session, tuple[tuple[Any, ...], dict[str, Any]
 
 
 def _build(
-    h: Huddle, s: Session, live: dict[str, Any], problem: str | None, at: float | None, table: pricing.Table | None
+    h: Huddle, s: Session, live: Live, problem: str | None, at: float | None, table: pricing.Table | None
 ) -> tuple[dict[str, Any], State]:
     d = s.summary()
     d["tokens"] = s.usage.total
@@ -87,11 +89,11 @@ def _build(
         ast = per.get(a["id"])
         if ast is not None:
             a.update(state_dict(ast))
-    if live.get("pid") is not None:
-        d["pid"] = live["pid"]
-    if live.get("answer") is not None:  # a run huddle hosts and can answer (huddle.answer): what is pending
-        d["answer"] = live["answer"]
-    if not s.has_conversation and s.started_at is None and not d.get("error") and not live.get("alive"):
+    if live.pid is not None:
+        d["pid"] = live.pid
+    if live.facts.get("answer") is not None:  # a run huddle hosts and can answer (huddle.answer): what is pending
+        d["answer"] = live.facts["answer"]
+    if not s.has_conversation and s.started_at is None and not d.get("error") and not live.alive:
         d["empty"] = True  # nothing said or done, ever (a 0-byte or summary-only file): off the board
     return d, st
 
@@ -113,16 +115,19 @@ def session_entry(
     """One board row: the session summary, its state and each agent's. `fresh` builds it
     again even if nothing it is built from moved (a row looked at because time passed)."""
     handle = h.handle(s.key)
-    live: dict[str, Any] = {}
+    live = NOTHING
     problem = None
     if handle is not None:
         try:
-            live = handle.live(at=at) or {}
+            live = handle.live(at=at)
+            if not isinstance(live, Live):
+                live = NOTHING
+                raise TypeError("live() gave no huddle.model.signals.Live (docs/adapters.md)")
         except Exception as exc:  # a source's liveness check must not cost the row
             problem = f"{s.source} liveness: {type(exc).__name__}: {exc}"
     key = (
         s.version,
-        repr(sorted(live.items())),
+        live,
         problem,
         at,
         id(table),
@@ -133,7 +138,7 @@ def session_entry(
         hit = _built[s] = (key, *_build(h, s, live, problem, at, table))
     row, st = dict(hit[1]), hit[2]
     if debounce is not None and at is None:
-        shown = debounce(s.key, st, signal=(live.get("alive"), live.get("status"), live.get("waiting_for")))
+        shown = debounce(s.key, st, signal=live.word())
         if shown is not st:
             row.update(state_dict(shown))
             row["background"] = shown.background
@@ -232,4 +237,7 @@ def board_json(
     notes = board_notes(h)
     if notes:
         out["notes"] = notes
+    files = file_counts(h, {**kept, **made})
+    if files:
+        out["files"] = files  # per agent: files read into sessions, not sessions, not read (huddle doctor)
     return out

@@ -24,6 +24,7 @@ from huddle import __version__
 from huddle.errors import BadRequest
 from huddle.io.safefile import open_regular
 from huddle.model import events as ev
+from huddle.model.attention.trail import state_changes
 from huddle.model.doing import doing
 from huddle.model.events import Event, Usage
 from huddle.model.session import Session
@@ -34,7 +35,6 @@ from huddle.sources.base import Handle
 from . import pricing
 from .content import piece
 from .redact import Redactor
-from .states import state_changes
 
 if TYPE_CHECKING:
     from huddle.core import Huddle

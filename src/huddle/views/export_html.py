@@ -17,6 +17,7 @@ import functools
 import gzip
 import hashlib
 import html
+import json
 import os
 import re
 
@@ -149,6 +150,14 @@ def unpack(blob: str) -> dict:
     return out
 
 
+def _agents() -> str:
+    """The agents' names (the one table, sources.registry.displays) for a page that may
+    connect nowhere: JSON with no `<` in it, so it cannot end its element."""
+    from huddle.sources.registry import displays
+
+    return json.dumps({"agents": displays()}, ensure_ascii=True).replace("<", "\\u003c")
+
+
 def page(data: dict) -> bytes:
     """The whole HTML file for an export's data (already redacted)."""
     script = bundle()
@@ -171,6 +180,7 @@ def page(data: dict) -> bytes:
         '<main id="app"><p class="muted">Opening the export…</p></main>\n'
         '<noscript><p class="error-box">This export needs JavaScript to show the session.</p></noscript>\n'
         f'<script type="application/octet-stream" id="huddle-data">{pack(data)}</script>\n'
+        f'<script type="application/json" id="huddle-agents">{_agents()}</script>\n'
         f"<script>{script}</script>\n"
         "</body>\n</html>\n"
     ).encode()

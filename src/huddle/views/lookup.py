@@ -10,11 +10,10 @@ import msgspec
 
 from huddle.errors import BadRequest
 from huddle.model import events as ev
+from huddle.model.attention.trail import state_changes, target_changes
 from huddle.model.doing import doing
 from huddle.model.session import Session
 from huddle.model.tools import QUESTION_TOOLS
-
-from .states import state_changes, target_changes
 
 if TYPE_CHECKING:
     from huddle.core import Huddle

@@ -85,6 +85,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     from huddle.core.answering import conditions
 
     from .board import board_json, kept_rows
+    from .files import sessions_counts, shifted
     from .pricing import USER_FILE
     from .said import joined_board, row_text, said_board
 
@@ -100,6 +101,10 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     if old is None:
         return None
     h.cache.vouched = list(stale.data["scans"])  # (the look just found their folders still)
+    counted = stale.index.get("counts")
+    if not isinstance(counted, dict):
+        return None  # (an answer from before files were counted: the whole path counts them)
+    before = sessions_counts(h, {})  # the sessions as the answer had them (asleep: their heads)
     h.refresh(FirstRead())
     if not whole_read(h, stale, want):
         return None
@@ -109,7 +114,8 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     new = [(order_key(r), row_text(r), k) for k, r in fresh.items()]
     pieces, runs = spliced(stale, want, new)
     notes = list(data.get("notes", ()))
-    text, spans = joined_board(pieces, notes)
+    counts = shifted(counted, before, sessions_counts(h, built))
+    text, spans = joined_board(pieces, notes, counts)
     rows = placed(runs, spans)
     # what the full path leaves: the sessions read in the cache, the board file, the answer
     kept = {f"{r['source']}:{r['id']}": r for r in old["sessions"]}
@@ -126,7 +132,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     cond = conditions(h, also=[os.path.join(home, USER_FILE)], stored_at=h.cache.store.stamp(), volatile=[])
     if cond is not None:
         whole, index = merged(stale, h, cond)
-        index["rows"] = rows
+        index["rows"], index["counts"] = rows, counts
         answers.save(home, text, notes, whole, started, index=index)
     for note in notes:
         echo(f"huddle: {note}", err=True)

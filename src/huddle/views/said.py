@@ -9,11 +9,14 @@ from typing import Any
 import msgspec
 
 
-def board_text(rows: list[Any], notes: list[str]) -> tuple[bytes, list[tuple[int, int]]]:
-    """`json_bytes({"sessions": rows, "notes": notes})` (no notes: none said), each row
+def board_text(
+    rows: list[Any], notes: list[str], files: dict[str, Any] | None = None
+) -> tuple[bytes, list[tuple[int, int]]]:
+    """`json_bytes({"sessions": rows, "notes": notes, "files": files})` (no notes, no
+    files: none said), each row
     formatted apart (`row_text`), and where each row's text stands in it: a board put
     together again from its rows' texts (views.patching) is the board as written."""
-    return joined_board([row_text(r) for r in rows], notes)
+    return joined_board([row_text(r) for r in rows], notes, files)
 
 
 def row_text(row: Any) -> bytes:
@@ -23,11 +26,15 @@ def row_text(row: Any) -> bytes:
     return b"    " + msgspec.json.format(raw, indent=2).replace(b"\n", b"\n    ")
 
 
-def joined_board(texts: list[bytes], notes: list[str]) -> tuple[bytes, list[tuple[int, int]]]:
+def joined_board(
+    texts: list[bytes], notes: list[str], files: dict[str, Any] | None = None
+) -> tuple[bytes, list[tuple[int, int]]]:
     """A board's JSON from its rows' texts (`row_text`), and where each stands in it."""
     tail = b""
     if notes:
         tail = b',\n  "notes": ' + msgspec.json.format(msgspec.json.encode(notes), indent=2).replace(b"\n", b"\n  ")
+    if files:
+        tail += b',\n  "files": ' + msgspec.json.format(msgspec.json.encode(files), indent=2).replace(b"\n", b"\n  ")
     if not texts:
         return b'{\n  "sessions": []' + tail + b"\n}", []
     spans, at = [], len(b'{\n  "sessions": [\n')

@@ -1,319 +1,59 @@
-"""Attention states for the board and the pages: who is working, who needs you, who
-waits on whom, since when and what for.
-
-The rules are `huddle.model.attention`'s; this applies them to a session: what the
-transcripts show (each agent's Activity: open calls, open turn, open waits,
-background work) with what a source knows about the process (its `live()` signals:
-alive or not, a process-reported status such as Claude Code's sessions/<pid>.json,
-per-agent overrides), and says the result in words (`since`, `waiting_for`, `doing`).
+"""Attention states said for the board and the pages (JSON), and a session's live
+signals as its page shows them. The states are decided in `huddle.model.attention`
+(session.py: a session's and each agent's; trail.py: each event's for the pages;
+debounce.py: how long a new one is held); this module says them.
 """
 
 from __future__ import annotations
 
-import time
-import weakref
+from collections.abc import Mapping
 from typing import Any
 
-from huddle.model import attention as rules
-from huddle.model import events as ev
-from huddle.model.activity import Activity, activity_at
-from huddle.model.attention import ENDED, IDLE_AFTER, NEEDS_YOU, WAITING, WORKING, YOUR_TURN
-from huddle.model.doing import doing
-from huddle.model.session import Agent, Session
-from huddle.model.times import iso
-from huddle.model.tools import QUESTION_TOOLS
+from huddle.model.attention import ACTIVE, ENDED, State, urgency
+from huddle.model.attention.debounce import Debouncer
+from huddle.model.attention.session import classify, waiting_on
+from huddle.model.attention.trail import state_changes, target_changes
+from huddle.model.signals import Live
+from huddle.model.times import iso, parse_time
+
+__all__ = [
+    "Debouncer",
+    "State",
+    "classify",
+    "live_json",
+    "look_again_in",
+    "state_changes",
+    "state_dict",
+    "target_changes",
+    "waiting_on",
+]
 
 
-class State:
-    __slots__ = ("background", "doing", "since", "state", "waiting_for")
-
-    def __init__(self, state: str, since: float | None = None, waiting_for: str | None = None, doing: str = ""):
-        self.state = state
-        self.since = since
-        self.waiting_for = waiting_for
-        self.doing = doing  # what it is doing right now, in a few words
-        self.background: list[str] = []
-
-    def __repr__(self) -> str:
-        return f"State({self.state!r}, waiting_for={self.waiting_for!r})"
-
-
-def _call_words(e: ev.Event) -> str:
-    """What a pending call is, for "waiting for": the tool and its input summary."""
-    return f"{e.name}: {e.detail}" if e.detail else e.name
-
-
-def signals(agent: Agent, act: Activity, is_lead: bool, ordered: bool = False) -> rules.Signals:
-    """What the attention rules read of one agent's transcript (`ordered`: its lead's
-    order to it is open)."""
-    asks = bool(act.waits) or any(c.kind == ev.TOOL_CALL and c.name in QUESTION_TOOLS for c in act.open_calls.values())
-    return rules.Signals(
-        asks=asks,
-        orders=any(c.kind == ev.ORDER for c in act.open_calls.values()),
-        exited=act.exited,
-        done=agent.report is not None or bool(agent.finished),
-        turn_open=act.turn_open,
-        is_lead=is_lead,
-        ordered=ordered,
-    )
-
-
-def waiting_on(act: Activity) -> tuple[str, str] | None:
-    """For an agent that needs you: the call it waits on and for what, "answer" (a
-    question) or "approval" (a permission prompt: the newest open tool call), so a page
-    can say so on that call instead of "running"."""
-    calls = [c for c in act.open_calls.values() if c.kind == ev.TOOL_CALL]
-    if act.waits:
-        w = list(act.waits.values())[-1]
-        kind = "answer" if w.name in QUESTION_TOOLS else "approval"
-        if w.id and w.id in act.open_calls:
-            return (w.id, kind)
-        # a wait with an id of its own (Vibe's approval record): the open call of its tool
-        calls = [c for c in calls if c.name == w.name] if w.name else []
-        if not calls:
-            return (w.id or "", kind)
-        return (max(calls, key=lambda c: (c.t or 0, c.seq)).id or "", kind)
-    if not calls:
-        return None
-    c = max(calls, key=lambda c: (c.t or 0, c.seq))
-    return (c.id or "", "answer" if c.name in QUESTION_TOOLS else "approval")
-
-
-def open_orders(acts: dict[str, Activity]) -> dict[str, ev.Event]:
-    """Sub-agent id -> its lead's order to it, while the lead still waits on its report."""
-    return {c.target: c for act in acts.values() for c in act.open_calls.values() if c.kind == ev.ORDER and c.target}
-
-
-def agent_state(agent: Agent, act: Activity, is_lead: bool, session: Session, order: ev.Event | None = None) -> State:
-    """The transcript rules (`huddle.model.attention.TRANSCRIPT`), said in words.
-    `order`: the lead's open order to this sub-agent, if any."""
-    state, rule = rules.transcript_rule(signals(agent, act, is_lead, ordered=order is not None and not is_lead))
-    open_calls = list(act.open_calls.values())
-    if rule == "ordered" and order is not None and not act.turn_open and not open_calls:
-        return State(WORKING, order.t if act.last_t is None else act.last_t, doing="starting on its task")
-    if state == NEEDS_YOU:
-        if act.waits:
-            w = list(act.waits.values())[-1]
-            return State(NEEDS_YOU, w.t, w.detail or w.text or w.name or "your answer")
-        c = next(c for c in reversed(open_calls) if c.kind == ev.TOOL_CALL and c.name in QUESTION_TOOLS)
-        return State(NEEDS_YOU, c.t, c.detail or "a question")
-    if state == WAITING:
-        o = [c for c in open_calls if c.kind == ev.ORDER][-1]
-        sub = session.agents.get(o.target)
-        who = (sub.description or sub.name) if sub is not None else (o.detail or o.name)
-        return State(WAITING, o.t, who)
-    if state == WORKING:
-        words = doing(open_calls[-1].name, open_calls[-1].detail) if open_calls else "thinking"
-        return State(WORKING, open_calls[-1].t if open_calls else act.turn_t, doing=words)
-    return State(state, act.last_t)
-
-
-def classify(
-    session: Session,
-    live: dict | None = None,
-    at: float | None = None,
-    now: float | None = None,
-    idle_after: float = IDLE_AFTER,
-) -> tuple[State, dict[str, State]]:
-    """The session's state and each agent's, as of `at` (default: now)."""
-    live = live or {}
-    now = at if at is not None else (now if now is not None else time.time())
-    acts = activity_at(session, at) if at is not None else {a.id: a.activity for a in session.agents.values()}
-    per: dict[str, State] = {}
-    orders = open_orders(acts)
-    for a in session.agents.values():
-        act = acts.get(a.id) or Activity()
-        per[a.id] = agent_state(a, act, a.id == session.lead_id, session, orders.get(a.id))
-    lead_act = acts.get(session.lead_id) or Activity()
-
-    proc = live.get("status")  # a process-reported status: busy / waiting / shell / idle
-    alive = live.get("alive")
-    if alive is not False and proc:
-        _apply_process_status(session, per, acts, proc, live)
-    for aid, o in (live.get("agents") or {}).items():
-        if aid in per and o.get("state"):
-            per[aid] = State(o["state"], o.get("since") or per[aid].since, o.get("waiting_for"), o.get("doing") or "")
-    if alive is False:
-        for aid, st in per.items():
-            if st.state != ENDED:
-                per[aid] = State(ENDED, live.get("ended_at") or st.since)
-
-    background = _background(session, acts, live)
-    lead = per.get(session.lead_id) or State(YOUR_TURN)
-    candidates = [st for aid, st in per.items() if not session.agents[aid].quiet]
-    top = min(candidates, key=lambda s: rules.urgency(s.state)) if candidates else lead
-    if rules.shows_lead(top.state, lead.state):
-        top = lead
-    st = State(top.state, top.since, top.waiting_for, top.doing)
-    st.background = background
-
-    # Time alone moves a state (idle after a while; unknown liveness and no news for long).
-    last = session.updated_at if at is None else (lead_act.last_t or session.updated_at)
-    quiet_for = now - (st.since or last or now)
-    untouched_for = now - last if last is not None else None
-    known = alive is not None or bool(proc)
-    settled = rules.after_quiet(st.state, quiet_for, untouched_for, bool(background), known, idle_after)
-    if settled != st.state:
-        st = State(settled, st.since if st.state == YOUR_TURN else last)
-    return st, per
-
-
-def _apply_process_status(
-    session: Session, per: dict[str, State], acts: dict[str, Activity], proc: str, live: dict
-) -> None:
-    """A process-reported status over the transcripts (`attention.PROCESS`): waiting is
-    the agent with the newest pending call needing you (which tool, which agent); busy
-    and idle/shell move the lead."""
-    since = live.get("since")
-    lead_id = session.lead_id
-    lead_act = acts.get(lead_id) or Activity()
-    if proc == "waiting":
-        why = live.get("waiting_for") or "your answer"
-        # The prompt belongs to the agent with the newest pending tool call (a sub-agent's
-        # Bash shows in the lead's UI, but it is the sub-agent that waits).
-        best = None
-        for aid, act in acts.items():
-            for c in act.open_calls.values():
-                if c.kind == ev.TOOL_CALL and (best is None or (c.t or 0) >= (best[1].t or 0)):
-                    best = (aid, c)
-        if best is not None:
-            aid, c = best
-            label = "question" if c.name in QUESTION_TOOLS else why
-            per[aid] = State(NEEDS_YOU, since or c.t, f"{label}: {_call_words(c)}")
-        else:
-            per[lead_id] = State(NEEDS_YOU, since, why)
-        return
-    lead = per.get(lead_id)
-    if lead is None and proc != "busy":
-        return
-    # busy while the turn is over and work runs in the background: that work, not a new turn
-    background = not lead_act.turn_open and bool(lead_act.background or live.get("background_agents"))
-    state = rules.with_process_status(lead.state if lead is not None else None, proc, background)
-    if lead is not None and state == lead.state and not (proc == "busy" and background):
-        return
-    if state == WORKING:
-        per[lead_id] = State(WORKING, since, doing="thinking")
-    elif state == YOUR_TURN:
-        turn_over = lead_act.last_t if proc == "busy" else (since or (lead.since if lead is not None else None))
-        per[lead_id] = State(YOUR_TURN, turn_over)
-
-
-def _background(session: Session, acts: dict[str, Activity], live: dict) -> list[str]:
-    out = []
-    for act in acts.values():
-        for cid, e in act.background.items():
-            sub = next((a for a in session.agents.values() if a.tool_use_id == cid), None)
-            if sub is not None:
-                if sub.finished:
-                    continue
-                out.append(f"sub-agent: {sub.description or sub.name}")
-            else:
-                out.append(f"{e.name or 'task'} in background" + (f": {e.detail}" if e.detail else ""))
-    if live.get("status") == "shell" and not any("background" in b for b in out):
-        out.append("a background shell")
-    return out
-
-
-class _Trail:
-    """Per session, the state each event left its agent in, by the transcript rules, kept
-    up to date incrementally: the pages replay a timeline with these, never with rules
-    of their own. `changes` maps an event's seq to its agent's new state, where it moved."""
-
-    def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
-        self.done = 0
-        self.acts: dict[str, Activity] = {}
-        self.last: dict[str, str] = {}
-        self.changes: dict[int, str] = {}
-        self.target_changes: dict[int, str] = {}  # an order's or report's seq -> its sub-agent's new state
-        self.orders: dict[str, ev.Event] = {}  # sub-agent -> its lead's open order to it
-
-    def update(self, s: Session) -> None:
-        evs = s.events
-        for i in range(self.done, len(evs)):
-            e = evs[i]
-            act = self.acts.get(e.agent)
-            if act is None:
-                act = self.acts[e.agent] = Activity()
-            act.apply(e)
-            if e.kind in (ev.ORDER, ev.REPORT, ev.TOOL_RESULT, ev.TURN_END, ev.INTERRUPT):
-                self.orders = open_orders(self.acts)  # the same open orders as classify() reads
-            st = self._state(s, e.agent)
-            if self.last.get(e.agent) != st:
-                self.last[e.agent] = st
-                self.changes[e.seq] = st
-            if e.kind in (ev.ORDER, ev.REPORT) and e.target and e.target != e.agent:
-                # an order starts its sub-agent's work, a report ends it: said on the event
-                sub = self._state(s, e.target)
-                if self.last.get(e.target) != sub:
-                    self.last[e.target] = sub
-                    self.target_changes[e.seq] = sub
-        self.done = len(evs)
-
-    def _state(self, s: Session, aid: str) -> str:
-        agent = s.agents.get(aid) or Agent(aid)
-        act = self.acts.get(aid) or Activity()
-        return agent_state(agent, act, aid == s.lead_id, s, self.orders.get(aid)).state
-
-
-_trails: weakref.WeakKeyDictionary[Session, _Trail] = weakref.WeakKeyDictionary()
-
-
-def _trail(s: Session) -> _Trail:
-    trail = _trails.get(s)
-    if trail is None or trail.epoch != s.epoch or trail.done > len(s.events):
-        trail = _trails[s] = _Trail(s.epoch)
-    trail.update(s)
-    return trail
-
-
-def state_changes(s: Session) -> dict[int, str]:
-    """seq -> the state that event left its agent in, where it changed (see _Trail)."""
-    return _trail(s).changes
-
-
-def target_changes(s: Session) -> dict[int, str]:
-    """seq of an order or report -> the state it left its sub-agent in, where it changed."""
-    return _trail(s).target_changes
+def live_json(live: Live) -> dict[str, Any]:
+    """A session's live signals as its page shows them: what the source knows beyond
+    the rules' fields (`facts`) beside them."""
+    return {**live.facts, **{k: v for k, v in live.json().items() if k != "facts"}}
 
 
 def state_dict(st: State) -> dict[str, Any]:
     d: dict[str, Any] = {"state": st.state, "state_since": iso(st.since), "waiting_for": st.waiting_for}
-    d["urgency"] = rules.urgency(st.state)  # the pages sort by it: the order is the rules' too
+    d["urgency"] = urgency(st.state)  # the pages sort by it: the order is the rules' too
     if st.doing:
         d["doing"] = st.doing
+    if st.next_change is not None:
+        d["next_change"] = iso(st.next_change)  # when time alone moves it (no file, no signal)
+    if st.guess:
+        d["guess"] = st.guess  # why this state is a guess (a signal said so)
     return d
 
 
-class Debouncer:
-    """Hold a new state until it has lasted `hold` seconds: the pid file and the
-    transcript can disagree for ~0.3 s (either may lead), and a flicker helps no one.
-    A change that comes with a move of the process's own word (`signal`: the liveness
-    and the status it reports, such as a registry flip to "waiting" or a lock released)
-    is not a flicker and shows at once: that is the moment a person must see."""
-
-    def __init__(self, hold: float = 0.5):
-        self.hold = hold
-        self.shown: dict[str, State] = {}
-        self.pending: dict[str, tuple[State, float]] = {}
-        self.signals: dict[str, object] = {}
-
-    def __call__(self, key: str, st: State, now: float | None = None, signal: object = None) -> State:
-        now = time.monotonic() if now is None else now
-        shown = self.shown.get(key)
-        moved = signal is not None and key in self.signals and self.signals[key] != signal
-        if signal is not None:
-            self.signals[key] = signal
-        if shown is None or shown.state == st.state or moved:
-            self.shown[key] = st
-            self.pending.pop(key, None)
-            return st
-        p = self.pending.get(key)
-        if p is None or p[0].state != st.state:
-            self.pending[key] = (st, now)
-            return shown
-        if now - p[1] >= self.hold:
-            self.shown[key] = st
-            del self.pending[key]
-            return st
-        return shown
+def look_again_in(row: Mapping[str, Any], now: float, hot_every: float = 1.0) -> float | None:
+    """Seconds until a row is to be looked at again with no file touched (None: only a
+    file or a live signal moves it). A live row (a process known, or something under
+    way) every `hot_every`: what a process shows moves with no file (it dies, a command
+    starts); any other when time alone moves its state (its `next_change`)."""
+    states = {row.get("state")} | {a.get("state") for a in row.get("agents") or ()}
+    if states & ACTIVE or (row.get("pid") is not None and row.get("state") != ENDED):
+        return hot_every
+    at = parse_time(row.get("next_change"))
+    return None if at is None else max(hot_every, at - now + 0.05)

@@ -12,6 +12,7 @@ an orphan: a session of its own.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import msgspec
 
@@ -82,7 +83,9 @@ def settled(candidates: list[str], parent: str, sizes: dict[str, int]) -> bool:
 # -- placing them, scan by scan (ClaudeSource.scan) -----------------------------------
 
 
-def place(source: ClaudeSource, f: os.DirEntry, files: dict, known: dict, was: tuple[dict, dict], found: dict) -> None:
+def place(
+    source: ClaudeSource, f: os.DirEntry[str], files: dict[str, Any], known: dict, was: tuple[dict, dict], found: dict
+) -> None:
     """A 2.0.x agent file: into its parent session's handle, or an orphan session.
     `files`: the folder's session files by id; `was`: where the held handles had agent
     files, and the candidates of those a size can still move (unsettled)."""
@@ -123,7 +126,7 @@ def place(source: ClaudeSource, f: os.DirEntry, files: dict, known: dict, was: t
     found[key] = orphan
 
 
-def regroup(source: ClaudeSource, placed: dict[str, str], known: dict, found: dict) -> None:
+def regroup(source: ClaudeSource, placed: dict[str, str], known: dict[str, Any], found: dict) -> None:
     """A held session that lost an agent file to another is read again from its start
     (as a first read gives it), not kept with what it read from that file. `placed`:
     agent file -> the key of the held session it was in before this scan."""

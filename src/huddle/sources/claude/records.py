@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Raw
@@ -274,12 +274,12 @@ def harness_blocks(text: str) -> list[tuple[str, str, str]]:
         out.append((m.group(1), m.group(2).strip(), text))
 
 
-def first_match(rx: re.Pattern, text: str) -> str:
+def first_match(rx: re.Pattern[str], text: str) -> str:
     m = rx.search(text)
     return m.group(1).strip() if m else ""
 
 
-def agent_input(raw: Raw) -> dict:
+def agent_input(raw: Raw) -> dict[str, Any]:
     try:
         val = _decode_any(raw)
     except msgspec.MsgspecError:
@@ -358,3 +358,18 @@ def summary_text(line: bytes) -> str:
         return ""
     s = val.get("summary") if isinstance(val, dict) else None
     return s if isinstance(s, str) else ""
+
+
+def only_summaries(path: str, head: int = 64 * 1024) -> bool:
+    """Whether a file's first lines (`head` bytes) are all summary records: a file
+    Claude Code wrote to title other sessions, no conversation of its own."""
+    from huddle.io.safefile import open_regular
+
+    try:
+        with open_regular(path) as f:
+            data = f.read(head)
+    except OSError:
+        return False
+    lines = data.splitlines()[:-1] if len(data) == head else data.splitlines()  # (a line cut by the head: not judged)
+    whole = [line for line in lines if line.strip()]
+    return bool(whole) and all(line.lstrip().startswith(b'{"type":"summary"') for line in whole)

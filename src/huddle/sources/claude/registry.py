@@ -10,12 +10,14 @@ Read-only: huddle never takes or touches these files.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from huddle.io.procs import alive as process_alive
 from huddle.io.safefile import forget, read_json, remember, stamp
+from huddle.model.signals import Live, Pending
 
 
-def _read(path: str) -> dict | None:
+def _read(path: str) -> dict[str, Any] | None:
     # Rewritten in place, not atomically: a read may catch it half-written (read_json
     # retries once); if still bad, ignore it for this round.
     val = read_json(path)
@@ -27,9 +29,9 @@ def _read(path: str) -> dict | None:
 class Registry:
     def __init__(self, folder: str):
         self.folder = folder
-        self.entries: dict[str, dict] = {}  # file name -> parsed content
+        self.entries: dict[str, dict[str, Any]] = {}  # file name -> parsed content
         self._mtimes: dict[str, tuple[int, ...]] = {}
-        self.by_session: dict[str, dict] = {}
+        self.by_session: dict[str, dict[str, Any]] = {}
         self.moved: set[str] = set()  # session ids whose entry changed at the last refresh
         self.present = False
 
@@ -66,7 +68,7 @@ class Registry:
                 continue
             self._mtimes[n] = mtime
             self.entries[n] = val
-        by: dict[str, dict] = {}
+        by: dict[str, dict[str, Any]] = {}
         for val in self.entries.values():
             sid = val["sessionId"]
             prev = by.get(sid)
@@ -76,7 +78,7 @@ class Registry:
         self.moved = {sid for sid in prev.keys() | by.keys() if prev.get(sid) != by.get(sid)}
         self.by_session = by
 
-    def for_session(self, session_id: str, at: float | None = None) -> dict | None:
+    def for_session(self, session_id: str, at: float | None = None) -> dict[str, Any] | None:
         """The registry's word on a session: status, waitingFor, pid, alive.
         With `at`, the file is trusted as it is (its process is long gone)."""
         val = self.by_session.get(session_id)
@@ -101,3 +103,25 @@ class Registry:
             "entrypoint": val.get("entrypoint"),
             "name": val.get("name"),
         }
+
+    def signals(self, session_id: str, at: float | None, background: tuple[str, ...], **facts: Any) -> Live:
+        """A session's live signals from its entry (`Handle.live`): alive, pid, its status
+        word and the prompt it waits on; no entry in a registry that is kept: no process."""
+        info = self.for_session(session_id, at=at)
+        if info is None:
+            return Live(alive=False if self.exists() else None, background=background, facts=facts)
+        facts["registry"] = info
+        if info["alive"] is False:
+            return Live(alive=False, pid=info["pid"], background=background, facts=facts)
+        status = info["status"] or "idle"
+        since = info["since"]
+        pending = Pending(words=info["waiting_for"] or "", since=since) if status == "waiting" else None
+        return Live(
+            alive=info["alive"],
+            pid=info["pid"],
+            status=status,
+            status_since=since,
+            pending=pending,
+            background=background,
+            facts=facts,
+        )

@@ -15,7 +15,7 @@ tool, its keys in another order) is kept, and read whole.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from .records import ATTACHMENT_KEY, SKIP_PREFIXES
 
@@ -44,10 +44,10 @@ class UsageFilter:
         self.sidechains = False  # inline sub-agents seen (1.0.x): their records are all kept
         self.prompted = False  # a prompt read: the session's title no longer falls back on last-prompt
 
-    def __getstate__(self) -> tuple:
+    def __getstate__(self) -> tuple[Any, ...]:
         return (self.shared, self.sidechains, self.whole, self.prompted)
 
-    def __setstate__(self, state: tuple) -> None:
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
         self.shared, self.sidechains, self.whole, self.prompted = state
 
     def skip(self, buf: bytes, i: int, end: int) -> bool:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.io.safefile import listdir, plain_file, read_json, stamp
 from huddle.model import events as ev
+from huddle.model.files import SIDE, UNKNOWN, UNREADABLE, Files
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:  # the parser (and its records) loads when a transcript is rea
     from .parser import FileParser
 
 
-def _read_json(path: str) -> dict | None:
+def _read_json(path: str) -> dict[str, Any] | None:
     """Small JSON files that may be rewritten in place (safefile: capped, regular files only)."""
     val = read_json(path)
     return val if isinstance(val, dict) else None
@@ -76,7 +78,7 @@ class ClaudeHandle(Handle):
         self.sub_dir_mtime: tuple[int, ...] = ()
         self.title_mtime: tuple[int, ...] | None = None
 
-    def __setstate__(self, d: dict) -> None:
+    def __setstate__(self, d: dict[str, Any]) -> None:
         d.setdefault("project_agents", {})
         d.setdefault("candidates", [])
         d.setdefault("unsettled", {})
@@ -297,31 +299,16 @@ class ClaudeHandle(Handle):
             self.title_mtime = mtime
             self.session.custom_title = str(meta["customTitle"])
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         """Claude Code's own word on the process: sessions/<pid>.json (status, waitingFor),
         checked against the pid and its start time so a file left by a killed process
         reads as ended."""
-        reg = self.source.registry
-        info = reg.for_session(self.session.id, at=at)
-        out: dict = {"permission_mode": self.state.permission_mode}
-        if info is not None:
-            out["registry"] = info
-            out["pid"] = info["pid"]
-            out["alive"] = info["alive"]
-            if info["alive"] is not False:
-                out["status"] = info["status"] or "idle"
-                out["waiting_for"] = info["waiting_for"]
-                out["since"] = info["since"]
-        elif reg.exists():
-            out["alive"] = False  # this Claude Code keeps a registry: no file, no process
-        running = [
+        running = tuple(
             sf.agent_id
             for sf in self.subs.values()
             if self.session.agents[sf.agent_id].background and self.session.agents[sf.agent_id].finished is False
-        ]
-        if running:
-            out["background_agents"] = running
-        return out
+        )
+        return self.source.registry.signals(self.session.id, at, running, permission_mode=self.state.permission_mode)
 
 
 def _is_dir(path: str) -> bool:
@@ -332,6 +319,25 @@ def _is_dir(path: str) -> bool:
         return False
 
 
+def _project(folder: str, account: Files) -> tuple[dict[str, os.DirEntry[str]], list[os.DirEntry[str]], set[str]]:
+    """A project folder's session files by id, its 2.0.x agent files and its subfolders;
+    what else it holds, accounted for (a folder that cannot be listed is a note)."""
+    files, agents, dirs = {}, [], set()
+    account.looked_in(folder)
+    for f in listdir(folder):
+        if f.is_dir(follow_symlinks=False):
+            dirs.add(f.name)
+        elif not f.name.endswith(".jsonl"):
+            account.unread(f.path, UNKNOWN)
+        elif not plain_file(f):  # a FIFO, a symlink out
+            account.unread(f.path, f"{UNREADABLE}: not a regular file in its folder")
+        elif is_agent_file(f.name):
+            agents.append(f)
+        else:
+            files[f.name[: -len(".jsonl")]] = f
+    return files, agents, dirs
+
+
 def _subfolders(path: str) -> list[str]:
     return sorted(e.path for e in listdir(path) if e.is_dir(follow_symlinks=False))
 
@@ -339,6 +345,9 @@ def _subfolders(path: str) -> list[str]:
 @register
 class ClaudeSource(Source):
     name = "claude"
+    label = "Claude Code"
+    short = "Claude"
+    colour = "#d97757"
     folder_env = "CLAUDE_CONFIG_DIR"
     default_folder = "~/.claude"
     resume = "claude --resume {id}"
@@ -393,6 +402,13 @@ class ClaudeSource(Source):
         nh.session.parent_session = h.session.parent_session
         return nh
 
+    def unplaced(self, path: str, size: int) -> tuple[bool, str]:
+        from .records import only_summaries  # (its structs load when a session is read)
+
+        if size > 0 and only_summaries(path):
+            return True, f"{SIDE}: summaries that title other sessions"
+        return super().unplaced(path, size)
+
     def settle(self, handles: dict[str, Handle]) -> set[str]:
         return summaries.settle([h for h in handles.values() if isinstance(h, ClaudeHandle)])
 
@@ -404,17 +420,11 @@ class ClaudeSource(Source):
         held = [(k, h) for k, h in known.items() if isinstance(h, ClaudeHandle)]
         placed = {path: key for key, h in held for path in h.project_agents}
         unsettled = {path: c for _, h in held for path, c in h.unsettled.items()}
+        self.files = account = Files()
+        account.looked_in(self.projects)
         for p in listdir(self.projects):
             if p.is_dir(follow_symlinks=False):
-                files, agents, dirs = {}, [], set()
-                for f in listdir(p.path):  # a folder that cannot be listed is a note
-                    if f.is_dir(follow_symlinks=False):
-                        dirs.add(f.name)
-                    elif f.name.endswith(".jsonl") and plain_file(f):  # not a FIFO, not a symlink out
-                        if is_agent_file(f.name):
-                            agents.append(f)
-                        else:
-                            files[f.name[: -len(".jsonl")]] = f
+                files, agents, dirs = _project(p.path, account)
                 for sid, f in files.items():
                     key = f"claude:{sid}"
                     h = known.get(key)
@@ -427,5 +437,7 @@ class ClaudeSource(Source):
                     found[key] = h
                 for f in sorted(agents, key=lambda e: e.name):
                     place(self, f, files, known, (placed, unsettled), found)
+            else:
+                account.unread(p.path, UNKNOWN)
         regroup(self, placed, known, found)
         return found

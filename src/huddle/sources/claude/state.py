@@ -4,6 +4,8 @@ summaries, titles. The parser of each file reads and writes it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from huddle.model import events as ev
 from huddle.model.events import Event
 from huddle.model.session import Session
@@ -71,7 +73,7 @@ class SessionState:
             "output tokens and cost are a lower bound"
         )
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # The cache keeps a session's usage events apart (Session.__getstate__): keep
         # only their place here, and find them again on load (`relink`).
         d = self.__dict__.copy()
@@ -81,5 +83,5 @@ class SessionState:
     def relink(self, session: Session) -> None:
         """After a load from the cache: the usage events again, by their place."""
         by_seq = {e.seq: e for e in session.events if e.kind == ev.USAGE}
-        places: dict = self.counted  # seq numbers, as the cache kept them
+        places: dict[str, Any] = self.counted  # seq numbers, as the cache kept them
         self.counted = {mid: (None if seq is None else by_seq.get(seq)) for mid, seq in places.items()}

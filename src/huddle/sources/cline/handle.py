@@ -20,6 +20,7 @@ import msgspec
 from huddle.io import safefile
 from huddle.model import events as ev
 from huddle.model.events import one_line
+from huddle.model.signals import Live
 from huddle.model.times import parse_time
 from huddle.sources.base import Handle
 
@@ -227,7 +228,7 @@ class ClineHandle(Handle):
                 a.report = report.text
                 s.version += 1
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         from .live import live_signals
 
         return live_signals(self, at)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 
+from huddle.model.signals import NOTHING, Live, Pending
 from huddle.model.times import parse_time
 
 from . import records as rec
@@ -23,37 +24,27 @@ PROCESS_STATUS = {"running": "busy", "pending": "waiting", "idle": "idle"}  # Cl
 ENDED = frozenset({"completed", "failed", "cancelled", "aborted", "error"})
 
 
-def live_signals(handle, at: float | None) -> dict:
+def live_signals(handle, at: float | None) -> Live:
     r: rec.Record | None = handle.record
-    out: dict = {}
     if r is None:
-        return out
+        return NOTHING
     status = (r.status or "").lower()
     if status in ENDED:
-        out["alive"] = False
-        ended = parse_time(r.ended_at) if r.ended_at else None
-        if ended is not None:
-            out["ended_at"] = ended
-        return out
+        return Live(alive=False, ended_at=parse_time(r.ended_at) if r.ended_at else None)
     pid = rec.count(r.pid)
     view = handle.source.system.view(at)
+    alive, known, guess = None, None, ""
     if view is None:
-        out["guess"] = "no process table: a status Cline did not make final is taken as it stands"
+        guess = "no process table: a status Cline did not make final is taken as it stands"
     else:
         p = view.get(pid) if pid else None
         if p is None or not any("cline" in os.path.basename(a) for a in p.argv[:2]):
-            out["alive"] = False  # the process that wrote it is gone (Cline would mark it failed)
-            return out
-        out["alive"], out["pid"] = True, pid
+            return Live(alive=False)  # the process that wrote it is gone (Cline would mark it failed)
+        alive, known = True, pid
         if r.interactive:
-            out["guess"] = (
-                "the recorded pid is Cline's hub daemon, which outlives the TUI: a TUI killed outright is not seen"
-            )
+            guess = "the recorded pid is Cline's hub daemon, which outlives the TUI: a TUI killed outright is not seen"
     if at is not None and handle.session.updated_at is not None and at < handle.session.updated_at:
-        return out  # a past moment: the timeline replays it; the record holds only its last status
-    word = PROCESS_STATUS.get(status)
-    if word is not None:
-        out["status"] = word
-    if word == "waiting":
-        out["waiting_for"] = "tool approval"
-    return out
+        return Live(alive=alive, pid=known, guess=guess)  # a past moment: the record holds only its last status
+    word = PROCESS_STATUS.get(status, "")
+    pending = Pending(words="tool approval") if word == "waiting" else None
+    return Live(alive=alive, pid=known, status=word, pending=pending, guess=guess)

@@ -18,6 +18,7 @@ import os
 
 from huddle.io import safefile
 from huddle.io.proctable import ProcCache
+from huddle.model.files import Files
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
@@ -31,6 +32,9 @@ NOT_MINE = ("not a session", "not one of Cline's session files")
 @register
 class ClineSource(Source):
     name = "cline"
+    label = "Cline CLI"
+    short = "Cline"
+    colour = "#0ea5e9"
     folder_env = "HUDDLE_CLINE_DIR"
     default_folder = "$CLINE_DATA_DIR|$CLINE_DIR/data|~/.cline/data"
     resume = "cline --id {id}"  # the TUI's resume (`--id` with a prompt is refused)
@@ -76,6 +80,7 @@ class ClineSource(Source):
             else:
                 found[key] = ClineHandle(self, sid, folder, agents)
         self.accounts = accounts
+        self.files = Files.of(accounts, self.roots())  # (huddle doctor reads these)
         return found
 
     def _session_files(self, sid: str, folder: str) -> tuple[list[str] | None, dict[str, tuple[str, str]]]:

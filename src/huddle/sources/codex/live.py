@@ -1,4 +1,4 @@
-"""Codex liveness and per-agent states, for the attention states (the live() contract).
+"""Codex liveness and what each thread's lock and processes show (the live() contract).
 
 Liveness: `$CODEX_HOME/thread-writer-locks/<thread>.lock` is created when a process
 loads a thread, held with an exclusive flock while it stays loaded, and deleted on a
@@ -23,13 +23,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from huddle.io import procs
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
 from huddle.model.activity import activity_at
-from huddle.model.attention import ENDED, NEEDS_YOU, WAITING, WORKING, YOUR_TURN, urgency
+from huddle.model.signals import TURN_OPEN, TURN_OVER, AgentLive, Call, Live
 from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, WAIT_TOOLS
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class SystemView:
         return cls(procs.held_flocks(), ProcTable.current())
 
     @classmethod
-    def from_capture(cls, capture: dict, codex_home: str) -> SystemView:
+    def from_capture(cls, capture: dict[str, Any], codex_home: str) -> SystemView:
         """A recorded moment (a live-state sample's capture.json: /proc/locks and the
         process table as they were)."""
         holders = {
@@ -121,10 +121,10 @@ def load_capture(path: str, codex_home: str) -> SystemView:
         return SystemView.from_capture(json.load(f), codex_home)
 
 
-# -- per-thread states ---------------------------------------------------------------------
+# -- per-thread signals ----------------------------------------------------------------
 
 
-def live_signals(handle, at: float | None) -> dict:
+def live_signals(handle, at: float | None) -> Live:
     """The live() answer for one Codex session (see the module doc)."""
     s = handle.session
     view = handle.source.system.view(at)
@@ -136,7 +136,7 @@ def live_signals(handle, at: float | None) -> dict:
         acts = {a.id: a.activity for a in s.agents.values()}
     now = at if at is not None else time.time()
     locks_dir = os.path.join(handle.source.home, "thread-writer-locks")
-    agents: dict[str, dict] = {}
+    agents: dict[str, AgentLive] = {}
     locks: dict[str, str | None] = {}
     alive: bool | None = None
     pid = None
@@ -151,80 +151,70 @@ def live_signals(handle, at: float | None) -> dict:
             alive = {"held": True, "absent": False, "stale": False}.get(status)
             pid = holder
         act = acts.get(tid)
-        if act is None:
-            continue
-        st = thread_state(tf, act, status, holder, view, now, at, ", ".join(running.get(tid, ())))
-        if st is not None:
-            agents[tid] = st
+        if act is None or status is None:
+            continue  # liveness unknown: the transcript tells
+        agents[tid] = thread_signals(tf, act, status, holder, view, now, at, ", ".join(running.get(tid, ())))
     if handle.root not in handle.threads:  # the lead's rollout is missing: its children say
         held = [v for v in locks.values() if v is not None]
         alive = True if "held" in held else (False if held else None)
-    out: dict = {"alive": alive, "agents": agents, "locks": locks}
-    if pid:
-        out["pid"] = pid
-    return out
+    return Live(alive=alive, pid=pid or None, agents=agents, facts={"locks": locks})
 
 
-def thread_state(
-    tf, act, status: str | None, holder: int | None, view: SystemView, now: float, at: float | None, children: str = ""
-) -> dict | None:
-    p = tf.parser
+def thread_signals(
+    tf, act, status: str, holder: int | None, view: SystemView, now: float, at: float | None, children: str = ""
+) -> AgentLive:
+    """What a thread's lock, markers and processes say of it (a thread lock absent or
+    left by a dead process: the thread has ended)."""
     if status in ("absent", "stale"):
-        return _st(ENDED, act.last_t)
-    turn_open = act.turn_open
-    if p is not None and p.markers:  # task_started seen: the markers know the turn opened before any event
-        turn_open = act.turn_open or (p.turn_open and (at is None or (p.turn_t or 0) <= at))
-    best = None
-    for c in act.open_calls.values():
-        st = call_state(c, p.calls.get(c.id) if p is not None else None, holder, view, now, status, children)
-        if st is not None and (best is None or urgency(st["state"]) < urgency(best["state"])):
-            best = st
-    if best is not None:
-        return best
-    if status is None:
-        return None  # liveness unknown: the generic rules decide
-    if turn_open:
-        return _st(WORKING, act.turn_t or act.last_t)
-    if tf.info.id != tf.lead:
-        return None  # a sub-agent between tasks: finished or idle, the generic rules tell
-    if view.procs is not None and holder and not _tui_attached(view.procs, holder, tf):
+        return AgentLive(alive=False)
+    p = tf.parser
+    calls = tuple(
+        call_signals(c, p.calls.get(c.id) if p is not None else None, holder, view, children)
+        for c in act.open_calls.values()
+    )
+    turn = ""
+    if act.turn_open or (p is not None and p.markers and p.turn_open and (at is None or (p.turn_t or 0) <= at)):
+        turn = TURN_OPEN  # task_started seen: the markers know the turn opened before any event
+    elif tf.info.id == tf.lead:
+        turn = TURN_OVER
+    if (
+        not calls
+        and turn == TURN_OVER
+        and view.procs is not None
+        and holder
+        and not _tui_attached(view.procs, holder, tf)
+    ):
         # Loaded in the app-server daemon with no TUI on it: the person has left.
-        return _st(ENDED, act.last_t, "no TUI attached; the thread stays loaded in the app-server")
-    return _st(YOUR_TURN, act.last_t)
+        return AgentLive(alive=False, gone="no TUI attached; the thread stays loaded in the app-server")
+    return AgentLive(turn=turn, turn_since=(act.turn_t or act.last_t) if turn == TURN_OPEN else act.last_t, calls=calls)
 
 
-def call_state(
-    c: ev.Event,
-    call: tuple[str, dict] | None,
-    holder: int | None,
-    view: SystemView,
-    now: float,
-    status: str | None,
-    children: str = "",
-) -> dict | None:
+def call_signals(
+    c: ev.Event, call: tuple[str, dict[str, Any]] | None, holder: int | None, view: SystemView, children: str
+) -> Call:
+    """One open call as the process tree shows it."""
     name, args = call if call is not None else (c.name, {})
     if name in QUESTION_TOOLS:
-        return _st(NEEDS_YOU, c.t, c.detail or "a question")
-    if status is None:
-        return None
+        return Call(id=c.id or "", tool=name, since=c.t, question=True, words=c.detail)
     if c.kind == ev.ORDER:
-        return _st(WORKING, c.t)  # spawning; the child's own state shows what it does
+        return Call(id=c.id or "", tool=name, since=c.t, runs=True)  # spawning; the child's own state shows
     if name in WAIT_TOOLS:
-        return _st(WAITING, c.t, children or c.detail or "sub-agents")
-    if name == "apply_patch":
-        if c.t is not None and now - c.t > PATCH_WAIT:
-            return _st(NEEDS_YOU, c.t, f"approve file change: {c.detail}" if c.detail else "approve a file change")
-        return _st(WORKING, c.t)
+        return Call(id=c.id or "", tool=name, since=c.t, waits_on=children or c.detail)
+    if name == "apply_patch":  # applies in milliseconds: open longer, it waits for approval
+        words = f"approve file change: {c.detail}" if c.detail else "approve a file change"
+        return Call(id=c.id or "", tool=name, since=c.t, asks_after=PATCH_WAIT, words=words)
     if name in SHELL_TOOLS:
         cmd = str(args.get("cmd") or c.detail or "")
         if view.procs is not None and holder:
-            if any(cmd and cmd in p.argv for p in view.below(holder)):
-                return _st(WORKING, c.t)
-            return _st(NEEDS_YOU, c.t, f"approve command: {cmd}")
+            runs = any(cmd and cmd in p.argv for p in view.below(holder))
+            return Call(id=c.id or "", tool=name, since=c.t, runs=runs, words=f"approve command: {cmd}")
         if args.get("sandbox_permissions") == "require_escalated" or args.get("justification"):
-            return _st(NEEDS_YOU, c.t, str(args.get("justification") or f"approve command: {cmd}"))
-        return _st(WORKING, c.t)
-    return _st(WORKING, c.t)
+            words = str(args.get("justification") or f"approve command: {cmd}")
+            return Call(id=c.id or "", tool=name, since=c.t, runs=False, words=words, guess=NO_PROCESSES)
+    return Call(id=c.id or "", tool=name, since=c.t, runs=None)
+
+
+NO_PROCESSES = "no process table: a command that asks for escalation is taken to wait for approval"
 
 
 def _tui_attached(procs: ProcTable, holder: int, tf: ThreadFile) -> bool:
@@ -243,7 +233,3 @@ def _tui_attached(procs: ProcTable, holder: int, tf: ThreadFile) -> bool:
         if not rest and p.cwd and p.cwd == tf.info.cwd:
             return True
     return False
-
-
-def _st(state: str, since: float | None, waiting_for: str | None = None) -> dict:
-    return {"state": state, "waiting_for": waiting_for, "since": since}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from datetime import datetime
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -379,7 +380,7 @@ def raw_json(raw: Raw):
         return None
 
 
-def arguments(raw: Raw) -> dict:
+def arguments(raw: Raw) -> dict[str, Any]:
     """A function call's arguments: a JSON string holding a JSON object (or an object)."""
     val = raw_json(raw)
     if isinstance(val, str):

@@ -9,6 +9,7 @@ a line, where decoding a 5 kB snapshot to skip it costs a few µs, for one line 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from huddle.io.reader import Skip
 
@@ -88,11 +89,11 @@ class Judged:
         snapshot of megabytes is never kept to be decoded for nothing."""
         return bool((self.skip or meta_skips)(head, 0, len(head)))
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()
         d.pop("skip", None)  # (a pattern's match would pickle its pattern: said again on load)
         return d
 
-    def __setstate__(self, d: dict) -> None:
+    def __setstate__(self, d: dict[str, Any]) -> None:
         self.__dict__.update(d)
         self._judge()

@@ -14,10 +14,12 @@ and, once per new file, its first line. Reading a live thread reads appended byt
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from huddle.io.reader import GONE, RESET, LineReader
 from huddle.io.safefile import listdir, remember
+from huddle.model.files import UNKNOWN, Files
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
@@ -57,7 +59,7 @@ class CodexHandle(Handle):
         known = [(tf.info, tf.path) for tf in self.threads.values()] + self._pending
         self.threads = {}
         self._pending = []
-        self._linked: tuple = ()
+        self._linked: tuple[Any, ...] = ()
         self._unnamed: set[str] = set()
         for info, path in known:
             self._add(info, path)
@@ -208,7 +210,7 @@ class CodexHandle(Handle):
                 a.report = L.answers[a.id]
         s.version += 1
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         return live_signals(self, at)
 
 
@@ -232,6 +234,9 @@ class BrokenHandle(Handle):
 @register
 class CodexSource(Source):
     name = "codex"
+    label = "Codex"
+    short = "Codex"
+    colour = "#10a37f"
     folder_env = "CODEX_HOME"
     default_folder = "~/.codex"
     resume = "codex resume {id}"
@@ -242,7 +247,8 @@ class CodexSource(Source):
         self.sessions_dir = self.under("sessions")
         self.index = SessionIndex(self.under("session_index.jsonl"))
         self.system = SystemCache()  # locks and processes, for liveness (recorded ones in tests)
-        self._dirs: dict[str, tuple[tuple[int, int], list[str], list[str]]] = {}  # dir -> (m/ctime, subdirs, rollouts)
+        # dir -> (m/ctime, subdirs, rollouts, other files)
+        self._dirs: dict[str, tuple[tuple[int, int], list[str], list[str], list[str]]] = {}
         self._threads: dict[str, ThreadInfo] = {}  # rollout path -> its meta
         self._bad: dict[str, tuple[tuple[int, ...], str]] = {}  # rollout path -> (its stat, why)
         self._locks: dict[str, int] = {}  # thread-writer lock file name -> inode
@@ -357,36 +363,45 @@ class CodexSource(Source):
             self._bad[path] = (size, why)
 
     def _rollouts(self) -> list[str]:
-        """Every rollout file under sessions/YYYY/MM/DD, listing only folders that changed."""
+        """Every rollout file under sessions/YYYY/MM/DD, listing only folders that changed;
+        the folders and every other file met are accounted for in `self.files`."""
         out: list[str] = []
+        self.files = account = Files()
         stack = [(self.sessions_dir, 0)]
         while stack:
             folder, depth = stack.pop()
-            subdirs, files = self._listing(folder)
+            subdirs, files, others = self._listing(folder)
+            account.looked_in(folder)
+            for name in others:
+                account.unread(os.path.join(folder, name), UNKNOWN)
             if depth < 3:
                 stack.extend((os.path.join(folder, d), depth + 1) for d in subdirs)
+                for name in files:
+                    account.unread(os.path.join(folder, name), f"{UNKNOWN}: a rollout outside sessions/YYYY/MM/DD")
             else:
                 out.extend(os.path.join(folder, f) for f in files)
         return out
 
-    def _listing(self, folder: str) -> tuple[list[str], list[str]]:
+    def _listing(self, folder: str) -> tuple[list[str], list[str], list[str]]:
         try:
             st = os.stat(folder)
         except OSError:
             self._dirs.pop(folder, None)
-            return [], []
+            return [], [], []
         mtime = (st.st_mtime_ns, st.st_ctime_ns)  # ctime: a chmod back makes it readable again
         cached = self._dirs.get(folder)
         if cached is not None and cached[0] == mtime:
-            return cached[1], cached[2]
-        subdirs, files = [], []
+            return cached[1], cached[2], cached[3]
+        subdirs, files, others = [], [], []
         for entry in listdir(folder):  # one that cannot be listed is a note, looked at again next time
             if entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
                 files.append(entry.name)
             elif entry.is_dir(follow_symlinks=False):
                 subdirs.append(entry.name)
-        self._dirs[folder] = (mtime, subdirs, files)
-        return subdirs, files
+            else:
+                others.append(entry.name)
+        self._dirs[folder] = (mtime, subdirs, files, others)
+        return subdirs, files, others
 
 
 def _names(folder: str) -> list[str]:

@@ -4,6 +4,7 @@ of a call's arguments. Pure functions on strings."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from huddle.model.doing import input_summary
 from huddle.model.events import one_line
@@ -61,7 +62,7 @@ def command_text(cmd) -> str:
     return ""
 
 
-def call_summary(name: str, args: dict) -> str:
+def call_summary(name: str, args: dict[str, Any]) -> str:
     """A short, telling summary of a tool call's arguments."""
     for key in ("cmd", "command"):
         v = args.get(key)

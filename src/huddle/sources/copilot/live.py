@@ -17,9 +17,10 @@ No state is decided here: the attention rules read these signals with the events
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from huddle.io import procs, safefile
+from huddle.model.signals import BUSY, IDLE, WAITING, Live, Pending
 from huddle.model.times import parse_time
 
 if TYPE_CHECKING:
@@ -87,29 +88,27 @@ def holder(h: CopilotHandle) -> tuple[bool | None, int | None]:
     return (None if unknown else False), None
 
 
-def live_signals(h: CopilotHandle, at: float | None) -> dict[str, Any]:
+def live_signals(h: CopilotHandle, at: float | None) -> Live:
     p = h.parser
     if at is not None:
-        alive = p.alive_at(at)  # a past moment: the file's exits alone (the locks are today's)
-        return {} if alive is None else {"alive": alive}
-    out: dict[str, Any] = {}
+        return Live(alive=p.alive_at(at))  # a past moment: the file's exits alone (the locks are today's)
     alive, pid = holder(h)
-    out["alive"] = alive
-    if pid is not None:
-        out["pid"] = pid
-    if alive:
-        working, since = h.source.open.entries.get(h.sid, (None, None))
-        if working is not None:
-            out["status"] = "busy" if working else "idle"  # the TUI's own word
-            if since is not None:
-                out["since"] = since
-        waiting = p.waiting_for()
-        if waiting:
-            out["waiting_for"] = waiting
-        background = [a for a in h.session.agents.values() if a.background and not a.finished]
-        if background:
-            out["background_agents"] = len(background)
-    return out
+    if not alive:
+        return Live(alive=alive, pid=pid)
+    working, since = h.source.open.entries.get(h.sid, (None, None))
+    status = "" if working is None else (BUSY if working else IDLE)  # the TUI's own word
+    waiting = p.waiting_for()
+    background = tuple(a.id for a in h.session.agents.values() if a.background and not a.finished)
+    return Live(
+        alive=alive,
+        pid=pid,
+        status=status,
+        status_since=since if status else None,
+        # (its words stand beside any status: a TUI's word "waiting" is not one it writes)
+        pending=Pending(words=waiting) if waiting and status == WAITING else None,
+        background=background,
+        facts={"waiting_for": waiting} if waiting else {},
+    )
 
 
 def lock_stamps(folder: str, names: list[str]) -> dict[int, float | None]:

@@ -25,6 +25,8 @@ from huddle.io import safefile
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
 from huddle.io.reader import GONE, RESET, SAME, LineReader
+from huddle.model.files import Files
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
@@ -150,13 +152,16 @@ class CopilotHandle(Handle):
             return raw
         return msgspec.json.encode(rec)
 
-    def live(self, at: float | None = None) -> dict[str, Any]:
+    def live(self, at: float | None = None) -> Live:
         return live_signals(self, at)
 
 
 @register
 class CopilotSource(Source):
     name = "copilot"
+    label = "GitHub Copilot CLI"
+    short = "Copilot"
+    colour = "#6e40c9"
     folder_env = "COPILOT_HOME"
     default_folder = "~/.copilot"
     resume = "copilot --resume {id}"
@@ -226,12 +231,14 @@ class CopilotSource(Source):
         if self.open.path and os.path.exists(self.open.path):
             accounts[self.open.path] = (NOT_SESSION, "the TUI's open sessions (a live signal)")
         self.accounts = accounts
+        self.files = Files.of(accounts, self.roots())  # (huddle doctor reads these)
         return found
 
     def settle(self, handles: dict[str, Handle]) -> set[str]:
         for h in handles.values():  # (known once read)
             if isinstance(h, CopilotHandle) and h.unknown:
                 self.accounts[h.path] = (NOT_READ, h.unknown)
+        self.files = Files.of(self.accounts, self.roots())
         return set()
 
     def _session(self, sid: str, folder: str, old: Handle | None, accounts: dict) -> CopilotHandle | None:

@@ -1,4 +1,4 @@
-"""Gemini CLI liveness and the lead's state, for the attention states (the live() contract).
+"""Gemini CLI liveness and what the lead's process shows (the live() contract).
 
 The CLI writes no pid file and no lock. Its chat file cannot tell three moments apart:
 a response whose tool calls wait for your approval, the same calls running (the calls
@@ -18,9 +18,9 @@ import re
 
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
-from huddle.model.attention import NEEDS_YOU, WORKING, YOUR_TURN
+from huddle.model.signals import NOTHING, TURN_OVER, AgentLive, Call, Live
 
-from .parser import ANSWERED, OPEN, TOOLS
+from .parser import ANSWERED, TOOLS
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _WRAPPED = re.compile(r"trap '[^\n]*' EXIT\n(.*)\n\)\n__code=", re.S)  # run_shell_command's wrapper script
@@ -98,37 +98,34 @@ def lead_mark(parser, at: float | None) -> tuple[float | None, str]:
     return None, ""
 
 
-def live_signals(handle, at: float | None) -> dict:
+def live_signals(handle, at: float | None) -> Live:
     s = handle.session
     cf = handle.chats.get(handle.lead)
     if cf is None or cf.parser is None:
-        return {}
+        return NOTHING
     since, mark = lead_mark(cf.parser, at)
     view = handle.source.system.view(at)
-    out: dict = {}
     proc = None
     if view is not None:
         proc = find_process(view, handle.lead, s.cwd, handle.source.latest(s.cwd))
-        out["alive"] = proc is not None
         if proc is None:
-            return out
-        out["pid"] = proc.pid
-    agents: dict[str, dict] = {}
+            return Live(alive=False)
+    lead: AgentLive | None = None
     if _waits_on_sub_agent(s, handle.lead):
-        pass  # the generic rules: waiting on the sub-agent, whose own state shows
+        pass  # the transcript: waiting on the sub-agent, whose own state shows
     elif mark == ANSWERED:
-        agents[handle.lead] = {"state": YOUR_TURN, "since": since, "waiting_for": None}
-    elif mark == TOOLS and proc is not None:
-        cmd = running_command(view, proc.pid) if view is not None else None
+        lead = AgentLive(turn=TURN_OVER, turn_since=since)
+    elif mark == TOOLS and proc is not None and view is not None:
+        # the response's calls are written once they ran: none in the file yet
+        cmd = running_command(view, proc.pid)
         if cmd is not None:
-            agents[handle.lead] = {"state": WORKING, "since": since, "waiting_for": None, "doing": f"running {cmd}"}
+            lead = AgentLive(calls=(Call(since=since, runs=True, doing=f"running {cmd}"),))
         elif can_ask(proc.argv):
-            agents[handle.lead] = {"state": NEEDS_YOU, "since": since, "waiting_for": "approve a tool call"}
-    elif mark == OPEN:
-        pass  # the model's turn: the generic rules say working
-    if agents:
-        out["agents"] = agents
-    return out
+            lead = AgentLive(calls=(Call(since=since, runs=False, words="approve a tool call"),))
+    # (OPEN: the model's turn, which the transcript says)
+    if proc is None:
+        return Live(agents={handle.lead: lead} if lead is not None else {})
+    return Live(alive=True, pid=proc.pid, agents={handle.lead: lead} if lead is not None else {})
 
 
 def _waits_on_sub_agent(s, lead: str) -> bool:

@@ -24,6 +24,8 @@ from huddle.io.proctable import ProcCache
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.model import events as ev
 from huddle.model.events import one_line
+from huddle.model.files import EMPTY, UNREADABLE, Files
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
@@ -207,7 +209,7 @@ class GeminiHandle(Handle):
                 s.agents[cf.agent].finished = True
                 s.version += 1
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         from .live import live_signals
 
         return live_signals(self, at)
@@ -231,6 +233,9 @@ class BrokenHandle(Handle):
 @register
 class GeminiSource(Source):
     name = "gemini"
+    label = "Gemini CLI"
+    short = "Gemini"
+    colour = "#4285f4"
     folder_env = "HUDDLE_GEMINI_DIR"
     default_folder = "$GEMINI_CLI_HOME/.gemini"
     resume = "gemini --resume {id}"
@@ -264,6 +269,8 @@ class GeminiSource(Source):
         found: dict[str, Handle] = {}
         by_cwd: dict[str, list[GeminiHandle]] = {}
         subdirs, _ = self._listing(self.tmp)
+        self.files = account = Files()
+        account.looked_in(self.tmp)
         # a file a session reads already is left to its reader, which says what is wrong
         # with it now (a FIFO, a symlink out, mode 000); a new one must be a plain file
         mine = {cf.path for h in known.values() if isinstance(h, GeminiHandle) for cf in h.chats.values()}
@@ -278,16 +285,20 @@ class GeminiSource(Source):
             if not dirs and not files:
                 continue
             cwd = self._project_root(pdir)
+            account.looked_in(chats)
             leads: dict[str, str] = {}  # session id -> its file
             for name in sorted(files):
                 path = os.path.join(chats, name)
                 if not plain(path):
+                    account.unread(path, f"{UNREADABLE}: not a regular file in its folder")
                     continue
                 sid, why = self._head(path)
                 if sid is None:
                     if why:
                         broken = BrokenHandle(path, why)
                         found.setdefault(broken.key, broken)
+                    else:
+                        account.not_session(path, f"{EMPTY}: no first line yet")
                     continue
                 leads.setdefault(sid, path)
             # sub-agent folders are named after their parent's id, at any depth

@@ -10,11 +10,14 @@ so the views can link the run to the agent's transcript) are in `session.live`.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from huddle.host.paths import LOG_NAME, runs_dir
 from huddle.io.procs import alive
 from huddle.io.reader import GONE, RESET, LineReader
 from huddle.io.safefile import listdir
+from huddle.model.files import UNKNOWN, Files
+from huddle.model.signals import Live, Pending
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
@@ -54,52 +57,60 @@ class HostedHandle(Handle):
             s.version += 1
         return s.version != before
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         m = self.mapper
         run, host, exited = m.run, m.host, m.exited
-        out: dict = {"dir": os.path.dirname(self.path), "pid": run.get("pid")}
+        facts: dict[str, Any] = {"dir": os.path.dirname(self.path)}
         if m.agent_sessions:
             # the agent's own session id: the same session in its own source (claude)
-            out["agent_session"] = {"source": "claude", "id": m.agent_sessions[-1]}
+            facts["agent_session"] = {"source": "claude", "id": m.agent_sessions[-1]}
             if len(m.agent_sessions) > 1:
-                out["agent_sessions"] = list(m.agent_sessions)
+                facts["agent_sessions"] = list(m.agent_sessions)
         if exited is not None:
-            out["exited"] = {k: exited[k] for k in ("status", "reason", "stopped")}
+            facts["exited"] = {k: exited[k] for k in ("status", "reason", "stopped")}
+        pid, began = run.get("pid"), run.get("t")
         if at is not None:
-            began, ended = run.get("t"), (exited or {}).get("t")
+            ended = (exited or {}).get("t")
             if began is None or at < began:
-                out["alive"] = None
-            else:
-                out["alive"] = ended is None or at < ended
-                if ended is not None and at >= ended:
-                    out["ended_at"] = ended
-            return out
+                return Live(pid=pid, started=began, facts=facts)
+            if ended is not None and at >= ended:
+                return Live(alive=False, pid=pid, started=began, ended_at=ended, facts=facts)
+            return Live(alive=True, pid=pid, started=began, facts=facts)
         host_up = bool(host.get("host_pid")) and alive(host["host_pid"], host.get("host_start"))
-        out["host"] = {"pid": host.get("host_pid"), "alive": host_up}
+        facts["host"] = {"pid": host.get("host_pid"), "alive": host_up}
         if exited is not None:
-            out["alive"] = False
-            out["ended_at"] = exited.get("t")
-        elif run:
-            out["alive"] = host_up and alive(run["pid"], run.get("start"))
-            if not out["alive"]:
-                out["ended_at"] = m.s.updated_at
-                out["lost"] = True  # the host died without writing `exited`
-        if m.partial and m.partial.get("text") and out.get("alive"):
-            out["partial"] = dict(m.partial)
+            return Live(alive=False, pid=pid, started=began, ended_at=exited.get("t"), facts=self._answerable(facts, False))
+        if not run:
+            return Live(pid=pid, facts=facts)
+        if not (host_up and alive(run["pid"], run.get("start"))):
+            facts["lost"] = True  # the host died without writing `exited`
+            facts = self._answerable(facts, False)
+            return Live(alive=False, pid=pid, started=began, ended_at=m.s.updated_at, facts=facts)
+        if m.partial and m.partial.get("text"):
+            facts["partial"] = dict(m.partial)
+        why = m.asked.waiting_for() if m.run.get("protocol") else None
+        pending = Pending(words=why) if why else None  # (a request its card can answer: huddle.answer)
+        return Live(alive=True, pid=pid, started=began, pending=pending, facts=self._answerable(facts, True))
+
+    def _answerable(self, facts: dict[str, Any], running: bool) -> dict[str, Any]:
+        """`facts` with what huddle can answer of this run (huddle.answer), when it hosts it
+        through a protocol: what is pending while its agent and host live (its requests
+        went with its agent otherwise: the host says gone when it can)."""
+        m = self.mapper
         protocol = m.run.get("protocol")
-        if protocol:  # huddle can answer this run (huddle.answer) while its agent and host live
-            out["answer"] = {"protocol": protocol, **m.asked.live()}
-            if not out.get("alive"):  # its requests went with its agent (the host says gone when it can)
-                out["answer"].update(pending=[], closed="the run is not running: nothing to answer")
-            why = m.asked.waiting_for() if out.get("alive") else None
-            if why:
-                out["waiting_for"] = why
-        return out
+        if protocol:
+            facts["answer"] = {"protocol": protocol, **m.asked.live()}
+            if not running:
+                facts["answer"].update(pending=[], closed="the run is not running: nothing to answer")
+        return facts
 
 
 @register
 class HostedSource(Source):
     name = "hosted"
+    label = "huddle run"
+    short = "run"
+    colour = "#64748b"
 
     def __init__(self, settings):
         super().__init__(settings)
@@ -110,8 +121,11 @@ class HostedSource(Source):
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
+        self.files = account = Files()
+        account.looked_in(self.runs)
         for d in listdir(self.runs):
             if not d.is_dir(follow_symlinks=False):
+                account.unread(d.path, UNKNOWN)
                 continue
             path = os.path.join(d.path, LOG_NAME)
             if not os.path.lexists(path) or os.path.isdir(path):

@@ -12,6 +12,7 @@ sub-agents' totals, which arrive unsplit, as input (`detail="unsplit"`).
 from __future__ import annotations
 
 import shlex
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -58,12 +59,12 @@ class Mapper:
         self.t: float | None = None
         self.off = 0
         self.n = 0
-        self.host: dict = {}  # host_pid, host_start of the latest host
-        self.run: dict = {}  # pid, start, argv, t of the latest `started`
-        self.exited: dict | None = None  # status, reason, t of the latest `exited`
+        self.host: dict[str, Any] = {}  # host_pid, host_start of the latest host
+        self.run: dict[str, Any] = {}  # pid, start, argv, t of the latest `started`
+        self.exited: dict[str, Any] | None = None  # status, reason, t of the latest `exited`
         self.agent_sessions: list[str] = []  # the agent's own session ids (stream `session_id`)
         self.model = ""
-        self.partial: dict | None = None  # text being streamed now: agent, kind, text
+        self.partial: dict[str, Any] | None = None  # text being streamed now: agent, kind, text
         self.ledger = StreamLedger()  # usage, once per message
         self.callers: dict[str, str] = {}  # Agent call id -> the agent that made it
         self.orders: dict[str, Event] = {}  # Agent call id -> its ORDER

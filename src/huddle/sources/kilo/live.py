@@ -12,26 +12,27 @@ from __future__ import annotations
 
 import time
 
+from huddle.model.signals import BUSY, WAITING, Live, Pending
 from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, SPAWN_TOOLS
 from huddle.sources.opencode.live import START_WAIT, session_process
 
 PROMPT = "permission prompt"
 
 
-def live_signals(handle, at: float | None) -> dict:
-    out: dict = {}
+def live_signals(handle, at: float | None) -> Live:
+    guess = ""
+    alive, pid = None, None
     procs, proc = session_process(handle, at)
     if procs is None:
-        out["guess"] = "no process table: your turn and ended look the same in the database"
+        guess = "no process table: your turn and ended look the same in the database"
     elif proc is not None:
-        out["alive"], out["pid"] = True, proc.pid
+        alive, pid = True, proc.pid
     elif procs.daemon:
-        out["guess"] = "a kilo daemon runs and may hold this session: whether it is open is unknown"
+        guess = "a kilo daemon runs and may hold this session: whether it is open is unknown"
     else:
-        out["alive"] = False
-        return out
+        return Live(alive=False)
     if at is not None and handle.session.updated_at is not None and at < handle.session.updated_at:
-        return out  # a past moment: the timeline replays it; the rows hold only their last state
+        return Live(alive=alive, pid=pid, guess=guess)  # a past moment: the timeline replays it
     commands = procs.commands_below(proc) if procs is not None and proc is not None else None
     now = at if at is not None else time.time()
     busy: float | None = None
@@ -47,14 +48,15 @@ def live_signals(handle, at: float | None) -> dict:
             if _unstarted(r, commands, now) and (pending is None or (r.since or 0) >= (pending.since or 0)):
                 pending = r
     if pending is not None:
-        out["status"], out["waiting_for"], out["since"] = "waiting", PROMPT, pending.since
         if pending.tool not in SHELL_TOOLS:
-            out["guess"] = f"{pending.tool} has not started after {START_WAIT:g} s: taken for a permission prompt"
+            guess = f"{pending.tool} has not started after {START_WAIT:g} s: taken for a permission prompt"
         elif commands is None:
-            out["guess"] = "bash has no output yet and no process table shows it running: taken for a permission prompt"
-    elif busy is not None:
-        out["status"], out["since"] = "busy", busy
-    return out
+            guess = "bash has no output yet and no process table shows it running: taken for a permission prompt"
+        prompt = Pending(words=PROMPT, since=pending.since)
+        return Live(alive=alive, pid=pid, status=WAITING, status_since=pending.since, pending=prompt, guess=guess)
+    if busy is not None:
+        return Live(alive=alive, pid=pid, status=BUSY, status_since=busy, guess=guess)
+    return Live(alive=alive, pid=pid, guess=guess)
 
 
 def _unstarted(r, commands: list[str] | None, now: float) -> bool:

@@ -21,12 +21,16 @@ from huddle.sources.opencode.source import OpenCodeSource
 from huddle.sources.registry import register
 
 if TYPE_CHECKING:
+    from huddle.model.signals import Live
     from huddle.sources.opencode.handle import OpenCodeHandle
 
 
 @register
 class KiloSource(OpenCodeSource):
     name = "kilo"
+    label = "Kilo CLI"
+    short = "Kilo"
+    colour = "#d97706"
     folder_env = "HUDDLE_KILO_DIR"
     default_folder = "$XDG_DATA_HOME/kilo"
     resume = "kilo --session {id}"
@@ -36,7 +40,7 @@ class KiloSource(OpenCodeSource):
     app = "kilo"
     binaries = ("kilo", ".kilo")
 
-    def signals_of(self, handle: OpenCodeHandle, at: float | None) -> dict:
+    def signals_of(self, handle: OpenCodeHandle, at: float | None) -> Live:
         from .live import live_signals
 
         return live_signals(handle, at)

@@ -45,6 +45,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
+from typing import Any
 
 from huddle.errors import InputError
 from huddle.io import safefile
@@ -57,7 +58,7 @@ class DbError(InputError):
     """The database cannot be read now: one line naming the file and why."""
 
 
-def stamp(path: str) -> tuple | None:
+def stamp(path: str) -> tuple[Any, ...] | None:
     """What moves whenever OpenCode commits anything, read without SQLite: the database
     file's and the WAL's identity, size and mtime, and the WAL header (its salts change
     when the WAL restarts). None when there is no database."""
@@ -65,7 +66,7 @@ def stamp(path: str) -> tuple | None:
         st = os.stat(path)
     except OSError:
         return None
-    out: tuple = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    out: tuple[Any, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     try:
         with safefile.open_regular(path + "-wal") as f:  # a FIFO in its place must not block
             wst = os.fstat(f.fileno())
@@ -88,13 +89,13 @@ class Database:
         self.opens = 0  # for the benches and tests: how often SQLite was asked
         self.lock = threading.RLock()  # held for every use of the connection and its close
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         d = self.__dict__.copy()
         d["_conn"], d["_copy"] = None, None
         del d["lock"]
         return d
 
-    def __setstate__(self, d: dict) -> None:
+    def __setstate__(self, d: dict[str, Any]) -> None:
         self.__dict__.update(d)
         self.lock = threading.RLock()
 
@@ -166,7 +167,7 @@ class Database:
         self._copy = d
         return _uri(os.path.join(d, "opencode.db"), "mode=ro")
 
-    def query(self, sql: str, args: tuple = ()) -> list[tuple]:
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple]:
         try:
             with self.lock:
                 return self.conn().execute(sql, args).fetchall()

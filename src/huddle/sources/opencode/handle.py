@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from huddle.model import events as ev
 from huddle.model.events import one_line
+from huddle.model.signals import Live
 from huddle.sources.base import Handle
 
 from . import records as rec
@@ -97,7 +98,7 @@ class OpenCodeHandle(Handle):
             s.cwd = lead.row.directory
             s.version += 1
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         d = super().__getstate__()
         d["rows_seen"] = d["_linked"] = None
         return d
@@ -146,7 +147,9 @@ class OpenCodeHandle(Handle):
             m.watermark = max(m.watermark, row_int(row[4]))
         m.read = m.row.mark
 
-    def _named_by_events(self, db: Database, m: Member, msgs: list[tuple], parts: list[tuple]) -> None:
+    def _named_by_events(
+        self, db: Database, m: Member, msgs: list[tuple[Any, ...]], parts: list[tuple[Any, ...]]
+    ) -> None:
         """The rows the session's event log names since it was last read, whatever their
         clock says: a row written with a `time_updated` behind the window is not missed."""
         if m.seq_read is None:
@@ -190,7 +193,7 @@ class OpenCodeHandle(Handle):
             )
 
     @staticmethod
-    def _rows_of(db: Database, sid: str, since: int) -> tuple[list[tuple], list[tuple]]:
+    def _rows_of(db: Database, sid: str, since: int) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         msgs = db.query(
             "SELECT rowid, id, time_created, time_updated, data FROM message "
             "WHERE session_id = ? AND time_updated >= ? ORDER BY time_created, id",
@@ -238,7 +241,7 @@ class OpenCodeHandle(Handle):
             if not a.order and sid in L.prompts:
                 a.order = L.prompts[sid]
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         return self.source.signals_of(self, at)
 
     def record_token(self) -> bytes | None:

@@ -1,4 +1,4 @@
-"""OpenCode liveness and per-agent states, for the attention states (the live() contract).
+"""OpenCode liveness and what its running tool parts show (the live() contract).
 
 What the database tells: an assistant message without `time.completed` is a response
 in progress; a `tool` part `running` without `metadata` has not started (it waits for
@@ -21,7 +21,7 @@ import os
 
 from huddle.io import safefile
 from huddle.io.proctable import Proc, ProcTable
-from huddle.model.attention import NEEDS_YOU, WORKING, urgency
+from huddle.model.signals import AgentLive, Call, Live
 from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, SPAWN_TOOLS
 
 START_WAIT = 1.0  # a non-shell tool still unstarted after this long waits for permission
@@ -117,62 +117,43 @@ def session_process(handle, at: float | None) -> tuple[Processes | None, Proc | 
     return procs, procs.by_session.get(handle.root)
 
 
-def live_signals(handle, at: float | None) -> dict:
-    out: dict = {}
+def live_signals(handle, at: float | None) -> Live:
+    alive: bool | None = None
+    pid = None
     procs, proc = session_process(handle, at)
     if procs is not None:
         if proc is not None:
-            out["alive"] = True
-            out["pid"] = proc.pid
+            alive, pid = True, proc.pid
         elif not procs.daemon:
-            out["alive"] = False
-            return out
+            return Live(alive=False)
     if at is not None and handle.session.updated_at is not None and at < handle.session.updated_at:
-        return out  # a past moment: the timeline replays it; the rows hold only their last state
+        return Live(alive=alive, pid=pid)  # a past moment: the timeline replays it; the rows hold only their last state
     commands = procs.commands_below(proc) if procs is not None and proc is not None else None
-    agents: dict[str, dict] = {}
-    now = at if at is not None else _now()
+    agents: dict[str, AgentLive] = {}
     for m in handle.members.values():
         p = m.parser
         if p is None or not p.in_progress():
             continue
-        best = None
-        for r in p.running.values():
-            st = _running_state(r, commands, now)
-            if st is not None and (best is None or urgency(st["state"]) < urgency(best["state"])):
-                best = st
-        if best is not None:
-            agents[m.sid] = best
-    if agents:
-        out["agents"] = agents
-    return out
+        calls = tuple(c for c in (_running(r, commands) for r in p.running.values()) if c is not None)
+        if calls:
+            agents[m.sid] = AgentLive(calls=calls)
+    return Live(alive=alive, pid=pid, agents=agents)
 
 
-def _running_state(r, commands: list[str] | None, now: float) -> dict | None:
+def _running(r, commands: list[str] | None) -> Call | None:
+    """A running tool part as the database and the processes show it: a part not
+    started (no `metadata` yet) waits for permission, a fragile sign the process table
+    overrules for shell commands."""
     if r.tool in SPAWN_TOOLS:
-        return None  # an open order: the generic rules say waiting, the child says what it does
+        return None  # an open order: the transcript says waiting, the child says what it does
     if r.tool in QUESTION_TOOLS:
-        return _st(NEEDS_YOU, r.since, r.detail or "a question")
+        return Call(tool=r.tool, since=r.since, question=True, words=r.detail)
     if r.tool in SHELL_TOOLS:
         cmd = r.command or r.detail
-        if commands is not None and cmd and any(cmd in c for c in commands):
-            return _st(WORKING, r.since, doing=f"running {cmd}")  # its process runs: approved
-        if not r.has_metadata:
-            return _st(NEEDS_YOU, r.since, f"approve bash: {cmd}")
-        return _st(WORKING, r.since, doing=f"running {cmd}")
-    if not r.has_metadata and r.since is not None and now - r.since > START_WAIT:
-        return _st(NEEDS_YOU, r.since, f"approve {r.tool}: {r.detail}" if r.detail else f"approve {r.tool}")
-    return _st(WORKING, r.since)
-
-
-def _st(state: str, since: float | None, waiting_for: str | None = None, doing: str = "") -> dict:
-    d: dict = {"state": state, "since": since, "waiting_for": waiting_for}
-    if doing:
-        d["doing"] = doing
-    return d
-
-
-def _now() -> float:
-    import time
-
-    return time.time()
+        seen = commands is not None and bool(cmd) and any(cmd in c for c in commands)  # its process runs
+        runs = seen or r.has_metadata
+        return Call(tool=r.tool, since=r.since, runs=runs, words=f"approve bash: {cmd}", doing=f"running {cmd}")
+    words = f"approve {r.tool}: {r.detail}" if r.detail else f"approve {r.tool}"
+    if r.has_metadata:
+        return Call(tool=r.tool, since=r.since, runs=True)
+    return Call(tool=r.tool, since=r.since, asks_after=START_WAIT, words=words)

@@ -16,6 +16,7 @@ incremental readers of events, such as the search index, rely on); `length` is 1
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import msgspec
 
@@ -135,7 +136,7 @@ class SessionParser:
 
     # -- rows --------------------------------------------------------------------------
 
-    def feed(self, msg_rows: list[tuple], part_rows: list[tuple]) -> None:
+    def feed(self, msg_rows: list[tuple[Any, ...]], part_rows: list[tuple[Any, ...]]) -> None:
         """message rows (rowid, id, time_created, time_updated, data) in creation order; part
         rows (rowid, id, message_id, time_created, time_updated, data)."""
         touched: dict[str, None] = {}
@@ -164,7 +165,7 @@ class SessionParser:
             if st.role == "assistant" and (not self.last_assistant or mid > self.last_assistant):
                 self.last_assistant = mid
             touched[mid] = None
-        by_msg: dict[str, list[tuple]] = {}
+        by_msg: dict[str, list[tuple[Any, ...]]] = {}
         for row in part_rows:
             by_msg.setdefault(row[2], []).append(row)
         order = list(dict.fromkeys([*touched, *sorted(by_msg)]))
@@ -181,7 +182,7 @@ class SessionParser:
             finally:
                 self._copying = False
 
-    def _part(self, st: MsgState, mid: str, row: tuple) -> None:
+    def _part(self, st: MsgState, mid: str, row: tuple[Any, ...]) -> None:
         rowid, pid, _mid, tc, tu, data = row
         try:
             p = rec.decode_part(data)

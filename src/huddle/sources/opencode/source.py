@@ -18,15 +18,18 @@ database replaced by another file (a new inode) is read again from scratch.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
+from huddle.model.files import Files
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
 if TYPE_CHECKING:  # the database and the handles load when a database is there to read
+    from huddle.model.signals import Live
+
     from .db import Database
     from .handle import OpenCodeHandle, Row
 
@@ -39,6 +42,9 @@ _SESSIONS = (
 @register
 class OpenCodeSource(Source):
     name = "opencode"
+    label = "OpenCode"
+    short = "OpenCode"
+    colour = "#7c3aed"
     folder_env = "HUDDLE_OPENCODE_DIR"
     default_folder = "$XDG_DATA_HOME/opencode"
     resume = "opencode --session {id}"  # the TUI's flag (`run --session` wants a message too)
@@ -57,13 +63,12 @@ class OpenCodeSource(Source):
         self.system = ProcCache()
         self.notes: list[str] = []
         self._dbs: dict[str, Database] = {}
-        self._stamps: dict[str, tuple] = {}
+        self._stamps: dict[str, tuple[Any, ...]] = {}
         self._rows: dict[str, list[Row]] = {}  # database -> its session rows when last listed
         self._events: dict[str, bool] = {}  # database -> it keeps an event log SQLite can read ids from
-        self._groups: dict[str, tuple] = {}  # database -> (its rows, by id, lead -> members) as last grouped
+        self._groups: dict[str, tuple[Any, ...]] = {}  # database -> (its rows, by id, lead -> members) as last grouped
         self._listing: tuple[int, list[str], dict[str, tuple[str, str]]] | None = None
-        # every file of the data folder looked at and not read as sessions: path -> (verdict, why)
-        self.accounts: dict[str, tuple[str, str]] = {}
+        self.accounts: dict[str, tuple[str, str]] = {}  # files met and not sessions: path -> (verdict, why)
         self._open_for: set[str] = set()  # handles yet to read in this refresh
         self.newest: dict[str, str] = {}  # folder -> its most recently updated lead session
         self.lists = 0  # how often the session table was listed (tests, benches)
@@ -109,7 +114,7 @@ class OpenCodeSource(Source):
             self._listing = (mtime, [os.path.join(self.folder, n) for n in names], others)
         return self._listing[1]
 
-    def signals_of(self, handle: OpenCodeHandle, at: float | None) -> dict:
+    def signals_of(self, handle: OpenCodeHandle, at: float | None) -> Live:
         """A session's live signals (`Handle.live`)."""
         from .live import live_signals
 
@@ -144,6 +149,7 @@ class OpenCodeSource(Source):
         found: dict[str, Handle] = {}
         newest: dict[str, tuple[int, str]] = {}
         paths = self.db_paths()
+        # every file of the data folder looked at and not read as sessions: path -> (verdict, why)
         self.accounts = dict(self._listing[2]) if self._listing is not None and not os.environ.get(self.db_env) else {}
         for path in paths:
             st = stamp(path)
@@ -206,6 +212,7 @@ class OpenCodeSource(Source):
                         newest[d] = (lead.updated, root)
         self.newest = {d: sid for d, (_u, sid) in newest.items()}
         self.done(None)  # nothing left to read: no connection stays open
+        self.files = Files.of(self.accounts, {os.path.dirname(p) for p in paths})  # (huddle doctor reads these)
         return found
 
     def _list(self, path: str) -> list[Row]:

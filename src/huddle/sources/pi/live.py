@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from huddle.io.proctable import Proc, ProcTable
+from huddle.model.signals import IDLE, WAITING, Live, Pending
 from huddle.model.tools import SHELL_TOOLS
 
 if TYPE_CHECKING:
@@ -112,36 +113,31 @@ def runs_below(view: ProcTable, pid: int) -> list[Proc]:
     return [p for p in view.below(pid) if p.argv and not is_pi(p)]
 
 
-def signals(handle: PiHandle, at: float | None) -> dict[str, Any]:
+def signals(handle: PiHandle, at: float | None) -> Live:
     src: PiSource = handle.source
     p = handle.parser
-    out: dict[str, Any] = {}
     guesses: list[str] = []
     view = src.system.view(at)
-    pid = None
+    alive, pid, status, since = None, None, "", None
+    pending: Pending | None = None
     if view is not None:
         claims = src.claims(view)
         pid = claims.pid.get(handle.sid)
-        out["alive"] = pid is not None
+        alive = pid is not None
         if pid is None:
-            return out
-        out["pid"] = pid
+            return Live(alive=False)
         if handle.sid in claims.guessed:
             guesses.append(BY_FOLDER)
         proc = view.get(pid)
         headless = proc is not None and any(a in HEADLESS for a in proc.argv)
         now = at if at is not None else time.time()
         # (its program starts within milliseconds, and the table may be a second old)
-        pending = [t for tool, t in p.calls.values() if tool in CHILD_TOOLS and t is not None and now - t > ASKS_AFTER]
-        if pending and not headless and not runs_below(view, pid) and src.may_ask(handle.session.cwd):
-            out["status"] = "waiting"
-            out["waiting_for"] = "approve"
+        asking = [t for tool, t in p.calls.values() if tool in CHILD_TOOLS and t is not None and now - t > ASKS_AFTER]
+        if asking and not headless and not runs_below(view, pid) and src.may_ask(handle.session.cwd):
+            status, pending = WAITING, Pending(words="approve")
             guesses.append(DIALOG)
     failed = p.failed_at(at)
-    if failed is not None and "status" not in out:
-        out["status"] = "idle"
-        out["since"] = failed
+    if failed is not None and not status:
+        status, since = IDLE, failed
         guesses.append(FAILED)
-    if guesses:
-        out["guess"] = "; ".join(guesses)
-    return out
+    return Live(alive=alive, pid=pid, status=status, status_since=since, pending=pending, guess="; ".join(guesses))

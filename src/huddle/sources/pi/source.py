@@ -19,6 +19,8 @@ import msgspec
 from huddle.io import safefile
 from huddle.io.proctable import ProcCache, ProcTable
 from huddle.io.reader import GONE, RESET, SAME, LineReader
+from huddle.model.files import Files
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
@@ -74,7 +76,7 @@ class PiHandle(Handle):
         drain(self.reader, s, p.feed, p.out, flush, every=256)  # a bad line costs that line
         return s.version != before
 
-    def live(self, at: float | None = None) -> dict[str, Any]:
+    def live(self, at: float | None = None) -> Live:
         from .live import signals
 
         return signals(self, at)
@@ -83,6 +85,9 @@ class PiHandle(Handle):
 @register
 class PiSource(Source):
     name = "pi"
+    label = "Pi"
+    short = "Pi"
+    colour = "#0f766e"
     folder_env = "PI_CODING_AGENT_DIR"
     default_folder = "~/.pi/agent"
     resume = "pi --session {id}"
@@ -147,6 +152,7 @@ class PiSource(Source):
             if os.path.isfile(h.settings):
                 self.accounts[h.settings] = (NOT_SESSION, "Pi's settings")
         self.found = [(h.sid, h.path, self._heads[h.path][3]) for h in found.values() if isinstance(h, PiHandle)]
+        self.files = Files.of(self.accounts, self.roots())  # (huddle doctor reads these)
         return found
 
     def _consider(

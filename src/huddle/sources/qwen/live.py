@@ -27,6 +27,7 @@ from huddle.io import procs, safefile
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
 from huddle.model.activity import Activity, activity_at
+from huddle.model.signals import BUSY, WAITING, Live, Pending
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 NO_ASKING = ("--yolo", "-y", "--approval-mode=yolo")
@@ -189,13 +190,14 @@ def pending_call(acts: dict[str, Activity]) -> ev.Event | None:
     return max(calls, key=lambda c: (c.t or 0.0, c.seq), default=None)
 
 
-def live_signals(handle, at: float | None) -> dict:
+def live_signals(handle, at: float | None) -> Live:
     s = handle.session
     src = handle.source
     entry = src.registry.by_session.get(handle.lead)
     recorded = src.system.recorded
     view = src.system.view(at)
-    out: dict = {}
+    pid: int | None = None
+    guess = ""
     alive: bool | None = None
     proc: Proc | None = None
     if entry is not None and isinstance(entry.pid, int):
@@ -208,37 +210,30 @@ def live_signals(handle, at: float | None) -> dict:
             alive = entry_alive(entry)
             proc = view.get(entry.pid) if view is not None and alive else None
         if alive:
-            out["pid"] = entry.pid
+            pid = entry.pid
     if not alive and view is not None:
         found = find_process(view, handle.lead, s.cwd, src.latest(s.cwd), src.qwens(view))
         if found is not None:
-            alive, proc = True, found
-            out["pid"] = found.pid
+            alive, proc, pid = True, found, found.pid
         elif alive is None:
             alive = False
     if alive is None and view is None and entry is None and handle.runtime:
-        alive = False
-        out["guess"] = GUESS_QUIT
-    out["alive"] = alive
+        alive, guess = False, GUESS_QUIT
     if alive is False:
-        return out
+        return Live(alive=False, pid=pid, guess=guess)
     acts = activity_at(s, at) if at is not None else {a.id: a.activity for a in s.agents.values()}
     call = pending_call(acts)
+    status, pending = "", None
     if call is not None:
         if view is None or proc is None:
-            out["guess"] = GUESS_NO_TABLE
+            guess = GUESS_NO_TABLE
         elif running_below(view, proc.pid, call.t, recorded is not None):
-            out["status"] = "busy"  # a process the call started runs
+            status = BUSY  # a process the call started runs
         elif can_ask(entry, proc.argv):
-            out["status"] = "waiting"
-            out["waiting_for"] = "permission"
-            out["guess"] = GUESS_APPROVAL
+            status, pending, guess = WAITING, Pending(words="permission"), GUESS_APPROVAL
     else:
         lead = acts.get(handle.lead)
         if lead is not None and lead.turn_open and not any(c.kind == ev.ORDER for c in lead.open_calls.values()):
-            out["guess"] = GUESS_ANSWER
-    if alive:
-        n = handle.background_running()
-        if n:
-            out["background_agents"] = n
-    return out
+            guess = GUESS_ANSWER
+    background = handle.background_running() if alive else ()
+    return Live(alive=alive, pid=pid, status=status, pending=pending, background=background, guess=guess)

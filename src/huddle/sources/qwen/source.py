@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 from huddle.io import safefile
 from huddle.io.proctable import Proc, ProcCache, ProcTable
 from huddle.io.reader import GONE, RESET, SAME, LineReader
+from huddle.model.files import Files
+from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
@@ -182,15 +184,15 @@ class QwenHandle(Handle):
                 p.nameless.clear()
                 s.recount_usage()
 
-    def background_running(self) -> int:
+    def background_running(self) -> tuple[str, ...]:
         """Sub-agents launched in the background whose meta says they still run."""
-        return sum(
-            1
+        return tuple(
+            cf.agent
             for cf in self.chats.values()
             if cf.meta is not None and cf.meta.isBackgrounded and cf.meta.status == "running"
         )
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         from .live import live_signals
 
         return live_signals(self, at)
@@ -199,6 +201,9 @@ class QwenHandle(Handle):
 @register
 class QwenSource(Source):
     name = "qwen"
+    label = "Qwen Code"
+    short = "Qwen"
+    colour = "#615ced"
     folder_env = "HUDDLE_QWEN_DIR"
     default_folder = "$QWEN_RUNTIME_DIR|$QWEN_HOME|~/.qwen"
     resume = "qwen --resume {id}"
@@ -318,6 +323,7 @@ class QwenSource(Source):
                 if sid in leads and h.session.cwd:
                     by_cwd.setdefault(h.session.cwd, []).append(h)
         self._by_cwd = by_cwd
+        self.files = Files.of(self.accounts, self.roots())  # (huddle doctor reads these)
         return found
 
     def _subs(self, folder: str, sid: str, plain) -> list[FileSpec]:

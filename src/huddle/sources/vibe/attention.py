@@ -14,10 +14,10 @@ from typing import Any, Protocol
 import msgspec
 
 from huddle.model import events as ev
-from huddle.model import times
-from huddle.model.attention import NEEDS_YOU, WAITING, WORKING, YOUR_TURN
+from huddle.model import signals, times
 from huddle.model.doing import input_summary
 from huddle.model.events import Event, one_line
+from huddle.model.signals import TURN_OPEN, AgentLive, Call
 from huddle.model.tools import WAIT_TOOLS
 
 from . import records as vr
@@ -117,29 +117,29 @@ class Callbacks:
 # -- liveness ------------------------------------------------------------------
 
 
-def live_state(
+def live_signals(
     waits: dict[str, Event],
     running: dict[str, tuple[str, float | None, str]],
     latest: vr.Turn | None,
-    is_child: bool,
-) -> dict[str, Any] | None:
-    """An agent's state as its store has it now (for `live()`): open callbacks, running
-    effects (tool, since, about), the latest turn."""
+) -> AgentLive | None:
+    """What an agent's store shows now (for `live()`): its newest open callback (a
+    prompt), its running effects (tool, since, about), its latest turn's status."""
     if waits:
         w = list(waits.values())[-1]
-        return {"state": NEEDS_YOU, "waiting_for": w.detail or w.name, "since": w.t}
+        return AgentLive(calls=(Call(id=w.id or "", tool=w.name, since=w.t, runs=False, words=w.detail or w.name),))
     if running:
-        wait_for = [(since, about) for tool, since, about in running.values() if tool in WAIT_TOOLS]
-        since = min((s for _, s, _ in running.values() if s is not None), default=None)
-        if len(wait_for) == len(running):
-            return {"state": WAITING, "waiting_for": wait_for[0][1] or "sub-agents", "since": since}
-        return {"state": WORKING, "waiting_for": None, "since": since}
-    turn = latest
-    if turn is None:
+        calls = tuple(
+            Call(id=eid, tool=tool, since=since, waits_on=about)
+            if tool in WAIT_TOOLS
+            else Call(id=eid, tool=tool, since=since, runs=True)
+            for eid, (tool, since, about) in running.items()
+        )
+        return AgentLive(calls=calls)
+    if latest is None:
         return None
-    status = status_of(turn.status)
+    status = status_of(latest.status)
     if status == "in_progress":
-        return {"state": WORKING, "waiting_for": None, "since": ms(turn.startedAt)}
-    if status in TURN_OVER and not is_child:
-        return {"state": YOUR_TURN, "waiting_for": None, "since": ms(turn.completedAt)}
+        return AgentLive(turn=TURN_OPEN, turn_since=ms(latest.startedAt))
+    if status in TURN_OVER:
+        return AgentLive(turn=signals.TURN_OVER, turn_since=ms(latest.completedAt))
     return None

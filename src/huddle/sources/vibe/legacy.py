@@ -13,6 +13,7 @@ for each growth of a live session), which says so in its detail.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -84,7 +85,7 @@ class ModelConfig(msgspec.Struct):
 
 class Config(msgspec.Struct):
     active_model: str | None = None
-    models: dict[str, ModelConfig] | list | None = None
+    models: dict[str, ModelConfig] | list[Any] | None = None
 
 
 class ChildSession(msgspec.Struct):

@@ -10,13 +10,15 @@ was taken (the pid was reused).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from huddle.io import procs
 from huddle.io.safefile import forget, read_json, remember, stamp
+from huddle.model.signals import AgentLive, Live
 from huddle.model.times import parse_time
 
 
-def _read_json(path: str) -> dict | None:
+def _read_json(path: str) -> dict[str, Any] | None:
     val = read_json(path)  # written whole, but a half-written one is re-read once
     return val if isinstance(val, dict) else None
 
@@ -34,7 +36,7 @@ def pid_alive(pid: int, acquired: float | None) -> bool | None:
 class Lock:
     __slots__ = ("acquired_at", "held", "id", "pid")
 
-    def __init__(self, id: str, info: dict, held: bool):
+    def __init__(self, id: str, info: dict[str, Any], held: bool):
         self.id = id
         pid = info.get("process_id")
         self.pid = pid if isinstance(pid, int) else None
@@ -98,16 +100,22 @@ class Locks:
             return None
         return pid_alive(lock.pid, lock.acquired_at)
 
-    def info(self, sid: str) -> dict | None:
+    def info(self, sid: str) -> dict[str, Any] | None:
         lock = self.locks.get(sid)
         if lock is None:
             return None
         return {"pid": lock.pid, "acquired_at": lock.acquired_at, "held": lock.held}
 
-    def signals(self, sid: str, at: float | None) -> dict:
-        """The liveness part of a handle's `live()`: alive, and the lock's pid."""
-        out: dict = {"alive": self.alive(sid, at)}
+    def signals(self, sid: str, at: float | None, agents: dict[str, AgentLive] | None = None, **facts: object) -> Live:
+        """A handle's `live()`: alive, the lock's pid and when it was taken (its process
+        started then), the lock as it is, and what else the handle knows."""
         lock = self.info(sid)
         if lock is not None:
-            out["pid"], out["lock"] = lock["pid"], lock
-        return out
+            facts["lock"] = lock
+        return Live(
+            alive=self.alive(sid, at),
+            pid=lock["pid"] if lock is not None else None,
+            started=lock["acquired_at"] if lock is not None else None,
+            agents=agents or {},
+            facts=facts,
+        )

@@ -8,6 +8,8 @@ journal and runtime state).
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 from msgspec import Raw
 
@@ -70,7 +72,7 @@ class Problem(msgspec.Struct):
 
 
 class EffectState(msgspec.Struct):
-    status: str | dict | None = None
+    status: str | dict[str, Any] | None = None
     output: Raw = Raw(b"null")
     outputText: str | None = None
     error: Problem | None = None
@@ -104,7 +106,7 @@ class TokenUsage(msgspec.Struct):
 
 class Turn(msgspec.Struct):
     id: str = ""
-    status: str | dict | None = None
+    status: str | dict[str, Any] | None = None
     startedAt: int | float | None = None
     completedAt: int | float | None = None
     error: Problem | None = None
@@ -213,7 +215,7 @@ class StoreMeta(msgspec.Struct):
 
     title: str | None = None
     title_source: str | None = None
-    config: dict | None = None
+    config: dict[str, Any] | None = None
 
 
 # -- the journal -----------------------------------------------------------------------

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from huddle.io.safefile import listdir, open_regular, read_small, remember
 from huddle.model import events as ev
-from huddle.model.attention import WORKING
 from huddle.model.events import Event
+from huddle.model.files import DAMAGED, LOCK, SIDE, UNKNOWN, Files
+from huddle.model.signals import TURN_OPEN, AgentLive, Live
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
 
@@ -125,22 +126,21 @@ class UnifiedHandle(Handle):
             reader.poll(parser)
         self.session.add_all(parser.flush())
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         s = self.session
-        out = self.source.locks.signals(s.id, at)
-        if at is None or s.updated_at is None or at >= s.updated_at:
-            agents = {}
-            for aid, (_reader, parser) in self.stores.items():
-                st = parser.live_state()
-                if st is not None and aid in s.agents:
-                    agents[aid] = st
-            if not self.stores[s.id][0].generation and out["alive"] is not False:
-                lock = out.get("lock") or {}  # a store being created: its first turn is under way
-                agents[s.id] = {"state": WORKING, "waiting_for": None, "since": lock.get("acquired_at")}
-            out["agents"] = agents
-        reader = self.stores[s.id][0]
-        out["generation"] = reader.generation
-        return out
+        locks = self.source.locks
+        generation = self.stores[s.id][0].generation
+        if at is not None and s.updated_at is not None and at < s.updated_at:
+            return locks.signals(s.id, at, generation=generation)  # a past moment: the timeline replays it
+        agents: dict[str, AgentLive] = {}
+        for aid, (_reader, parser) in self.stores.items():
+            own = parser.live_signals()
+            if own is not None and aid in s.agents:
+                agents[aid] = own
+        if not generation and locks.alive(s.id, at) is not False:
+            lock = locks.info(s.id) or {}  # a store being created: its first turn is under way
+            agents[s.id] = AgentLive(turn=TURN_OPEN, turn_since=lock.get("acquired_at"))
+        return locks.signals(s.id, at, agents, generation=generation)
 
 
 class LegacyHandle(Handle):
@@ -240,13 +240,12 @@ class LegacyHandle(Handle):
             if a is not None and not a.order and sub.first_order:
                 a.order = sub.first_order
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         s = self.session
-        out = self.source.locks.signals(s.id, at)
         costs = [a.cost for a in [self.lead, *self.subs.values()] if a.cost is not None]
         if costs:
-            out["cost_usd"] = round(sum(costs), 6)
-        return out
+            return self.source.locks.signals(s.id, at, cost_usd=round(sum(costs), 6))
+        return self.source.locks.signals(s.id, at)
 
 
 class StartingHandle(Handle):
@@ -292,25 +291,28 @@ class StartingHandle(Handle):
         )
         return True
 
-    def live(self, at: float | None = None) -> dict:
+    def live(self, at: float | None = None) -> Live:
         s = self.session
-        out = self.source.locks.signals(s.id, at)
-        if out["alive"] is not False:
-            since = (out.get("lock") or {}).get("acquired_at")
-            out["agents"] = {s.id: {"state": WORKING, "waiting_for": None, "since": since}}
-        return out
+        locks = self.source.locks
+        if locks.alive(s.id, at) is False:
+            return locks.signals(s.id, at)
+        since = (locks.info(s.id) or {}).get("acquired_at")
+        return locks.signals(s.id, at, {s.id: AgentLive(turn=TURN_OPEN, turn_since=since)})
 
 
 @register
 class VibeSource(Source):
     name = "vibe"
+    label = "Mistral Vibe"
+    short = "Vibe"
+    colour = "#fa520f"
     folder_env = "VIBE_HOME"
     default_folder = "~/.vibe"
     resume = "vibe --resume {id}"
 
     def __init__(self, settings):
         super().__init__(settings)
-        self._config_key: tuple = ()
+        self._config_key: tuple[Any, ...] = ()
         self.root, self.config_note = "", None
         self.locks = Locks("")
         self._read_config()
@@ -323,7 +325,7 @@ class VibeSource(Source):
             return
         try:
             st = os.stat(os.path.join(self.folder, "config.toml"))
-            key: tuple = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            key: tuple[Any, ...] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         except OSError:
             key = (None,)
         if key == self._config_key:
@@ -359,6 +361,7 @@ class VibeSource(Source):
         self.locks.refresh()
         found: dict[str, Handle] = {}
         unified = os.path.join(self.root, "unified")
+        self.files = account = self._files_beside(unified)
         for name, path in _dirs(unified):
             if name.startswith(("child-", ".")):
                 continue  # sub-agents belong to their lead's session
@@ -372,12 +375,27 @@ class VibeSource(Source):
             legacy.append(path)
             sid = self._legacy_id(path)
             if sid is None:
+                account.unread(os.path.join(path, "meta.json"), f"{DAMAGED}: meta.json names no session")
                 continue
             key = f"vibe:{sid}"
             h = known.get(key)
             found[key] = h if isinstance(h, LegacyHandle) and h.folder == path else LegacyHandle(self, path, sid)
         self._starting(found, known, legacy)
         return found
+
+    def _files_beside(self, unified: str) -> Files:
+        """The folders a scan looks in, and the files beside the sessions' folders."""
+        account = Files()
+        for folder in (self.root, unified, self.locks.folder):
+            account.looked_in(folder)
+        for e in listdir(self.root):
+            if e.name == ".session_index.json":
+                account.not_session(e.path, f"{SIDE}: Vibe's index of its sessions")
+            elif not e.is_dir(follow_symlinks=False):
+                account.unread(e.path, UNKNOWN)
+        for lock_id in self.locks.locks:
+            account.not_session(os.path.join(self.locks.folder, lock_id + ".lock.json"), LOCK)
+        return account
 
     def _starting(self, found: dict[str, Handle], known: dict[str, Handle], legacy: list[str]) -> None:
         """Locks of sessions with nothing else on disk yet (sub-agents' locks excluded)."""

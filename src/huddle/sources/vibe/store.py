@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -239,7 +239,7 @@ class StoreReader:
         return loaded
 
     @staticmethod
-    def _entries(loaded: Loaded, path: str, data: bytes, raws: list) -> None:
+    def _entries(loaded: Loaded, path: str, data: bytes, raws: list[Any]) -> None:
         pos = 0
         for raw in raws:
             b = bytes(raw)

@@ -13,18 +13,17 @@ Usage is counted by `usage.py`, callbacks and the agent's current state by
 
 from __future__ import annotations
 
-from typing import Any
-
 from huddle.model import events as ev
 from huddle.model import times
 from huddle.model.doing import input_summary
 from huddle.model.events import Event, cap, one_line
 from huddle.model.session import Session
+from huddle.model.signals import AgentLive
 from huddle.model.tools import ANSWER_TOOLS, MESSAGE_TOOLS, SHELL_TOOLS, SPAWN_TOOLS, STOP_TOOLS, WAIT_TOOLS
 
 from . import records as vr
 from . import tools as vt
-from .attention import TURN_OVER, Callbacks, live_state, ms
+from .attention import TURN_OVER, Callbacks, live_signals, ms
 from .attention import status_of as _status
 from .clock import Clock
 from .family import Family
@@ -76,9 +75,9 @@ class StoreParser:
                 e.name = self.model or self.family.model  # sub-agent stores name no model: the lead's
         return out
 
-    def live_state(self) -> dict[str, Any] | None:
-        """This agent's state as the store has it now (for `live()`)."""
-        return live_state(self.callbacks.waits, self.running, self.latest, self.is_child)
+    def live_signals(self) -> AgentLive | None:
+        """What this agent's store shows now (for `live()`)."""
+        return live_signals(self.callbacks.waits, self.running, self.latest)
 
     def _t(self, v: object) -> float | None:
         """A time in milliseconds from the current record; one that is no time is noted."""

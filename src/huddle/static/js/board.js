@@ -1,5 +1,5 @@
 // The board: every session, needs-you first, live.
-import { api, el, pill, stream, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, fmtDay, fmtWhen, parseISO, now, typing, oneLine } from "./common.js";
+import { api, el, pill, stream, SOURCE_LABEL, loadAgents, agentDot, fmtDuration, fmtTokens, fmtCost, fmtDay, fmtWhen, parseISO, now, typing, oneLine } from "./common.js";
 import { passes, groupOf, groupOrder, groupRow, setupFilters, active as filtering, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
 import { copyButtons } from "./share.js";
 import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
@@ -105,7 +105,7 @@ function renderRow(r, flash) {
         el("span", { class: "row-copy" }, copyButtons(r))),
       subline(r),
       answerPart(r)),
-    el("td", { class: "c-kind", text: kindOf(r) }),
+    el("td", { class: "c-kind" }, agentDot(r.source), kindOf(r)),
     el("td", { class: "c-project", text: r.project || "—", title: r.cwd || "" }),
     el("td", { class: "c-since", text: sinceText(r) }),
     el("td", { class: "c-last", text: fmtDay(parseISO(r.updated_at)), title: r.updated_at ? fmtWhen(parseISO(r.updated_at)) : "" }),
@@ -206,6 +206,31 @@ async function load() {
   const notes = $("notes");
   notes.hidden = !(data.notes && data.notes.length);
   notes.textContent = (data.notes || []).join(" · ");
+  showUnread(data.files || {});
+}
+
+// Files under the agents' folders that no session reads (huddle doctor): how many, and
+// which and why once opened.
+function showUnread(files) {
+  const box = $("unread");
+  const n = Object.values(files).reduce((sum, c) => sum + (c.not_read || 0), 0);
+  box.hidden = n === 0;
+  box.querySelector("summary").textContent = `${n} file${n === 1 ? "" : "s"} not read`;
+  box.dataset.loaded = "";
+}
+
+async function listUnread() {
+  const box = $("unread");
+  if (!box.open || box.dataset.loaded) return;
+  box.dataset.loaded = "1";
+  const list = box.querySelector("ul");
+  try {
+    const d = await api.doctor();
+    list.replaceChildren(...d.agents.flatMap((a) => a.not_read_files.map((f) =>
+      el("li", {}, el("span", { class: "muted", text: `${a.label}: ` }), el("code", { text: f.path }), ` ${f.reason}`))));
+  } catch (e) {
+    list.replaceChildren(el("li", { text: `huddle doctor: ${e.message}` }));
+  }
 }
 
 function setupNotify() {
@@ -250,7 +275,9 @@ function tick() {
 let redrawFilters = () => {};
 
 async function main() {
+  await loadAgents();
   setupNotify();
+  $("unread").addEventListener("toggle", listUnread);
   redrawFilters = setupFilters($("filters"), () => [...rows.values()], () => { $("filter").value = query(); paint(); });
   $("filter").value = query();
   for (const th of document.querySelectorAll("#board th[data-sort]")) {

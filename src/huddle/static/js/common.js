@@ -4,19 +4,32 @@ export const STATE_LABEL = {
   needs_you: "needs you", waiting: "waiting", working: "working",
   your_turn: "your turn", idle: "idle", ended: "ended",
 };
-export const SOURCE_LABEL = {
-  claude: "Claude Code",
-  codex: "Codex",
-  vibe: "Mistral Vibe",
-  gemini: "Gemini CLI",
-  opencode: "OpenCode",
-  qwen: "Qwen Code",
-  pi: "Pi",
-  kilo: "Kilo CLI",
-  cline: "Cline CLI",
-  hosted: "hosted",
-  copilot: "Copilot CLI",
-};
+// The agents' names and colours: the server's one table (GET /api/agents, or embedded in
+// an export page), filled by loadAgents() before a page draws. An agent not in it shows its key.
+export const SOURCE_LABEL = {};
+export const AGENT = {};
+
+export async function loadAgents() {
+  const node = document.getElementById("huddle-agents");
+  let table = null;
+  try {
+    table = node ? JSON.parse(node.textContent) : await getJSON("/api/agents");
+  } catch (e) {
+    return; // names fall back to the agents' keys
+  }
+  for (const [k, v] of Object.entries((table && table.agents) || {})) {
+    AGENT[k] = v;
+    SOURCE_LABEL[k] = v.label;
+  }
+}
+
+// A small dot in the agent's colour (set through the CSSOM: no inline style in markup).
+export function agentDot(source) {
+  const dot = el("span", { class: "agent-dot", "aria-hidden": "true" });
+  const colour = (AGENT[source] || {}).colour;
+  if (colour) dot.style.setProperty("--agent", colour);
+  return dot;
+}
 
 export function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -51,6 +64,7 @@ export async function getJSON(path) {
 export const api = {
   board: () => getJSON("/api/sessions"),
   info: () => getJSON("/api/info"),
+  doctor: () => getJSON("/api/doctor"),
   session: (id) => getJSON(`/api/sessions/${encodeURIComponent(id)}`),
   events: (id, after, limit) => getJSON(`/api/sessions/${encodeURIComponent(id)}/events?${after >= 0 ? `after=${after}&` : ""}limit=${limit || 5000}`),
   transcripts: (id) => getJSON(`/api/sessions/${encodeURIComponent(id)}/transcripts`),

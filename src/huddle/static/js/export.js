@@ -4,7 +4,7 @@
 // app's own. It reads as the app does (agent text as Markdown, through markdown.js with
 // raw HTML off; a slash command as typed) and says every time one way, with its date (an
 // export is read on another day). Nothing in the data runs.
-import { el, fmtTokens, fmtWhen, fmtDuration, oneLine, avatar, SOURCE_LABEL, parseISO } from "./common.js";
+import { el, fmtTokens, fmtWhen, fmtDuration, oneLine, avatar, SOURCE_LABEL, loadAgents, parseISO } from "./common.js";
 import { markdown, plainWords } from "./markdown.js";
 import { timeline, label, waitWords } from "./model.js";
 import { mountReplay } from "./replay.js";
@@ -219,6 +219,7 @@ function header(data) {
 }
 
 async function main() {
+  await loadAgents();
   const app = document.getElementById("app");
   let data;
   try { data = await inflate(); performance.mark("huddle:inflated"); } catch (e) { app.replaceChildren(el("p", { class: "error-box", text: `This export could not be opened: ${e.message}` })); return; }

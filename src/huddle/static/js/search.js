@@ -1,6 +1,6 @@
 // The search page: every session's messages, newest first; a result opens the
 // conversation at that message with the words marked.
-import { el, getJSON, SOURCE_LABEL, typing } from "./common.js";
+import { el, getJSON, SOURCE_LABEL, loadAgents, typing } from "./common.js";
 import { marked } from "./highlight.js";
 
 const $ = (id) => document.getElementById(id);
@@ -85,6 +85,7 @@ function fromURL() {
 }
 
 async function main() {
+  await loadAgents();
   for (const [k, label] of Object.entries(SOURCE_LABEL)) $("source").append(el("option", { value: k, text: label }));
   fromURL();
   $("go").addEventListener("click", () => run(true));

@@ -1,5 +1,5 @@
 // One session: loads its detail and timeline, follows the stream, hosts the tabs.
-import { api, el, pill, stream, fmtTokens, fmtCost, fmtDuration, fmtWhen, parseISO, SOURCE_LABEL, typing } from "./common.js";
+import { api, el, pill, stream, fmtTokens, fmtCost, fmtDuration, fmtWhen, parseISO, SOURCE_LABEL, loadAgents, typing } from "./common.js";
 import { timeline } from "./model.js";
 import { mountCall } from "./call.js";
 import { mountTree } from "./tree.js";
@@ -35,7 +35,7 @@ function header() {
     el("span", { text: `${fmtTokens(d.tokens ?? 0)} tokens` }),
     el("span", { text: fmtCost(d.cost) }));
   renderShare($("s-share"), d);
-  answerPanel(d.source === "hosted" ? (d.live || {}).answer : null, d.state);
+  answerPanel(d.source === "hosted" ? d.answer : null, d.state);
   const w = $("s-waiting");
   w.hidden = !(d.state === "needs_you" && d.waiting_for);
   w.textContent = d.waiting_for ? `Needs you: ${d.waiting_for}` : "";
@@ -171,6 +171,7 @@ async function catchUp() {
 }
 
 async function main() {
+  await loadAgents();
   window.addEventListener("hashchange", () => show(route()));
   document.addEventListener("keydown", keys);
   document.querySelector(".tabs .tablist").addEventListener("keydown", tabKeys);
