@@ -19,6 +19,7 @@ import pytest
 from huddle import oneshot
 from huddle.sources import Settings
 from huddle.views import pricing, usage_sums
+from huddle.views.own_usage import with_own
 from huddle.views.pricing import USER_FILE, current
 from huddle.views.usage import aggregate
 from huddle.views.usage_index import counted_from_index
@@ -65,7 +66,8 @@ def every_row(where, hh) -> dict:
     table = current(str(hh))
     counted, notes = counted_from_index(settings, table)
     counted.pop("sums", None)
-    return aggregate(counted, by="day", table=table, notes=notes)
+    # (huddle's own tokens beside the report, as `huddle usage` says them: views.own_usage)
+    return with_own(aggregate(counted, by="day", table=table, notes=notes), str(hh), table)
 
 
 def fresh(where, tmp_path, hh) -> dict:

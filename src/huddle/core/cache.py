@@ -393,14 +393,33 @@ class HandleCache:
 
     def stamp_scans(self, sources: Iterable[Source], scanned: dict[str, bool]) -> None:
         """After the scans: their sources' folders, for `still_sources` next time (a scan
-        that failed, left a note or said of a file that it is no session's is done again)."""
+        that failed or left a note is done again), and what each said of the files it
+        gave no session (`Source.files`: said again while the scan is spared: `scan_files`)."""
+        import msgspec
+
         stamps = dict(self.meta().get("scans") or {})
+        files = dict(self.meta().get("files") or {})
         for src in sources:
             if src.name in scanned:
                 clean = scanned[src.name] and not src.notes and not unreadable(src.roots())
-                clean = clean and not src.files.placed()  # (what it said of files: said by the next scan too)
-                stamps[src.name] = self.folder_stamps(src) if clean else None
-        self.set_meta(scans={k: v for k, v in stamps.items() if v})
+                # (a file it gave no session, stamped: one that grows a session's head is scanned for)
+                said = stamps_of(sorted(src.files.placed()), self.read_at_ns, folders=True)
+                stamps[src.name] = self.folder_stamps(src) + said if clean else None
+                files[src.name] = msgspec.to_builtins(src.files) if clean else None
+        self.set_meta(scans={k: v for k, v in stamps.items() if v}, files={k: v for k, v in files.items() if v})
+
+    def scan_files(self, src: Source) -> None:
+        """A source spared its scan says of its files what its last scan said (stamp_scans)."""
+        import msgspec
+
+        from huddle.model.files import Files
+
+        kept = (self.meta().get("files") or {}).get(src.name)
+        if kept is not None:
+            try:
+                src.files = msgspec.convert(kept, Files)
+            except msgspec.ValidationError:  # (another version's: the next scan says it again)
+                pass
 
     def meta(self) -> dict[str, Any]:
         return self.store.meta

@@ -276,8 +276,9 @@ class Huddle:
         among the sessions it can move in this round (`_tied`), all of them at hand."""
         self.settled_in = set(r.touched)
         changed: set[str] = set()
+        keys = r.settle | r.moved  # (what a session's own read says of it beyond its events: a source's to add)
         for src in self.sources:
-            mine = {key: found[key] for key in r.settle if key in found and key.startswith(src.name + ":")}
+            mine = {key: found[key] for key in keys if key in found and key.startswith(src.name + ":")}
             if mine:
                 changed |= guarded(f"{src.name} settle", src.settle, mine, on_error=notes.append) or set()
         return changed

@@ -113,6 +113,8 @@ class Keeper:
         if moved is None:
             return set(), False
         lost = self.wake(core, [k for k in self.dormant if k.startswith(mine) and k in moved])
+        if not lost and self.cache is not None:
+            self.cache.scan_files(src)  # (what its last scan said of the files it gave no session)
         return {k for k in moved if k in core.handles or k in lost}, not lost
 
     def kept(self, core: Huddle, found: dict[str, Handle], r: Round, scanned: set[str]) -> dict[str, Handle]:

@@ -208,10 +208,11 @@ class Source:
 
     def settle(self, handles: dict[str, Handle]) -> set[str]:
         """After a round of reads: what one session's files say about another session (a
-        title written in another file of its folder). `handles`: this source's sessions in
-        every folder where one came, went or read new bytes, all of that folder's (the core
-        wakes them: core.sleeping.settle_moved). Returns the keys it changed. Must be
-        cheap when nothing of the kind is there."""
+        title written in another file of its folder). `handles`: this source's sessions
+        that came or read new bytes this round, and every session tied to them (their
+        titles decided together: Handle.ties; a folder whose sessions came or went, all
+        of it), awake (the keeper wakes them). Returns the keys it changed. Must be cheap
+        when nothing of the kind is there."""
         return set()
 
 

@@ -370,6 +370,7 @@ def only_summaries(path: str, head: int = 64 * 1024) -> bool:
             data = f.read(head)
     except OSError:
         return False
-    lines = data.splitlines()[:-1] if len(data) == head else data.splitlines()  # (a line cut by the head: not judged)
+    cut = len(data) == head and not data.endswith(b"\n")
+    lines = data.splitlines()[:-1] if cut else data.splitlines()  # (a line cut by the head: not judged)
     whole = [line for line in lines if line.strip()]
     return bool(whole) and all(line.lstrip().startswith(b'{"type":"summary"') for line in whole)

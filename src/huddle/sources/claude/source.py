@@ -405,7 +405,8 @@ class ClaudeSource(Source):
     def unplaced(self, path: str, size: int) -> tuple[bool, str]:
         from .records import only_summaries  # (its structs load when a session is read)
 
-        if size > 0 and only_summaries(path):
+        # (its first `size` bytes: a sleeping session's file as stamped, not as it grew since)
+        if size > 0 and only_summaries(path, min(size, 64 * 1024)):
             return True, f"{SIDE}: summaries that title other sessions"
         return super().unplaced(path, size)
 

@@ -79,7 +79,9 @@ class HostedHandle(Handle):
         host_up = bool(host.get("host_pid")) and alive(host["host_pid"], host.get("host_start"))
         facts["host"] = {"pid": host.get("host_pid"), "alive": host_up}
         if exited is not None:
-            return Live(alive=False, pid=pid, started=began, ended_at=exited.get("t"), facts=self._answerable(facts, False))
+            return Live(
+                alive=False, pid=pid, started=began, ended_at=exited.get("t"), facts=self._answerable(facts, False)
+            )
         if not run:
             return Live(pid=pid, facts=facts)
         if not (host_up and alive(run["pid"], run.get("start"))):

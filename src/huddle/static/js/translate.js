@@ -12,6 +12,7 @@ let timer = null;
 let ready = null;
 
 export function translationOn() {
+  if (!ready && location.protocol === "file:") ready = Promise.resolve(null); // (an export: no server to ask)
   if (!ready) ready = getJSON("/api/translation").then((r) => { lang = r.on ? r.lang : null; return lang; }).catch(() => null);
   return ready;
 }
