@@ -1,10 +1,12 @@
-"""`huddle usage --hub` summed in PostgreSQL gives the report the rows give, figure for
-figure (the JSON compared whole): costs computed in SQL bit for bit as views.pricing does
-and summed exactly, days as Python's datetime rounds them, a response counted once.
-Over a real server (tests/pg_server.py) and responses made to be awkward: times a
-fraction of a microsecond around midnight, before 1970 and unknown, prompts on both
-sides of a long-context threshold, priced and unpriced models, ids shared by sessions
-(one started earlier, one with no start), bounds inside a day and on midnights."""
+"""`huddle usage --hub` summed in PostgreSQL gives the report the machines' own `huddle
+usage` gives, figure for figure (the JSON compared whole): costs computed in SQL bit for
+bit as views.pricing does and summed exactly, days as Python's datetime rounds them, a
+response counted once. Over a real server (tests/pg_server.py) and responses made to be
+awkward: times a fraction of a microsecond around midnight, before 1970 and unknown,
+prompts on both sides of a long-context threshold, priced and unpriced models, ids
+shared by sessions (one started earlier, one with no start), bounds inside a day and on
+midnights; the kept sums (triggers.py) through inserts, updates, deletes and ids that
+become shared, and rates other than the hub's."""
 
 from __future__ import annotations
 
@@ -17,10 +19,13 @@ from fractions import Fraction
 import pytest
 
 from huddle.hub import connect
-from huddle.hub.read import counted, usage_report
-from huddle.hub.sums import counted_groups, partials
+from huddle.hub.prices import sync
+from huddle.hub.read import counted, summed, usage_report
+from huddle.hub.report import Bounds
+from huddle.hub.sums import partials
 from huddle.views.pricing import Price, Rates, Table, current
 from huddle.views.usage import aggregate
+from huddle.views.usage_index import day_aligned, group_rows
 from pg_server import Postgres, bindir
 
 pytestmark = pytest.mark.skipif(
@@ -34,13 +39,29 @@ LABELS = ["lead", "Explore", "general-purpose"]
 
 
 @pytest.fixture(scope="module")
-def hub():
-    server = Postgres().start()
-    conn = connect(server.dsn(server.create_db("sums")))
-    _fill(conn, random.Random(20261130))
+def server():
+    pg = Postgres().start()
+    yield pg
+    pg.stop()
+
+
+@pytest.fixture
+def pg_conn(server):
+    conn = connect(server.dsn(server.create_db(f"kept{next(_dbs)}")))
     yield conn
     conn.close()
-    server.stop()
+
+
+_dbs = iter(range(1000))
+
+
+@pytest.fixture(scope="module")
+def hub(server):
+    conn = connect(server.dsn(server.create_db("sums")))
+    _fill(conn, random.Random(20261130))
+    sync(conn, current())  # the hub priced as a machine's push prices it
+    yield conn
+    conn.close()
 
 
 def _times(rnd: random.Random) -> float | None:
@@ -95,30 +116,67 @@ BOUNDS = [
     (MIDNIGHT - DAY, MIDNIGHT + DAY),
     (MIDNIGHT - 5e-7, MIDNIGHT + 1.5 * DAY),  # inside days
     (None, MIDNIGHT + 0.25 * DAY),
+    (MIDNIGHT + 0.25 * DAY, MIDNIGHT + 0.75 * DAY),  # both in one day
+    (MIDNIGHT - 2 * DAY + 3600, MIDNIGHT + 2 * DAY - 5e-7),
+    (MIDNIGHT - 2e-7, MIDNIGHT + 2.5 * DAY),  # responses 5e-7 before it round into the day after it
     (MIDNIGHT + 10 * DAY, None),  # nothing counted: the duplicates still said
 ]
 
 
+def local(conn, by, since, until, table, machine=None):
+    """What `huddle usage` says of these rows on a machine: the local index's per-day
+    sums when both bounds are midnights, else every row by its time
+    (views.usage_index.counted_from_index)."""
+    rows = counted(conn, machine)
+    if day_aligned(since) and day_aligned(until):
+        grouped = {
+            "sessions": [{**{k: v for k, v in s.items() if k != "rows"}, "groups": group_rows(s["rows"], table)}
+                         for s in rows["sessions"]],
+            "duplicates": rows["duplicates"],
+        }  # fmt: skip
+        return aggregate(grouped, by, since, table, until=until)
+    return aggregate(rows, by, since, table, until=until)
+
+
 @pytest.mark.parametrize("since, until", BOUNDS)
 @pytest.mark.parametrize("machine", [None, "b"])
-def test_sums_in_sql_give_the_report_the_rows_give(hub, since, until, machine):
+def test_sums_in_sql_give_the_report_the_machines_give(hub, since, until, machine):
     table = current()
     for by in ("day", "session", "project", "model", "agent"):
-        want = aggregate(counted(hub, machine), by, since, table, until=until)
-        sums = counted_groups(hub, table, machine, since, until)
-        assert sums is not None
-        got = aggregate(sums, by, since, table, until=until, bounded=True)
+        want = local(hub, by, since, until, table, machine)
+        got = summed(hub, by, since, until, table, machine)
+        assert got is not None
         assert json.dumps(got) == json.dumps(want), by
     assert want["counted"]["duplicates_skipped"] > 0
 
 
-def test_by_machine_is_the_rows_report_too(hub):
+def test_a_bound_a_rounding_crosses_is_read_by_time(hub):
+    b = Bounds(MIDNIGHT - 2e-7, MIDNIGHT + 2.5 * DAY)  # (by time: the end is inside a day)
+    assert b.d1 == int(MIDNIGHT // DAY)
+    b.tighten(hub)  # (the fixture holds responses 5e-7 and 4.9e-7 before midnights: days after them)
+    assert b.d1 == int(MIDNIGHT // DAY) + 1
+    assert b.windows[0] == (MIDNIGHT - 2e-7, MIDNIGHT + DAY + 0.001)
+
+
+def test_by_machine_is_each_machines_report(hub):
     table = current()
     got = usage_report(hub, "machine", MIDNIGHT - 5e-7, table)
     for row in got["rows"]:
-        want = aggregate(counted(hub, row["machine"]), "day", MIDNIGHT - 5e-7, table)["totals"]
+        want = local(hub, "day", MIDNIGHT - 5e-7, None, table, row["machine"])["totals"]
         assert {k: v for k, v in row.items() if k not in ("key", "machine")} == want
     assert len(got["rows"]) == 3
+
+
+def test_other_rates_than_the_hubs_are_summed_from_the_rows(hub):
+    """A user's pricing file (or another huddle's table): those models from the rows, at
+    the reader's rates, still exactly the reader's own report."""
+    t = current()
+    table = Table({**t.models, "claude-opus-4-7": Price(Rates(7.0, 31.0, 0.7, 9.0, 14.0))}, t.aliases, t.as_of)
+    for by in ("day", "model"):
+        got = summed(hub, by, MIDNIGHT - DAY, None, table, None)
+        assert got is not None and any("claude-opus-4-7" in n for n in got["notes"])
+        got["notes"] = []
+        assert json.dumps(got) == json.dumps(local(hub, by, MIDNIGHT - DAY, None, table)), by
 
 
 @pytest.mark.parametrize("rate", [1e300, 1e-16])
@@ -127,8 +185,58 @@ def test_rates_the_sums_cannot_hold_are_summed_from_the_rows(hub, rate):
     one whose costs are too small to split exactly (below 2**-48 USD)."""
     t = current()
     table = Table({**t.models, "claude-opus-4-7": Price(Rates(rate, rate, rate, rate, rate))}, t.aliases, t.as_of)
-    assert counted_groups(hub, table, None, None, None) is None
-    assert usage_report(hub, "day", None, table) == aggregate(counted(hub), "day", None, table)
+    assert summed(hub, "day", None, None, table, None) is None
+    got = usage_report(hub, "day", None, table)
+    assert got == aggregate(counted(hub), "day", None, table)
+
+
+def _sums(conn):
+    return conn.execute(
+        "SELECT session_key, day, agent_label, model, band, n, input, output, cache_read, cache_write, cache_write_1h,"
+        " first_t, priced, odd, hi, lo FROM huddle.usage_sums ORDER BY 1, 2, 3, 4, 5"
+    ).fetchall()
+
+
+def test_the_kept_sums_are_what_summing_every_row_again_gives(pg_conn):
+    """Inserts, upserts that change counts and models, deletes (a session with its
+    responses), ids that become shared: the kept sums equal a fresh sum of the rows."""
+    from huddle.hub.triggers import resum
+
+    conn = pg_conn
+    rnd = random.Random(7)
+    _fill(conn, rnd)
+    sync(conn, current())
+    for i in range(60):
+        k = rnd.random()
+        key = f"{rnd.choice(['claude', 'codex'])}:s{rnd.randint(0, 39):02d}"
+        if k < 0.4:  # counts, times and models of some responses rewritten
+            conn.execute(
+                "UPDATE huddle.responses SET output = output + %s, t = t - 30000, model = %s"
+                " WHERE session_key = %s AND response_key LIKE %s",
+                (rnd.randint(0, 900), rnd.choice(MODELS), key, f"k{rnd.randint(1, 9)}%"),
+            )
+        elif k < 0.55:
+            conn.execute("DELETE FROM huddle.sessions WHERE key = %s", (key,))
+        else:  # new responses, some with an id another session holds
+            conn.execute(
+                "INSERT INTO huddle.responses SELECT %s, 'n' || %s || response_key, source, response_id, agent_id,"
+                " agent_label, model, t, input, output, cache_read, cache_write, cache_write_1h"
+                " FROM huddle.responses WHERE session_key <> %s AND session_key LIKE %s || ':%%'"
+                " AND EXISTS (SELECT 1 FROM huddle.sessions WHERE key = %s) ORDER BY response_key LIMIT 5",
+                (key, i, key, key.split(":")[0], key),
+            )
+        conn.commit()
+    kept = _sums(conn)
+    held_twice = conn.execute(
+        "SELECT source, response_id FROM huddle.responses WHERE response_id <> '' GROUP BY 1, 2"
+        " HAVING min(session_key) <> max(session_key)"
+    ).fetchall()
+    shared = set(conn.execute("SELECT source, response_id FROM huddle.shared_ids").fetchall())
+    assert held_twice and set(held_twice) <= shared  # (an id stays shared once it was: the rows decide it)
+    conn.execute("TRUNCATE huddle.usage_sums, huddle.bad_responses")
+    conn.execute(resum())
+    conn.commit()
+    assert _sums(conn) == kept
 
 
 @pytest.mark.parametrize("seed", range(5))

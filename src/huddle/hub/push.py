@@ -144,7 +144,7 @@ class Pusher:
             row = hub_row(session_entry(self.h, s, table=table), s, self.machine, self.with_content, self.redactor)
             n_usage = s.counts.get("usage", 0)
             labels = _digest(sorted((a, agent_label(s, a)) for a in s.agents))
-            entry = [_digest(row), s.epoch, n_usage, labels]
+            entry = [_digest(row), s.epoch, n_usage, labels, getattr(s, "usage_epoch", 0)]
             if self.state.sessions.get(s.key) != entry:
                 out.append((s, row, entry))
         return out
@@ -152,17 +152,25 @@ class Pusher:
     def push_once(self) -> tuple[int, int]:
         """Push what changed; returns (sessions, responses) written. Raises psycopg errors
         (the caller reconnects) and HubError."""
+        from huddle.views.board import pricing_table
+
+        from .prices import sync
+
         self.open()
         assert self.state is not None
-        todo = self.changes()
+        todo = sorted(self.changes(), key=lambda c: c[0].key)  # one order: two machines' pushes wait, never deadlock
+        rows = {s.key: self._responses(s, entry) for s, _, entry in todo}
+        models = sorted({r[6] for part in rows.values() for r in part[1]})
+        if models:  # the hub prices what is about to come (and re-prices what a newer table says)
+            sync(self.conn, pricing_table(self.h), models)
         now = time.time()
         sessions = responses = 0
         for i in range(0, len(todo), BATCH):
             part = todo[i : i + BATCH]
             with self.conn.transaction():
                 self._heartbeat(now)
-                for s, row, entry in part:
-                    responses += self._write(s, row, entry, now)
+                for s, row, _entry in part:
+                    responses += self._write(s, row, rows[s.key], now)
             for s, _, entry in part:  # committed: remember it
                 self.state.sessions[s.key] = entry
             self.state.save()
@@ -182,10 +190,20 @@ class Pusher:
         )
         self.last_heartbeat = now
 
-    def _write(self, s: Any, row: dict, entry: list, now: float) -> int:
+    def _responses(self, s: Any, entry: list) -> tuple[bool, list[tuple]]:
+        """(whether the session's responses on the hub are replaced, the rows to write)."""
+        assert self.state is not None
+        before = self.state.sessions.get(s.key)
+        start = 0
+        if before is not None and before[1:2] + before[3:] == entry[1:2] + entry[3:]:
+            start = int(before[2])  # same reading, labels and counts: only the responses added since
+        rows, _ = response_rows(s, start)
+        # the files were rewritten: what they say now replaces what they said
+        return before is not None and before[1] != entry[1], rows
+
+    def _write(self, s: Any, row: dict, todo: tuple[bool, list[tuple]], now: float) -> int:
         from psycopg.types.json import Jsonb
 
-        assert self.state is not None
         c = self.conn
         values = session_values(s, row, self.machine, now)
         values["row"] = Jsonb(row)
@@ -193,14 +211,9 @@ class Pusher:
         c.execute(_HOLDER_SQL, (s.key, self.machine, now))
         with c.cursor() as cur:
             cur.executemany(_AGENT_SQL, agent_rows(s, self.with_content, self.redactor))
-        before = self.state.sessions.get(s.key)
-        start = 0
-        if before is not None and before[1] == entry[1] and before[3] == entry[3]:
-            start = int(before[2])  # same reading, same labels: only the responses added since
-        elif before is not None and before[1] != entry[1]:
-            # the files were rewritten: what they say now replaces what they said
+        replace, rows = todo
+        if replace:
             c.execute("DELETE FROM huddle.responses WHERE session_key = %s", (s.key,))
-        rows, _ = response_rows(s, start)
         if rows:
             c.execute(
                 "CREATE TEMP TABLE IF NOT EXISTS huddle_stage"

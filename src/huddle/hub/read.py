@@ -13,12 +13,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from huddle.model.events import Usage
 from huddle.model.times import iso
 from huddle.views.board import sort_rows
 from huddle.views.pricing import current
-from huddle.views.usage import aggregate
+from huddle.views.usage import UNKNOWN_DAY, Line, _day, aggregate, shaped
 
-from .sums import counted_groups, session_head
+from . import driver
+from .prices import differing, hub_rates
+from .report import WIDTH, Bounds, Summed, params, price_arrays, query
+from .sums import UNKNOWN_DAY as UNKNOWN
 
 STALE_AFTER = 120.0  # seconds without a push before a machine's live states are doubted
 LIVE = frozenset({"working", "needs_you", "waiting"})
@@ -88,7 +92,17 @@ def counted(conn: Any, machine: str | None = None) -> dict:
         if key != current:
             current = key
             rows = []
-            sessions.append({**session_head(key, source, sid, title, project, started_at), "rows": rows})
+            sessions.append(
+                {
+                    "key": key,
+                    "source": source,
+                    "id": sid,
+                    "title": title,
+                    "project": project,
+                    "started_at": iso(started_at),
+                    "rows": rows,
+                }
+            )
         rows.append([t, label, model, *tokens])
     conn.commit()
     return {"sessions": sessions, "duplicates": dupes}
@@ -106,13 +120,20 @@ def usage_report(
     """`huddle usage --hub`: the local report's shape; `by="machine"` gives one row per
     machine, each equal to what that machine's own `huddle usage` says (a session held
     by two machines is in both rows, so rows can add up to more than the total)."""
+    t = table or current()
+    out = summed(conn, "day" if by == "machine" else by, since, until, t, machine)
+    if out is None:  # a rate or a cost the sums cannot hold exactly: the rows decide
+        return _from_rows(conn, by, since, t, machine, until)
+    out["notes"] += bad_notes(conn, machine)
     if by != "machine":
-        return _report(conn, by, since, table, machine, until)
-    out = _report(conn, "day", since, table, machine, until)
+        return out
+    per = summed(conn, "machine", since, until, t, machine, lines_only=True)
+    if per is None:
+        return _from_rows(conn, by, since, t, machine, until)
     rows = []
     for m in [machine] if machine is not None else machines(conn):
-        totals = _report(conn, "day", since, table, m, until)["totals"]
-        rows.append({"key": m, "machine": m, **totals})
+        line = per.get(m) or Line()
+        rows.append({"key": m, "machine": m, **line.to_dict()})
     rows.sort(key=lambda d: (-(d["cost_usd"] or 0.0), -d["total_tokens"], d["key"]))
     out["by"] = "machine"
     out["rows"] = rows
@@ -121,11 +142,123 @@ def usage_report(
     return out
 
 
-def _report(conn: Any, by: str, since: float | None, table: Any, machine: str | None, until: float | None) -> dict:
-    """The report of the sessions a machine holds (all when None): summed in SQL
-    (sums.py), or from the rows when the sums cannot be had there."""
-    t = table or current()
-    sums = counted_groups(conn, t, machine, since, until)
-    if sums is not None:
-        return aggregate(sums, by, since, t, until=until, bounded=True)
-    return aggregate(counted(conn, machine), by, since, t, until=until)
+def summed(
+    conn: Any,
+    by: str,
+    since: float | None,
+    until: float | None,
+    t: Any,
+    machine: str | None,
+    lines_only: bool = False,
+) -> Any:
+    """The report from the sums (hub/report.py), or None when it cannot be had exactly
+    there. `lines_only`: the lines by their key (for --by machine)."""
+    differ, ok = differing(conn, t)
+    if not ok:
+        return None
+    b = Bounds(since, until)
+    b.tighten(conn)
+    cols = price_arrays(t, list(hub_rates(conn)))
+    try:
+        conn.execute("SET LOCAL work_mem = '64MB'")  # the report's groups and the rows' owners in memory
+        conn.execute("SET LOCAL jit = off")  # compiling costs more than this one pass saves
+        got = conn.execute(query(by, b, machine, differ), params(b, machine, differ, cols)).fetchall()
+    except driver().DataError:  # an overflow PostgreSQL refuses: the rows decide
+        conn.rollback()
+        return None
+    conn.commit()
+    lines: dict[str, Line] = {}
+    total = Line()
+    by_source: dict[str, int] = {}
+    dupes = 0
+    days: dict[int, str] = {}
+    for row in got:
+        kind = row[0]
+        if kind == "dupes":
+            dupes += int(row[WIDTH] or 0)
+            continue
+        s = Summed(row)
+        if s.odd:
+            return None  # a cost too small or too large to split exactly
+        if kind == "source":
+            by_source[row[4]] = s.n
+            continue
+        if kind in ("total", "model"):
+            line = total
+        else:
+            key, info = _key(by, row, days)
+            line = lines.get(key) or lines.setdefault(key, Line())
+            if info:
+                line.info = info
+        if kind in ("line+model", "model"):
+            line.models.add(row[3])
+            if not s.priced:
+                line.unpriced[row[3]] = line.unpriced.get(row[3], 0) + sum(s.tokens[:4])
+            continue
+        _fill(line, s)
+    if lines_only:
+        return lines
+    notes = [] if not differ else [f"priced at this huddle's rates from the rows: {', '.join(sorted(differ)[:5])}"]
+    return shaped(by, lines, total, dict(sorted(by_source.items())), dupes, t, since, until, notes)
+
+
+def _fill(line: Line, s: Summed) -> None:
+    line.usage = Usage(*s.tokens)
+    line.responses = s.n
+    line.sessions = set(range(s.sessions))  # (only its size is said)
+    line.first = s.first
+    if s.priced:
+        line.priced = True
+        line.costs = s.cost()
+
+
+def _key(by: str, row: tuple, days: dict[int, str]) -> tuple[str, dict | None]:
+    a, b = row[1], row[2]
+    if by == "day":
+        d = int(a)
+        if d not in days:
+            days[d] = UNKNOWN_DAY if d == UNKNOWN else _day(d * 86400.0)
+        return days[d], None
+    if by == "project":
+        return a or "(no project)", None
+    if by == "agent":
+        return f"{a}:{b}", {"source": a, "agent": b}
+    if by == "session" and row[0] == "line":
+        sid, title, project, started_at, source = row[WIDTH + 12 : WIDTH + 17]
+        return a, {"source": source, "title": title, "project": project, "started_at": iso(started_at), "session": sid}
+    return a, None
+
+
+def bad_notes(conn: Any, machine: str | None) -> list[str]:
+    """One line per machine and session whose responses are out of range (in no sum)."""
+    rows = conn.execute(
+        """
+        SELECT s.machine, b.session_key, b.n FROM huddle.bad_responses b JOIN huddle.sessions s ON s.key = b.session_key
+        WHERE %(machine)s::text IS NULL OR EXISTS (SELECT 1 FROM huddle.session_machines m
+              WHERE m.session_key = b.session_key AND m.machine = %(machine)s)
+        ORDER BY 1, 2 LIMIT 50
+        """,
+        {"machine": machine},
+    ).fetchall()
+    conn.commit()
+    return [
+        f"hub: {key} from machine {m!r}: {n} response{'s' if n != 1 else ''} with a time or count out of range; left out"
+        for m, key, n in rows
+    ]
+
+
+def _from_rows(conn: Any, by: str, since: float | None, t: Any, machine: str | None, until: float | None) -> dict:
+    """The report from every counted row, summed here (what the sums cannot say exactly)."""
+    if by != "machine":
+        return aggregate(counted(conn, machine), by, since, t, until=until)
+    out = aggregate(counted(conn, machine), "day", since, t, until=until)
+    rows = []
+    for m in [machine] if machine is not None else machines(conn):
+        totals = aggregate(counted(conn, m), "day", since, t, until=until)["totals"]
+        rows.append({"key": m, "machine": m, **totals})
+    rows.sort(key=lambda d: (-(d["cost_usd"] or 0.0), -d["total_tokens"], d["key"]))
+    out["by"] = "machine"
+    out["rows"] = rows
+    if sum(r["responses"] for r in rows) > out["totals"]["responses"]:
+        out["notes"].append("some sessions are on more than one machine: machine rows add up to more than the total")
+    return out

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import triggers
+
 LOCK = 0x68756464  # pg_advisory_xact_lock key: "hudd"
 
 MIGRATIONS: list[tuple[int, str, str]] = [
@@ -96,6 +98,11 @@ CREATE TABLE huddle.responses (
 CREATE INDEX responses_by_id ON huddle.responses (source, response_id) WHERE response_id <> '';
 """,
     ),
+    (
+        2,
+        "usage kept summed by session, day, agent, model and price band; the board's indexes",
+        triggers.TABLES + triggers.install() + triggers.backfill(),
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
@@ -113,7 +120,11 @@ def current_version(conn: Any) -> int:
 
 def migrate(conn: Any) -> int:
     """Bring the hub's schema to LATEST; returns the version it was at. A hub newer than
-    this huddle is left alone (and said so by the caller: `ensure`)."""
+    this huddle is left alone (and said so by the caller: `ensure`). A hub already at
+    LATEST is only read: a role that may not create (a lead's) connects as well."""
+    was = current_version(conn)
+    if was >= LATEST:
+        return was
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK,))
         conn.execute("CREATE SCHEMA IF NOT EXISTS huddle")

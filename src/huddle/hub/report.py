@@ -1,0 +1,257 @@
+"""`huddle usage --hub` grouped in PostgreSQL: the report's lines come back summed.
+
+Most of a report is the kept sums (triggers.py): per session, day, agent, model and
+band, priced at the hub's rates. What the sums cannot say is read from the rows, and
+there is little of it: responses whose id two sessions hold (which one counts depends
+on the machines looked at), models the reader prices otherwise than the hub (prices.py),
+and the edges of a `--since`/`--until` inside a day. Both are then grouped by the
+report's line in one statement (grouping sets: per line and model, per line, the
+total, per model and per source), so what crosses the wire is the report's size, not
+the history's.
+
+Bounds mean what they mean to `huddle usage`: on UTC midnights (both) the days are
+taken whole, as the local index takes its per-day sums; otherwise every response is
+taken by its time. The days wholly inside the bounds come from the sums either way.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from .sums import UNKNOWN_DAY, cost, day_of, exact_cost, good, split_hi, split_lo
+
+_DAY = 86400.0
+
+
+def _aligned(t: float | None) -> bool:
+    return t is None or datetime.fromtimestamp(t, UTC).time() == datetime.min.time()
+
+
+def _python_day(t: float) -> int:
+    return (datetime.fromtimestamp(t, UTC).date() - datetime(1970, 1, 1, tzinfo=UTC).date()).days
+
+
+class Bounds:
+    """Which days the sums give and which responses are read by their time.
+
+    days [d1, d2) from the sums (None: open); `windows`: [lo, hi) times whose responses
+    outside those days are read from the rows; `by_time`: no sum at all (both bounds in
+    one day)."""
+
+    def __init__(self, since: float | None, until: float | None) -> None:
+        self.since, self.until = since, until
+        self.d1: int | None = None
+        self.d2: int | None = None
+        self.windows: list[tuple[float | None, float | None]] = []
+        self.by_time = False
+        self.unknown = since is None and until is None  # responses with no time count only then
+        if _aligned(since) and _aligned(until):  # the days whole, as the local sums take them
+            self.d1 = None if since is None else _python_day(since)
+            self.d2 = None if until is None else _python_day(until)
+            return
+        if since is not None:
+            self.d1 = math.ceil(since / _DAY)
+        if until is not None:
+            self.d2 = math.floor(until / _DAY)
+        if self.d1 is not None and self.d2 is not None and self.d2 <= self.d1:
+            self.by_time = True
+            self.windows = [(since, until)]
+            return
+        if since is not None and self.d1 is not None:
+            self.windows.append((since, self.d1 * _DAY + 0.001))
+        if until is not None and self.d2 is not None:
+            self.windows.append((self.d2 * _DAY - 0.001, until))
+
+    def tighten(self, conn: Any) -> None:
+        """A response within half a microsecond before `since` rounds into the first day
+        the sums give (its time is before the bound): then that day is read by time too."""
+        if self.by_time or self.since is None or self.d1 is None or (_aligned(self.since) and _aligned(self.until)):
+            return
+        row = conn.execute(
+            f"SELECT 1 FROM huddle.responses r WHERE r.t >= %s AND r.t < %s AND {day_of('r.t')} >= %s LIMIT 1",
+            (self.since - 0.001, self.since, self.d1),
+        ).fetchone()
+        if row is not None:
+            self.d1 += 1
+            self.windows[0] = (self.since, self.d1 * _DAY + 0.001)
+            if self.d2 is not None and self.d2 <= self.d1:
+                self.by_time, self.windows = True, [(self.since, self.until)]
+
+    def day_sql(self, day: str) -> str:
+        """The days the sums give, as a condition on `day`."""
+        if self.by_time:
+            return "false"
+        out = [] if self.unknown else [f"{day} <> {UNKNOWN_DAY}"]
+        if self.d1 is not None:
+            out.append(f"{day} >= {self.d1}")
+        if self.d2 is not None:
+            out.append(f"{day} < {self.d2}")
+        return " AND ".join(out) or "true"
+
+    def inside_sql(self, t: str, day: str) -> str:
+        """Whether a response read from its row counts inside the bounds."""
+        parts = [f"({self.day_sql(day)})"]
+        for lo, hi in self.windows:
+            w = [f"{t} >= {lo!r}::float8" if lo is not None else "true", f"{t} < {hi!r}::float8" if hi else "true"]
+            if self.by_time:
+                parts.append(" AND ".join(w))
+            else:
+                if lo == self.since:
+                    w.append(f"{day} < {self.d1}")
+                else:
+                    w.append(f"{day} >= {self.d2}")
+                parts.append("(" + " AND ".join(w) + ")")
+        return "(" + " OR ".join(parts) + ")"
+
+
+def _line(by: str) -> list[str]:
+    """The report's line, as the columns that name it."""
+    return {
+        "day": ["p.day"],
+        "session": ["p.key"],
+        "project": ["p.project"],
+        "model": ["p.model"],
+        "agent": ["p.source", "p.agent_label"],
+        "machine": ["p.m"],
+    }[by]
+
+
+SETS = ("line+model", "line", "total", "model", "source")
+WIDTH = 5  # the columns before the sums: set, two of the line, model, source
+
+
+def _sets(by: str) -> str:
+    """The grouping sets, one SELECT each (a constant says which)."""
+    line = _line(by)
+    two = [*line, "NULL"] if len(line) == 1 else line
+    text = [f"({c})::text" if c != "NULL" else "NULL::text" for c in two]
+    sums = (
+        "sum(p.n), sum(p.input), sum(p.output), sum(p.cache_read), sum(p.cache_write), sum(p.cache_write_1h),"
+        " min(p.first), sum(p.priced), sum(p.odd), sum(p.hi), sum(p.lo), count(DISTINCT p.key)"
+    )
+    none = "NULL, NULL, NULL, NULL, NULL"
+    info = "min(p.sid), min(p.title), min(p.project), min(p.started_at), min(p.source)" if by == "session" else none
+    group = ", ".join(line)
+    out = [
+        f"SELECT 'line+model', {text[0]}, {text[1]}, p.model, NULL, {sums}, {none} FROM pj p GROUP BY {group}, p.model",
+        f"SELECT 'line', {text[0]}, {text[1]}, NULL, NULL, {sums}, {info} FROM pj p GROUP BY {group}",
+        f"SELECT 'total', NULL, NULL, NULL, NULL, {sums}, {none} FROM pj p",
+        f"SELECT 'model', NULL, NULL, p.model, NULL, {sums}, {none} FROM pj p GROUP BY p.model",
+        f"SELECT 'source', NULL, NULL, NULL, p.source, {sums}, {none} FROM pj p GROUP BY p.source",
+    ]
+    return "\nUNION ALL\n".join(out)
+
+
+def query(by: str, b: Bounds, machine: str | None, differ: list[str]) -> str:
+    """The statement: the report's sums per grouping set (see the module's text)."""
+    per_machine = by == "machine"
+    if per_machine:
+        held = "SELECT session_key, machine AS m FROM huddle.session_machines" + (
+            " WHERE machine = %(machine)s" if machine is not None else ""
+        )
+    elif machine is not None:
+        held = "SELECT session_key, NULL::text AS m FROM huddle.session_machines WHERE machine = %(machine)s"
+    else:
+        held = ""
+    join_held = "JOIN held hd ON hd.session_key = {k}" if held else ""
+    m_col = "hd.m" if held else "NULL::text"
+    picks = ["SELECT r.session_key, r.response_key FROM huddle.responses r JOIN huddle.shared_ids s"
+             " ON s.source = r.source AND s.response_id = r.response_id"]  # fmt: skip
+    if differ:
+        picks.append("SELECT r.session_key, r.response_key FROM huddle.responses r WHERE r.model = ANY(%(differ)s)")
+    for i, (lo, hi) in enumerate(b.windows):
+        conds = [f"r.t >= %(w{i}lo)s" if lo is not None else "", f"r.t < %(w{i}hi)s" if hi is not None else ""]
+        picks.append(
+            "SELECT r.session_key, r.response_key FROM huddle.responses r WHERE " + " AND ".join(c for c in conds if c)
+        )
+    return f"""
+WITH {"held AS MATERIALIZED (" + held + ")," if held else ""}
+prices AS (
+  SELECT * FROM unnest(%(models)s::text[], %(b_in)s::float8[], %(b_out)s::float8[], %(b_cr)s::float8[],
+    %(b_cw)s::float8[], %(b_cw1h)s::float8[], %(l_in)s::float8[], %(l_out)s::float8[], %(l_cr)s::float8[],
+    %(l_cw)s::float8[], %(l_cw1h)s::float8[], %(above)s::bigint[])
+    AS p(model, b_in, b_out, b_cr, b_cw, b_cw1h, l_in, l_out, l_cr, l_cw, l_cw1h, above)
+),
+picked AS ({" UNION ".join(picks)}),
+rowsd AS (  -- the responses read from their rows, each with its day and cost at the reader's rates
+  SELECT r.session_key AS key, {m_col} AS m, r.source, r.response_id, r.t, r.agent_label, r.model, r.input, r.output,
+         r.cache_read, r.cache_write, r.cache_write_1h, {day_of("r.t")} AS day, x.c,
+         (r.response_id <> '' AND EXISTS (SELECT 1 FROM huddle.shared_ids s
+           WHERE s.source = r.source AND s.response_id = r.response_id)) AS shared
+  FROM picked k JOIN huddle.responses r ON r.session_key = k.session_key AND r.response_key = k.response_key
+  {join_held.format(k="r.session_key")}
+  LEFT JOIN prices p ON p.model = r.model
+  CROSS JOIN LATERAL (SELECT {cost()} AS c) x
+  WHERE {good()}
+),
+owned AS MATERIALIZED (  -- an id several sessions hold counts in the first of them to start (read.counted's rule)
+  SELECT x.*, NOT x.shared OR first_value(h.key) OVER (
+           PARTITION BY x.m, x.source, x.response_id
+           ORDER BY (h.started_at IS NULL), h.started_at, h.key COLLATE "C") = x.key AS counts
+  FROM rowsd x JOIN huddle.sessions h ON h.key = x.key
+),
+pieces AS (
+  SELECT u.session_key AS key, {m_col} AS m, u.day, u.agent_label, u.model, u.n, u.input, u.output, u.cache_read,
+         u.cache_write, u.cache_write_1h, u.first_t AS first, u.priced, u.odd, u.hi, u.lo
+  FROM huddle.usage_sums u {join_held.format(k="u.session_key")}
+  WHERE {b.day_sql("u.day")} {"AND u.model <> ALL(%(differ)s)" if differ else ""}
+  UNION ALL
+  SELECT key, m, day, agent_label, model, count(*), sum(input), sum(output), sum(cache_read), sum(cache_write),
+         sum(cache_write_1h), min(t), count(c), count(*) FILTER (WHERE c IS NOT NULL AND {split_hi("c")} IS NULL),
+         coalesce(sum({split_hi("c")}), 0), coalesce(sum({split_lo("c")}), 0)
+  FROM owned WHERE counts AND {b.inside_sql("t", "day")}
+    AND (shared {"OR model = ANY(%(differ)s)" if differ else ""} OR NOT ({b.day_sql("day")}))  -- (not in a sum)
+  GROUP BY 1, 2, 3, 4, 5
+),
+pj AS MATERIALIZED (
+  SELECT p.*, h.source, h.id AS sid, h.title, h.project, h.started_at FROM pieces p JOIN huddle.sessions h ON h.key = p.key
+)
+{_sets(by)}
+UNION ALL  -- the responses another session counts, said as one number (per machine with --by machine)
+SELECT 'dupes', m, NULL, NULL, NULL, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+       NULL, NULL, NULL, NULL, NULL
+FROM owned WHERE NOT counts GROUP BY m
+"""
+
+
+def params(b: Bounds, machine: str | None, differ: list[str], cols: dict[str, list]) -> dict[str, Any]:
+    out: dict[str, Any] = {**cols, "machine": machine, "differ": differ}
+    for i, (lo, hi) in enumerate(b.windows):
+        out[f"w{i}lo"], out[f"w{i}hi"] = lo, hi
+    return out
+
+
+def price_arrays(table: Any, models: list[str]) -> dict[str, list]:
+    """The reader's rates of these models as the statement's arrays (prices.rates_of)."""
+    from .prices import RATE_COLS, rates_of
+
+    cols: dict[str, list] = {"models": [], **{c: [] for c in RATE_COLS}}
+    for name in models:
+        r = rates_of(table, name)
+        if not r:
+            continue
+        cols["models"].append(name)
+        for c, v in zip(RATE_COLS, r, strict=True):
+            cols[c].append(v)
+    return cols
+
+
+class Summed:
+    """A grouping set's row, as the fields views.usage.Line keeps."""
+
+    __slots__ = ("first", "hi", "lo", "n", "odd", "priced", "sessions", "tokens")
+
+    def __init__(self, row: tuple) -> None:
+        w = WIDTH
+        self.n = int(row[w] or 0)
+        self.tokens = tuple(int(v or 0) for v in row[w + 1 : w + 6])
+        self.first = row[w + 6]
+        self.priced = int(row[w + 7] or 0)
+        self.odd = int(row[w + 8] or 0)
+        self.hi, self.lo = row[w + 9], row[w + 10]
+        self.sessions = int(row[w + 11] or 0)
+
+    def cost(self) -> list[float]:
+        return exact_cost(self.hi, self.lo)
