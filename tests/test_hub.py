@@ -263,7 +263,7 @@ def test_serve_hub_shows_every_machine_with_a_filter(tmp_path, dsn):
     run(a, "push", dsn, "--machine", "a")
     run(b, "push", dsn, "--machine", "b")
     h = Huddle(Settings.from_env(a))
-    watcher = lambda h, publish: HubWatcher(h, publish, dsn, every=0.1)  # noqa: E731
+    watcher = lambda h, publish: HubWatcher(h, publish, dsn, every=0.1, days=None)  # noqa: E731
     with ServerThread(h, watcher=watcher) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
         rows = c.get("/api/sessions").json()["sessions"]
         assert {r["machine"] for r in rows} == {"a", "b"}

@@ -129,7 +129,8 @@ def status(
         from .hub import hub_board
         from .table import print_table, short_ids
 
-        whole = hub_board(hub, machine)
+        # (the table's short ids are unique among every session: it asks for them all)
+        whole = hub_board(hub, machine, pick.since if as_json else None)
         data = pick.apply(whole)
         _emit_json(data) if as_json else print_table(data, ids=short_ids(whole["sessions"]))
         return

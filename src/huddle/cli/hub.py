@@ -61,14 +61,16 @@ def push(dsn: str, watch: bool, machine: str | None, with_content: bool, every: 
         p.close()
 
 
-def hub_board(dsn: str, machine: str | None) -> dict:
+def hub_board(dsn: str, machine: str | None, since: float | None = None) -> dict:
     from huddle.hub import connect
     from huddle.hub.read import board
 
     try:
         conn = connect(dsn)
         try:
-            return board(conn, machine)
+            got = board(conn, machine, since=since)
+            got.pop("changed_at", None)
+            return got
         finally:
             conn.close()
     except HuddleError as exc:

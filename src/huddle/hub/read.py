@@ -34,21 +34,41 @@ WHERE %(machine)s::text IS NULL
 """
 
 
-def board(conn: Any, machine: str | None = None, now: float | None = None) -> dict:
+BOARD_DAYS = 7.0  # `serve --hub` shows the live sessions and those that moved in the last week
+
+
+def board(
+    conn: Any,
+    machine: str | None = None,
+    now: float | None = None,
+    since: float | None = None,
+    changed_after: float | None = None,
+) -> dict:
+    """The hub's board rows (all, or the live ones and those that moved at or after
+    `since`; or only those written after `changed_after`, by the hub's clock), with
+    `count`, the sessions the hub holds, and `changed_at`, the newest write seen."""
     now = time.time() if now is None else now
+    where = ["s.key IN (" + _HELD + ")"]
+    if since is not None:
+        where.append("(s.state NOT IN ('ended', 'idle') OR s.updated_at >= %(since)s)")
+    if changed_after is not None:
+        where.append("s.changed_at > %(after)s")
     rows = conn.execute(
         f"""
         SELECT s.row, s.machine, s.pushed_at, m.last_seen,
                (SELECT array_agg(sm.machine ORDER BY sm.machine) FROM huddle.session_machines sm
-                 WHERE sm.session_key = s.key)
+                 WHERE sm.session_key = s.key), s.changed_at
         FROM huddle.sessions s LEFT JOIN huddle.machines m ON m.name = s.machine
-        WHERE s.key IN ({_HELD})
+        WHERE {" AND ".join(where)}
         """,
-        {"machine": machine},
+        {"machine": machine, "since": since, "after": changed_after},
     ).fetchall()
+    count = conn.execute(f"SELECT count(*) FROM huddle.sessions s WHERE s.key IN ({_HELD})", {"machine": machine})
+    n = count.fetchone()[0]
     conn.commit()
     out = []
-    for row, pusher, pushed_at, last_seen, holders in rows:
+    newest = changed_after or 0.0
+    for row, pusher, pushed_at, last_seen, holders, changed in rows:
         d = dict(row)
         d["machine"] = machine if machine is not None else pusher
         d["machines"] = list(holders or [])
@@ -56,7 +76,8 @@ def board(conn: Any, machine: str | None = None, now: float | None = None) -> di
         if d.get("state") in LIVE and (last_seen is None or now - last_seen > STALE_AFTER):
             d["stale"] = True
         out.append(d)
-    return {"sessions": sort_rows(out)}
+        newest = max(newest, changed or 0.0)
+    return {"sessions": sort_rows(out), "count": n, "changed_at": newest}
 
 
 def counted(conn: Any, machine: str | None = None) -> dict:
@@ -205,7 +226,7 @@ def summed(
 def _fill(line: Line, s: Summed) -> None:
     line.usage = Usage(*s.tokens)
     line.responses = s.n
-    line.sessions = set(range(s.sessions))  # (only its size is said)
+    line.sessions = {str(i) for i in range(s.sessions)}  # (only how many is said)
     line.first = s.first
     if s.priced:
         line.priced = True

@@ -188,9 +188,19 @@ CREATE TABLE huddle.bad_responses (
 );
 -- the edges of a --since/--until inside a day are read from the rows
 CREATE INDEX responses_t ON huddle.responses (t);
--- the hub board: the sessions that moved lately first
+-- the hub board: the sessions that moved lately first, and what was written since a look
+-- (by the hub's own clock: a machine's may be off)
 CREATE INDEX sessions_updated ON huddle.sessions (updated_at DESC NULLS LAST);
-CREATE INDEX sessions_pushed ON huddle.sessions (pushed_at);
+ALTER TABLE huddle.sessions ADD COLUMN changed_at float8 NOT NULL DEFAULT 0;
+CREATE INDEX sessions_changed ON huddle.sessions (changed_at);
+CREATE FUNCTION huddle.session_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  NEW.changed_at := extract(epoch FROM clock_timestamp());
+  RETURN NEW;
+END
+$body$;
+CREATE TRIGGER session_changed BEFORE INSERT OR UPDATE ON huddle.sessions
+  FOR EACH ROW EXECUTE FUNCTION huddle.session_changed();
 """
 
 
