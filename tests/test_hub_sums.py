@@ -192,8 +192,8 @@ def test_rates_the_sums_cannot_hold_are_summed_from_the_rows(hub, rate):
 
 def _sums(conn):
     return conn.execute(
-        "SELECT session_key, day, agent_label, model, band, n, input, output, cache_read, cache_write, cache_write_1h,"
-        " first_t, priced, odd, hi, lo FROM huddle.usage_sums ORDER BY 1, 2, 3, 4, 5"
+        "SELECT session_key, day, agent_label, model, band, source, n, input, output, cache_read, cache_write,"
+        " cache_write_1h, first_t, priced, odd, hi, lo FROM huddle.usage_sums ORDER BY 1, 2, 3, 4, 5, 6"
     ).fetchall()
 
 

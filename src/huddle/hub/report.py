@@ -20,7 +20,9 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from .sums import UNKNOWN_DAY, cost, day_of, exact_cost, good, split_hi, split_lo
+from .sums import UNKNOWN_DAY, cost, day_of, exact_cost, good, not_shared, split_hi, split_lo
+
+_NOT_SHARED = not_shared()
 
 _DAY = 86400.0
 
@@ -118,30 +120,54 @@ def _line(by: str) -> list[str]:
     }[by]
 
 
-SETS = ("line+model", "line", "total", "model", "source")
 WIDTH = 5  # the columns before the sums: set, two of the line, model, source
+_SUMS = (
+    "sum(p.n) AS n, sum(p.input) AS input, sum(p.output) AS output, sum(p.cache_read) AS cache_read,"
+    " sum(p.cache_write) AS cache_write, sum(p.cache_write_1h) AS cache_write_1h, min(p.first) AS first,"
+    " sum(p.priced) AS priced, sum(p.odd) AS odd, sum(p.hi) AS hi, sum(p.lo) AS lo"
+)
+_COLS = ("n", "input", "output", "cache_read", "cache_write", "cache_write_1h", "first", "priced", "odd", "hi", "lo")
+_OUT = "sum(g.n), sum(g.input), sum(g.output), sum(g.cache_read), sum(g.cache_write), sum(g.cache_write_1h),"
+_OUT += " min(g.first), sum(g.priced), sum(g.odd), sum(g.hi), sum(g.lo)"
 
 
 def _sets(by: str) -> str:
-    """The grouping sets, one SELECT each (a constant says which)."""
+    """The report's sums in one pass over the pieces, per line, model and source (`g`,
+    small); each set is said from it (sums add up exactly, whatever their grouping).
+    Sessions are counted apart, without sums: the distinct sessions per line and in all."""
     line = _line(by)
-    two = [*line, "NULL"] if len(line) == 1 else line
-    text = [f"({c})::text" if c != "NULL" else "NULL::text" for c in two]
-    sums = (
-        "sum(p.n), sum(p.input), sum(p.output), sum(p.cache_read), sum(p.cache_write), sum(p.cache_write_1h),"
-        " min(p.first), sum(p.priced), sum(p.odd), sum(p.hi), sum(p.lo), count(DISTINCT p.key)"
-    )
+    alias = {e: f"c{i}" for i, e in enumerate(line)}
+    cols = ", ".join(f"{e} AS {alias[e]}" for e in line)
+    lg = ", ".join(f"g.{alias[c]}" for c in line)
+    l1 = f"g.{alias[line[0]]}::text"
+    l2 = f"g.{alias[line[1]]}::text" if len(line) > 1 else "NULL::text"
+    names = [alias[c] for c in line]
+    on = " AND ".join(f"k.{a} = x.{a}" for a in names)
     none = "NULL, NULL, NULL, NULL, NULL"
-    info = "min(p.sid), min(p.title), min(p.project), min(p.started_at), min(p.source)" if by == "session" else none
-    group = ", ".join(line)
-    out = [
-        f"SELECT 'line+model', {text[0]}, {text[1]}, p.model, NULL, {sums}, {none} FROM pj p GROUP BY {group}, p.model",
-        f"SELECT 'line', {text[0]}, {text[1]}, NULL, NULL, {sums}, {info} FROM pj p GROUP BY {group}",
-        f"SELECT 'total', NULL, NULL, NULL, NULL, {sums}, {none} FROM pj p",
-        f"SELECT 'model', NULL, NULL, p.model, NULL, {sums}, {none} FROM pj p GROUP BY p.model",
-        f"SELECT 'source', NULL, NULL, NULL, p.source, {sums}, {none} FROM pj p GROUP BY p.source",
-    ]
-    return "\nUNION ALL\n".join(out)
+    info, join = none, ""
+    if by == "session":
+        info = "h.id, h.title, h.project, h.started_at, h.source"
+        join = "JOIN huddle.sessions h ON h.key = x.c0"
+    named = ", ".join(f"{agg}(g.{c}) AS {c}" for agg, c in zip(["sum"] * 6 + ["min"] + ["sum"] * 4, _COLS, strict=True))
+    x1 = "x.c0::text"
+    x2 = "x.c1::text" if len(line) > 1 else "NULL::text"
+    xs = ", ".join(f"x.{c}" for c in _COLS)
+    return f"""
+g AS MATERIALIZED (SELECT {cols}, p.model, p.source, {_SUMS} FROM pj p GROUP BY {", ".join(line)}, p.model, p.source),
+k AS (SELECT {", ".join(names)}, count(*) AS sessions
+      FROM (SELECT DISTINCT {cols}, p.key FROM pj p) d GROUP BY {", ".join(names)})
+SELECT 'line+model', {l1}, {l2}, g.model, NULL, {_OUT}, NULL, {none} FROM g GROUP BY {lg}, g.model
+UNION ALL
+SELECT 'line', {x1}, {x2}, NULL, NULL, {xs}, k.sessions, {info}
+FROM (SELECT {lg}, {named} FROM g GROUP BY {lg}) x JOIN k ON {on} {join}
+UNION ALL
+SELECT 'total', NULL, NULL, NULL, NULL, {_OUT}, (SELECT count(*) FROM (SELECT DISTINCT p.key FROM pj p) d), {none}
+FROM g
+UNION ALL
+SELECT 'model', NULL, NULL, g.model, NULL, {_OUT}, NULL, {none} FROM g GROUP BY g.model
+UNION ALL
+SELECT 'source', NULL, NULL, NULL, g.source, {_OUT}, NULL, {none} FROM g GROUP BY g.source
+"""
 
 
 def query(by: str, b: Bounds, machine: str | None, differ: list[str]) -> str:
@@ -157,14 +183,18 @@ def query(by: str, b: Bounds, machine: str | None, differ: list[str]) -> str:
         held = ""
     join_held = "JOIN held hd ON hd.session_key = {k}" if held else ""
     m_col = "hd.m" if held else "NULL::text"
-    picks = ["SELECT r.session_key, r.response_key FROM huddle.responses r JOIN huddle.shared_ids s"
-             " ON s.source = r.source AND s.response_id = r.response_id"]  # fmt: skip
-    if differ:
-        picks.append("SELECT r.session_key, r.response_key FROM huddle.responses r WHERE r.model = ANY(%(differ)s)")
+    # the branches are disjoint: shared ids; then the edges of the bounds; then other models than the hub prices
+    picks = ["SELECT r.*, true AS shared FROM huddle.shared_ids s JOIN huddle.responses r"
+             " ON r.source = s.source AND r.response_id = s.response_id AND r.response_id <> ''"]  # fmt: skip
+    windows = []
     for i, (lo, hi) in enumerate(b.windows):
         conds = [f"r.t >= %(w{i}lo)s" if lo is not None else "", f"r.t < %(w{i}hi)s" if hi is not None else ""]
+        windows.append(" AND ".join(c for c in conds if c))
+        picks.append(f"SELECT r.*, false FROM huddle.responses r WHERE {windows[-1]} AND {_NOT_SHARED}")
+    if differ:
+        outside = "".join(f" AND NOT coalesce({w}, false)" for w in windows)
         picks.append(
-            "SELECT r.session_key, r.response_key FROM huddle.responses r WHERE " + " AND ".join(c for c in conds if c)
+            f"SELECT r.*, false FROM huddle.responses r WHERE r.model = ANY(%(differ)s) AND {_NOT_SHARED}{outside}"
         )
     return f"""
 WITH {"held AS MATERIALIZED (" + held + ")," if held else ""}
@@ -174,14 +204,11 @@ prices AS (
     %(l_cw)s::float8[], %(l_cw1h)s::float8[], %(above)s::bigint[])
     AS p(model, b_in, b_out, b_cr, b_cw, b_cw1h, l_in, l_out, l_cr, l_cw, l_cw1h, above)
 ),
-picked AS ({" UNION ".join(picks)}),
+picked AS ({" UNION ALL ".join(picks)}),
 rowsd AS (  -- the responses read from their rows, each with its day and cost at the reader's rates
   SELECT r.session_key AS key, {m_col} AS m, r.source, r.response_id, r.t, r.agent_label, r.model, r.input, r.output,
-         r.cache_read, r.cache_write, r.cache_write_1h, {day_of("r.t")} AS day, x.c,
-         (r.response_id <> '' AND EXISTS (SELECT 1 FROM huddle.shared_ids s
-           WHERE s.source = r.source AND s.response_id = r.response_id)) AS shared
-  FROM picked k JOIN huddle.responses r ON r.session_key = k.session_key AND r.response_key = k.response_key
-  {join_held.format(k="r.session_key")}
+         r.cache_read, r.cache_write, r.cache_write_1h, {day_of("r.t")} AS day, x.c, r.shared
+  FROM picked r {join_held.format(k="r.session_key")}
   LEFT JOIN prices p ON p.model = r.model
   CROSS JOIN LATERAL (SELECT {cost()} AS c) x
   WHERE {good()}
@@ -193,21 +220,25 @@ owned AS MATERIALIZED (  -- an id several sessions hold counts in the first of t
   FROM rowsd x JOIN huddle.sessions h ON h.key = x.key
 ),
 pieces AS (
-  SELECT u.session_key AS key, {m_col} AS m, u.day, u.agent_label, u.model, u.n, u.input, u.output, u.cache_read,
-         u.cache_write, u.cache_write_1h, u.first_t AS first, u.priced, u.odd, u.hi, u.lo
+  SELECT u.session_key AS key, {m_col} AS m, u.day, u.agent_label, u.model, u.source, u.n, u.input, u.output,
+         u.cache_read, u.cache_write, u.cache_write_1h, u.first_t AS first, u.priced, u.odd, u.hi, u.lo
   FROM huddle.usage_sums u {join_held.format(k="u.session_key")}
   WHERE {b.day_sql("u.day")} {"AND u.model <> ALL(%(differ)s)" if differ else ""}
   UNION ALL
-  SELECT key, m, day, agent_label, model, count(*), sum(input), sum(output), sum(cache_read), sum(cache_write),
+  SELECT key, m, day, agent_label, model, source, count(*), sum(input), sum(output), sum(cache_read), sum(cache_write),
          sum(cache_write_1h), min(t), count(c), count(*) FILTER (WHERE c IS NOT NULL AND {split_hi("c")} IS NULL),
          coalesce(sum({split_hi("c")}), 0), coalesce(sum({split_lo("c")}), 0)
   FROM owned WHERE counts AND {b.inside_sql("t", "day")}
     AND (shared {"OR model = ANY(%(differ)s)" if differ else ""} OR NOT ({b.day_sql("day")}))  -- (not in a sum)
-  GROUP BY 1, 2, 3, 4, 5
+  GROUP BY 1, 2, 3, 4, 5, 6
 ),
-pj AS MATERIALIZED (
-  SELECT p.*, h.source, h.id AS sid, h.title, h.project, h.started_at FROM pieces p JOIN huddle.sessions h ON h.key = p.key
-)
+pj AS (
+  {
+        "SELECT p.*, h.project FROM pieces p JOIN huddle.sessions h ON h.key = p.key"
+        if by == "project"
+        else "SELECT p.* FROM pieces p"
+    }
+),
 {_sets(by)}
 UNION ALL  -- the responses another session counts, said as one number (per machine with --by machine)
 SELECT 'dupes', m, NULL, NULL, NULL, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,

@@ -94,6 +94,14 @@ def good(r: str = "r") -> str:
     return f"(({r}.t > -{LATEST!r} AND {r}.t < {LATEST!r}) OR {r}.t IS NULL) AND {counts}"
 
 
+def not_shared(r: str = "r") -> str:
+    """A response whose id no other session holds (shared ids are in no sum: triggers.py)."""
+    return (
+        f"NOT ({r}.response_id <> '' AND EXISTS (SELECT 1 FROM huddle.shared_ids s"
+        f" WHERE s.source = {r}.source AND s.response_id = {r}.response_id))"
+    )
+
+
 def partials(exponents: dict[int, int]) -> list[float]:
     """The exact sum of {e: m}, each standing for m * 2**(e - 1075) (as a double of
     biased exponent e and signed integer mantissa m is), as a few doubles that add up
@@ -102,12 +110,19 @@ def partials(exponents: dict[int, int]) -> list[float]:
         return []
     low = min(exponents)
     whole = sum(m << (e - low) for e, m in exponents.items())
-    rest = Fraction(whole) * Fraction(2) ** (low - 1075)
+    scale = low - 1075
     out: list[float] = []
+    if scale >= -1000:  # no piece is subnormal: each is its integer's double, scaled exactly
+        while whole:
+            hi = float(whole)
+            out.append(math.ldexp(hi, scale))
+            whole -= int(hi)
+        return out
+    rest = Fraction(whole) * Fraction(2) ** scale
     while rest:
-        hi = float(rest)
-        out.append(hi)
-        rest -= Fraction(hi)
+        piece = float(rest)
+        out.append(piece)
+        rest -= Fraction(piece)
     return out
 
 

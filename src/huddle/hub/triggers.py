@@ -1,6 +1,6 @@
 """The hub keeps usage summed as responses are written: `huddle.usage_sums`.
 
-One row per session, UTC day, agent, model and price band (base or long-context rates)
+One row per session, UTC day, agent, model and price band (and source) (base or long-context rates)
 holds the count, the token sums, the first time and the exact cost sum (sums.py) of the
 responses counted there, priced at the rates in `huddle.prices`. Statement triggers on
 `huddle.responses` keep it so for every write, whoever makes it (a push, a copy, a
@@ -19,14 +19,11 @@ machines writing the same id at once cannot both count it, and a re-pricing
 
 from __future__ import annotations
 
-from .sums import UNKNOWN_DAY, band, cost, day_of, good, split_hi, split_lo
+from .sums import UNKNOWN_DAY, band, cost, day_of, good, not_shared, split_hi, split_lo
 
 LOCK = 0x68756465  # pg_advisory_xact_lock key of every write to the sums ("hude")
 
-_NOT_SHARED = (
-    "NOT (r.response_id <> '' AND EXISTS (SELECT 1 FROM huddle.shared_ids s"
-    " WHERE s.source = r.source AND s.response_id = r.response_id))"
-)
+_NOT_SHARED = not_shared()
 
 
 def fold(rows: str, sign: int, where: str = "") -> str:
@@ -41,21 +38,21 @@ def fold(rows: str, sign: int, where: str = "") -> str:
         " ELSE u.first_t END"
     )
     return f"""
-INSERT INTO huddle.usage_sums AS u (session_key, day, agent_label, model, band, n, input, output, cache_read,
-  cache_write, cache_write_1h, first_t, priced, odd, hi, lo)
-SELECT session_key, day, agent_label, model, band, {s} * count(*), {s} * sum(input), {s} * sum(output),
+INSERT INTO huddle.usage_sums AS u (session_key, day, agent_label, model, band, source, n, input, output,
+  cache_read, cache_write, cache_write_1h, first_t, priced, odd, hi, lo)
+SELECT session_key, day, agent_label, model, band, source, {s} * count(*), {s} * sum(input), {s} * sum(output),
   {s} * sum(cache_read), {s} * sum(cache_write), {s} * sum(cache_write_1h), min(t), {s} * count(c),
   {s} * count(*) FILTER (WHERE c IS NOT NULL AND hi IS NULL), {s} * coalesce(sum(hi), 0), {s} * coalesce(sum(lo), 0)
 FROM (
-  SELECT r.session_key, r.agent_label, r.model, r.t, r.input, r.output, r.cache_read, r.cache_write,
+  SELECT r.session_key, r.agent_label, r.model, r.source, r.t, r.input, r.output, r.cache_read, r.cache_write,
          r.cache_write_1h, {day_of("r.t")} AS day, {band()} AS band, x.c, {split_hi("x.c")} AS hi, {split_lo("x.c")} AS lo
   FROM {rows} r LEFT JOIN huddle.prices p ON p.model = r.model
   CROSS JOIN LATERAL (SELECT {cost()} AS c) x
   WHERE {good()} {where}
 ) g
-GROUP BY 1, 2, 3, 4, 5
-ORDER BY 1, 2, 3, 4, 5
-ON CONFLICT (session_key, day, agent_label, model, band) DO UPDATE SET
+GROUP BY 1, 2, 3, 4, 5, 6
+ORDER BY 1, 2, 3, 4, 5, 6
+ON CONFLICT (session_key, day, agent_label, model, band, source) DO UPDATE SET
   n = u.n + excluded.n, input = u.input + excluded.input, output = u.output + excluded.output,
   cache_read = u.cache_read + excluded.cache_read, cache_write = u.cache_write + excluded.cache_write,
   cache_write_1h = u.cache_write_1h + excluded.cache_write_1h, priced = u.priced + excluded.priced,
@@ -68,7 +65,7 @@ SETTLE = f"""
 UPDATE huddle.usage_sums u SET first_t = (
   SELECT min(r.t) FROM huddle.responses r LEFT JOIN huddle.prices p ON p.model = r.model
   WHERE r.session_key = u.session_key AND r.agent_label = u.agent_label AND r.model = u.model
-    AND {day_of("r.t")} = u.day AND {band()} = u.band AND {good()} AND {_NOT_SHARED})
+    AND r.source = u.source AND {day_of("r.t")} = u.day AND {band()} = u.band AND {good()} AND {_NOT_SHARED})
 WHERE u.first_t = 'NaN'::float8;
 DELETE FROM huddle.usage_sums WHERE n = 0;
 """
@@ -171,14 +168,15 @@ CREATE TABLE huddle.usage_sums (
   agent_label text NOT NULL,
   model text NOT NULL,
   band smallint NOT NULL,  -- 1: the long-context rates applied
-  n bigint NOT NULL,
-  input numeric NOT NULL, output numeric NOT NULL, cache_read numeric NOT NULL,
-  cache_write numeric NOT NULL, cache_write_1h numeric NOT NULL,
+  source text NOT NULL,  -- the responses' source (the session's: a report by source needs no join)
+  n bigint NOT NULL,  -- (bigints: PostgreSQL sums them in 128 bits; a count past one is refused, not wrapped)
+  input bigint NOT NULL, output bigint NOT NULL, cache_read bigint NOT NULL,
+  cache_write bigint NOT NULL, cache_write_1h bigint NOT NULL,
   first_t float8,
   priced bigint NOT NULL,  -- responses with a cost
   odd bigint NOT NULL,  -- of them, costs that cannot be split exactly (sums.py)
   hi numeric NOT NULL, lo numeric NOT NULL,  -- the exact cost: hi * 2**-40 + lo * 2**-100
-  PRIMARY KEY (session_key, day, agent_label, model, band)
+  PRIMARY KEY (session_key, day, agent_label, model, band, source)
 );
 CREATE INDEX usage_sums_day ON huddle.usage_sums (day);
 CREATE INDEX usage_sums_unsettled ON huddle.usage_sums (session_key) WHERE first_t = 'NaN'::float8 OR n = 0;
