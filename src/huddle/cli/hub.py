@@ -93,8 +93,10 @@ def hub_usage(dsn: str, by: str, since: float | None, table, machine: str | None
         raise _fail(exc) from None
 
 
-def hub_watcher(dsn: str):
-    """For `huddle serve --hub`: a board source reading the hub, and what to call it."""
+def hub_watcher(dsn: str, telemetry: bool = False):
+    """For `huddle serve --hub`: a board source reading the hub, and what to call it.
+    `telemetry` (with --otlp): what the receiver takes is pushed to the hub too, as the
+    machine `otlp@HOST`."""
     from huddle.hub import describe, driver
     from huddle.hub.watcher import HubWatcher
 
@@ -102,7 +104,10 @@ def hub_watcher(dsn: str):
         driver()
     except HuddleError as exc:
         raise _fail(exc) from None
-    return (lambda h, publish: HubWatcher(h, publish, dsn)), f"every machine's sessions from {describe(dsn)}"
+    machine = f"otlp@{socket.gethostname()}" if telemetry else None
+    return (
+        lambda h, publish: HubWatcher(h, publish, dsn, telemetry_as=machine)
+    ), f"every machine's sessions from {describe(dsn)}"
 
 
 def emit(data) -> None:

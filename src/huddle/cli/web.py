@@ -32,7 +32,15 @@ def _ask(fn, session_id: str, *args, **kw):
 
 
 def _run(
-    h, host: str, port: int, open_browser: bool, demo=None, watcher=None, what: str = "", notify: bool = False
+    h,
+    host: str,
+    port: int,
+    open_browser: bool,
+    demo=None,
+    watcher=None,
+    what: str = "",
+    notify: bool = False,
+    otlp: tuple[str, int] | None = None,
 ) -> None:
     from huddle.io.heap import return_large_blocks
     from huddle.live.desktop import open_page
@@ -60,6 +68,7 @@ def _run(
     notifier = _notifier(url_for(host, port), h, extras.translation) if notify and hasattr(rows, "listen") else None
     if notifier is not None:
         rows.listen(notifier)
+    receiver = _otlp(h, otlp) if otlp is not None else None
     if open_browser:
 
         def opened() -> None:
@@ -75,6 +84,18 @@ def _run(
     finally:
         if notifier is not None:
             notifier.close_all()
+        if receiver is not None:
+            receiver.stop()
+
+
+def _otlp(h, where: tuple[str, int]):
+    """The OTLP receiver beside the board (`--otlp`): what it takes is on the board at once."""
+    from huddle.otel.receiver import serve_beside
+
+    try:
+        return serve_beside(h.settings.huddle_home, where[0], where[1], lambda m: click.echo(f"huddle: {m}", err=True))
+    except OSError as exc:
+        raise click.ClickException(str(exc.strerror or exc)) from None
 
 
 def _notifier(url: str, h=None, translation=None):
@@ -126,6 +147,9 @@ def _notifier(url: str, h=None, translation=None):
     metavar="LANG",
     help="Show conversations, calls and notifications in LANG through your own claude CLI (off: the setting's).",
 )
+@click.option("--otlp", is_flag=True, help="Also receive the agents' own telemetry (OTLP/HTTP: /v1/logs, /v1/metrics).")
+@click.option("--otlp-host", default="127.0.0.1", show_default=True, help="--otlp: address (off loopback: a token).")
+@click.option("--otlp-port", default=4318, show_default=True, type=click.IntRange(0, 65535), help="--otlp: port.")
 def serve(
     host: str,
     port: int,
@@ -134,6 +158,9 @@ def serve(
     hub: str | None = None,
     notify: bool = True,
     translate: str | None = None,
+    otlp: bool = False,
+    otlp_host: str = "127.0.0.1",
+    otlp_port: int = 4318,
 ) -> None:
     """Serve the web app (the demo when no agent folders exist)."""
     from huddle.core import Huddle, Keeper
@@ -144,11 +171,15 @@ def serve(
         os.environ["HUDDLE_TRANSLATE"] = translate
 
     h = Huddle()
+    receive = (otlp_host, otlp_port) if otlp else None
     if hub is not None:
         from .hub import hub_watcher
 
-        watcher, what = hub_watcher(hub)
-        _run(h, host, port, open_browser, watcher=watcher, what=what)
+        watcher, what = hub_watcher(hub, telemetry=otlp)
+        _run(h, host, port, open_browser, watcher=watcher, what=what, otlp=receive)
+        return
+    if receive is not None:  # (telemetry alone is something to show: no demo for want of agent folders)
+        _run(Huddle(keep=Keeper()), host, port, open_browser, notify=notify, otlp=receive)
         return
     if force_demo or not h.has_agent_folders():
         from huddle.demo import Demo

@@ -27,9 +27,25 @@ WHOLE_EVERY = 60.0  # seconds between whole looks
 
 class HubWatcher:
     def __init__(
-        self, h: Any, publish: Callable[[list], None], dsn: str, every: float = POLL, days: float | None = BOARD_DAYS
+        self,
+        h: Any,
+        publish: Callable[[list], None],
+        dsn: str,
+        every: float = POLL,
+        days: float | None = BOARD_DAYS,
+        telemetry_as: str | None = None,
     ) -> None:
         self.h = h
+        self.pusher: Any = None
+        if telemetry_as is not None:  # (serve --hub --otlp: what the receiver takes goes to the hub)
+            import dataclasses
+
+            from huddle.core import Huddle
+
+            from .push import Pusher
+
+            only = dataclasses.replace(h.settings, only=("telemetry",))
+            self.pusher = Pusher(Huddle(only, cache=False), dsn, telemetry_as)
         self.days = days  # None: every session
         self.publish = publish
         self.dsn = dsn
@@ -76,6 +92,8 @@ class HubWatcher:
             self._thread.join(timeout=5)
         if self.conn is not None:
             self.conn.close()
+        if self.pusher is not None:
+            self.pusher.close()
 
     def board(self) -> dict:
         from huddle.views.board import sort_rows
@@ -127,6 +145,9 @@ class HubWatcher:
             self.publish([("board", {"sessions": changed, "removed": removed}, None)])
         with self.h.lock:  # this machine's own sessions, for their detail pages
             self.h.refresh()
+        if self.pusher is not None:
+            self.pusher.h.refresh()
+            self.pusher.push_once()
 
     def _run(self) -> None:
         delay = self.every

@@ -1,0 +1,5 @@
+"""Sessions the agents' own telemetry tells of (huddle.otel's receiver writes the files)."""
+
+from .source import TelemetrySource
+
+__all__ = ["TelemetrySource"]
