@@ -69,6 +69,9 @@ def board(
     out = []
     newest = changed_after or 0.0
     for row, pusher, pushed_at, last_seen, holders, changed in rows:
+        newest = max(newest, changed or 0.0)
+        if not isinstance(row, dict) or row.get("empty"):
+            continue  # (off the board, as on the machine: its usage is still counted)
         d = dict(row)
         d["machine"] = machine if machine is not None else pusher
         d["machines"] = list(holders or [])
@@ -76,7 +79,6 @@ def board(
         if d.get("state") in LIVE and (last_seen is None or now - last_seen > STALE_AFTER):
             d["stale"] = True
         out.append(d)
-        newest = max(newest, changed or 0.0)
     return {"sessions": sort_rows(out), "count": n, "changed_at": newest}
 
 

@@ -95,6 +95,8 @@ def _build(
         d["answer"] = live.facts["answer"]
     if not s.has_conversation and s.started_at is None and not d.get("error") and not live.alive:
         d["empty"] = True  # nothing said or done, ever (a 0-byte or summary-only file): off the board
+    if getattr(s, "counted_only", False):
+        d["empty"] = True  # (a telemetry twin: counted in usage; its session is shown from its own files)
     return d, st
 
 

@@ -143,7 +143,7 @@ class TelemetryHandle(Handle):
                 out.append(self._usage(line, off, n))
         for e in out:
             s.add(e)
-        s.started_at = s.updated_at = None  # counted, never listed: the board shows the session itself
+        s.counted_only = True  # type: ignore[attr-defined]  # (counted, never listed: the board shows the session itself)
 
     def _usage(self, line: Line, off: int, n: int) -> Event:
         u = Usage(
