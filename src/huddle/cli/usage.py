@@ -29,6 +29,7 @@ from huddle.views.usage import GROUPS
 @click.option("--until", "until", default=None, metavar="DATE", help="Only usage before DATE (same forms as --since).")
 @click.option("--hub", "hub", default=None, metavar="DSN", help="Every machine's usage, from a PostgreSQL hub.")
 @click.option("--machine", default=None, metavar="NAME", help="With --hub: only the sessions this machine holds.")
+@click.option("--limits", is_flag=True, help="Each agent's plan quota (5-hour, 7-day): used, reset, pace.")
 @click.pass_context
 def usage(
     ctx: click.Context,
@@ -38,9 +39,12 @@ def usage(
     until: str | None,
     hub: str | None = None,
     machine: str | None = None,
+    limits: bool = False,
 ) -> None:
     """Token totals (input, output, cache read, cache write) and cost, for every
-    agent, sub-agents included, each model response counted once."""
+    agent, sub-agents included, each model response counted once. --limits: each
+    agent's plan quota as the agent said it (Claude Code's status line, Codex's
+    rollouts), when the window resets and where its pace leads."""
     from huddle.oneshot import prices
     from huddle.oneshot import usage as report
     from huddle.sources import Settings
@@ -59,6 +63,12 @@ def usage(
     if hub is None and (by == "machine" or machine is not None):
         raise click.BadParameter("machines are the hub's: add --hub DSN", param_hint="--by machine / --machine")
     settings = Settings.from_env()
+    if limits:
+        from huddle.views.limits import report_for
+
+        data = report_for(settings)
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False)) if as_json else print_limits(data)
+        return
     table = prices(settings)
     if table is None:
         ctx.exit(1)
@@ -77,6 +87,33 @@ def usage(
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
         print_report(data)
+
+
+def print_limits(data: dict, console=None) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    from huddle.io.quota import clock
+    from huddle.model.times import parse_time
+
+    console = console or Console()
+    if not data["agents"]:
+        console.print(Text("No agent has said a quota yet (Claude Code's: `huddle statusline` keeps it).", style="dim"))
+    for a in data["agents"]:
+        for w in a["windows"]:
+            line = Text(f"{a['name']:12} {w['label']:7} ", style="bold")
+            if w["used_percent"] is None:
+                line.append("reset since its last reading")
+            else:
+                line.append(f"{w['used_percent']:5.1f}% used" + (" (estimate)" if w["estimate"] else ""))
+            reset = parse_time(w.get("resets_at"))
+            if reset is not None and not w.get("reset"):
+                line.append(f" · resets {clock(reset)}")
+            if w["pace"]["says"] and not w.get("reset"):
+                line.append(f" · {w['pace']['says']}", style="yellow" if w["pace"]["runs_out_at"] else "dim")
+            console.print(line, soft_wrap=True)
+    for n in data["notes"]:
+        console.print(Text(n, style="dim"))
 
 
 def _usd(v: float | None, unpriced: list[str]) -> str:

@@ -190,6 +190,11 @@ def create_app(
         q = request.query_params
         return call(api.usage, by=q.get("by"), since=q.get("since"), until=q.get("until"))
 
+    def limits(request: Request):
+        from huddle.views.limits import report_for  # (== huddle usage --limits --json)
+
+        return json_response(report_for(h.settings))
+
     def export(request: Request):
         q = request.query_params
         with h.lock:
@@ -324,6 +329,7 @@ def create_app(
         Route("/api/sessions/{id}/content/{ref}", content),
         Route("/api/search", search),
         Route("/api/usage", usage),
+        Route("/api/limits", limits),
         Route("/api/sessions/{id}/export", export),
         Route("/api/sessions/{id}/answer", answer, methods=["POST"]),
         Route("/api/stream", stream),

@@ -204,6 +204,44 @@ def summarise(inp: dict, board: dict | None, stale: bool) -> dict:
     }
 
 
+def limits(inp: dict, home: str, now: float) -> dict:
+    """Plan quotas (huddle.io.quota): Claude Code's own reading of this call kept, and
+    every agent's last reading with its pace, {agent: {window: pace}}."""
+    from huddle.io import quota
+
+    try:
+        mine = quota.from_claude(inp, now)
+        if mine:
+            quota.record(home, "claude", mine, parse_json)
+        out: dict = {}
+        for agent, windows in quota.load(home, parse_json).items():
+            for window, readings in windows.items():
+                if readings:
+                    p = quota.pace(readings, now)
+                    if not p.get("reset"):
+                        out.setdefault(agent, {})[window] = p
+        return out
+    except Exception:  # (a quota is a nicety: the line comes first)
+        return {}
+
+
+def _quota_parts(s: dict) -> tuple[list[str], list[str]]:
+    from huddle.io import quota
+
+    mine, others = [], []
+    for agent, windows in (s.get("limits") or {}).items():
+        shown = [
+            quota.short(w, p)
+            for w, p in sorted(windows.items())
+            if w == "five_hour" or (isinstance(p.get("used"), (int, float)) and p["used"] >= 50)
+        ]
+        if agent == "claude":
+            mine += shown
+        elif shown:
+            others.append(f"{agent} " + " ".join(shown))
+    return mine, others
+
+
 def render(s: dict) -> str:
     parts = []
     me = s["session"]
@@ -211,6 +249,8 @@ def render(s: dict) -> str:
         parts.append(f"${me['cost_usd']:.2f}")
     if isinstance(me.get("context_percent"), (int, float)):
         parts.append(f"ctx {me['context_percent']:.0f}%")
+    mine, theirs = _quota_parts(s)
+    parts += mine
     others = []
     if s["needs_you"]:
         n = len(s["needs_you"])
@@ -219,6 +259,7 @@ def render(s: dict) -> str:
         others.append(f"✋ {n} need{'s' if n == 1 else ''} you" + (f" ({hint})" if n == 1 and hint else ""))
     if s["working"]:
         others.append(f"⚙ {s['working']} working")
+    others += theirs
     line = " · ".join(parts)
     if others:
         line = (line + " │ " if line else "") + " · ".join(others)
@@ -260,6 +301,9 @@ def run(argv: list[str], stdin=None) -> str:
         if mine is not None:  # (settled long ago: its cost is in the whole board)
             rows.append(dict(mine))
     summary = summarise(inp, {"sessions": rows, "count": count} if board is not None or rows else None, stale)
+    got = limits(inp, home, time.time())
+    if got:
+        summary["limits"] = got
     if as_json:
         import json  # only for the JSON form
 
