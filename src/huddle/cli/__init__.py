@@ -28,6 +28,7 @@ LAZY = {
     "otel": "otel",
     "push": "hub",
     **dict.fromkeys(("voices", "say", "translate"), "voice"),
+    "hub": "hub",
 }
 
 

@@ -110,8 +110,66 @@ def hub_watcher(dsn: str, telemetry: bool = False):
     ), f"every machine's sessions from {describe(dsn)}"
 
 
+@click.group()
+def hub() -> None:
+    """Set up a PostgreSQL hub: its schema and who may do what (run as its owner)."""
+
+
+@hub.command("init")
+@click.argument("dsn", metavar="DSN")
+def hub_init(dsn: str) -> None:
+    """Make the hub's schema and its two group roles: huddle_machine (pushes) and
+    huddle_lead (reads the board and usage, never a prompt). Safe to run again."""
+    from huddle.hub import HubError, connect, describe, driver, scrub
+    from huddle.hub.roles import init
+
+    try:
+        conn = connect(dsn)
+        try:
+            for line in init(conn):
+                click.echo(f"huddle: {line}", err=True)
+        except driver().Error as exc:
+            raise HubError(f"the hub ({describe(dsn)}): {scrub(str(exc), dsn)} (the hub's owner runs this)") from None
+        finally:
+            conn.close()
+    except HuddleError as exc:
+        raise _fail(exc) from None
+    click.echo(f"huddle: {describe(dsn)} is ready: huddle push DSN --watch on each machine", err=True)
+
+
+@hub.command("grant")
+@click.argument("dsn", metavar="DSN")
+@click.argument("name")
+@click.option("--lead", "as_lead", is_flag=True, help="Read the board and every usage report, never a prompt.")
+@click.option("--machine", "as_machine", is_flag=True, help="Push this machine's sessions.")
+def hub_grant(dsn: str, name: str, as_lead: bool, as_machine: bool) -> None:
+    """Make a login role NAME on the hub, a lead or a machine (run as its owner, after
+    `huddle hub init`). Prints its new password, once."""
+    from huddle.hub import HubError, connect, describe, driver, scrub
+    from huddle.hub.roles import grant
+
+    if as_lead == as_machine:
+        raise click.UsageError("say --lead or --machine")
+    try:
+        conn = connect(dsn)
+        try:
+            password = grant(conn, name, lead=as_lead)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="NAME") from None
+        except driver().Error as exc:
+            raise HubError(f"the hub ({describe(dsn)}): {scrub(str(exc), dsn)} (the hub's owner runs this)") from None
+        finally:
+            conn.close()
+    except HuddleError as exc:
+        raise _fail(exc) from None
+    click.echo(
+        f"huddle: {name} may {'read the hub (no prompts)' if as_lead else 'push to the hub'}; its password:", err=True
+    )
+    click.echo(password)
+
+
 def emit(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-COMMANDS = [push]
+COMMANDS = [push, hub]

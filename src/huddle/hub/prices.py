@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .triggers import LOCK, SETTLE, fold
+from .triggers import LOCK
 
 RATE_COLS = ("b_in", "b_out", "b_cr", "b_cw", "b_cw1h", "l_in", "l_out", "l_cr", "l_cw", "l_cw1h", "above")
 RATE_MAX = 1e6  # USD per million tokens: a rate past it is not one the sums take (issue 34's bound)
@@ -97,12 +97,5 @@ def sync(conn: Any, table: Any, models: list[str] | None = None) -> list[str]:
                 " WHERE model = %s",
                 (*vals, table.as_of if own else "", model),
             )
-        conn.execute("DELETE FROM huddle.usage_sums WHERE model = ANY(%s::text[])", (names,))
-        rows = (
-            "(SELECT r.* FROM huddle.responses r WHERE r.model = ANY(%(models)s::text[])"
-            " AND NOT (r.response_id <> '' AND EXISTS (SELECT 1 FROM huddle.shared_ids s"
-            " WHERE s.source = r.source AND s.response_id = r.response_id)))"
-        )
-        conn.execute(fold(rows, 1), {"models": names})
-        conn.execute(SETTLE)
+        conn.execute("SELECT huddle.reprice(%s::text[])", (names,))  # (the owner's: a machine writes no sum)
     return names

@@ -22,6 +22,7 @@ from huddle.views.usage import UNKNOWN_DAY, Line, _day, aggregate, shaped
 from . import driver
 from .prices import differing, hub_rates
 from .report import WIDTH, Bounds, Summed, params, price_arrays, query
+from .roles import sessions_relation
 from .sums import UNKNOWN_DAY as UNKNOWN
 
 STALE_AFTER = 120.0  # seconds without a push before a machine's live states are doubted
@@ -58,7 +59,7 @@ def board(
         SELECT s.row, s.machine, s.pushed_at, m.last_seen,
                (SELECT array_agg(sm.machine ORDER BY sm.machine) FROM huddle.session_machines sm
                  WHERE sm.session_key = s.key), s.changed_at
-        FROM huddle.sessions s LEFT JOIN huddle.machines m ON m.name = s.machine
+        FROM {sessions_relation(conn)} s LEFT JOIN huddle.machines m ON m.name = s.machine
         WHERE {" AND ".join(where)}
         """,
         {"machine": machine, "since": since, "after": changed_after},
@@ -88,7 +89,7 @@ def counted(conn: Any, machine: str | None = None) -> dict:
     cur = conn.execute(
         f"""
         WITH held AS (
-          SELECT key, source, id, title, project, started_at FROM huddle.sessions WHERE key IN ({_HELD})
+          SELECT key, source, id, title, project, started_at FROM {sessions_relation(conn)} WHERE key IN ({_HELD})
         ),
         r AS (
           SELECT h.key, h.source, h.id, h.title, h.project, h.started_at, r.response_id, r.t, r.agent_label,
@@ -185,7 +186,8 @@ def summed(
     try:
         conn.execute("SET LOCAL work_mem = '64MB'")  # the report's groups and the rows' owners in memory
         conn.execute("SET LOCAL jit = off")  # compiling costs more than this one pass saves
-        got = conn.execute(query(by, b, machine, differ), params(b, machine, differ, cols)).fetchall()
+        q = query(by, b, machine, differ, sessions=sessions_relation(conn))
+        got = conn.execute(q, params(b, machine, differ, cols)).fetchall()
     except driver().DataError:  # an overflow PostgreSQL refuses: the rows decide
         conn.rollback()
         return None

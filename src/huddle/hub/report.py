@@ -131,7 +131,7 @@ _OUT = "sum(g.n), sum(g.input), sum(g.output), sum(g.cache_read), sum(g.cache_wr
 _OUT += " min(g.first), sum(g.priced), sum(g.odd), sum(g.hi), sum(g.lo)"
 
 
-def _sets(by: str) -> str:
+def _sets(by: str, sessions: str = "huddle.sessions") -> str:
     """The report's sums in one pass over the pieces, per line, model and source (`g`,
     small); each set is said from it (sums add up exactly, whatever their grouping).
     Sessions are counted apart, without sums: the distinct sessions per line and in all."""
@@ -147,7 +147,7 @@ def _sets(by: str) -> str:
     info, join = none, ""
     if by == "session":
         info = "h.id, h.title, h.project, h.started_at, h.source"
-        join = "JOIN huddle.sessions h ON h.key = x.c0"
+        join = f"JOIN {sessions} h ON h.key = x.c0"  # (a lead's: no title)
     named = ", ".join(f"{agg}(g.{c}) AS {c}" for agg, c in zip(["sum"] * 6 + ["min"] + ["sum"] * 4, _COLS, strict=True))
     x1 = "x.c0::text"
     x2 = "x.c1::text" if len(line) > 1 else "NULL::text"
@@ -170,7 +170,7 @@ SELECT 'source', NULL, NULL, NULL, g.source, {_OUT}, NULL, {none} FROM g GROUP B
 """
 
 
-def query(by: str, b: Bounds, machine: str | None, differ: list[str]) -> str:
+def query(by: str, b: Bounds, machine: str | None, differ: list[str], sessions: str = "huddle.sessions") -> str:
     """The statement: the report's sums per grouping set (see the module's text)."""
     per_machine = by == "machine"
     if per_machine:
@@ -239,7 +239,7 @@ pj AS (
         else "SELECT p.* FROM pieces p"
     }
 ),
-{_sets(by)}
+{_sets(by, sessions)}
 UNION ALL  -- the responses another session counts, said as one number (per machine with --by machine)
 SELECT 'dupes', m, NULL, NULL, NULL, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL

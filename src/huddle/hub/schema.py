@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import triggers
+from . import roles, triggers
 
 LOCK = 0x68756464  # pg_advisory_xact_lock key: "hudd"
 
@@ -101,7 +101,7 @@ CREATE INDEX responses_by_id ON huddle.responses (source, response_id) WHERE res
     (
         2,
         "usage kept summed by session, day, agent, model and price band; the board's indexes",
-        triggers.TABLES + triggers.install() + triggers.backfill(),
+        triggers.TABLES + triggers.install() + triggers.backfill() + roles.VIEW,
     ),
 ]
 

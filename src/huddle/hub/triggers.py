@@ -127,9 +127,22 @@ $body$;
 """
 
 
+REPRICE = f"""
+CREATE OR REPLACE FUNCTION huddle.reprice(models text[]) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp AS $body$
+BEGIN  -- these models' sums added up again from their rows, at the rates huddle.prices now holds
+  PERFORM pg_advisory_xact_lock({LOCK});
+  DELETE FROM huddle.usage_sums WHERE model = ANY(models);
+  {fold("(SELECT r.* FROM huddle.responses r WHERE r.model = ANY(models) AND " + _NOT_SHARED + ")", 1)}
+  {SETTLE}
+END
+$body$;
+"""
+
+
 def install() -> str:
     """The functions and triggers (CREATE OR REPLACE: a later migration may restate them)."""
-    return (
+    return REPRICE + (
         _function("responses_inserted", _put_in("new_rows"))
         + _function("responses_deleted", _taken_out("old_rows"))
         + _function("responses_updated", _taken_out("old_rows") + _put_in("new_rows"))
