@@ -36,7 +36,8 @@ def push(dsn: str, watch: bool, machine: str | None, with_content: bool, every: 
     from huddle.hub.push import Pusher
 
     name = machine or socket.gethostname()
-    p = Pusher(Huddle(keep=Keeper(WholeMode())), dsn, name, with_content=with_content)
+    # (a board's keeper: settled sessions stay asleep in the cache; the push wakes what it must)
+    p = Pusher(Huddle(keep=Keeper()), dsn, name, with_content=with_content)
     where = describe(dsn)
     try:
         if not watch:

@@ -25,6 +25,7 @@ from . import HubError, connect, describe, driver, scrub
 from .rows import agent_rows, hub_row, response_rows, session_values
 
 BATCH = 200  # sessions per transaction
+SETTLED = ("ended", "idle")  # states only a new version of a session moves
 HEARTBEAT = 10.0  # seconds between `last_seen` updates while watching
 
 _SESSION_SQL = """
@@ -132,21 +133,45 @@ class Pusher:
 
     # -- one push ------------------------------------------------------------------
 
+    def _settled(self, key: str, version: int) -> bool:
+        """Pushed as it stands and at rest (ended or idle): its row cannot move without a
+        new version, so it is not even built again."""
+        assert self.state is not None
+        prev = self.state.sessions.get(key)
+        return (
+            prev is not None
+            and len(prev) >= 8
+            and prev[5] == version
+            and prev[6] in SETTLED
+            and prev[7] == self.with_content
+        )
+
     def changes(self) -> list[tuple[Any, dict, list]]:
-        """(session, hub row, new state entry) for every session that moved since the last push."""
+        """(session, hub row, new state entry) for every session that moved since the last
+        push. A lazy core's sleeping sessions are woken only when one was never pushed or
+        moved (their responses are in the cache: no file is read again)."""
         from huddle.views.board import pricing_table, session_entry
         from huddle.views.usage import agent_label
 
         assert self.state is not None
         table = pricing_table(self.h)
+        dormant = getattr(self.h, "dormant", None) or {}
+        if any(not self._settled(k, d.version) for k, d in list(dormant.items())):
+            self.h.wake_all()
         out = []
-        for s in self.h.sessions():
+        for s in self.h.loaded_sessions():
+            if self._settled(s.key, s.version):
+                continue
             row = hub_row(session_entry(self.h, s, table=table), s, self.machine, self.with_content, self.redactor)
             n_usage = s.counts.get("usage", 0)
             labels = _digest(sorted((a, agent_label(s, a)) for a in s.agents))
             entry = [_digest(row), s.epoch, n_usage, labels, getattr(s, "usage_epoch", 0)]
-            if self.state.sessions.get(s.key) != entry:
+            entry += [s.version, row.get("state"), self.with_content]
+            prev = self.state.sessions.get(s.key)
+            if prev is None or prev[:5] != entry[:5]:
                 out.append((s, row, entry))
+            else:
+                self.state.sessions[s.key] = entry  # (the same row: only what it was worked out from)
         return out
 
     def push_once(self) -> tuple[int, int]:
@@ -175,6 +200,8 @@ class Pusher:
                 self.state.sessions[s.key] = entry
             self.state.save()
             sessions += len(part)
+        if not todo:
+            self.state.save()  # (what unchanged rows were worked out from: not worked out again)
         if not todo and now - self.last_heartbeat >= HEARTBEAT:
             with self.conn.transaction():
                 self._heartbeat(now)
@@ -195,7 +222,7 @@ class Pusher:
         assert self.state is not None
         before = self.state.sessions.get(s.key)
         start = 0
-        if before is not None and before[1:2] + before[3:] == entry[1:2] + entry[3:]:
+        if before is not None and before[1:2] + before[3:5] == entry[1:2] + entry[3:5]:
             start = int(before[2])  # same reading, labels and counts: only the responses added since
         rows, _ = response_rows(s, start)
         # the files were rewritten: what they say now replaces what they said
