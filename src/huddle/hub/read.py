@@ -215,7 +215,11 @@ def summed(
             line = lines.get(key) or lines.setdefault(key, Line())
             if info:
                 line.info = info
-        if kind in ("line+model", "model"):
+            models, unpriced, tokens = row[WIDTH + 17 : WIDTH + 20]
+            line.models.update(models or ())
+            for m, n in zip(unpriced or (), tokens or ()):
+                line.unpriced[m] = line.unpriced.get(m, 0) + int(n)
+        if kind == "model":
             line.models.add(row[3])
             if not s.priced:
                 line.unpriced[row[3]] = line.unpriced.get(row[3], 0) + sum(s.tokens[:4])

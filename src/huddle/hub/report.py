@@ -139,8 +139,6 @@ def _sets(by: str, sessions: str = "huddle.sessions") -> str:
     alias = {e: f"c{i}" for i, e in enumerate(line)}
     cols = ", ".join(f"{e} AS {alias[e]}" for e in line)
     lg = ", ".join(f"g.{alias[c]}" for c in line)
-    l1 = f"g.{alias[line[0]]}::text"
-    l2 = f"g.{alias[line[1]]}::text" if len(line) > 1 else "NULL::text"
     names = [alias[c] for c in line]
     on = " AND ".join(f"k.{a} = x.{a}" for a in names)
     none = "NULL, NULL, NULL, NULL, NULL"
@@ -148,25 +146,33 @@ def _sets(by: str, sessions: str = "huddle.sessions") -> str:
     if by == "session":
         info = "h.id, h.title, h.project, h.started_at, h.source"
         join = f"JOIN {sessions} h ON h.key = x.c0"  # (a lead's: no title)
-    named = ", ".join(f"{agg}(g.{c}) AS {c}" for agg, c in zip(["sum"] * 6 + ["min"] + ["sum"] * 4, _COLS, strict=True))
+    named = ", ".join(f"{agg}(m.{c}) AS {c}" for agg, c in zip(["sum"] * 6 + ["min"] + ["sum"] * 4, _COLS, strict=True))
     x1 = "x.c0::text"
     x2 = "x.c1::text" if len(line) > 1 else "NULL::text"
     xs = ", ".join(f"x.{c}" for c in _COLS)
+    mg = ", ".join(f"m.{a}" for a in names)
+    # per line: its models, and the tokens of those unpriced (what Line.models and .unpriced say)
+    models = (
+        "array_agg(m.model ORDER BY m.model) AS models,"
+        " array_agg(m.model ORDER BY m.model) FILTER (WHERE m.priced = 0) AS unpriced,"
+        " array_agg(m.input + m.output + m.cache_read + m.cache_write ORDER BY m.model)"
+        " FILTER (WHERE m.priced = 0) AS unpriced_tokens"
+    )
     return f"""
 g AS MATERIALIZED (SELECT {cols}, p.model, p.source, {_SUMS} FROM pj p GROUP BY {", ".join(line)}, p.model, p.source),
+lm AS (SELECT {lg}, g.model, {named.replace("(m.", "(g.")} FROM g GROUP BY {lg}, g.model),
 k AS (SELECT {", ".join(names)}, count(*) AS sessions
       FROM (SELECT DISTINCT {cols}, p.key FROM pj p) d GROUP BY {", ".join(names)})
-SELECT 'line+model', {l1}, {l2}, g.model, NULL, {_OUT}, NULL, {none} FROM g GROUP BY {lg}, g.model
+SELECT 'line', {x1}, {x2}, NULL, NULL, {xs}, k.sessions, {info}, x.models, x.unpriced, x.unpriced_tokens
+FROM (SELECT {mg}, {named}, {models} FROM lm m GROUP BY {mg}) x JOIN k ON {on} {join}
 UNION ALL
-SELECT 'line', {x1}, {x2}, NULL, NULL, {xs}, k.sessions, {info}
-FROM (SELECT {lg}, {named} FROM g GROUP BY {lg}) x JOIN k ON {on} {join}
-UNION ALL
-SELECT 'total', NULL, NULL, NULL, NULL, {_OUT}, (SELECT count(*) FROM (SELECT DISTINCT p.key FROM pj p) d), {none}
+SELECT 'total', NULL, NULL, NULL, NULL, {_OUT}, (SELECT count(*) FROM (SELECT DISTINCT p.key FROM pj p) d), {none},
+       NULL, NULL, NULL
 FROM g
 UNION ALL
-SELECT 'model', NULL, NULL, g.model, NULL, {_OUT}, NULL, {none} FROM g GROUP BY g.model
+SELECT 'model', NULL, NULL, g.model, NULL, {_OUT}, NULL, {none}, NULL, NULL, NULL FROM g GROUP BY g.model
 UNION ALL
-SELECT 'source', NULL, NULL, NULL, g.source, {_OUT}, NULL, {none} FROM g GROUP BY g.source
+SELECT 'source', NULL, NULL, NULL, g.source, {_OUT}, NULL, {none}, NULL, NULL, NULL FROM g GROUP BY g.source
 """
 
 
@@ -242,7 +248,7 @@ pj AS (
 {_sets(by, sessions)}
 UNION ALL  -- the responses another session counts, said as one number (per machine with --by machine)
 SELECT 'dupes', m, NULL, NULL, NULL, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-       NULL, NULL, NULL, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM owned WHERE NOT counts GROUP BY m
 """
 
