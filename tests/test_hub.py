@@ -291,3 +291,26 @@ def test_with_content_is_redacted_on_the_hub(tmp_path, dsn):
     i = text.find(SECRET)
     assert i < 0, text[max(0, i - 300) : i + 60]
     assert "[REDACTED:" in text
+
+
+def test_serve_hub_with_otlp_pushes_what_the_receiver_takes(tmp_path, dsn):
+    """`serve --hub --otlp`: a machine without huddle sends its agent's telemetry to the
+    hub's server; its sessions go to the hub (as otlp@HOST) and count there."""
+    from huddle.hub.watcher import HubWatcher
+    from huddle.otel import otlp
+    from huddle.otel.telemetry import Store
+    from test_otlp_receiver import TURN, claude_logs
+
+    env = machine_env(tmp_path, "srv")
+    Store(env["HUDDLE_HOME"]).take(list(otlp.logs(claude_logs(TURN))), "logs")
+    h = Huddle(Settings.from_env(env))
+    w = HubWatcher(h, lambda msgs: None, dsn, days=None, telemetry_as="otlp@srv")
+    try:
+        w.start()
+        w.tick()
+    finally:
+        w.stop()
+    board = json.loads(run(env, "status", "--hub", dsn, "--json").stdout)
+    (row,) = board["sessions"]
+    assert row["source"] == "telemetry" and row["machine"] == "otlp@srv"
+    assert usage(env, "--hub", dsn)["totals"]["responses"] == 2
