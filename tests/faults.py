@@ -78,6 +78,7 @@ def build_world(root: Path) -> None:
         _copy(SAMPLES / "vibe" / name / "logs" / "session", v)
     (root / "vibe" / "config.toml").write_text('[session_logging]\nsave_dir = "logs/session"\n')
     _hosted_run(root / "hh" / "runs" / "r1", SAMPLES / "claude-stream" / "01-basic-tools")
+    _telemetry(root / "hh")
     _copy(SAMPLES / "gemini" / "07-subagent" / "home" / ".gemini", root / "gemini")
     _copy(SAMPLES / "copilot" / "07-subagent" / "home" / ".copilot", root / "copilot")
     _copy(SAMPLES / "copilot" / "08-interactive-approval" / "home" / ".copilot", root / "copilot")
@@ -90,6 +91,19 @@ def build_world(root: Path) -> None:
     _copy(SAMPLES / "cline" / "07-subagent" / "home" / ".cline" / "data" / "sessions", root / "cline" / "sessions")
     (root / "outside").mkdir()
     (root / "home").mkdir()
+
+
+def _telemetry(home: Path) -> None:
+    """A telemetry-only Claude Code session, as `huddle serve --otlp` keeps it."""
+    from huddle.otel import otlp
+    from huddle.otel.telemetry import Store
+    from test_otlp_receiver import TURN, claude_logs
+
+    Store(str(home)).take(list(otlp.logs(claude_logs(TURN))), "logs")
+
+
+def _telemetry_canary(p: Path, text: str) -> bytes:
+    return json.dumps({"t": 1796533400.0, "k": "prompt", "text": text, "key": f"canary:{text}"}).encode()
 
 
 def _hosted_run(d: Path, capture_dir: Path) -> None:
@@ -401,6 +415,7 @@ def targets(root: Path) -> dict[str, Target]:
         Target("vibe.lock", _first(v, "active/*.lock.json"), "side", "vibe", parse_is_problem=False),
         Target("vibe.config", root / "vibe" / "config.toml", "side", "vibe", follows=True),
         Target("hosted.events", hh / "runs" / "r1" / "events.jsonl", "lines", "hosted", _hosted_canary),
+        Target("telemetry.session", _first(hh, "telemetry/claude/*.jsonl"), "lines", "telemetry", _telemetry_canary),
         Target("gemini.lead", _first(g, "chats/session-*.jsonl"), "lines", "gemini", _gemini_canary),
         Target("gemini.sub", _first(g, "chats/*/*.jsonl"), "lines", "gemini", _gemini_canary),
         Target("gemini.root", g / ".project_root", "side", "gemini", parse_is_problem=False, sealed=True),
@@ -505,6 +520,7 @@ def targets_names() -> list[tuple[str, str]]:
             ("vibe.lock", "side"),
             ("vibe.config", "side"),
             ("hosted.events", "lines"),
+            ("telemetry.session", "lines"),
             ("gemini.lead", "lines"),
             ("gemini.sub", "lines"),
             ("gemini.root", "side"),
@@ -1256,6 +1272,7 @@ FUZZ_TARGETS = (
     "copilot.events",
     "qwen.lead",
     "pi.session",
+    "telemetry.session",
 )
 
 
