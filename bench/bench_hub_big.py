@@ -94,6 +94,7 @@ def main() -> None:
     ap.add_argument("--keep", default=None, metavar="DIR")
     ap.add_argument("--buffers", default="1GB")
     ap.add_argument("--skip-push", action="store_true")
+    ap.add_argument("--parts", default="reports,cli,serve,push", help="which of reports, cli, serve, push")
     a = ap.parse_args()
     import psycopg
 
@@ -137,8 +138,9 @@ def main() -> None:
             ("day", None, None, "m07"),  # --machine
             ("session", END - 30 * DAY, None, "m07"),
         ]
-        print(f"reports, in-process, warm (median of {a.runs}):")
-        for by, since, until, machine in cases:
+        parts = set(a.parts.split(","))
+        print(f"reports, in-process, warm (median of {a.runs}):" if "reports" in parts else "")
+        for by, since, until, machine in cases if "reports" in parts else []:
             med, walls, mine, theirs = timed(
                 lambda b=by, s=since, m=machine, u=until: usage_report(conn, b, s, table, m, until=u), a.runs, conn
             )
@@ -152,8 +154,8 @@ def main() -> None:
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HUDDLE_SOURCES": ""}
         with tempfile.TemporaryDirectory() as home:
             env["HUDDLE_HOME"] = home
-            print("the CLI, a whole process each (median of runs):")
-            for by in ("day", "machine", "session"):
+            print("the CLI, a whole process each (median of runs):" if "cli" in parts else "")
+            for by in ("day", "machine", "session") if "cli" in parts else ():
 
                 def cli(by=by):
                     subprocess.run(
@@ -165,11 +167,21 @@ def main() -> None:
 
                 med, walls, _, _ = timed(cli, a.runs)
                 print(f"  huddle usage --hub --json --by {by:10} {med:6.3f} s {[round(w, 3) for w in walls]}")
-            print("serve --hub, first board answer:")
-            for _ in range(a.runs):
+            from huddle.hub.read import BOARD_DAYS, board
+
+            if "serve" in parts:
+                now = time.time()
+                med, walls, mine, theirs = timed(lambda: board(conn, since=now - BOARD_DAYS * DAY), a.runs, conn)
+                got = board(conn, since=now - BOARD_DAYS * DAY)
+                print(
+                    f"the hub's board (the live and the last week's: {len(got['sessions']):,} of {got['count']:,}),"
+                    f" in-process: {med:.3f} s wall (CPU {mine:.3f} here + {theirs:.3f} the server's)"
+                )
+                print("serve --hub, first board answer:")
+            for _ in range(a.runs) if "serve" in parts else ():
                 print(f"  {first_board(env, dsn):.2f} s from the process's start")
         conn.close()
-        if not a.skip_push:
+        if not a.skip_push and "push" in parts:
             push_after_append(pg, dsn, a.runs)
     finally:
         pg.halt() if a.keep else pg.stop()

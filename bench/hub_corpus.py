@@ -23,7 +23,8 @@ YEAR = 365 * 86400.0
 CLAUDE_MODELS = [("claude-opus-4-7", 0.5), ("claude-sonnet-4-5", 0.35), ("claude-haiku-4-5", 0.15)]
 CODEX_MODELS = [("gpt-6.2-sol", 0.7), ("gpt-5.4", 0.3)]
 LABELS = ["Explore", "general-purpose", "Plan"]
-STATES = ["ended"] * 6 + ["idle"] * 3 + ["your_turn"]
+STATES = ["ended"] * 2 + ["idle"]  # (a session of days ago is at rest; the last day's may be live)
+LIVE = ["your_turn", "working", "needs_you", "idle", "ended"]
 
 
 def _pick(rnd: random.Random, weighted: list[tuple[str, float]]) -> str:
@@ -88,7 +89,7 @@ def fill(conn: Any, machines: int, rows: int, seed: int = 20261130, say: Any = p
                 project = f"proj{rnd.randint(0, 59)}"
                 sessions.append((key, source, m, start, project))
                 row = json.dumps(_row(key, source, sid, m, project, start, end, per))
-                state = rnd.choice(STATES)
+                state = rnd.choice(LIVE if end > END - 86400 else STATES)
                 cp.write(
                     f"{key}\t{source}\t{sid}\t{m}\t\t/home/dev/work/{project}\t{project}\t{state}\t{start!r}\t{end!r}"
                     f"\t{end!r}\t{_esc(row)}\n"

@@ -72,12 +72,19 @@ def sync(conn: Any, table: Any, models: list[str] | None = None) -> list[str]:
     huddle's own table dated later than the hub's. Returns the models re-priced."""
     own = not getattr(table, "user_file", None)
     with conn.transaction():
-        if models:
-            conn.execute(
-                "INSERT INTO huddle.prices (model) SELECT unnest(%s::text[]) ORDER BY 1 ON CONFLICT DO NOTHING",
-                (sorted(set(models)),),
-            )
         have = hub_rates(conn)
+        fresh = sorted(set(models or ()) - set(have))
+        if fresh:  # no response names them yet (the triggers would have listed them): priced as they come
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK,))
+            for model in fresh:
+                mine = rates_of(table, model)
+                vals = mine if mine else (None,) * len(RATE_COLS)
+                conn.execute(
+                    f"INSERT INTO huddle.prices (model, {', '.join(RATE_COLS)}, as_of)"
+                    f" VALUES (%s, {', '.join(['%s'] * len(RATE_COLS))}, %s) ON CONFLICT DO NOTHING",
+                    (model, *vals, table.as_of if own and mine else ""),
+                )
+            have = hub_rates(conn)
         newer = own and table.as_of > _as_of(conn)
         change: dict[str, tuple | None] = {}
         for model, theirs in have.items():
@@ -97,5 +104,6 @@ def sync(conn: Any, table: Any, models: list[str] | None = None) -> list[str]:
                 " WHERE model = %s",
                 (*vals, table.as_of if own else "", model),
             )
-        conn.execute("SELECT huddle.reprice(%s::text[])", (names,))  # (the owner's: a machine writes no sum)
+        # (the owner's function: a machine writes no sum; a re-pricing reads the model's every response)
+        conn.execute("SELECT huddle.reprice(%s::text[])", (names,))
     return names

@@ -91,7 +91,7 @@ def _put_in(rows: str) -> str:
 WITH cand AS (SELECT DISTINCT source, response_id FROM {rows} WHERE response_id <> ''),
 multi AS (
   SELECT c.source, c.response_id FROM cand c
-  JOIN huddle.responses r ON r.source = c.source AND r.response_id = c.response_id
+  JOIN huddle.responses r ON r.source = c.source AND r.response_id = c.response_id AND r.response_id <> ''
   WHERE NOT EXISTS (SELECT 1 FROM huddle.shared_ids s WHERE s.source = c.source AND s.response_id = c.response_id)
   GROUP BY 1, 2 HAVING min(r.session_key) <> max(r.session_key)
 ),
@@ -99,7 +99,8 @@ marked AS (INSERT INTO huddle.shared_ids (source, response_id) SELECT source, re
            ON CONFLICT DO NOTHING RETURNING source, response_id)
 """
     before = (
-        "(SELECT r.* FROM huddle.responses r JOIN marked m ON m.source = r.source AND m.response_id = r.response_id"
+        "(SELECT r.* FROM marked m JOIN huddle.responses r ON r.source = m.source AND r.response_id = m.response_id"
+        " AND r.response_id <> ''"
         f" WHERE NOT EXISTS (SELECT 1 FROM {rows} n"
         " WHERE n.session_key = r.session_key AND n.response_key = r.response_key))"
     )
