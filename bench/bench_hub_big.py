@@ -219,7 +219,7 @@ def push_after_append(pg, dsn: str, runs: int) -> None:
     import resource
 
     from bench_hub import corpus, env_for
-    from huddle.core import Huddle
+    from huddle.core import FirstRead, Huddle, Keeper
     from huddle.hub.push import Pusher
     from huddle.sources import Settings
 
@@ -257,8 +257,8 @@ def push_after_append(pg, dsn: str, runs: int) -> None:
             f"push after one appended line, one-shot `huddle push`: median {statistics.median(one_shot):.2f} s wall,"
             f" {statistics.median(cpu):.2f} s CPU {[round(w, 2) for w in one_shot]} ({p.stderr.strip()})"
         )
-        pusher = Pusher(Huddle(Settings.from_env(env), cache=True, lazy=True), dsn, "real")
-        pusher.h.refresh(parallel=True)
+        pusher = Pusher(Huddle(Settings.from_env(env), keep=Keeper()), dsn, "real")
+        pusher.h.refresh(FirstRead())
         pusher.push_once()
         cycle = []
         for i in range(runs):

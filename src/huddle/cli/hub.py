@@ -31,7 +31,7 @@ def push(dsn: str, watch: bool, machine: str | None, with_content: bool, every: 
     (DSN: a libpq connection string or postgresql:// URL; the password may come from
     PGPASSFILE or PGPASSWORD instead). Pushing again writes only what changed; the
     same session pushed twice, or from a copy of its files, counts once."""
-    from huddle.core import Huddle, Keeper, WholeMode
+    from huddle.core import Huddle, Keeper
     from huddle.hub import describe
     from huddle.hub.push import Pusher
 

@@ -45,7 +45,7 @@ class HubWatcher:
             from .push import Pusher
 
             only = dataclasses.replace(h.settings, only=("telemetry",))
-            self.pusher = Pusher(Huddle(only, cache=False), dsn, telemetry_as)
+            self.pusher = Pusher(Huddle(only), dsn, telemetry_as)
         self.days = days  # None: every session
         self.publish = publish
         self.dsn = dsn

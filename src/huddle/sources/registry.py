@@ -18,7 +18,20 @@ if TYPE_CHECKING:
     from .settings import Settings
 
 # Built-in adapters, imported on first use so that a broken one costs only itself.
-BUILTIN = ("claude", "codex", "vibe", "gemini", "opencode", "hosted", "copilot", "qwen", "pi", "kilo", "cline", "telemetry")
+BUILTIN = (
+    "claude",
+    "codex",
+    "vibe",
+    "gemini",
+    "opencode",
+    "hosted",
+    "copilot",
+    "qwen",
+    "pi",
+    "kilo",
+    "cline",
+    "telemetry",
+)
 ENTRY_POINTS = "huddle.sources"
 
 SOURCES: dict[str, type[Source]] = {}
