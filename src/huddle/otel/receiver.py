@@ -140,8 +140,8 @@ class Receiver:
     ) -> None:
         import uvicorn
 
-        from huddle.server.app import bind
         from huddle.server.protocol import GuardedH11Protocol
+        from huddle.server.running import bind
 
         self.store = Store(huddle_home)
         self.sock = bind(host, port)
