@@ -38,19 +38,19 @@ BODY_MAX = 16 << 20  # bytes of a request, compressed or not
 Log = Callable[[str], None]
 
 
-class TooBig(Exception):
+class _TooBig(Exception):  # (control flow: a body past the cap, caught where it is read)
     pass
 
 
 async def _body(request: Request, cap: int) -> bytes:
     length = request.headers.get("content-length")
     if length is not None and (not length.isdigit() or int(length) > cap):
-        raise TooBig
+        raise _TooBig
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > cap:
-            raise TooBig
+            raise _TooBig
         chunks.append(chunk)
     body = b"".join(chunks)
     enc = (request.headers.get("content-encoding") or "").strip().lower()
@@ -64,7 +64,7 @@ async def _body(request: Request, cap: int) -> bytes:
     except zlib.error as exc:
         raise BadRequest(f"the {enc} body does not decompress: {exc}") from None
     if len(out) > cap or d.unconsumed_tail:
-        raise TooBig
+        raise _TooBig
     return out
 
 
@@ -93,7 +93,7 @@ def create_app(store: Store, token: str | None = None, log: Log | None = None, c
             body = await _body(request, cap)
             req = otlp.parse(body, ct, kind)
             records = list(otlp.logs(req) if kind == "logs" else otlp.metrics(req))
-        except TooBig:
+        except _TooBig:
             return answer(413, ct, f"body over {cap:,} bytes", peer)
         except BadRequest as exc:
             return answer(400 if ct in (otlp.JSON, otlp.PROTOBUF) else 415, ct, str(exc), peer)
