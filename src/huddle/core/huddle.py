@@ -23,7 +23,7 @@ from huddle.sources import Handle, Settings, all_sources, guarded, load_notes
 from huddle.sources.base import Source
 from huddle.sources.registry import unknown_sources
 
-from . import whole
+from . import titles, whole
 from .cache import Dormant, HandleCache
 from .coldread import FirstRead, read_in_parallel
 from .keeper import Keeper, folder_of
@@ -46,7 +46,7 @@ class Round:
         # folders where a title decided across the folder can move -> the ties that moved
         # (Handle.ties), or None: anything in the folder may
         self.touched: dict[str, set[str] | None] = {}
-        self.settle: set[str] = set()  # the sessions whose titles are worked out again (`_tied`)
+        self.settle: set[str] = set()  # the sessions whose titles are worked out again (core.titles.tied)
 
 
 class Huddle:
@@ -115,11 +115,11 @@ class Huddle:
                 r.moved.add(key)
                 r.gone_at[key] = folder_of(self.handles[key].files())
             self._read(found, r, first or FirstRead(workers=False))
-            r.touched = self._touched(found, r)
-            r.settle = self._tied(found, r)
+            r.touched = titles.touched(self, found, r)
+            r.settle = titles.tied(self, found, r)
             if k is not None:
                 k.read(self, found, r)
-            r.changed |= self._settle(found, r, notes)
+            r.changed |= titles.settle(self, found, r, notes)
             self.handles = found
             r.changed |= self.ledger.sync({key: h.session for key, h in found.items()})
             # files and folders skipped where they were met (io.safefile), looked at again now
@@ -205,84 +205,6 @@ class Huddle:
             if first.progress is not None:
                 first.progress(i + 1, len(found))
 
-    def _touched(self, found: dict[str, Handle], r: Round) -> dict[str, set[str] | None]:
-        """The folders where a title decided across the folder can move this round, with
-        what moved: anything (a session came or went; one read new bytes that named what
-        it did not before), or the ties of sessions whose titles are so decided that read
-        new bytes (an append elsewhere never moves a title: summaries.py)."""
-        heads = self.cache.heads if self.cache is not None else {}
-        touched: dict[str, set[str] | None] = {f: None for f in r.gone_at.values() if f}
-        for key in r.moved:
-            h = found.get(key)
-            head = heads.get(key)
-            if h is None or not (head is None or head.get("tangle") or guarded("tangle", h.entangled)):
-                continue
-            folder = folder_of(h.files())
-            ties = set(guarded("ties", h.ties) or ())
-            was = head.get("ties") if head is not None else None
-            if not ties or not isinstance(was, list) or not ties <= set(was):
-                touched[folder] = None  # (one new may copy a leaf; one that names more, anything)
-            elif (before := touched.get(folder, set())) is not None:
-                touched[folder] = before | ties
-        touched.pop("", None)
-        return touched
-
-    def _tied(self, found: dict[str, Handle], r: Round) -> set[str]:
-        """The sessions whose titles are worked out again: every one of a folder where
-        anything moved; else those tied to what moved (sharing a tie, and theirs, and so
-        on: a title is decided among the sessions holding its leaf and the one naming it),
-        awake or asleep (the keeper wakes those)."""
-        if not r.touched:
-            return set()
-        by_folder: dict[str, dict[str, list[str]]] = {}  # folder -> key -> its ties
-        tangled: set[str] = set()  # the folders where a title is decided across the folder at all
-        for key, h in found.items():
-            folder = folder_of(h.files())
-            if folder in r.touched:
-                by_folder.setdefault(folder, {})[key] = list(guarded("ties", h.ties) or ())
-                if guarded("tangle", h.entangled):
-                    tangled.add(folder)
-        for key, d in self.dormant.items():
-            folder = folder_of([f[0] for f in d.head.get("files") or ()])
-            if folder in r.touched:
-                by_folder.setdefault(folder, {})[key] = list(d.head.get("ties") or ())
-                if d.head.get("tangle"):
-                    tangled.add(folder)
-        out: set[str] = set()
-        for folder, ties in r.touched.items():
-            members = by_folder.get(folder, {})
-            if folder not in tangled:
-                continue  # (no title there is decided across the folder)
-            if ties is None:
-                out.update(members)
-                continue
-            holders: dict[str, list[str]] = {}
-            for key, mine in members.items():
-                for t in mine:
-                    holders.setdefault(t, []).append(key)
-            todo, seen = list(ties), set(ties)
-            while todo:
-                for key in holders.get(todo.pop(), ()):
-                    if key not in out:
-                        out.add(key)
-                        for t in members[key]:
-                            if t not in seen:
-                                seen.add(t)
-                                todo.append(t)
-        return out
-
-    def _settle(self, found: dict[str, Handle], r: Round, notes: list[str]) -> set[str]:
-        """What one session's files say about another's row (Source.settle), worked out
-        among the sessions it can move in this round (`_tied`), all of them at hand."""
-        self.settled_in = set(r.touched)
-        changed: set[str] = set()
-        keys = r.settle | r.moved  # (what a session's own read says of it beyond its events: a source's to add)
-        for src in self.sources:
-            mine = {key: found[key] for key in keys if key in found and key.startswith(src.name + ":")}
-            if mine:
-                changed |= guarded(f"{src.name} settle", src.settle, mine, on_error=notes.append) or set()
-        return changed
-
     def read_files(self, paths: Iterable[str]) -> set[str] | None:
         """What these files appended, read in the sessions that read them (a watcher's
         notice names the files: the sessions a line went to, not the home's stat checks);
@@ -309,11 +231,11 @@ class Huddle:
             r.moved = {k for k in keys if refresh_one(self.handles[k])}
             r.changed = set(r.moved)
             found = dict(self.handles)
-            r.touched = self._touched(found, r)
-            r.settle = self._tied(found, r)
+            r.touched = titles.touched(self, found, r)
+            r.settle = titles.tied(self, found, r)
             if self.keeper is not None:
                 self.keeper.read(self, found, r)
-            r.changed |= self._settle(found, r, self.notes)
+            r.changed |= titles.settle(self, found, r, self.notes)
             self.handles = found
             r.changed |= self.ledger.sync({key: h.session for key, h in found.items()})
             if r.changed:

@@ -144,7 +144,7 @@ class Keeper:
         """After the reads: the sleeping sessions what was read can change wake, read
         (unmoved: a stat) into `found`: those holding a response a session read from its
         start holds (`partners`), and those whose titles are worked out again (`r.settle`:
-        Huddle._tied)."""
+        core.titles.tied)."""
         if not self.dormant:
             return
         known = self.cache.versions if self.cache is not None else {}
