@@ -111,6 +111,8 @@ class ClaudeHandle(Handle):
     def refresh(self) -> bool:
         s = self.session
         before = s.version
+        if self.reader.tail_waits or not self.reader.cursor.ino:  # (reader.py: a last line without newline)
+            self.reader.writing = self._writer_alive()
         status = self.reader.check()
         if status == GONE:
             return False
@@ -127,6 +129,8 @@ class ClaudeHandle(Handle):
             self._drain(self.parser, self.reader)
         self._read_custom_title()  # one stat: /rename appends to the main file, but the file is its own
         for sf in sorted(self.subs.values(), key=lambda x: x.path):
+            if sf.reader.tail_waits or not sf.reader.cursor.ino:
+                sf.reader.writing = self._writer_alive()
             st = sf.reader.check()
             if st == RESET:  # a sub-agent file rewritten: rebuild the whole session
                 s.reset()
@@ -142,6 +146,11 @@ class ClaudeHandle(Handle):
             self._link()
             s.usage_note = self.state.usage_note()
         return s.version != before
+
+    def _writer_alive(self) -> bool:
+        """Whether a live Claude Code process holds this session (its registry entry)."""
+        info = self.source.registry.for_session(self.session.id)
+        return info is not None and info["alive"] is not False
 
     def _drain(self, parser: FileParser, reader: LineReader) -> None:
         drain(

@@ -124,6 +124,8 @@ class CodexHandle(Handle):
         s = self.session
         before = s.version
         for tf in sorted(self.threads.values(), key=self._read_order):
+            if tf.reader.tail_waits or not tf.reader.cursor.ino:  # (reader.py: a last line without newline)
+                tf.reader.writing = self.source.writes(tf.info.id)
             status = tf.reader.check()
             if status == GONE:
                 continue
@@ -302,6 +304,15 @@ class CodexSource(Source):
 
     def live_changed(self) -> set[str]:
         return self._moved
+
+    def writes(self, thread: str) -> bool:
+        """Whether a live process may hold the thread: its writer lock is there and held
+        (or there, where holders cannot be told)."""
+        path = os.path.join(self.under("thread-writer-locks"), f"{thread}.lock")
+        if not os.path.exists(path):
+            return False
+        state, _pid = self.system.view(None).lock(path)
+        return state != "stale"
 
     def between_scans(self, known: dict[str, Handle]) -> set[str] | None:
         if any(isinstance(h, BrokenHandle) for h in known.values()):
