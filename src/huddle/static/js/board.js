@@ -87,7 +87,7 @@ function renderRow(r, flash) {
     el("td", { class: "c-project", text: r.project || "—", title: r.cwd || "" }),
     el("td", { class: "c-since", text: sinceText(r) }),
     el("td", { class: "c-last", text: fmtDay(parseISO(r.updated_at)), title: r.updated_at ? fmtWhen(parseISO(r.updated_at)) : "" }),
-    el("td", { class: "c-tokens", text: fmtTokens(r.tokens ?? 0) }),
+    el("td", { class: "c-tokens", text: r.usage_unknown ? "?" : fmtTokens(r.tokens ?? 0), title: r.usage_note || "" }),
     el("td", { class: "c-cost", text: fmtCost(r.cost) }));
   if (flash) tr.classList.add("flash");
   tr.addEventListener("click", (ev) => { if (!ev.target.closest("a, button")) location.href = `/session/${encodeURIComponent(r.id)}`; });
