@@ -5,6 +5,7 @@ merged with the session's sub-agent files and linked through their `.meta.json`.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from huddle.sources.registry import register
 from . import summaries
 from .project_agents import is_agent_file, place, regroup
 from .registry import Registry
-from .state import SessionState
+from .state import SessionState, claims
 from .summaries import SummarySearch
 
 if TYPE_CHECKING:  # the parser (and its records) loads when a transcript is read, not for a board that sleeps
@@ -114,8 +115,15 @@ class ClaudeHandle(Handle):
         if self.reader.tail_waits or not self.reader.cursor.ino:  # (reader.py: a last line without newline)
             self.reader.writing = self._writer_alive()
         status = self.reader.check()
+        # the session's own transcript not there (deleted, or never copied): what its folder
+        # holds of its sub-agents is still read, and that said while it lasts
         if status == GONE:
-            return False
+            if not self.has_dir:
+                return False
+            if self._missing() not in s.problems:
+                s.problems.append(self._missing())
+        elif s.problems and self._missing() in s.problems:
+            s.problems.remove(self._missing())
         if status == RESET:
             s.reset()
             self._fresh()
@@ -125,7 +133,7 @@ class ClaudeHandle(Handle):
         self._find_subs()
         for sf in self.subs.values():
             self._read_meta(sf)
-        if status != SAME:
+        if status not in (SAME, GONE):
             self._drain(self.parser, self.reader)
         self._read_custom_title()  # one stat: /rename appends to the main file, but the file is its own
         for sf in sorted(self.subs.values(), key=lambda x: x.path):
@@ -146,6 +154,9 @@ class ClaudeHandle(Handle):
             self._link()
             s.usage_note = self.state.usage_note()
         return s.version != before
+
+    def _missing(self) -> str:
+        return f"{self.path}: not there: the session's sub-agents are read without it"
 
     def _writer_alive(self) -> bool:
         """Whether a live Claude Code process holds this session (its registry entry)."""
@@ -170,7 +181,9 @@ class ClaudeHandle(Handle):
         self.session.add_all(out)
         for e in out:
             if e.kind == ev.ORDER and e.agent != e.target:
-                self.order_events[e.id] = e
+                held = self.order_events.get(e.id)
+                if claims(e.agent, held.agent if held is not None else None):
+                    self.order_events[e.id] = e  # the launching call, not a replay's copy of it
             elif e.kind == ev.REPORT and e.id:
                 self.report_events.setdefault(e.id, []).append(e)
         out.clear()
@@ -333,6 +346,9 @@ class ClaudeHandle(Handle):
         return out
 
 
+_SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
 def _is_dir(path: str) -> bool:
     """As the scan's listing says it (a symlink is not a folder)."""
     try:
@@ -434,6 +450,14 @@ class ClaudeSource(Source):
                     h.has_dir = sid in dirs
                     h.project_agents, h.unsettled = {}, {}
                     found[key] = h
+                for sid in sorted(dirs - files.keys()):  # a session's folder without its transcript
+                    if _SESSION_ID.match(sid) and _is_dir(os.path.join(p.path, sid, "subagents")):
+                        path = os.path.join(p.path, f"{sid}.jsonl")
+                        h = known.get(f"claude:{sid}")
+                        if not isinstance(h, ClaudeHandle) or h.path != path:
+                            h = ClaudeHandle(self, path, sid)
+                        h.has_dir, h.project_agents, h.unsettled = True, {}, {}
+                        found[f"claude:{sid}"] = h
                 for f in sorted(agents, key=lambda e: e.name):
                     place(self, f, files, known, (placed, unsettled), found)
         regroup(self, placed, known, found)
