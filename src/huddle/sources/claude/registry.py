@@ -101,3 +101,31 @@ class Registry:
             "entrypoint": val.get("entrypoint"),
             "name": val.get("name"),
         }
+
+
+def live_signals(h, at: float | None = None) -> dict:
+    """Claude Code's own word on a session's process (ClaudeHandle.live): its
+    sessions/<pid>.json (status, waitingFor), checked against the pid and its start time so
+    a file left by a killed process reads as ended; and its background agents still at work."""
+    reg = h.source.registry
+    info = reg.for_session(h.session.id, at=at)
+    out: dict = {"permission_mode": h.state.permission_mode}
+    if info is not None:
+        out["registry"] = info
+        out["pid"] = info["pid"]
+        out["alive"] = info["alive"]
+        if info["alive"] is not False:
+            out["status"] = info["status"] or "idle"
+            out["waiting_for"] = info["waiting_for"]
+            out["since"] = info["since"]
+    elif reg.exists():
+        out["alive"] = False  # this Claude Code keeps a registry: no file, no process
+    agents = h.session.agents
+    running = [
+        sf.agent_id
+        for sf in h.subs.values()
+        if agents[sf.agent_id].background and agents[sf.agent_id].finished is False
+    ]
+    if running:
+        out["background_agents"] = running
+    return out

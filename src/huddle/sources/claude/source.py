@@ -17,7 +17,7 @@ from huddle.sources.registry import register
 
 from . import summaries
 from .project_agents import is_agent_file, place, regroup
-from .registry import Registry
+from .registry import Registry, live_signals
 from .state import SessionState, claims
 from .summaries import SummarySearch
 
@@ -320,31 +320,7 @@ class ClaudeHandle(Handle):
             self.session.custom_title = str(meta["customTitle"])
 
     def live(self, at: float | None = None) -> dict:
-        """Claude Code's own word on the process: sessions/<pid>.json (status, waitingFor),
-        checked against the pid and its start time so a file left by a killed process
-        reads as ended."""
-        reg = self.source.registry
-        info = reg.for_session(self.session.id, at=at)
-        out: dict = {"permission_mode": self.state.permission_mode}
-        if info is not None:
-            out["registry"] = info
-            out["pid"] = info["pid"]
-            out["alive"] = info["alive"]
-            if info["alive"] is not False:
-                out["status"] = info["status"] or "idle"
-                out["waiting_for"] = info["waiting_for"]
-                out["since"] = info["since"]
-        elif reg.exists():
-            out["alive"] = False  # this Claude Code keeps a registry: no file, no process
-        running = [
-            sf.agent_id
-            for sf in self.subs.values()
-            if self.session.agents[sf.agent_id].background and self.session.agents[sf.agent_id].finished is False
-        ]
-        if running:
-            out["background_agents"] = running
-        return out
-
+        return live_signals(self, at)
 
 _SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
