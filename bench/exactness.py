@@ -43,8 +43,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from bench_usage import find_ccusage  # noqa: E402  (where ccusage is looked for: one place)
 import exactness_agents  # noqa: E402  (Codex homes and Gemini folders, counted the same way)
+from bench_usage import find_ccusage  # noqa: E402  (where ccusage is looked for: one place)
 
 FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 KEYS = ("input", "output", "cache_read", "cache_write")

@@ -51,11 +51,13 @@ def _lines(path: Path):
 def codex_homes(root: Path) -> list[Path]:
     out = []
     for dirpath, dirnames, _ in os.walk(root):
-        if ("sessions" in dirnames or "archived_sessions" in dirnames) and "projects" not in dirnames:
-            if any(next(Path(dirpath, d).rglob("rollout-*.jsonl"), None) for d in ("sessions", "archived_sessions")):
-                out.append(Path(dirpath))
-                dirnames[:] = []
-                continue
+        held = ("sessions" in dirnames or "archived_sessions" in dirnames) and "projects" not in dirnames
+        if held and any(
+            next(Path(dirpath, d).rglob("rollout-*.jsonl"), None) for d in ("sessions", "archived_sessions")
+        ):
+            out.append(Path(dirpath))
+            dirnames[:] = []
+            continue
         dirnames[:] = [d for d in dirnames if d not in SKIP]
     return sorted(out)
 
@@ -206,7 +208,9 @@ class CodexTruth:
         out: dict[str, dict] = {}
         for tid, th in self.threads.items():
             sid = self.session_of[tid]
-            s = out.setdefault(sid, {"talk": False, "tokens": [0, 0, 0, 0], "subs": 0, "counted": False, "legacy": False})
+            s = out.setdefault(
+                sid, {"talk": False, "tokens": [0, 0, 0, 0], "subs": 0, "counted": False, "legacy": False}
+            )
             s["talk"] |= th.talk
             s["counted"] |= th.counted
             s["legacy"] |= th.legacy and tid == sid
@@ -313,7 +317,7 @@ def ccusage_gemini(exe: str, env: dict) -> dict[str, list[int]]:
 # -- rows -------------------------------------------------------------------------------
 
 
-def rows_for(kind: str, where: Path, board: dict[str, dict], truth: dict[str, dict], cc, cc_of) -> list[dict]:
+def rows_for(kind: str, where: Path, board: dict[str, dict], truth: dict[str, dict], cc, cc_of: dict) -> list[dict]:
     out = []
     for sid in sorted(set(truth) | set(board)):
         t = truth.get(sid) or {"talk": False, "tokens": [0, 0, 0, 0], "subs": 0, "counted": False}
@@ -331,7 +335,7 @@ def rows_for(kind: str, where: Path, board: dict[str, dict], truth: dict[str, di
                 "counted": t["counted"],
                 "truth": t["tokens"],
                 "huddle": [(row or {}).get("usage", {}).get(k, 0) for k in KEYS],
-                "ccusage": cc_of(sid) if cc is not None else None,
+                "ccusage": cc_of.get(sid, [0, 0, 0, 0]) if cc is not None else None,
                 "usage_unknown": bool(t.get("legacy")),
                 "said_unknown": bool((row or {}).get("usage_unknown")),
                 "archived": bool(t.get("archived")),
@@ -373,14 +377,14 @@ def measure(root: Path, py: str, cc: str | None) -> list[dict]:
                 s = by_session[truth.session_of[tid]]
                 for i in range(4):
                     s[i] += got[i]
-        out += rows_for("codex", home, board, truth.sessions(), cc, lambda sid: by_session.get(sid, [0, 0, 0, 0]))
+        out += rows_for("codex", home, board, truth.sessions(), cc, dict(by_session))
     for gem in gemini_dirs(root):
         truth = GeminiTruth(gem)
         with tempfile.TemporaryDirectory(prefix="exactness-") as tmp:
             env = _env(os.environ, tmp, HUDDLE_GEMINI_DIR=str(gem), HUDDLE_SOURCES="gemini")
             board = _board(py, env, "gemini")
             cc_rows = ccusage_gemini(cc, _env(os.environ, tmp, GEMINI_DATA_DIR=str(gem))) if cc else {}
-        out += rows_for("gemini", gem, board, truth.sessions(), cc, lambda sid: cc_rows.get(sid, [0, 0, 0, 0]))
+        out += rows_for("gemini", gem, board, truth.sessions(), cc, cc_rows)
     return out
 
 

@@ -40,11 +40,21 @@ def legacy_rollout(head_extra: dict | None = None) -> list[dict]:
     """codex-rs/core/src/rollout.rs (July-September 2025): the `SessionMeta` head
     (`{"id","timestamp","instructions"}` + `git` once collected), then each persisted
     `ResponseItem` as it is and a `{"record_type":"state"}` line per state update."""
-    user = lambda text: {"type": "message", "id": None, "role": "user", "content": [{"type": "input_text", "text": text}]}  # noqa: E731
+
+    def user(text):
+        return {
+            "type": "message",
+            "id": None,
+            "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        }
+
     return [
         {"id": LEAD, "timestamp": "2025-08-31T11:51:11.655Z", "instructions": "", **(head_extra or {})},
         {"record_type": "state"},
-        user("<environment_context>\n  <cwd>/home/u/proj</cwd>\n  <approval_policy>on-request</approval_policy>\n</environment_context>"),
+        user(
+            "<environment_context>\n  <cwd>/home/u/proj</cwd>\n  <approval_policy>on-request</approval_policy>\n</environment_context>"
+        ),
         {"record_type": "state"},
         user("what is the date today"),
         {"record_type": "state"},
@@ -67,13 +77,21 @@ def legacy_rollout(head_extra: dict | None = None) -> list[dict]:
             "content": [{"type": "reasoning_text", "text": "The user wants the date."}],
             "encrypted_content": None,
         },
-        {"type": "message", "id": None, "role": "assistant", "content": [{"type": "output_text", "text": "2025-08-31"}]},
+        {
+            "type": "message",
+            "id": None,
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "2025-08-31"}],
+        },
         {"record_type": "state"},
     ]
 
 
 def test_a_rollout_from_before_session_meta_is_a_session_with_usage_unknown(tmp_path):
-    write(tmp_path / f"sessions/2025/08/31/rollout-2025-08-31T11-51-11-{LEAD}.jsonl", legacy_rollout({"git": {"branch": "main"}}))
+    write(
+        tmp_path / f"sessions/2025/08/31/rollout-2025-08-31T11-51-11-{LEAD}.jsonl",
+        legacy_rollout({"git": {"branch": "main"}}),
+    )
     h = codex_huddle(tmp_path)
     (s,) = h.sessions()
     assert s.id == LEAD and s.cwd == "/home/u/proj"
@@ -137,7 +155,10 @@ def tokens(inp: int, cached: int, out: int) -> dict:
 
 
 def count(total: dict, last: dict) -> dict:
-    return {"type": "event_msg", "payload": {"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": last}}}
+    return {
+        "type": "event_msg",
+        "payload": {"type": "token_count", "info": {"total_token_usage": total, "last_token_usage": last}},
+    }
 
 
 def env(t: str, payload: dict) -> dict:
@@ -187,7 +208,11 @@ def test_a_forked_child_is_charged_only_its_own_responses(tmp_path, ordinals):
         env("06.000", {"type": "task_complete", "turn_id": "t2"}),
     ]
     if ordinals:
-        copy = [meta(PARENT), *history, env("04.000", {"type": "turn_aborted", "turn_id": "t1", "reason": "interrupted"})]
+        copy = [
+            meta(PARENT),
+            *history,
+            env("04.000", {"type": "turn_aborted", "turn_id": "t1", "reason": "interrupted"}),
+        ]
         start = 1 + len(copy)
         child = [meta(CHILD, subagent_history_start_ordinal=start, **link), *copy,
                  env("04.100", {"type": "task_started", "turn_id": "t2",
@@ -198,11 +223,18 @@ def test_a_forked_child_is_charged_only_its_own_responses(tmp_path, ordinals):
                  env("04.100", {"type": "task_started", "turn_id": "t2"}), *own]  # fmt: skip
     write(day / f"rollout-2026-11-30T03-00-04-{CHILD}.jsonl", child)
     for usage_only in (False, True):  # the board and `huddle usage` alike
-        h = Huddle(Settings(folders={"codex": str(tmp_path)}, huddle_home=NOWHERE, usage_only=usage_only), sources=["codex"])
+        h = Huddle(
+            Settings(folders={"codex": str(tmp_path)}, huddle_home=NOWHERE, usage_only=usage_only), sources=["codex"]
+        )
         h.refresh()
         (s,) = h.sessions()
         assert s.agents[CHILD].usage.to_dict() == {"input": 2_000, "output": 40, "cache_read": 6_000, "cache_write": 0}
-        assert s.agents[PARENT].usage.to_dict() == {"input": 13_000, "output": 150, "cache_read": 9_000, "cache_write": 0}
+        assert s.agents[PARENT].usage.to_dict() == {
+            "input": 13_000,
+            "output": 150,
+            "cache_read": 9_000,
+            "cache_write": 0,
+        }
         # together, what was sent: the parent's two responses and the child's one
         assert s.usage.to_dict() == {"input": 15_000, "output": 190, "cache_read": 15_000, "cache_write": 0}
 
@@ -234,7 +266,9 @@ def small_thread(tid: str, prompt: str) -> list[dict]:
 def test_an_archived_thread_is_read_counted_and_said_archived(tmp_path, monkeypatch):
     # `codex archive` moves the rollout to archived_sessions/, flat (codex-rs thread-store)
     write(tmp_path / f"archived_sessions/rollout-2026-11-30T03-00-00-{PARENT}.jsonl", small_thread(PARENT, "put away"))
-    write(tmp_path / f"sessions/2026/11/30/rollout-2026-11-30T03-00-01-{CHILD}.jsonl", small_thread(CHILD, "still here"))
+    write(
+        tmp_path / f"sessions/2026/11/30/rollout-2026-11-30T03-00-01-{CHILD}.jsonl", small_thread(CHILD, "still here")
+    )
     h = codex_huddle(tmp_path)
     rows = {r["id"]: r for r in board_json(h)["sessions"]}
     assert rows[PARENT]["archived"] is True and "archived" not in rows[CHILD]
@@ -257,7 +291,9 @@ def test_a_thread_in_both_folders_is_read_from_its_live_copy(tmp_path):
 
 
 def test_archiving_and_unarchiving_moves_the_row(tmp_path):
-    live = write(tmp_path / f"sessions/2026/11/30/rollout-2026-11-30T03-00-00-{PARENT}.jsonl", small_thread(PARENT, "p"))
+    live = write(
+        tmp_path / f"sessions/2026/11/30/rollout-2026-11-30T03-00-00-{PARENT}.jsonl", small_thread(PARENT, "p")
+    )
     h = codex_huddle(tmp_path)
     assert not h.sessions()[0].archived
     away = tmp_path / "archived_sessions" / live.name
@@ -275,7 +311,10 @@ def test_an_archived_thread_is_found_by_search(tmp_path):
     from huddle.search import SearchIndex, attach
     from huddle.views.search import search
 
-    write(tmp_path / f"archived_sessions/rollout-2026-11-30T03-00-00-{PARENT}.jsonl", small_thread(PARENT, "flamingoquest"))
+    write(
+        tmp_path / f"archived_sessions/rollout-2026-11-30T03-00-00-{PARENT}.jsonl",
+        small_thread(PARENT, "flamingoquest"),
+    )
     settings = Settings(folders={"codex": str(tmp_path)}, huddle_home=str(tmp_path / "hh"))
     h = Huddle(settings, sources=["codex"])
     h.refresh()

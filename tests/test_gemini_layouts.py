@@ -93,7 +93,9 @@ def test_a_sub_agent_document_in_its_leads_folder(tmp_path, usage_only):
     c = chats(tmp_path)
     (c / f"session-2026-03-01T10-00-{LEAD[:8]}.json").write_text(json.dumps(lead_doc()))
     (c / LEAD).mkdir()
-    (c / LEAD / "k3x9qa.json").write_text(json.dumps(doc("k3x9qa", "2026-03-01T10:05:00.000Z", sub_messages(), "subagent")))
+    (c / LEAD / "k3x9qa.json").write_text(
+        json.dumps(doc("k3x9qa", "2026-03-01T10:05:00.000Z", sub_messages(), "subagent"))
+    )
     check(gemini_huddle(tmp_path, usage_only))
 
 
@@ -149,6 +151,33 @@ def test_a_second_file_of_a_session_appearing_later_joins_it(tmp_path):
     h = gemini_huddle(tmp_path)
     check(h, sub_count=0)
     (c / LEAD).mkdir()
-    (c / LEAD / "k3x9qa.json").write_text(json.dumps(doc("k3x9qa", "2026-03-01T10:05:00.000Z", sub_messages(), "subagent")))
+    (c / LEAD / "k3x9qa.json").write_text(
+        json.dumps(doc("k3x9qa", "2026-03-01T10:05:00.000Z", sub_messages(), "subagent"))
+    )
     h.refresh()
     check(h)
+
+
+@pytest.mark.parametrize("bad", ["not json", "deep", "fifo", "a list", "messages of odd shape"])
+def test_a_bad_sub_agent_document_costs_itself_only(tmp_path, bad):
+    import os
+
+    c = chats(tmp_path)
+    (c / f"session-2026-03-01T10-00-{LEAD[:8]}.json").write_text(json.dumps(lead_doc()))
+    (c / LEAD).mkdir()
+    sub = c / LEAD / "k3x9qa.json"
+    if bad == "fifo":
+        os.mkfifo(sub)  # must never block the scan nor the read
+    else:
+        sub.write_text({
+            "not json": '{"sessionId": "k3x9qa", "messages": [',
+            "deep": '{"sessionId": "k3x9qa", "messages": ' + "[" * 100_000 + "]" * 100_000 + "}",
+            "a list": "[1, 2, 3]",
+            "messages of odd shape": json.dumps(doc("k3x9qa", "2026-03-01T10:05:00.000Z", [7, "x", {"type": 5}], "subagent")),
+        }[bad])  # fmt: skip
+    h = gemini_huddle(tmp_path)
+    (s,) = h.sessions()
+    assert s.error is None
+    assert s.agents[LEAD].usage.input == 1_300  # the lead's own spend, whatever its sub-agent's file holds
+    if bad != "fifo":
+        assert s.problems, "the bad document is said"

@@ -139,4 +139,4 @@ def test_every_line_once_however_the_file_grew_and_ended(tmp_path, lines, ends, 
         got += [line for _, line in poll(r)[1]]
     quiet(p)
     got += [line for _, line in poll(r)[1]]
-    assert got == [x for x in lines]
+    assert got == list(lines)

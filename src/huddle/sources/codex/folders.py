@@ -7,7 +7,9 @@
   app's archive) moves a thread's rollouts, flat (unarchive puts them back under the
   date of their name: codex-rs thread-store `unarchive_thread`).
 
-A folder is listed again only when its mtime (or ctime: a chmod back) moved.
+A rollout at another depth down to the day folders (a tool's copy, a hand's move) is read
+too: a file that names a thread is never left unsaid. A folder is listed again only when
+its mtime (or ctime: a chmod back) moved.
 """
 
 from __future__ import annotations
@@ -36,8 +38,7 @@ class RolloutFolders:
             subdirs, files = self._listing(folder)
             if depth < 3:
                 stack.extend((os.path.join(folder, d), depth + 1) for d in subdirs)
-            if depth in (0, 3):
-                out.extend(os.path.join(folder, f) for f in files)
+            out.extend(os.path.join(folder, f) for f in files)  # (a rollout a tool put elsewhere too)
         return out
 
     def _listing(self, folder: str) -> tuple[list[str], list[str]]:
