@@ -67,7 +67,9 @@ def test_the_launched_sub_agent_stays_under_the_lead(tmp_path, replay, with_meta
         response("s2", "s1", "msg_sub_1", [{"type": "text", "text": "src/ holds app.py"}], "00:08.000", SUB),
     ])  # fmt: skip
     if with_meta:  # 2.1.105 on
-        (subs / f"agent-{SUB}.meta.json").write_text(json.dumps({"agentType": "Explore", "description": "Survey", "toolUseId": CALL}))
+        (subs / f"agent-{SUB}.meta.json").write_text(
+            json.dumps({"agentType": "Explore", "description": "Survey", "toolUseId": CALL})
+        )
     question = "Your task is to create a detailed summary" if replay.startswith("acompact") else "btw, what is app.py?"
     write(subs / f"agent-{replay}.jsonl", [
         *lead_history(replay),  # the replay: the same messages, the launching call among them

@@ -322,6 +322,7 @@ class ClaudeHandle(Handle):
     def live(self, at: float | None = None) -> dict:
         return live_signals(self, at)
 
+
 _SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 

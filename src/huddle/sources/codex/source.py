@@ -386,6 +386,7 @@ class CodexSource(Source):
         elif why:
             self._bad[path] = (size, why)
 
+
 def _names(folder: str) -> list[str]:
     try:
         return os.listdir(folder)
