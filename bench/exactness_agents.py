@@ -114,6 +114,7 @@ class CodexThread:
             self.id, self.legacy, start = str(first.get("id") or ""), True, None
         else:
             start = None
+            lines = [{}, *lines]  # (no head: its first line is a record like the others)
         if not self.id:
             m = UUID_TAIL.findall(path.stem)
             self.id = m[-1] if m else path.stem
