@@ -106,3 +106,40 @@ def test_a_sessions_folder_without_its_transcript_is_read(tmp_path):
     (s,) = h.sessions()
     assert s.agents[SUB].tool_use_id == CALL and s.usage.output == 60
     assert not any("not there" in p for p in s.problems)
+
+
+def test_a_transcript_removed_leaves_its_sub_agents_a_session_cached_or_not(tmp_path):
+    import os
+    import time
+
+    from huddle.core import Huddle
+    from huddle.sources import Settings
+    from huddle.views.board import board_json
+
+    project = tmp_path / "config" / "projects" / "-w"
+    write(project / f"{SID}.jsonl", lead_history())
+    write(project / SID / "subagents" / f"agent-{SUB}.jsonl", [
+        rec("user", "s1", None, "Survey src/", "00:02.000", SUB),
+        response("s2", "s1", "msg_sub_1", [{"type": "text", "text": "src/ holds app.py"}], "00:08.000", SUB),
+    ])  # fmt: skip
+
+    def board(cache: bool) -> dict:
+        then = time.time() - 3600  # files of a while ago, as a history's are
+        for d, _, names in os.walk(tmp_path / "config"):
+            for n in names:
+                os.utime(os.path.join(d, n), (then, then))
+        settings = Settings(folders={"claude": str(tmp_path / "config")}, huddle_home=str(tmp_path / "hh"))
+        h = Huddle(settings, sources=["claude"], cache=cache, lazy=cache)
+        h.refresh()
+        b = board_json(h)
+        if cache:
+            h.write_board_cache(b)
+            h.cache.store.close()
+        return b
+
+    assert board(True)["sessions"][0]["usage"]["output"] == 60
+    (project / f"{SID}.jsonl").unlink()
+    cached = board(True)
+    (row,) = cached["sessions"]
+    assert row["usage"]["output"] == 10 and row["title"] == ""  # its sub-agent's alone, nothing of the lead's
+    assert cached["sessions"] == board(False)["sessions"]

@@ -431,8 +431,8 @@ class ClaudeSource(Source):
                     if _SESSION_ID.match(sid) and _is_dir(os.path.join(p.path, sid, "subagents")):
                         path = os.path.join(p.path, f"{sid}.jsonl")
                         h = known.get(f"claude:{sid}")
-                        if not isinstance(h, ClaudeHandle) or h.path != path:
-                            h = ClaudeHandle(self, path, sid)
+                        if not isinstance(h, ClaudeHandle) or h.path != path or h.reader.cursor.ino:
+                            h = ClaudeHandle(self, path, sid)  # (one that read the file gone holds what it said)
                         h.has_dir, h.project_agents, h.unsettled = True, {}, {}
                         found[f"claude:{sid}"] = h
                 for f in sorted(agents, key=lambda e: e.name):
