@@ -5,7 +5,6 @@ merged with the session's sub-agent files and linked through their `.meta.json`.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,7 @@ from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from . import summaries
-from .project_agents import is_agent_file, place, regroup
+from .project_agents import is_agent_file, lone_folder, place, regroup
 from .registry import Registry, live_signals
 from .state import SessionState, claims
 from .summaries import SummarySearch
@@ -323,9 +322,6 @@ class ClaudeHandle(Handle):
         return live_signals(self, at)
 
 
-_SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
 def _is_dir(path: str) -> bool:
     """As the scan's listing says it (a symlink is not a folder)."""
     try:
@@ -408,11 +404,14 @@ class ClaudeSource(Source):
         unsettled = {path: c for _, h in held for path, c in h.unsettled.items()}
         for p in listdir(self.projects):
             if p.is_dir(follow_symlinks=False):
-                files, agents, dirs = {}, [], set()
+                files, agents, dirs, names = {}, [], set(), set()
                 for f in listdir(p.path):  # a folder that cannot be listed is a note
                     if f.is_dir(follow_symlinks=False):
                         dirs.add(f.name)
-                    elif f.name.endswith(".jsonl") and plain_file(f):  # not a FIFO, not a symlink out
+                    elif f.name.endswith(".jsonl"):
+                        names.add(f.name)
+                        if not plain_file(f):  # not a FIFO, not a symlink out (said)
+                            continue
                         if is_agent_file(f.name):
                             agents.append(f)
                         else:
@@ -427,14 +426,10 @@ class ClaudeSource(Source):
                     h.has_dir = sid in dirs
                     h.project_agents, h.unsettled = {}, {}
                     found[key] = h
-                for sid in sorted(dirs - files.keys()):  # a session's folder without its transcript
-                    if _SESSION_ID.match(sid) and _is_dir(os.path.join(p.path, sid, "subagents")):
-                        path = os.path.join(p.path, f"{sid}.jsonl")
-                        h = known.get(f"claude:{sid}")
-                        if not isinstance(h, ClaudeHandle) or h.path != path or h.reader.cursor.ino:
-                            h = ClaudeHandle(self, path, sid)  # (one that read the file gone holds what it said)
-                        h.has_dir, h.project_agents, h.unsettled = True, {}, {}
-                        found[f"claude:{sid}"] = h
+                # a session's folder without its transcript (a FIFO in its place is said apart)
+                for sid in sorted(dirs - files.keys()):
+                    if f"{sid}.jsonl" not in names:
+                        lone_folder(self, p.path, sid, known, found)
                 for f in sorted(agents, key=lambda e: e.name):
                     place(self, f, files, known, (placed, unsettled), found)
         regroup(self, placed, known, found)

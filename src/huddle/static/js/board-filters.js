@@ -74,6 +74,7 @@ export function setQuery(q) {
 export function noneText() {
   const others = f.states.size > 0 || !!f.project || !!f.agent || !!f.span;
   const words = f.q ? `“${f.q}”` : "";
+  if (!words && !others) return "Every session here is archived: tick “archived” to show them.";
   return `No session matches ${[words, others ? "these filters" : ""].filter(Boolean).join(" and ")}.`;
 }
 

@@ -1,6 +1,6 @@
 // The board: every session, needs-you first, live.
 import { api, el, pill, stream, SOURCE_LABEL, fmtDuration, fmtTokens, fmtCost, fmtDay, fmtWhen, parseISO, now, typing, oneLine } from "./common.js";
-import { passes, groupOf, groupOrder, groupRow, setupFilters, active as filtering, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
+import { passes, groupOf, groupOrder, groupRow, setupFilters, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
 import { copyButtons } from "./share.js";
 
 const rows = new Map(); // "source:id" -> row JSON
@@ -119,7 +119,7 @@ function paint() {
   selected = Math.min(selected, Math.max(0, order.length - 1));
   markSelected();
   $("empty").hidden = rows.size > 0 || !loaded;
-  const none = rows.size > 0 && !order.length && filtering();
+  const none = rows.size > 0 && !order.length; // (filtered out, or every one archived)
   $("none-match").hidden = !none;
   if (none) $("none-match").textContent = noneText();
   summary();
