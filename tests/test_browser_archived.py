@@ -37,3 +37,17 @@ def test_archived_sessions_are_off_the_default_board_and_on_with_the_filter(tmp_
         page.uncheck("#show-archived")
         expect(rows).to_have_count(1)
         assert not errors, errors
+
+
+def test_a_board_of_archived_sessions_only_says_why_it_is_empty(tmp_path, page):  # noqa: F811
+    home = tmp_path / "codex"
+    write(home / f"archived_sessions/rollout-2026-11-30T03-00-00-{PARENT}.jsonl", small_thread(PARENT, "put away"))
+    h = Huddle(Settings(folders={"codex": str(home)}, huddle_home=str(tmp_path / "hh")), sources=["codex"])
+    h.refresh()
+    with ServerThread(h, watch_options=FAST) as srv:
+        page.goto(srv.url)
+        expect(page.locator("#none-match")).to_be_visible()
+        expect(page.locator("#empty")).to_be_hidden()
+        page.check("#show-archived")
+        expect(page.locator("#rows tr:not(.group-row)")).to_have_count(1)
+        expect(page.locator("#none-match")).to_be_hidden()

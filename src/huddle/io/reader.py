@@ -14,7 +14,8 @@ handed out once (`Cursor.given`) when the file has been quiet for the settle tim
 by the source that knows one: Claude's registry, Codex's writer lock). Some writers
 never end their last line (Entire's copies of transcripts, a process killed mid-write);
 one that still writes ends it, and a line that then turns out to be that same record
-is not handed out again (one that grew is: the first piece was no record).
+is not handed out again; one that grew instead (the piece was no record) has the file
+read again from its start (RESET), so nothing made of the piece stays.
 
 Lines are found in one pass (each byte is searched once, however long its line);
 a line over LINE_MAX is skipped, its bytes not kept, and said once as a problem
@@ -166,6 +167,11 @@ class LineReader:
         if c.offset and not self._print_matches():
             self._restart(st)
             return RESET
+        if c.given and st.st_size > c.offset + c.given and not self._given_ended():
+            # the last line handed out without its newline was a piece of one (its writer had
+            # stalled): what was made of the piece is wrong, so the file is read again
+            self._restart(st)
+            return RESET
         c.dev, c.ino = st.st_dev, st.st_ino
         if st.st_size == c.offset + len(self._pending):
             c.size, c.mtime_ns, c.ctime_ns = st.st_size, st.st_mtime_ns, st.st_ctime_ns
@@ -190,6 +196,21 @@ class LineReader:
         self.cursor = Cursor(dev=st.st_dev, ino=st.st_ino)
         self._pending = b""
         self.resets += 1
+
+    def _given_ended(self) -> bool:
+        """Whether the line handed out without its newline ends where it did (a newline,
+        or a CR, follows it now)."""
+        c = self.cursor
+        try:
+            fd = safefile.open_fd(self.path, self.within)
+        except FileNotFoundError:
+            return True  # gone between the stat and now: the next poll says so
+        try:
+            return os.pread(fd, 1, c.offset + c.given) in (b"\n", b"\r")
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
 
     def _print_matches(self) -> bool:
         c = self.cursor
