@@ -119,6 +119,7 @@ def test_a_session_in_two_chat_files_of_one_id_is_one_session(tmp_path):
     # documents, no kind, one session id. Gemini's resume list shows that id once.
     c = chats(tmp_path)
     first = lead_doc(kind=None)
+    first["lastUpdated"] = "2026-03-01T10:06:00.000Z"  # its last message, before the /clear
     (c / f"session-2026-03-01T10-00-{LEAD[:8]}.json").write_text(json.dumps(first))
     after = doc(LEAD, "2026-03-01T11:00:00.000Z", [
         user("u9", "now the lexer", "2026-03-01T11:00:00.000Z"),
@@ -181,3 +182,16 @@ def test_a_bad_sub_agent_document_costs_itself_only(tmp_path, bad):
     assert s.agents[LEAD].usage.input == 1_300  # the lead's own spend, whatever its sub-agent's file holds
     if bad != "fifo":
         assert s.problems, "the bad document is said"
+
+
+def test_before_kinds_a_chat_begun_while_the_lead_was_written_is_its_sub_agent(tmp_path):
+    # before d2d345f41a (2026-02-21) a sub-agent's chat carried its lead's id and no kind:
+    # it began while the lead's was still being written (the lead went on after it)
+    c = chats(tmp_path)
+    lead = lead_doc(kind=None)
+    lead["lastUpdated"] = "2026-03-01T10:06:00.000Z"
+    (c / f"session-2026-03-01T10-00-{LEAD[:8]}.json").write_text(json.dumps(lead))
+    sub = doc(LEAD, "2026-03-01T10:05:00.000Z", sub_messages())
+    sub["lastUpdated"] = "2026-03-01T10:05:20.000Z"
+    (c / f"session-2026-03-01T10-05-{LEAD[:8]}.json").write_text(json.dumps(sub))
+    check(gemini_huddle(tmp_path))

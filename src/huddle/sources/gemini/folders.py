@@ -10,7 +10,9 @@ version of the CLI wrote (packages/core/src/services/chatRecordingService.ts ove
 - Several top-level files carrying one `sessionId`: such sub-agents, and the chat /clear
   started before 2026-03-11 (b804fe9662: a fresh recording under the old id). Gemini's
   own resume list keeps one entry per session id (cli sessionUtils `uniqueSessionsMap`):
-  here they are one session too, the lead's parts read in their order.
+  here they are one session too, the lead's parts read in their order. Without a kind,
+  a part begun while an earlier one was still being written (its startTime before that
+  one's lastUpdated) ran beside the lead: a sub-agent; one begun after them carries on.
 
 Files are grouped by the lead's session id: a top-level file by its `sessionId` (a lead
 part, or a sub-agent of that lead when its kind says so), a folder's files by the
@@ -36,6 +38,8 @@ class Head(NamedTuple):
     sid: str | None  # the session id the file carries (None: none, or not yet written)
     why: str  # why it is no chat file ("" when it may still become one)
     kind: str  # "subagent", "main" or "" (older CLIs)
+    start: str = ""  # its startTime and lastUpdated (ISO times as the CLI writes them: comparable)
+    last: str = ""
 
 
 class ChatFolders:
@@ -76,7 +80,17 @@ class ChatFolders:
                     child_files.setdefault(cid, path)
         out: dict[str, list[File]] = {}
         for sid, paths in leads.items():
-            out.setdefault(sid, []).extend((sid, None, p) for p in paths)
+            # Parts in their order. Before kinds were written, a sub-agent's chat was a part
+            # too: one that began while an earlier part was still being written ran beside
+            # the lead, a sub-agent; one begun after them all (a /clear) carries it on.
+            end = ""
+            for i, p in enumerate(sorted(paths, key=lambda p: (self.head(p).start, p))):
+                h = self.head(p)
+                if i and not h.kind and h.start and h.start < end:
+                    subs.append((sid, p))
+                    continue
+                out.setdefault(sid, []).append((sid, None, p))
+                end = max(end, h.last, h.start)
         for sid, path in subs:  # its sessionId is its lead's: it is named by its file
             out.setdefault(sid, []).append((os.path.basename(path).rsplit(".", 1)[0], sid, path))
         for cid, path in child_files.items():
@@ -161,7 +175,7 @@ def _read_head(path: str) -> Head:
             return Head(None, f"not a chat document ({exc})", "")
         if not doc.sessionId:
             return Head(None, "a chat document without a sessionId", "")
-        return Head(doc.sessionId, "", doc.kind or "")
+        return Head(doc.sessionId, "", doc.kind or "", _text(doc.startTime), _text(doc.lastUpdated))
     nl = head.find(b"\n")
     if nl < 0:
         return Head(None, "", "")  # still being written
@@ -171,7 +185,11 @@ def _read_head(path: str) -> Head:
         return Head(None, f"first line is not a session header ({exc})", "")
     if not r.sessionId:
         return Head(None, "first line is not a session header (no sessionId)", "")
-    return Head(r.sessionId, "", r.kind or "")
+    return Head(r.sessionId, "", r.kind or "", _text(r.startTime))
+
+
+def _text(v: object) -> str:
+    return v if isinstance(v, str) else ""
 
 
 def _root(cid: str, parent_of: dict[str, str]) -> str:
