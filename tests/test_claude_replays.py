@@ -112,9 +112,9 @@ def test_a_transcript_removed_leaves_its_sub_agents_a_session_cached_or_not(tmp_
     import os
     import time
 
-    from huddle.core import Huddle
+    from huddle.core import Huddle, Keeper
     from huddle.sources import Settings
-    from huddle.views.board import board_json
+    from huddle.views.board import board_json, leave_board
 
     project = tmp_path / "config" / "projects" / "-w"
     write(project / f"{SID}.jsonl", lead_history())
@@ -129,11 +129,12 @@ def test_a_transcript_removed_leaves_its_sub_agents_a_session_cached_or_not(tmp_
             for n in names:
                 os.utime(os.path.join(d, n), (then, then))
         settings = Settings(folders={"claude": str(tmp_path / "config")}, huddle_home=str(tmp_path / "hh"))
-        h = Huddle(settings, sources=["claude"], cache=cache, lazy=cache)
+        h = Huddle(settings, sources=["claude"], keep=Keeper() if cache else None)
         h.refresh()
-        b = board_json(h)
-        if cache:
-            h.write_board_cache(b)
+        built: dict = {}
+        b = board_json(h, built=built)
+        if cache:  # as a command leaves it
+            leave_board(h, b, built)
             h.cache.store.close()
         return b
 
