@@ -1,7 +1,8 @@
-"""Token-exactness and trees over real Claude Code homes: huddle (and ccusage) beside a
+"""Token-exactness and trees over real Claude Code homes (and Codex and Gemini CLI ones:
+exactness_agents.py): huddle (and ccusage) beside a
 count taken straight from the records.
 
-    python bench/exactness.py [HOME_ROOT...] [--python PY] [--ccusage PATH] [--json]
+    python bench/exactness.py [HOME_ROOT...] [--python PY] [--ccusage PATH] [--json] [--claude-only]
 
 A HOME_ROOT is searched for CLAUDE_CONFIG_DIRs (folders holding projects/). Default:
 the shared claude-history samples (one row per Claude Code version) and the external
@@ -42,6 +43,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+import exactness_agents  # noqa: E402  (Codex homes and Gemini folders, counted the same way)
 from bench_usage import find_ccusage  # noqa: E402  (where ccusage is looked for: one place)
 
 FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -277,18 +279,26 @@ def main() -> None:
     ap.add_argument("--no-ccusage", action="store_true")
     ap.add_argument("--json", action="store_true", help="every session's row as JSON lines")
     ap.add_argument("--misses", type=int, default=8, help="sessions not exact to list")
+    ap.add_argument("--claude-only", dest="agents", action="store_false", help="skip the Codex and Gemini homes")
     a = ap.parse_args()
     roots = a.roots or [shared() / "samples" / "claude-history", shared() / "external"]
     cc = None if a.no_ccusage else find_ccusage(a.ccusage)
     kinds = manifest_kinds(roots)
     rows: list[dict] = []
     root_of = {}
+    others: list[dict] = []
     for root in roots:
         for config in configs(root):
             root_of[str(config)] = str(root)
             rows.extend(measure(config, a.python, cc, kinds))
+        # (the default root of Claude's is claude-history: the Codex and Gemini samples beside it)
+        where = root.parent if not a.roots and root.name == "claude-history" else root
+        found = exactness_agents.measure(where, a.python, cc) if a.agents else []
+        for r in found:
+            r["root"] = where.name
+        others += found
     if a.json:
-        for r in rows:
+        for r in rows + others:
             print(json.dumps(r))
         return
     groups: dict[str, list[dict]] = collections.defaultdict(list)
@@ -324,6 +334,11 @@ def main() -> None:
         "sub-agents: found/expected (warm-ups apart); trees: sessions with as many as expected; "
         "partial: sessions with a usage_note (a file that never got some final output counts)"
     )
+    if others:
+        print(head + "  (w/ tokens: files with token counts; unknown: rollouts that never held any)")
+        print("\n".join(exactness_agents.table(others, lambda r: f"{r['agent']} {r['root']}")))
+        misses += [r for r in others if r["expected"] and r["counted"] and r["huddle"] != r["truth"]]
+        misses += [r for r in others if r["expected"] and not r["listed"]]
     for r in misses[: a.misses]:
         print(
             f"  not exact: {r['config']} {r['session']} truth {r['truth']} huddle {r['huddle']} ccusage {r['ccusage']}"

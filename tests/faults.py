@@ -73,6 +73,11 @@ def build_world(root: Path) -> None:
                 {"id": meta["id"], "thread_name": f"named {meta['id'][-4:]}", "updated_at": meta.get("timestamp")}
             )
     (x / "session_index.jsonl").write_text("".join(json.dumps(r) + "\n" for r in index))
+    _codex_legacy(x / "sessions" / "2025" / "08" / "31")
+    _copy(SAMPLES / "codex" / "qa" / "codex_home" / "sessions", x / "archived_sessions" / "in")
+    for p in list((x / "archived_sessions" / "in").rglob("rollout-*.jsonl")):  # archived: flat
+        p.rename(x / "archived_sessions" / p.name)
+    shutil.rmtree(x / "archived_sessions" / "in")
     v = root / "vibe" / "logs" / "session"
     for name in ("3.0.3-unified-bash", "2.26.1-legacy-subagent", "2.26.1-legacy-approval-waiting"):
         _copy(SAMPLES / "vibe" / name / "logs" / "session", v)
@@ -104,6 +109,37 @@ def _telemetry(home: Path) -> None:
 
 def _telemetry_canary(p: Path, text: str) -> bytes:
     return json.dumps({"t": 1796533400.0, "k": "prompt", "text": text, "key": f"canary:{text}"}).encode()
+
+
+def _codex_legacy(day: Path) -> None:
+    """A rollout from before session_meta (codex-rs rollout.rs, summer 2025): a bare head,
+    bare items, state lines (tests/test_codex_history.py writes the same shape)."""
+    tid = "40cb3c9c-9557-4cb0-b9cf-f6661872da35"
+
+    def msg(role, kind, text):
+        return {
+            "type": "message",
+            "id": None,
+            "role": role,
+            "content": [{"type": kind, "text": text}],
+        }
+
+    recs = [
+        {"id": tid, "timestamp": "2025-08-31T11:51:11.655Z", "instructions": "", "git": {"branch": "main"}},
+        {"record_type": "state"},
+        msg("user", "input_text", "<environment_context>\n  <cwd>/home/dev/old</cwd>\n</environment_context>"),
+        msg("user", "input_text", "what is the date today"),
+        {"type": "function_call", "id": None, "name": "shell", "arguments": '{"command":["date"]}', "call_id": "c1"},
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": '{"output":"2025-08-31\\n","metadata":{"exit_code":0}}',
+        },
+        msg("assistant", "output_text", "2025-08-31"),
+        {"record_type": "state"},
+    ]
+    day.mkdir(parents=True)
+    (day / f"rollout-2025-08-31T11-51-11-{tid}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
 
 
 def _hosted_run(d: Path, capture_dir: Path) -> None:
@@ -219,6 +255,12 @@ def _codex_canary(p: Path, text: str) -> bytes:
     rec["payload"]["id"] = "msg_canary_" + uuid.uuid4().hex[:8]
     rec["payload"]["content"] = [{"type": "output_text", "text": text, "annotations": []}]
     return json.dumps(rec).encode()
+
+
+def _codex_legacy_canary(p: Path, text: str) -> bytes:
+    return json.dumps(
+        {"type": "message", "id": None, "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+    ).encode()
 
 
 def _index_canary(p: Path, text: str) -> bytes:
@@ -371,8 +413,14 @@ def targets(root: Path) -> dict[str, Target]:
     q = root / "qwen" / "projects" / "-home-dev-work-proj"
     claude_main = _first(c, "projects/*/*.jsonl", lambda p: (p.parent / p.stem / "subagents").is_dir())
     claude_sub = _first(c, f"projects/*/{claude_main.stem}/subagents/agent-*.jsonl")
-    codex_lead = _first(x, "sessions/*/*/*/rollout-*.jsonl", lambda p: '"parent_thread_id"' not in p.read_text()[:4000])
+    codex_lead = _first(
+        x,
+        "sessions/*/*/*/rollout-*.jsonl",
+        lambda p: '"session_meta"' in (h := p.read_text()[:4000]) and '"parent_thread_id"' not in h,
+    )
     codex_child = _first(x, "sessions/*/*/*/rollout-*.jsonl", lambda p: '"parent_thread_id":"' in p.read_text()[:4000])
+    codex_legacy = _first(x, "sessions/2025/08/31/rollout-*.jsonl")
+    codex_archived = _first(x, "archived_sessions/rollout-*.jsonl")
     store = _first(v, "unified/*", lambda p: not p.name.startswith("child-"))
     seg = json.loads(
         (
@@ -391,6 +439,8 @@ def targets(root: Path) -> dict[str, Target]:
         Target("codex.lead", codex_lead, "lines", "codex", _codex_canary),
         Target("codex.child", codex_child, "lines", "codex", _codex_canary),
         Target("codex.index", x / "session_index.jsonl", "lines", "codex", _index_canary),
+        Target("codex.legacy", codex_legacy, "lines", "codex", _codex_legacy_canary),
+        Target("codex.archived", codex_archived, "lines", "codex", _codex_canary),
         Target("codex.day", codex_lead.parent, "folder", "codex"),
         Target("vibe.current", store / "CURRENT", "side", "vibe"),
         Target(
@@ -508,6 +558,8 @@ def targets_names() -> list[tuple[str, str]]:
             ("codex.lead", "lines"),
             ("codex.child", "lines"),
             ("codex.index", "lines"),
+            ("codex.legacy", "lines"),
+            ("codex.archived", "lines"),
             ("codex.day", "folder"),
             ("vibe.current", "side"),
             ("vibe.manifest", "side"),
@@ -1265,6 +1317,7 @@ def _dumps_deep(rec) -> bytes:
 FUZZ_TARGETS = (
     "claude.main",
     "codex.lead",
+    "codex.legacy",
     "vibe.journal",
     "vibe.legacy",
     "hosted.events",

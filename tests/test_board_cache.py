@@ -107,6 +107,7 @@ def test_a_new_session_and_a_removed_one_give_a_fresh_board(home):
     same(fresh_board(home), b)
     gone = next((home / "claude" / "projects").glob("*02-subagents*/*.jsonl"))
     gone.unlink()
+    shutil.rmtree(gone.with_suffix(""))  # (its sub-agents' folder left alone is a session still)
     b, _ = cached_board(home)
     same(fresh_board(home), b)
     assert gone.stem not in {r["id"] for r in b["sessions"]}

@@ -123,7 +123,7 @@ def test_appended_lines_are_read_once_and_equal_a_fresh_read(tmp_path):
         with open(path, "ab") as f:
             f.write(line[len(line) // 2 :])
         h.refresh()
-        marks.append(h.chats[h.lead].parser.marks[-1][1] if h.chats[h.lead].parser.marks else "")
+        marks.append(h.lead_chat().parser.marks[-1][1] if h.lead_chat().parser.marks else "")
     fresh = GeminiSource(Settings(folders={"gemini": str(home)}))
     (f2,) = fresh.scan({}).values()
     f2.refresh()

@@ -87,7 +87,9 @@ def main(ctx: click.Context, **serve_options) -> None:
 @click.option("--watch", is_flag=True, help="Keep the table live in the terminal.")
 @click.option("--hub", "hub", default=None, metavar="DSN", help="Every machine's sessions, from a PostgreSQL hub.")
 @click.option("--machine", default=None, metavar="NAME", help="With --hub: only the sessions this machine holds.")
-@click.option("--all", "show_all", is_flag=True, help="Every session (the table shows the live and recent ones).")
+@click.option(
+    "--all", "show_all", is_flag=True, help="Every session (the table shows the live and recent ones, none archived)."
+)
 @click.option(
     "--state",
     "states",
@@ -122,8 +124,8 @@ def status(
     from huddle.views.select import Select
 
     window = since if since is not None or show_all or as_json else RECENT
-    try:
-        pick = Select(list(states) or None, project, window)
+    try:  # (the table hides archived sessions but with --all; the JSON is the route's, all of them)
+        pick = Select(list(states) or None, project, window, hide_archived=not (show_all or as_json))
     except HuddleError as exc:
         raise click.UsageError(str(exc)) from None
     if hub is not None:
@@ -160,7 +162,8 @@ def status(
         return
     from .table import print_table, short_ids, shown_line
 
-    footer = shown_line(len(shown["sessions"]), len(data["sessions"]), window, pick, since)
+    archived = sum(1 for r in data["sessions"] if r.get("archived"))
+    footer = shown_line(len(shown["sessions"]), len(data["sessions"]), window, pick, since, archived)
     print_table(shown, footer=footer, ids=short_ids(data["sessions"]))  # short ids unique among all
 
 

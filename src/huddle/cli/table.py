@@ -110,8 +110,8 @@ def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str,
                 "agent": str(s.get("source", "")) + (f" +{subs}" if subs else ""),
                 "title": " ".join(str(s.get("title") or s.get("id", "")).split()),
                 "project": str(s.get("project") or ""),
-                "tokens": short_tokens(int(s.get("tokens") or 0)),
-                "cost": money(s.get("cost")),
+                "tokens": "?" if s.get("usage_unknown") else short_tokens(int(s.get("tokens") or 0)),
+                "cost": "?" if s.get("usage_unknown") else money(s.get("cost")),
                 "what": _what(s),
                 "error": bool(s.get("error")),
             }
@@ -159,7 +159,7 @@ def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str,
     return t
 
 
-def shown_line(shown: int, total: int, window: str | None, pick, since: str | None) -> str | None:
+def shown_line(shown: int, total: int, window: str | None, pick, since: str | None, archived: int = 0) -> str | None:
     """What the table leaves out, and how to see it."""
     if shown == total:
         return None
@@ -172,6 +172,8 @@ def shown_line(shown: int, total: int, window: str | None, pick, since: str | No
         why.append("state " + ", ".join(sorted(pick.states)))
     if pick.project:
         why.append(f"project ~ {pick.project}")
+    if pick.hide_archived and archived:
+        why.append(f"{archived} archived hidden")
     return f"{shown} of {total} sessions ({'; '.join(why)}); --all for every one"
 
 

@@ -8,6 +8,15 @@ last line waits (in memory) for its newline. A file that shrank, changed inode, 
 whose print changed is read again from the start: an in-place rewrite is noticed
 whatever bytes it keeps, since it moves ctime and with it a re-check of the print.
 
+A last line without its newline waits while its file may still be written: it is
+handed out once (`Cursor.given`) when the file has been quiet for the settle time
+(`stamps.SETTLE_NS`) and no live process is said to write it (`LineReader.writing`, set
+by the source that knows one: Claude's registry, Codex's writer lock). Some writers
+never end their last line (Entire's copies of transcripts, a process killed mid-write);
+one that still writes ends it, and a line that then turns out to be that same record
+is not handed out again; one that grew instead (the piece was no record) has the file
+read again from its start (RESET), so nothing made of the piece stays.
+
 Lines are found in one pass (each byte is searched once, however long its line);
 a line over LINE_MAX is skipped, its bytes not kept, and said once as a problem
 (when it passes the cap: it may never end).
@@ -25,11 +34,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from . import safefile
+from .stamps import SETTLE_NS
 
 CHUNK = 1 << 20  # bytes per read: memory stays bounded by this plus the longest line
 LINE_MAX = 64 << 20  # a line longer than this is skipped (counted, its bytes dropped)
@@ -73,7 +84,7 @@ class Cursor:
     """Where reading a file stands. Small and picklable (fast: by its fields), so a
     cache can keep thousands of them."""
 
-    __slots__ = ("ctime_ns", "dev", "ino", "long_at", "mtime_ns", "offset", "print", "size")
+    __slots__ = ("ctime_ns", "dev", "given", "ino", "long_at", "mtime_ns", "offset", "print", "size")
 
     def __init__(
         self,
@@ -85,6 +96,7 @@ class Cursor:
         ctime_ns: int = 0,
         print: int = 0,
         long_at: int = -1,
+        given: int = 0,
     ) -> None:
         self.offset = offset  # end of the last whole line handed out (or skipped)
         self.dev = dev
@@ -94,10 +106,11 @@ class Cursor:
         self.ctime_ns = ctime_ns
         self.print = print  # crc32 of the head, samples and tail of the bytes before `offset`
         self.long_at = long_at  # >= 0: inside an over-long line that starts there (its bytes are dropped)
+        self.given = given  # > 0: the line at `offset` was handed out without its newline, this long
 
-    def __reduce__(self) -> tuple[type[Cursor], tuple[int, int, int, int, int, int, int, int]]:
+    def __reduce__(self) -> tuple[type[Cursor], tuple[int, int, int, int, int, int, int, int, int]]:
         c = self
-        return (Cursor, (c.offset, c.dev, c.ino, c.size, c.mtime_ns, c.ctime_ns, c.print, c.long_at))
+        return (Cursor, (c.offset, c.dev, c.ino, c.size, c.mtime_ns, c.ctime_ns, c.print, c.long_at, c.given))
 
     def __repr__(self) -> str:
         return f"Cursor(offset={self.offset}, ino={self.ino}, size={self.size})"
@@ -118,6 +131,9 @@ def fingerprint(fd: int, end: int) -> int:
 
 class LineReader:
     within: str | None = None  # a class default: readers from an older cache have none
+    # Set by a source while a live process writes the file: its last line without a
+    # newline is then a line still being written, never handed out (module docstring).
+    writing = False
 
     def __init__(self, path: str, cursor: Cursor | None = None, within: str | None = None):
         self.path = path
@@ -147,20 +163,54 @@ class LineReader:
             self._restart(st)
             return RESET
         if c.ino and st.st_size == c.size and st.st_mtime_ns == c.mtime_ns and st.st_ctime_ns == c.ctime_ns:
-            return SAME
+            return GROWN if self._tail_due(st) else SAME
         if c.offset and not self._print_matches():
+            self._restart(st)
+            return RESET
+        if c.given and st.st_size > c.offset + c.given and not self._given_ended():
+            # the last line handed out without its newline was a piece of one (its writer had
+            # stalled): what was made of the piece is wrong, so the file is read again
             self._restart(st)
             return RESET
         c.dev, c.ino = st.st_dev, st.st_ino
         if st.st_size == c.offset + len(self._pending):
             c.size, c.mtime_ns, c.ctime_ns = st.st_size, st.st_mtime_ns, st.st_ctime_ns
-            return SAME
+            return GROWN if self._tail_due(st) else SAME
         return GROWN
+
+    @property
+    def tail_waits(self) -> bool:
+        """A last line without its newline waits, not handed out (a source that knows
+        whether a live process writes the file says so in `writing` then)."""
+        return bool(self._pending) and self.cursor.given != len(self._pending)
+
+    def _tail_due(self, st: os.stat_result) -> bool:
+        """A last line without a newline, not yet handed out, in a file now settled."""
+        return self.tail_waits and self._settled(st)
+
+    def _settled(self, st: os.stat_result) -> bool:
+        """Nobody writes the file: no live writer said, and quiet for the settle time."""
+        return not self.writing and time.time_ns() - st.st_mtime_ns >= SETTLE_NS
 
     def _restart(self, st: os.stat_result) -> None:
         self.cursor = Cursor(dev=st.st_dev, ino=st.st_ino)
         self._pending = b""
         self.resets += 1
+
+    def _given_ended(self) -> bool:
+        """Whether the line handed out without its newline ends where it did (a newline,
+        or a CR, follows it now)."""
+        c = self.cursor
+        try:
+            fd = safefile.open_fd(self.path, self.within)
+        except FileNotFoundError:
+            return True  # gone between the stat and now: the next poll says so
+        try:
+            return os.pread(fd, 1, c.offset + c.given) in (b"\n", b"\r")
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
 
     def _print_matches(self) -> bool:
         c = self.cursor
@@ -199,6 +249,8 @@ class LineReader:
         if judge is not None:
             skip = judge.skip
         c = self.cursor
+        # a last line handed out without its newline: where it starts, and how long it was
+        given_at, given_len = (c.offset, c.given) if c.given else (-1, 0)
         try:
             fd = safefile.open_fd(self.path, self.within)
         except FileNotFoundError:
@@ -259,6 +311,10 @@ class LineReader:
                         c.offset = base + i
                         if line.endswith(b"\r"):
                             line = line[:-1]
+                        if at == given_at:  # ended now: the record handed out already, or more
+                            c.given, given_at = 0, -1
+                            if len(line) == given_len:
+                                line = b""
                         if line and not (skip is not None and skip(line, 0, len(line))):
                             yield at, line
                             if judge is not None:
@@ -275,6 +331,10 @@ class LineReader:
                         line = chunk[i : nl - 1 if nl > i and chunk[nl - 1] == 13 else nl]  # without a CR
                         i = nl + 1
                         c.offset = base + i  # past the line (and those passed over) before it is handed out
+                        if at == given_at:  # (its piece was not kept: read again from its start)
+                            c.given, given_at = 0, -1
+                            if len(line) == given_len:
+                                continue
                         if line:
                             yield at, line
                             if judge is not None:
@@ -288,6 +348,15 @@ class LineReader:
                             c.long_at, c.offset, parts, plen = c.offset, pos, [], 0
                             self._too_long(problems)
                 done = True
+                if plen and dropping < 0 and c.given != plen and self._settled(os.fstat(fd)):
+                    # the file's last line, with no newline, in a file nobody writes: once
+                    c.given = plen
+                    line = b"".join(parts)
+                    parts = [line]
+                    if line.endswith(b"\r"):
+                        line = line[:-1]
+                    if line and not (skip is not None and skip(line, 0, len(line))):
+                        yield c.offset, line
             finally:
                 self._pending = b"".join(parts) if done and plen else b""
                 c.print = fingerprint(fd, c.offset)

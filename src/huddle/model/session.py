@@ -76,6 +76,9 @@ class Agent:
 
 
 class Session:
+    usage_unknown = False  # (class defaults: a session from an older cache has none)
+    archived = False
+
     def __init__(self, source: str, id: str) -> None:
         self._start(source, id)
 
@@ -102,6 +105,8 @@ class Session:
         self.continues: str | None = None  # an earlier session this one carries on
         self.parent_session: str | None = None  # an orphan sub-agent: the session it names, absent here
         self.usage_note = ""  # what the files cannot tell about the usage (a count never made final)
+        self.usage_unknown = False  # the files hold no count at all (not zero: unknown; usage_note says why)
+        self.archived = False  # its agent put it away (Codex's archived_sessions/): off the default views
         self.live: Live = NOTHING  # what a source keeps of its live signals between reads (hosted runs)
         self.next_seq = 0
         self.complete = True  # False when loaded from the cache without its timeline
@@ -374,6 +379,8 @@ class Session:
             **({"continues": self.continues} if self.continues else {}),
             **({"parent_session": self.parent_session} if self.parent_session else {}),
             **({"usage_note": self.usage_note} if self.usage_note else {}),
+            **({"usage_unknown": True} if self.usage_unknown else {}),
+            **({"archived": True} if self.archived else {}),
             **({"times_estimated": True} if self.time_estimated else {}),
             **({"error": self.error} if self.error else {}),
         }

@@ -331,8 +331,8 @@ def session_cost(session: Session, table: Table | None = None) -> dict[str, Any]
             priced = True
     if per_response:
         usd += _per_response(session, t)
-    if not priced:
-        return {"usd": None if unpriced else 0.0, "unpriced": sorted(unpriced)}
+    if not priced:  # nothing priced: none when some is unpriced or nothing was ever counted (unknown)
+        return {"usd": None if unpriced or session.usage_unknown else 0.0, "unpriced": sorted(unpriced)}
     return {"usd": usd, "unpriced": sorted(unpriced)}
 
 

@@ -4,7 +4,8 @@ route's answer with the same filters.
 
 `since` keeps the sessions that moved since then and every live one (a session that
 waits on you is shown however long ago it last wrote). The table, with no filter, shows
-the live and the recent (`RECENT`); `--all` shows everything.
+the live and the recent (`RECENT`), never an archived one (a thread its agent put away:
+Codex's own resume list hides them); `--all` shows everything.
 """
 
 from __future__ import annotations
@@ -54,7 +55,10 @@ def is_live(row: dict[str, Any]) -> bool:
 
 
 class Select:
-    def __init__(self, states: object = None, project: object = None, since: object = None) -> None:
+    def __init__(
+        self, states: object = None, project: object = None, since: object = None, hide_archived: bool = False
+    ) -> None:
+        self.hide_archived = hide_archived
         self.states = parse_states(states if isinstance(states, (str, list, tuple)) else None)
         self.project = project.strip().lower() if isinstance(project, str) and project.strip() else None
         self.since_text = since if isinstance(since, str) and since else None
@@ -62,9 +66,11 @@ class Select:
 
     @property
     def any(self) -> bool:
-        return bool(self.states or self.project or self.since is not None)
+        return bool(self.states or self.project or self.since is not None or self.hide_archived)
 
     def keeps(self, row: dict[str, Any]) -> bool:
+        if self.hide_archived and row.get("archived"):
+            return False
         if self.states and row.get("state") not in self.states:
             return False
         if self.project:

@@ -46,7 +46,7 @@ from .records import (
 )
 from .responses import ResponseCounts
 from .skips import UsageFilter, compact, meta_skips
-from .state import SessionState
+from .state import SessionState, claims
 
 
 class FileParser(ResponseCounts):
@@ -273,7 +273,8 @@ class FileParser(ResponseCounts):
         cid = b.id or ""
         if name in SPAWN_TOOLS:
             inp = agent_input(b.input)
-            self.shared.agent_calls[cid] = self.agent
+            if claims(self.agent, self.shared.agent_calls.get(cid)):  # (not a replay's copy of it)
+                self.shared.agent_calls[cid] = self.agent
             if not self.file_is_sub and not copied:
                 self.shared.open_calls.append((cid, (inp.get("prompt") or "").strip(), self.agent))
             self.emit(

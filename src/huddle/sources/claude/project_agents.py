@@ -6,12 +6,15 @@ parent session). A process started with `--resume` or `--continue` writes its wa
 agents' first record under the new process's session id (a file it leaves empty) and
 the next under the resumed one, so every id a file names is a candidate, and the first
 one whose session file holds something wins. A file none of whose sessions is there is
-an orphan: a session of its own.
+an orphan: a session of its own. So is a `<session>/` folder whose transcript is not
+there: its sub-agents, under a lead with no file (`lone_folder`).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from typing import Any
 
 import msgspec
@@ -20,6 +23,8 @@ from huddle.io.safefile import open_regular
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from huddle.sources.base import Handle
+
     from .source import ClaudeSource
 
 HEAD_BYTES = 64 << 10  # the first records name the parent; a sub-agent's prompt fits easily
@@ -138,3 +143,25 @@ def regroup(source: ClaudeSource, placed: dict[str, str], known: dict[str, Any],
             fresh = ClaudeHandle(source, h.path, h.session.id)
             fresh.has_dir, fresh.project_agents, fresh.unsettled = h.has_dir, h.project_agents, h.unsettled
             found[key] = fresh
+
+
+_SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def lone_folder(src: ClaudeSource, project: str, sid: str, known: dict[str, Handle], found: dict[str, Handle]) -> None:
+    """A session's folder whose transcript is not there (deleted, or a copy that left it
+    out): its sub-agents are a session still, under a lead with no file (the handle says
+    the file is missing). A handle that had read the transcript holds what it said: a
+    fresh one."""
+    path = os.path.join(project, f"{sid}.jsonl")
+    try:  # (a folder, not a symlink to one: as the listing says)
+        if not _SESSION_ID.match(sid) or not stat.S_ISDIR(os.lstat(os.path.join(project, sid, "subagents")).st_mode):
+            return
+    except OSError:
+        return
+    key = f"claude:{sid}"
+    h = known.get(key)
+    if not isinstance(h, src.handle_class) or h.path != path or h.reader.cursor.ino:
+        h = src.handle_class(src, path, sid)
+    h.has_dir, h.project_agents, h.unsettled = True, {}, {}
+    found[key] = h

@@ -17,9 +17,9 @@ from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from . import summaries
-from .project_agents import is_agent_file, place, regroup
+from .project_agents import is_agent_file, lone_folder, place, regroup
 from .registry import Registry
-from .state import SessionState
+from .state import SessionState, claims
 from .summaries import SummarySearch
 
 if TYPE_CHECKING:  # the parser (and its records) loads when a transcript is read, not for a board that sleeps
@@ -113,9 +113,18 @@ class ClaudeHandle(Handle):
     def refresh(self) -> bool:
         s = self.session
         before = s.version
+        if self.reader.tail_waits or not self.reader.cursor.ino:  # (reader.py: a last line without newline)
+            self.reader.writing = self._writer_alive()
         status = self.reader.check()
+        # the session's own transcript not there (deleted, or never copied): what its folder
+        # holds of its sub-agents is still read, and that said while it lasts
         if status == GONE:
-            return False
+            if not self.has_dir:
+                return False
+            if self._missing() not in s.problems:
+                s.problems.append(self._missing())
+        elif s.problems and self._missing() in s.problems:
+            s.problems.remove(self._missing())
         if status == RESET:
             s.reset()
             self._fresh()
@@ -125,10 +134,12 @@ class ClaudeHandle(Handle):
         self._find_subs()
         for sf in self.subs.values():
             self._read_meta(sf)
-        if status != SAME:
+        if status not in (SAME, GONE):
             self._drain(self.parser, self.reader)
         self._read_custom_title()  # one stat: /rename appends to the main file, but the file is its own
         for sf in sorted(self.subs.values(), key=lambda x: x.path):
+            if sf.reader.tail_waits or not sf.reader.cursor.ino:
+                sf.reader.writing = self._writer_alive()
             st = sf.reader.check()
             if st == RESET:  # a sub-agent file rewritten: rebuild the whole session
                 s.reset()
@@ -144,6 +155,14 @@ class ClaudeHandle(Handle):
             self._link()
             s.usage_note = self.state.usage_note()
         return s.version != before
+
+    def _missing(self) -> str:
+        return f"{self.path}: not there: the session's sub-agents are read without it"
+
+    def _writer_alive(self) -> bool:
+        """Whether a live Claude Code process holds this session (its registry entry)."""
+        info = self.source.registry.for_session(self.session.id)
+        return info is not None and info["alive"] is not False
 
     def _drain(self, parser: FileParser, reader: LineReader) -> None:
         drain(
@@ -163,7 +182,9 @@ class ClaudeHandle(Handle):
         self.session.add_all(out)
         for e in out:
             if e.kind == ev.ORDER and e.agent != e.target:
-                self.order_events[e.id] = e
+                held = self.order_events.get(e.id)
+                if claims(e.agent, held.agent if held is not None else None):
+                    self.order_events[e.id] = e  # the launching call, not a replay's copy of it
             elif e.kind == ev.REPORT and e.id:
                 self.report_events.setdefault(e.id, []).append(e)
         out.clear()
@@ -319,23 +340,28 @@ def _is_dir(path: str) -> bool:
         return False
 
 
-def _project(folder: str, account: Files) -> tuple[dict[str, os.DirEntry[str]], list[os.DirEntry[str]], set[str]]:
-    """A project folder's session files by id, its 2.0.x agent files and its subfolders;
-    what else it holds, accounted for (a folder that cannot be listed is a note)."""
-    files, agents, dirs = {}, [], set()
+def _project(
+    folder: str, account: Files
+) -> tuple[dict[str, os.DirEntry[str]], list[os.DirEntry[str]], set[str], set[str]]:
+    """A project folder's session files by id, its 2.0.x agent files, its subfolders and
+    the names of every transcript in it (one that is no regular file too); what else it
+    holds, accounted for (a folder that cannot be listed is a note)."""
+    files, agents, dirs, names = {}, [], set(), set()
     account.looked_in(folder)
     for f in listdir(folder):
         if f.is_dir(follow_symlinks=False):
             dirs.add(f.name)
         elif not f.name.endswith(".jsonl"):
             account.unread(f.path, UNKNOWN)
-        elif not plain_file(f):  # a FIFO, a symlink out
-            account.unread(f.path, f"{UNREADABLE}: not a regular file in its folder")
-        elif is_agent_file(f.name):
-            agents.append(f)
         else:
-            files[f.name[: -len(".jsonl")]] = f
-    return files, agents, dirs
+            names.add(f.name)
+            if not plain_file(f):  # a FIFO, a symlink out
+                account.unread(f.path, f"{UNREADABLE}: not a regular file in its folder")
+            elif is_agent_file(f.name):
+                agents.append(f)
+            else:
+                files[f.name[: -len(".jsonl")]] = f
+    return files, agents, dirs, names
 
 
 def _subfolders(path: str) -> list[str]:
@@ -425,7 +451,7 @@ class ClaudeSource(Source):
         account.looked_in(self.projects)
         for p in listdir(self.projects):
             if p.is_dir(follow_symlinks=False):
-                files, agents, dirs = _project(p.path, account)
+                files, agents, dirs, names = _project(p.path, account)
                 for sid, f in files.items():
                     key = f"claude:{sid}"
                     h = known.get(key)
@@ -436,6 +462,10 @@ class ClaudeSource(Source):
                     h.has_dir = sid in dirs
                     h.project_agents, h.unsettled = {}, {}
                     found[key] = h
+                # a session's folder without its transcript (a FIFO in its place is said apart)
+                for sid in sorted(dirs - files.keys()):
+                    if f"{sid}.jsonl" not in names:
+                        lone_folder(self, p.path, sid, known, found)
                 for f in sorted(agents, key=lambda e: e.name):
                     place(self, f, files, known, (placed, unsettled), found)
             else:

@@ -15,6 +15,18 @@ from .records import Block
 PARTIAL_MIN_CHARS = 80  # below this a response is too short to judge its count by
 
 
+# Sub-agents that begin with a replay of their lead's history (the same messages, its
+# calls among them): a compaction and a side question (/btw). Peers read them so too
+# (agent-acompact-*, agent-aside_question-*: no meta.json, no call of their lead).
+REPLAYING = ("acompact-", "aside_question-")
+
+
+def claims(agent: str, held_by: str | None) -> bool:
+    """Whether a call read in `agent`'s file is its own: the first file holding the call
+    launched it (the lead's is read first), unless that was a replay and this is none."""
+    return held_by is None or (held_by.startswith(REPLAYING) and not agent.startswith(REPLAYING))
+
+
 class SessionState:
     """What spans the files of one Claude session while it is read."""
 

@@ -9,9 +9,11 @@ from huddle.model import events as ev
 from . import records as rec
 from .results import Emit
 from .skips import Judged
+from .usage import Ledger
 
 
 class ForkCopy(Judged):
+    ledger: Ledger
     info: rec.ThreadInfo
     agent: str
     seen_meta: bool
@@ -47,8 +49,12 @@ class ForkCopy(Judged):
             self.copy_turn_open = False
         return True
 
-    def _copied_line(self, off: int, n: int) -> None:
-        """History copied from the parent: already counted there. One note, nothing else."""
+    def _copied_line(self, off: int, n: int, t: str = "", p: rec.Payload | None = None) -> None:
+        """History copied from the parent: already counted there. One note, nothing else;
+        of its counts, the last total is what this thread starts from: its own first
+        count repeats it (and the parent's last response) before it has answered."""
+        if t == "event_msg" and p is not None and p.type == "token_count" and p.info is not None:
+            self.ledger.inherit(p.info.total_token_usage)
         self.copied_lines += 1
         if self.copied_lines == 1:
             parent = self.info.forked_from or self.info.parent

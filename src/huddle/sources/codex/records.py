@@ -71,7 +71,18 @@ class MetaLine(msgspec.Struct):
     payload: Meta | None = None
 
 
+class LegacyHead(msgspec.Struct):
+    """The first line of a rollout from before session_meta (codex-rs, May-Sep 2025):
+    `{"id","timestamp","instructions"?,"git"?}`, the items after it written bare
+    (codex-rs/core/src/rollout.rs of then: `SessionMeta` then each `ResponseItem` and
+    `{"record_type":"state"}` lines; no event, no time per line, no token count)."""
+
+    id: str = ""
+    timestamp: str | None = None
+
+
 _decode_meta_line = msgspec.json.Decoder(MetaLine).decode
+_decode_legacy_head = msgspec.json.Decoder(LegacyHead).decode
 _decode_source = msgspec.json.Decoder(str | MetaSource | None).decode
 
 
@@ -87,6 +98,7 @@ class ThreadInfo:
         "guardian",
         "history_start",
         "id",
+        "legacy",
         "nickname",
         "note",
         "originator",
@@ -112,6 +124,7 @@ class ThreadInfo:
         self.role = m.agent_role or ""
         self.guardian = m.thread_source == "guardian_review"
         self.note = ""  # what was odd about its first line
+        self.legacy = False  # written before session_meta: bare items, no times, no counts
         self.source = ""
         parent = m.parent_thread_id or ""
         try:
@@ -160,6 +173,15 @@ def read_meta(path: str, limit: int = 1 << 20) -> tuple[ThreadInfo | None, str]:
         line, why = None, "first line is not a session_meta (nested too deep)"
     if line is not None and line.type == "session_meta" and line.payload is not None and line.payload.id:
         return ThreadInfo(line.payload), ""
+    if line is not None and not line.type and line.payload is None:
+        try:
+            old = _decode_legacy_head(head[:nl])
+        except (msgspec.MsgspecError, RecursionError):
+            old = None
+        if old is not None and old.id:
+            info = ThreadInfo(Meta(id=old.id, timestamp=old.timestamp))
+            info.legacy = True
+            return info, ""
     # No session_meta (a trimmed file, a tool's fixture, a bad first line): still a thread,
     # named by its file; the lines say what they can.
     meta = line.payload if line is not None and line.type == "session_meta" and line.payload is not None else Meta()
@@ -317,6 +339,7 @@ class Envelope(msgspec.Struct):
 
 
 decode_line = msgspec.json.Decoder(Line).decode
+decode_payload = msgspec.json.Decoder(Payload).decode  # a bare item (before session_meta)
 decode_loose_line = msgspec.json.Decoder(LooseLine).decode
 decode_envelope = msgspec.json.Decoder(Envelope).decode
 decode_any = msgspec.json.Decoder().decode

@@ -56,6 +56,15 @@ class Links:
         if path and child:
             self.child_by_path.setdefault(path, child)
 
+    def activity(self, kind: str | None, call: str, child: str, path: str) -> None:
+        """A lead's word on a child (sub_agent_activity, SubAgentActivity): started, completed."""
+        if kind == "started":
+            self.link(call, child, path)
+        elif kind == "completed" and child:
+            self.finished.add(child)
+            if path:
+                self.child_by_path.setdefault(path, child)
+
 
 class Emit(Protocol):
     """The thread parser's event writer: an event of `kind` told by the line at `off` (`n` bytes)."""

@@ -17,12 +17,14 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from huddle.io.reader import GONE, RESET, LineReader
-from huddle.io.safefile import listdir, remember
-from huddle.model.files import UNKNOWN, Files
+from huddle.io.safefile import remember
+from huddle.model.files import Files
 from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
+from .folders import RolloutFolders
+from .legacy import UNKNOWN_USAGE
 from .live import SystemCache, live_signals
 from .names import SessionIndex
 
@@ -41,6 +43,8 @@ class ThreadFile:
 
 
 class CodexHandle(Handle):
+    archived = False  # its root thread is in archived_sessions/ (a class default for older caches)
+
     def __init__(self, source: CodexSource, root: str, threads: list[tuple[ThreadInfo, str]]):
         super().__init__("codex", root)
         self.source = source
@@ -53,6 +57,7 @@ class CodexHandle(Handle):
         from .thread import Links
 
         s = self.session
+        s.archived = self.archived
         self.links = Links()
         lead = s.agent(self.root, parent=None, name="main")
         lead.kind = "main"
@@ -98,6 +103,8 @@ class CodexHandle(Handle):
             a = s.agent(info.id)
             a.file = path
             s.cwd = info.cwd or s.cwd
+            if getattr(info, "legacy", False):  # before session_meta: no count was ever written
+                s.usage_unknown, s.usage_note, s.time_estimated = True, UNKNOWN_USAGE, True
             if info.forked_from and not info.parent:
                 s.continues = info.forked_from  # `codex exec fork`: carries on another thread
         else:
@@ -126,6 +133,8 @@ class CodexHandle(Handle):
         s = self.session
         before = s.version
         for tf in sorted(self.threads.values(), key=self._read_order):
+            if tf.reader.tail_waits or not tf.reader.cursor.ino:  # (reader.py: a last line without newline)
+                tf.reader.writing = self.source.writes(tf.info.id)
             status = tf.reader.check()
             if status == GONE:
                 continue
@@ -152,6 +161,9 @@ class CodexHandle(Handle):
         p = tf.parser
 
         def flush() -> None:  # in batches: the session's bookkeeping is per call
+            if p.legacy:  # every event at the head's time: estimated
+                for e in p.out:
+                    e.estimated = True
             self.session.add_all(p.out)
             p.out.clear()
 
@@ -245,10 +257,12 @@ class CodexSource(Source):
         super().__init__(settings)
         self.home = self.folder
         self.sessions_dir = self.under("sessions")
+        # threads put away (`codex archive`, the TUI's archive): still spent, still searched,
+        # listed as archived (Codex's own resume list hides them)
+        self.archived_dir = self.under("archived_sessions")
         self.index = SessionIndex(self.under("session_index.jsonl"))
         self.system = SystemCache()  # locks and processes, for liveness (recorded ones in tests)
-        # dir -> (m/ctime, subdirs, rollouts, other files)
-        self._dirs: dict[str, tuple[tuple[int, int], list[str], list[str], list[str]]] = {}
+        self.folders = RolloutFolders(self.sessions_dir, self.archived_dir)
         self._threads: dict[str, ThreadInfo] = {}  # rollout path -> its meta
         self._bad: dict[str, tuple[tuple[int, ...], str]] = {}  # rollout path -> (its stat, why)
         self._locks: dict[str, int] = {}  # thread-writer lock file name -> inode
@@ -263,15 +277,16 @@ class CodexSource(Source):
 
     def watch_dirs(self) -> list[str]:
         # a thread's writer lock taken or let go moves its folder, not the home's
-        return [self.home, self.under("thread-writer-locks")] if self.home else []
+        return [self.home, self.under("thread-writer-locks"), self.archived_dir] if self.home else []
 
     def exists(self) -> bool:
-        return os.path.isdir(self.sessions_dir)
+        return os.path.isdir(self.sessions_dir) or os.path.isdir(self.archived_dir)
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         self.index.refresh()
         self.notes = list(self.index.problems)  # session_index.jsonl's bad lines
-        paths = self._rollouts()
+        self.files = Files()
+        paths = self.folders.rollouts(self.files)
         for path in paths:
             if path in self._threads:
                 continue
@@ -280,7 +295,7 @@ class CodexSource(Source):
         for path in gone:
             del self._threads[path]
         by_id: dict[str, tuple[ThreadInfo, str]] = {}
-        for path in sorted(self._threads):
+        for path in sorted(self._threads, key=lambda p: (self.folders.archived(p), p)):  # in both: its live copy
             info = self._threads[path]
             by_id.setdefault(info.id, (info, path))
         groups: dict[str, list[tuple[ThreadInfo, str]]] = {}
@@ -295,6 +310,12 @@ class CodexSource(Source):
             else:
                 h = CodexHandle(self, root, threads)
             found[key] = h
+            # put away: its root thread's rollout is archived (or, the root's gone, all of them are)
+            lead = [p for i, p in threads if i.id == root]
+            h.archived = all(self.folders.archived(p) for p in (lead or [p for _, p in threads]))
+            if h.session.archived != h.archived:
+                h.session.archived = h.archived
+                h.session.version += 1
         read = {f for h in found.values() for f in h.files()}
         for path, (_size, why) in self._bad.items():
             if path in paths and path not in read:  # a thread being read says its own trouble
@@ -308,6 +329,15 @@ class CodexSource(Source):
 
     def live_changed(self) -> set[str]:
         return self._moved
+
+    def writes(self, thread: str) -> bool:
+        """Whether a live process may hold the thread: its writer lock is there and held
+        (or there, where holders cannot be told)."""
+        path = os.path.join(self.under("thread-writer-locks"), f"{thread}.lock")
+        if not os.path.exists(path):
+            return False
+        state, _pid = self.system.view(None).lock(path)
+        return state != "stale"
 
     def between_scans(self, known: dict[str, Handle]) -> set[str] | None:
         if any(isinstance(h, BrokenHandle) for h in known.values()):
@@ -362,47 +392,6 @@ class CodexSource(Source):
         elif why:
             self._bad[path] = (size, why)
 
-    def _rollouts(self) -> list[str]:
-        """Every rollout file under sessions/YYYY/MM/DD, listing only folders that changed;
-        the folders and every other file met are accounted for in `self.files`."""
-        out: list[str] = []
-        self.files = account = Files()
-        stack = [(self.sessions_dir, 0)]
-        while stack:
-            folder, depth = stack.pop()
-            subdirs, files, others = self._listing(folder)
-            account.looked_in(folder)
-            for name in others:
-                account.unread(os.path.join(folder, name), UNKNOWN)
-            if depth < 3:
-                stack.extend((os.path.join(folder, d), depth + 1) for d in subdirs)
-                for name in files:
-                    account.unread(os.path.join(folder, name), f"{UNKNOWN}: a rollout outside sessions/YYYY/MM/DD")
-            else:
-                out.extend(os.path.join(folder, f) for f in files)
-        return out
-
-    def _listing(self, folder: str) -> tuple[list[str], list[str], list[str]]:
-        try:
-            st = os.stat(folder)
-        except OSError:
-            self._dirs.pop(folder, None)
-            return [], [], []
-        mtime = (st.st_mtime_ns, st.st_ctime_ns)  # ctime: a chmod back makes it readable again
-        cached = self._dirs.get(folder)
-        if cached is not None and cached[0] == mtime:
-            return cached[1], cached[2], cached[3]
-        subdirs, files, others = [], [], []
-        for entry in listdir(folder):  # one that cannot be listed is a note, looked at again next time
-            if entry.name.startswith("rollout-") and entry.name.endswith(".jsonl"):
-                files.append(entry.name)
-            elif entry.is_dir(follow_symlinks=False):
-                subdirs.append(entry.name)
-            else:
-                others.append(entry.name)
-        self._dirs[folder] = (mtime, subdirs, files, others)
-        return subdirs, files, others
-
 
 def _names(folder: str) -> list[str]:
     try:
@@ -413,7 +402,8 @@ def _names(folder: str) -> list[str]:
 
 def root_of(tid: str, by_id: dict[str, tuple[ThreadInfo, str]]) -> str:
     """The root thread of a thread: up the parent links its own records give. A parent
-    whose rollout is missing still names the session (its children stay together)."""
+    whose rollout is missing still names the session (its children stay together): the
+    root Codex names (`session_id`), else that parent."""
     seen: set[str] = set()
     cur = tid
     while True:
@@ -425,8 +415,8 @@ def root_of(tid: str, by_id: dict[str, tuple[ThreadInfo, str]]) -> str:
         parent = info.parent
         if not parent:
             return cur
-        if parent not in by_id and info.root_hint and info.root_hint in by_id and info.root_hint != cur:
-            parent = info.root_hint  # the parent's file is gone; the root's is here
+        if parent not in by_id and info.root_hint and info.root_hint != cur:
+            parent = info.root_hint  # the parent's file is gone: the root Codex names holds the session
         if parent in seen:
             return cur
         cur = parent

@@ -22,6 +22,7 @@ from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
 from . import records as rec
 from . import text as txt
 from .fork import ForkCopy
+from .legacy import LegacyLines
 from .results import Links, Results, mcp_ok
 from .text import harness_tag, mail_parts
 from .usage import Ledger
@@ -32,12 +33,15 @@ _decode_line = rec.decode_line
 _SKIP_RECORDS, _SKIP_EVENTS = rec.SKIP_RECORDS, rec.SKIP_EVENTS
 
 
-class ThreadParser(ForkCopy):
+class ThreadParser(ForkCopy, LegacyLines):
+    legacy = False  # (a class default: a parser from an older cache has none)
+
     def __init__(self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool, usage=False):
         self.session = session
         self.usage_only = usage  # `huddle usage`: lines no count, title or time needs pass undecoded
         self.links = links
         self.info = info
+        self.legacy = getattr(info, "legacy", False)  # before session_meta (legacy.py)
         self.agent = info.id
         self.path = path
         self.is_lead = is_lead
@@ -143,6 +147,8 @@ class ThreadParser(ForkCopy):
     # -- lines -------------------------------------------------------------------------
 
     def feed_kept(self, off: int, line: bytes) -> None:  # a line `skip` kept
+        if self.legacy:
+            return self.feed_legacy(off, line)
         try:
             ln: rec.Line | rec.LooseLine = _decode_line(line)
         except msgspec.ValidationError as exc:  # (a subclass of DecodeError: first)
@@ -178,7 +184,7 @@ class ThreadParser(ForkCopy):
         if t == "session_meta":
             self._meta(p)
         elif (self.copying or self.info.history_start is not None) and self._copied(t, ln.ordinal, p):
-            self._copied_line(off, n)
+            self._copied_line(off, n, t, p)
         elif t == "response_item":
             self._item(p, off, n)
         elif t == "event_msg":
@@ -206,8 +212,9 @@ class ThreadParser(ForkCopy):
             self._message(it, off, n)
         elif ty == "reasoning":
             summ = it.summary
-            # a list of parts; some writers give one plain string (turn_context's shape)
+            # a list of parts; some writers give one plain string (turn_context's shape); raw reasoning without one
             text = summ if isinstance(summ, str) else "\n\n".join(p.text for p in summ or () if p.text)
+            text = text or rec.parts_text(it.content, ("reasoning_text",))
             if text:
                 s, cut = cap(text)
                 self.emit(ev.THINK, off, n, text=s, truncated=cut, id=it.id or "")
@@ -358,7 +365,7 @@ class ThreadParser(ForkCopy):
         elif ty == "exec_command_end":
             self.results.command_result(e.call_id or "", e.exit_code, None, off, n)
         elif ty == "sub_agent_activity":
-            self._sub_activity(e.kind, e.event_id or "", e.agent_thread_id or "", e.agent_path or "")
+            self.links.activity(e.kind, e.event_id or "", e.agent_thread_id or "", e.agent_path or "")
         elif ty == "context_compacted":
             self._compaction(off, n, "")
         elif ty in ("error", "stream_error"):
@@ -389,17 +396,9 @@ class ThreadParser(ForkCopy):
             elif it.tool in WAIT_TOOLS:
                 self.results.report_states(rec.raw_json(it.agents_states), off, n, via="wait")
         elif ty == "SubAgentActivity":
-            self._sub_activity(it.kind, it.id or "", it.agent_thread_id or "", it.agent_path or "")
+            self.links.activity(it.kind, it.id or "", it.agent_thread_id or "", it.agent_path or "")
         elif ty == "ContextCompaction":
             self._compaction(off, n, "")
-
-    def _sub_activity(self, kind: str | None, call: str, child: str, path: str) -> None:
-        if kind == "started":
-            self.links.link(call, child, path)
-        elif kind == "completed" and child:
-            self.links.finished.add(child)
-            if path:
-                self.links.child_by_path.setdefault(path, child)
 
     def _compaction(self, off: int, n: int, text: str) -> None:
         # One compaction shows as `compacted` plus an item or event a few lines apart.

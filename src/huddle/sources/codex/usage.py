@@ -8,7 +8,9 @@ the per-response figures where they exist and reconciles them with the cumulativ
 totals: a total that moved further than the responses seen since the last total
 (a compaction call, an older CLI without records) yields the difference, and
 whatever the first total already held before this thread's first response is
-inherited, never counted.
+inherited, never counted; so is the last total of a forked child's copy of its
+parent's history (`inherit`): the child's own first count repeats it, and the
+parent's last response with it, before the child has answered at all.
 """
 
 from __future__ import annotations
@@ -69,6 +71,14 @@ class Ledger:
         self.counted = ZERO  # everything counted so far (raw Codex fields)
         self.records = 0
         self.moved = False  # the last totals moved: a model response was accounted for
+
+    def inherit(self, total: Tokens | None) -> None:
+        """A cumulative total inside a copy of another thread's history (a forked
+        child's): what this thread starts from, none of it its own."""
+        t = raw(total)
+        if t != ZERO and self.counted == ZERO:
+            self.total = self.inherited = t
+            self.pending = ZERO
 
     def record(self, usage: Tokens | None) -> Usage | None:
         """A `token_usage_record`: one response. Count it."""

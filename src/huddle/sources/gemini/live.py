@@ -100,7 +100,7 @@ def lead_mark(parser, at: float | None) -> tuple[float | None, str]:
 
 def live_signals(handle, at: float | None) -> Live:
     s = handle.session
-    cf = handle.chats.get(handle.lead)
+    cf = handle.lead_chat()
     if cf is None or cf.parser is None:
         return NOTHING
     since, mark = lead_mark(cf.parser, at)

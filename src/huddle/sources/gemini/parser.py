@@ -46,6 +46,7 @@ class Links:
         self.orders: dict[str, Event] = {}  # sub-agent id -> the lead's ORDER
         self.kinds: dict[str, str] = {}  # sub-agent id -> its agent name (from the call)
         self.prompts: dict[str, str] = {}  # sub-agent id -> its first prompt
+        self.counted: set[str] = set()  # message ids whose usage one of the session's files gave
 
 
 class ChatParser:
@@ -281,8 +282,10 @@ class ChatParser:
             given |= self._SAY
             body, cut = cap(text)
             self.emit(ev.SAY, t, off, n, id=mid, text=body, truncated=cut)
-        if r.tokens is not None and not given & self._USAGE:
+        if r.tokens is not None and not given & self._USAGE and not (mid and mid in self.links.counted):
             given |= self._USAGE
+            if mid:  # (once per session: one chat's copy in another of its files counts once)
+                self.links.counted.add(mid)
             tk = r.tokens
             cached = rec.count(tk.cached)
             u = Usage(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -94,6 +95,7 @@ class Legacy(msgspec.Struct):
 
     sessionId: str | None = None
     startTime: str | None = None
+    lastUpdated: Any = None  # (any type: only compared when it is a time's text)
     messages: list[Raw] | None = None
     summary: str | None = None
     kind: str | None = None

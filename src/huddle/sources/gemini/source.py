@@ -6,7 +6,10 @@ A lead session is `chats/session-<time>-<id8>.jsonl`, whose first line names its
 `sessionId`; each sub-agent run is `chats/<parent id>/<sub-agent id>.jsonl`. A lead and
 its sub-agents (at any depth) are one session with one tree, keyed by the lead's id. The
 project's path is `tmp/<project>/.project_root`. Older CLIs kept one JSON document per
-session (`session-*.json`, rewritten in place): read whole again whenever it changes.
+chat (`session-*.json`, rewritten in place): read whole again whenever it changes; their
+sub-agents were documents too, beside the lead's (under its `sessionId`, `kind:
+"subagent"`) or in its folder, and a session could span several top-level files: every
+layout is in folders.py, which groups the files by the lead's id.
 
 Finding sessions costs listings (reused while a folder's mtime stands) and, once per new
 lead file, its first line. Reading a live session reads its appended bytes.
@@ -24,19 +27,19 @@ from huddle.io.proctable import ProcCache
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.model import events as ev
 from huddle.model.events import one_line
-from huddle.model.files import EMPTY, UNREADABLE, Files
+from huddle.model.files import Files
 from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 from huddle.sources.settings import Settings
+
+from .folders import ChatFolders, File
 
 if TYPE_CHECKING:
     from .parser import ChatParser
 
 # Its records, parser and live rules load when a Gemini session is read (not on every
 # board of a machine without Gemini sessions, nor on one whose sessions sleep).
-
-HEAD_MAX = 1 << 16  # a header line is small; a first line longer than this is not one
 
 
 class ChatFile:
@@ -51,15 +54,15 @@ class ChatFile:
 
 
 class GeminiHandle(Handle):
-    def __init__(self, source: GeminiSource, lead: str, files: list[tuple[str, str | None, str]], cwd: str):
+    def __init__(self, source: GeminiSource, lead: str, files: list[File], cwd: str):
         super().__init__("gemini", lead)
         self.source = source
         self.lead = lead
         self.cwd = cwd
-        self.chats: dict[str, ChatFile] = {}
+        self.chats: dict[str, ChatFile] = {}  # path -> its chat file (the lead may have several: folders.py)
         self._fresh(files)
 
-    def _fresh(self, files: list[tuple[str, str | None, str]]) -> None:
+    def _fresh(self, files: list[File]) -> None:
         from .parser import Links
 
         s = self.session
@@ -70,35 +73,48 @@ class GeminiHandle(Handle):
         self.chats = {}
         self.set_files(files)
 
-    def set_files(self, files: list[tuple[str, str | None, str]]) -> None:
+    def set_files(self, files: list[File]) -> None:
         """The files of this session now on disk (agent id, parent id, path)."""
-        for agent, parent, path in files:
-            cf = self.chats.get(agent)
-            if cf is not None and cf.path == path:
-                continue
-            if cf is not None:  # the same agent in another file: start over
-                self.session.reset()
-                self._fresh(files)
-                return
+        now = {path for _, _, path in files}
+        new = [f for f in files if f[2] not in self.chats]
+        moved = any(
+            (cf.agent, cf.parent) != (agent, parent)
+            for agent, parent, path in files
+            if (cf := self.chats.get(path)) is not None
+        )
+        if moved or (new and not now >= self.chats.keys()):
+            # a file read before stands for another agent now, or one went as another came
+            # (a renamed file): what was derived from them is stale, so read them all again
+            self.session.reset()
+            self._fresh(files)
+            return
+        for agent, parent, path in new:
             self._add(agent, parent, path)
 
     def _add(self, agent: str, parent: str | None, path: str) -> None:
         from .parser import ChatParser
 
         s = self.session
-        cf = self.chats[agent] = ChatFile(agent, parent, path)
+        cf = self.chats[path] = ChatFile(agent, parent, path)
         cf.parser = ChatParser(s, self.links, agent, parent, path)
         if parent is None:
-            s.agent(agent).file = path
+            a = s.agent(agent)
+            a.file = a.file or path
         else:
             a = s.agent(agent, parent=parent, file=path)
             a.parent = parent
             a.kind = a.kind or "sub-agent"
-            a.name = f"sub-agent {agent[:8]}"
+            a.name = _sub_name(agent)
         s.version += 1
 
+    def lead_chat(self) -> ChatFile | None:
+        """The lead's chat being written: its latest part."""
+        leads = [cf for cf in self.files_list() if cf.parent is None]
+        return leads[-1] if leads else None
+
     def files_list(self) -> list[ChatFile]:
-        # The lead first: its calls, when written, carry the orders its sub-agents' files repeat.
+        # The lead first (its parts in their order: their names begin with their start time):
+        # its calls, when written, carry the orders its sub-agents' files repeat.
         return sorted(self.chats.values(), key=lambda cf: (cf.parent is not None, cf.path))
 
     def files(self) -> list[str]:
@@ -139,7 +155,7 @@ class GeminiHandle(Handle):
     def _start_over(self, again: bool) -> bool:
         if not again:
             raise RuntimeError(f"{self.lead}: a chat file was rewritten while being read")
-        known = [(cf.agent, cf.parent, cf.path) for cf in self.chats.values()]
+        known = [(cf.agent, cf.parent, cf.path) for cf in self.files_list()]
         self.session.reset()
         self._fresh(known)
         return self.refresh(_again=False) or True
@@ -244,9 +260,7 @@ class GeminiSource(Source):
         super().__init__(settings)
         self.tmp = self.under("tmp")
         self.system = ProcCache()  # the process table, for liveness (a recorded one in tests)
-        self._dirs: dict[str, tuple[tuple[int, int], list[str], list[str]]] = {}  # folder -> (times, subdirs, files)
-        self._heads: dict[str, tuple[int, str | None, str]] = {}  # lead file -> (size, session id, why not)
-        self._roots: dict[str, str] = {}  # project folder -> its project path
+        self.folders = ChatFolders()  # listings, heads and project paths, kept between scans
         self._by_cwd: dict[str, list[GeminiHandle]] = {}  # project path -> its sessions, as last scanned
 
     def roots(self) -> list[str]:
@@ -268,7 +282,7 @@ class GeminiSource(Source):
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
         found: dict[str, Handle] = {}
         by_cwd: dict[str, list[GeminiHandle]] = {}
-        subdirs, _ = self._listing(self.tmp)
+        subdirs, _ = self.folders.listing(self.tmp)
         self.files = account = Files()
         account.looked_in(self.tmp)
         # a file a session reads already is left to its reader, which says what is wrong
@@ -280,42 +294,13 @@ class GeminiSource(Source):
 
         for proj in subdirs:
             pdir = os.path.join(self.tmp, proj)
-            chats = os.path.join(pdir, "chats")
-            dirs, files = self._listing(chats)
-            if not dirs and not files:
+            groups, broken, leads = self.folders.groups(os.path.join(pdir, "chats"), plain, account)
+            for path, why in broken:
+                b = BrokenHandle(path, why)
+                found.setdefault(b.key, b)
+            if not groups:
                 continue
-            cwd = self._project_root(pdir)
-            account.looked_in(chats)
-            leads: dict[str, str] = {}  # session id -> its file
-            for name in sorted(files):
-                path = os.path.join(chats, name)
-                if not plain(path):
-                    account.unread(path, f"{UNREADABLE}: not a regular file in its folder")
-                    continue
-                sid, why = self._head(path)
-                if sid is None:
-                    if why:
-                        broken = BrokenHandle(path, why)
-                        found.setdefault(broken.key, broken)
-                    else:
-                        account.not_session(path, f"{EMPTY}: no first line yet")
-                    continue
-                leads.setdefault(sid, path)
-            # sub-agent folders are named after their parent's id, at any depth
-            parent_of: dict[str, str] = {}
-            child_files: dict[str, str] = {}
-            for d in dirs:
-                _, kids = self._listing(os.path.join(chats, d))
-                for k in kids:
-                    if k.endswith(".jsonl") and plain(os.path.join(chats, d, k)):
-                        cid = k[: -len(".jsonl")]
-                        parent_of.setdefault(cid, d)
-                        child_files.setdefault(cid, os.path.join(chats, d, k))
-            groups: dict[str, list[tuple[str, str | None, str]]] = {}
-            for sid, path in leads.items():
-                groups.setdefault(sid, []).append((sid, None, path))
-            for cid, path in child_files.items():
-                groups.setdefault(_root(cid, parent_of), []).append((cid, parent_of[cid], path))
+            cwd = self.folders.project_root(pdir)
             for sid, files_ in groups.items():
                 key = f"gemini:{sid}"
                 old = known.get(key)
@@ -331,106 +316,14 @@ class GeminiSource(Source):
         self._by_cwd = by_cwd
         return found
 
-    def _head(self, path: str) -> tuple[str | None, str]:
-        """A lead file's session id, from its first line (once per file; again while it grows
-        from empty)."""
-        cached = self._heads.get(path)
-        if cached is not None and cached[1] is not None:
-            return cached[1], cached[2]
-        try:
-            size = os.stat(path).st_size
-        except OSError:
-            return None, ""
-        if cached is not None and cached[0] == size:
-            return cached[1], cached[2]
-        sid, why = _read_head(path)
-        self._heads[path] = (size, sid, why)
-        return sid, why
 
-    def _project_root(self, pdir: str) -> str:
-        got = self._roots.get(pdir)
-        if got is None:
-            path = os.path.join(pdir, ".project_root")
-            try:
-                with safefile.open_regular(path) as f:  # a FIFO in its place must not block the scan
-                    got = f.read(4096).decode("utf-8", "replace").strip()
-            except OSError as exc:
-                safefile.remember(path, exc)  # said on the board until it can be read
-                got = ""
-            if got:
-                self._roots[pdir] = got
-        return got
-
-    def _listing(self, folder: str) -> tuple[list[str], list[str]]:
-        if not folder:
-            return [], []
-        try:
-            st = os.stat(folder)
-            mtime = (st.st_mtime_ns, st.st_ctime_ns)  # ctime: a chmod, which no mtime shows
-        except OSError:
-            self._dirs.pop(folder, None)
-            return [], []
-        cached = self._dirs.get(folder)
-        if cached is not None and cached[0] == mtime:
-            return cached[1], cached[2]
-        subdirs, files = [], []
-        leads_only = os.path.basename(folder) == "chats"  # beside sub-agent folders: session-*.json(l)
-        try:
-            with os.scandir(folder) as it:
-                for entry in it:
-                    name = entry.name
-                    if entry.is_dir(follow_symlinks=False):
-                        subdirs.append(name)
-                    elif name.endswith((".jsonl", ".json")) and (name.startswith("session-") or not leads_only):
-                        files.append(name)  # a plain file? asked when it is read (scan)
-        except OSError as exc:
-            safefile.remember(folder, exc)
-            return [], []
-        safefile.forget(folder)
-        self._dirs[folder] = (mtime, subdirs, files)
-        return subdirs, files
-
-
-def _read_head(path: str) -> tuple[str | None, str]:
-    from . import records as rec
-
-    try:
-        with safefile.open_regular(path) as f:
-            head = f.read(HEAD_MAX)
-    except OSError as exc:
-        safefile.remember(path, exc)  # mode 000: a note until it reads (a missing file is none)
-        return None, ""
-    safefile.forget(path)
-    if path.endswith(".json"):
-        if not head:
-            return None, ""
-        try:
-            doc = rec.decode_legacy(safefile.read_small(path, safefile.DOC_MAX))
-        except (OSError, msgspec.DecodeError, RecursionError) as exc:
-            return None, f"not a chat document ({exc})"
-        return (doc.sessionId, "") if doc.sessionId else (None, "a chat document without a sessionId")
-    nl = head.find(b"\n")
-    if nl < 0:
-        return None, ""  # still being written
-    try:
-        r = rec.decode_record(head[:nl])
-    except (msgspec.DecodeError, RecursionError) as exc:
-        return None, f"first line is not a session header ({exc})"
-    if not r.sessionId:
-        return None, "first line is not a session header (no sessionId)"
-    return r.sessionId, ""
-
-
-def _root(cid: str, parent_of: dict[str, str]) -> str:
-    seen = {cid}
-    cur = cid
-    while cur in parent_of:
-        nxt = parent_of[cur]
-        if nxt in seen:
-            break
-        seen.add(nxt)
-        cur = nxt
-    return cur
+def _sub_name(agent: str) -> str:
+    """A sub-agent's name until its lead's call says its kind. A chat recorded under its
+    lead's id (before 2026-03-27) is named by its file, `session-<date>T<HH-MM>-<lead id8>`:
+    its start."""
+    if agent.startswith("session-") and len(agent) >= 24:
+        return f"sub-agent {agent[19:24].replace('-', ':')}"
+    return f"sub-agent {agent[:8]}"
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:

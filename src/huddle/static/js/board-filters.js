@@ -1,4 +1,6 @@
-// The board's filters (the words typed, state, project, agent, last active) and grouping by project.
+// The board's filters (the words typed, state, project, agent, last active, archived) and grouping by project.
+// Archived sessions (a thread its agent put away: Codex's archived_sessions/) are off the
+// default view, as they are off Codex's own resume list; the "archived" box shows them.
 // Kept out of board.js: the board asks `passes(row)` and `groupOf(row)`, and draws
 // the group headers this module makes. The choice lives in the address (?q=&state=...),
 // so a filtered board can be bookmarked or shared.
@@ -8,7 +10,7 @@ const SPANS = { "": "any time", "1h": "last hour", "24h": "last 24 hours", "7d":
 const SPAN_SECONDS = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
 const NO_PROJECT = "(no project)";
 
-const f = { states: new Set(), project: "", agent: "", span: "", group: false, q: "", sort: "", dir: "" };
+const f = { states: new Set(), project: "", agent: "", span: "", group: false, q: "", sort: "", dir: "", archived: false };
 // The board's sortable columns: a column's first click sorts the way a person looks for
 // most (the newest, the biggest first; names A to Z), the next one the other way.
 const SORTS = { state: "asc", last: "desc", tokens: "desc", cost: "desc", agent: "asc", project: "asc" };
@@ -25,6 +27,7 @@ function read() {
   f.q = p.get("q") || "";
   f.sort = p.get("sort") in SORTS ? p.get("sort") : "";
   f.dir = f.sort && ["asc", "desc"].includes(p.get("dir")) ? p.get("dir") : f.sort ? SORTS[f.sort] : "";
+  f.archived = p.get("archived") === "1";
 }
 
 function write() {
@@ -38,6 +41,7 @@ function write() {
   set("q", f.q);
   set("sort", f.sort);
   set("dir", f.sort && f.dir !== SORTS[f.sort] ? f.dir : "");
+  set("archived", f.archived ? "1" : "");
   const q = p.toString();
   history.replaceState(null, "", `${location.pathname}${q ? `?${q}` : ""}${location.hash}`);
 }
@@ -70,10 +74,12 @@ export function setQuery(q) {
 export function noneText() {
   const others = f.states.size > 0 || !!f.project || !!f.agent || !!f.span;
   const words = f.q ? `“${f.q}”` : "";
+  if (!words && !others) return "Every session here is archived: tick “archived” to show them.";
   return `No session matches ${[words, others ? "these filters" : ""].filter(Boolean).join(" and ")}.`;
 }
 
 export function passes(r) {
+  if (r.archived && !f.archived) return false;
   if (f.states.size && !f.states.has(r.state || "idle")) return false;
   if (f.project && (r.project || NO_PROJECT) !== f.project) return false;
   if (f.agent && r.source !== f.agent) return false;
@@ -128,8 +134,10 @@ export function setupFilters(box, rows, changed) {
   read();
   let drawn = "";
   function draw(force) {
-    const all = rows();
-    const sig = JSON.stringify([[...f.states], f.project, f.agent, f.span, f.group, all.map((r) => [r.project, r.source, r.state])]);
+    const every = rows();
+    const all = every.filter((r) => f.archived || !r.archived); // what the choices count
+    const nArchived = every.length - every.filter((r) => !r.archived).length;
+    const sig = JSON.stringify([[...f.states], f.project, f.agent, f.span, f.group, f.archived, every.map((r) => [r.project, r.source, r.state, !!r.archived])]);
     if (!force && (sig === drawn || box.contains(document.activeElement))) return; // nothing new, or in use
     drawn = sig;
     const projects = [...new Set(all.map((r) => r.project || NO_PROJECT))].sort();
@@ -145,15 +153,18 @@ export function setupFilters(box, rows, changed) {
     });
     const group = el("input", { type: "checkbox", id: "group-project", checked: f.group });
     group.addEventListener("change", () => { f.group = group.checked; write(); onChange(); });
+    const archived = el("input", { type: "checkbox", id: "show-archived", checked: f.archived });
+    archived.addEventListener("change", () => { f.archived = archived.checked; write(); onChange(); });
     const clear = el("button", { type: "button", class: "btn", id: "clear-filters", text: "Clear", hidden: !active() });
     clear.addEventListener("click", () => { f.states.clear(); f.project = f.agent = f.span = f.q = ""; write(); onChange(); });
-    box.replaceChildren(
+    box.replaceChildren(...[
       el("div", { class: "chips-states", role: "group", "aria-label": "States" }, chips),
       select("f-project", "Project", [["", "every project"], ...projects.map((p) => [p, p])], f.project, (v) => { f.project = v; }),
       select("f-agent", "Agent", [["", "every agent"], ...agents.map((a) => [a, SOURCE_LABEL[a] || a])], f.agent, (v) => { f.agent = v; }),
       select("f-active", "Last active", Object.entries(SPANS), f.span, (v) => { f.span = v; }),
       el("label", { class: "muted" }, group, " group by project"),
-      clear);
+      nArchived || f.archived ? el("label", { class: "muted" }, archived, ` archived (${nArchived})`) : null,
+      clear].filter(Boolean));
   }
   draw(true);
   return () => draw(false);

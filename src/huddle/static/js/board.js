@@ -1,6 +1,6 @@
 // The board: every session, needs-you first, live.
 import { api, el, pill, stream, SOURCE_LABEL, loadAgents, agentDot, fmtDuration, fmtTokens, fmtCost, fmtDay, fmtWhen, parseISO, now, typing, oneLine } from "./common.js";
-import { passes, groupOf, groupOrder, groupRow, setupFilters, active as filtering, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
+import { passes, groupOf, groupOrder, groupRow, setupFilters, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
 import { copyButtons } from "./share.js";
 import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
 
@@ -109,7 +109,7 @@ function renderRow(r, flash) {
     el("td", { class: "c-project", text: r.project || "—", title: r.cwd || "" }),
     el("td", { class: "c-since", text: sinceText(r) }),
     el("td", { class: "c-last", text: fmtDay(parseISO(r.updated_at)), title: r.updated_at ? fmtWhen(parseISO(r.updated_at)) : "" }),
-    el("td", { class: "c-tokens", text: fmtTokens(r.tokens ?? 0) }),
+    el("td", { class: "c-tokens", text: r.usage_unknown ? "?" : fmtTokens(r.tokens ?? 0), title: r.usage_note || "" }),
     el("td", { class: "c-cost", text: fmtCost(r.cost) }));
   if (flash) tr.classList.add("flash");
   tr.addEventListener("click", (ev) => { if (!ev.target.closest("a, button, .answer")) location.href = `/session/${encodeURIComponent(r.id)}`; });
@@ -143,7 +143,7 @@ function paint() {
   selected = Math.min(selected, Math.max(0, order.length - 1));
   markSelected();
   $("empty").hidden = rows.size > 0 || !loaded;
-  const none = rows.size > 0 && !order.length && filtering();
+  const none = rows.size > 0 && !order.length; // (filtered out, or every one archived)
   $("none-match").hidden = !none;
   if (none) $("none-match").textContent = noneText();
   summary();

@@ -32,7 +32,7 @@ function header() {
     d.project ? el("span", { text: d.project, title: d.cwd || "" }) : null,
     started ? el("span", { class: "s-started", text: `started ${fmtWhen(started)}`, title: d.started_at }) : null,
     since ? el("span", { text: `${fmtDuration(Date.now() / 1000 - since)} in state` }) : null,
-    el("span", { text: `${fmtTokens(d.tokens ?? 0)} tokens` }),
+    el("span", { text: d.usage_unknown ? "tokens unknown" : `${fmtTokens(d.tokens ?? 0)} tokens`, title: d.usage_note || "" }),
     el("span", { text: fmtCost(d.cost) }));
   renderShare($("s-share"), d);
   answerPanel(d.source === "hosted" ? d.answer : null, d.state);
