@@ -5,18 +5,18 @@ merged with the session's sub-agent files and linked through their `.meta.json`.
 from __future__ import annotations
 
 import os
-import stat
 from typing import TYPE_CHECKING, Any
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.io.safefile import listdir, plain_file, read_json, stamp
 from huddle.model import events as ev
-from huddle.model.files import SIDE, UNKNOWN, UNREADABLE, Files
+from huddle.model.files import SIDE, UNKNOWN, Files
 from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
 
 from . import summaries
+from .folders import is_dir, project, subfolders
 from .project_agents import is_agent_file, lone_folder, place, regroup
 from .registry import Registry
 from .state import SessionState, claims
@@ -211,7 +211,7 @@ class ClaudeHandle(Handle):
         if mtime == self.sub_dir_mtime:
             return
         self.sub_dir_mtime = mtime
-        for folder in [base] + _subfolders(wf):
+        for folder in [base] + subfolders(wf):
             for entry in listdir(folder):
                 name = entry.name
                 if entry.path in self.subs:
@@ -332,42 +332,6 @@ class ClaudeHandle(Handle):
         return self.source.registry.signals(self.session.id, at, running, permission_mode=self.state.permission_mode)
 
 
-def _is_dir(path: str) -> bool:
-    """As the scan's listing says it (a symlink is not a folder)."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _project(
-    folder: str, account: Files
-) -> tuple[dict[str, os.DirEntry[str]], list[os.DirEntry[str]], set[str], set[str]]:
-    """A project folder's session files by id, its 2.0.x agent files, its subfolders and
-    the names of every transcript in it (one that is no regular file too); what else it
-    holds, accounted for (a folder that cannot be listed is a note)."""
-    files, agents, dirs, names = {}, [], set(), set()
-    account.looked_in(folder)
-    for f in listdir(folder):
-        if f.is_dir(follow_symlinks=False):
-            dirs.add(f.name)
-        elif not f.name.endswith(".jsonl"):
-            account.unread(f.path, UNKNOWN)
-        else:
-            names.add(f.name)
-            if not plain_file(f):  # a FIFO, a symlink out
-                account.unread(f.path, f"{UNREADABLE}: not a regular file in its folder")
-            elif is_agent_file(f.name):
-                agents.append(f)
-            else:
-                files[f.name[: -len(".jsonl")]] = f
-    return files, agents, dirs, names
-
-
-def _subfolders(path: str) -> list[str]:
-    return sorted(e.path for e in listdir(path) if e.is_dir(follow_symlinks=False))
-
-
 @register
 class ClaudeSource(Source):
     name = "claude"
@@ -416,14 +380,14 @@ class ClaudeSource(Source):
         self.registry.refresh()
         for h in known.values():
             if isinstance(h, ClaudeHandle) and not is_agent_file(os.path.basename(h.path)):
-                h.has_dir = _is_dir(h.dir)
+                h.has_dir = is_dir(h.dir)
         return self.live_changed()
 
     def fresh(self, h: Handle) -> Handle | None:
         if not isinstance(h, ClaudeHandle) or not os.path.exists(h.path):
             return super().fresh(h)
         nh = ClaudeHandle(self, h.path, h.session.id)  # (as regroup makes one: the same files)
-        nh.has_dir = _is_dir(nh.dir) if not is_agent_file(os.path.basename(h.path)) else False
+        nh.has_dir = is_dir(nh.dir) if not is_agent_file(os.path.basename(h.path)) else False
         nh.project_agents, nh.unsettled, nh.candidates = dict(h.project_agents), dict(h.unsettled), h.candidates
         nh.session.parent_session = h.session.parent_session
         return nh
@@ -451,7 +415,7 @@ class ClaudeSource(Source):
         account.looked_in(self.projects)
         for p in listdir(self.projects):
             if p.is_dir(follow_symlinks=False):
-                files, agents, dirs, names = _project(p.path, account)
+                files, agents, dirs, names = project(p.path, account)
                 for sid, f in files.items():
                     key = f"claude:{sid}"
                     h = known.get(key)
