@@ -103,7 +103,11 @@ PLANTED: list[tuple[str, str, str]] = [
     ("curl-password", "PLANTEDcurlPw!", "curl -u admin:{s} https://ci.example.com/api/json"),
     ("curl-password", "PLANTEDcurl2", "curl -sS --user 'deploy:{s}' -X POST https://x.example.com"),
     ("netrc-password", "PLANTEDnetrcPw1", "$ cat ~/.netrc\nmachine api.github.com login me password {s}\n"),
-    ("netrc-password", "PLANTEDnetrcPw2", "machine pypi.org\n  login __token__\n  password {s}\ndefault login x password y"),
+    (
+        "netrc-password",
+        "PLANTEDnetrcPw2",
+        "machine pypi.org\n  login __token__\n  password {s}\ndefault login x password y",
+    ),
 ]
 
 

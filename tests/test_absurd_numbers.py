@@ -88,7 +88,9 @@ def test_a_count_out_of_range_is_kept_out_of_every_sum():
         [
             Event(kind="usage", agent="s1", file="f", offset=1, id="a", name="gpt-5", usage=good),
             Event(kind="usage", agent="s1", file="f", offset=2, id="b", name="gpt-5", usage=Usage(input=ABSURD)),
-            Event(kind="usage", agent="s1", file="f", offset=3, id="c", name="gpt-5", usage=Usage(output=COUNT_MAX + 1)),
+            Event(
+                kind="usage", agent="s1", file="f", offset=3, id="c", name="gpt-5", usage=Usage(output=COUNT_MAX + 1)
+            ),
         ]
     )
     assert s.usage.to_tuple() == good.to_tuple()

@@ -101,9 +101,14 @@ class Usage(msgspec.Struct, omit_defaults=True, gc=False):
         count would be a negative cost, an absurd one an overflow in every sum)."""
         a, b, c, d, e = self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h
         ints = type(a) is int and type(b) is int and type(c) is int and type(d) is int and type(e) is int
-        if ints and 0 <= a <= COUNT_MAX and 0 <= b <= COUNT_MAX and 0 <= c <= COUNT_MAX and 0 <= d <= COUNT_MAX:
-            if 0 <= e <= COUNT_MAX:
-                return ""  # (the common case, without a loop: checked for every response)
+        if (
+            ints
+            and 0 <= a <= COUNT_MAX
+            and 0 <= b <= COUNT_MAX
+            and 0 <= c <= COUNT_MAX
+            and 0 <= d <= COUNT_MAX >= e >= 0
+        ):
+            return ""  # (the common case, without a loop: checked for every response)
         for name in USAGE_FIELDS:
             v = getattr(self, name)
             if type(v) is not int or v < 0:

@@ -19,6 +19,7 @@ import time
 from huddle.io import folders, procs
 from huddle.io.boardfile import board_path, dirs_moved, files_moved, read_board
 from huddle.io.safefile import read_small
+from huddle.io.visible import visible
 from huddle.model import attention as rules
 
 BUDGET = float(os.environ.get("HUDDLE_STATUSLINE_BUDGET", "0.25"))  # seconds, hard
@@ -255,7 +256,7 @@ def render(s: dict) -> str:
     if s["needs_you"]:
         n = len(s["needs_you"])
         first = s["needs_you"][0]
-        hint = (first.get("title") or "")[:24]
+        hint = visible(str(first.get("title") or "")[:24])
         others.append(f"✋ {n} need{'s' if n == 1 else ''} you" + (f" ({hint})" if n == 1 and hint else ""))
     if s["working"]:
         others.append(f"⚙ {s['working']} working")

@@ -164,14 +164,15 @@ def _line_of(text: str, key: str) -> int:
     return text.count("\n", 0, i) + 1 if i >= 0 else 1
 
 
-def _rate(v: object) -> bool:
+def _rate(v: object) -> float | None:
     """A rate: a finite number from 0 to RATE_MAX (JSON's 1e400 is inf, NaN is not one)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return False
+        return None
     try:
-        return 0 <= float(v) <= RATE_MAX
+        f = float(v)
     except OverflowError:  # an int past a float
-        return False
+        return None
+    return f if 0 <= f <= RATE_MAX else None
 
 
 def _rates(obj: object, path: str, text: str, name: str, where: str) -> Rates:
@@ -180,20 +181,21 @@ def _rates(obj: object, path: str, text: str, name: str, where: str) -> Rates:
     vals = []
     for f in FIELDS:
         v = obj.get(f)
-        if not _rate(v):
+        rate = _rate(v)
+        if rate is None:
             got = "missing" if f not in obj else f"{v!r}"[:40]
             raise PricingError(
                 f"{path}:{_line_of(text, name)}: {where}: {f} must be a number >= 0 and at most {RATE_MAX:,.0f}"
                 f" (USD per million tokens), got {got}"
             )
-        vals.append(float(v))
-    one_hour = obj.get("cache_write_1h", vals[3])
-    if not _rate(one_hour):
+        vals.append(rate)
+    one_hour = _rate(obj.get("cache_write_1h", vals[3]))
+    if one_hour is None:
         raise PricingError(
             f"{path}:{_line_of(text, name)}: {where}: cache_write_1h must be a number >= 0 and at most {RATE_MAX:,.0f},"
-            f" got {one_hour!r}"[:300]
+            f" got {obj.get('cache_write_1h')!r}"[:300]
         )
-    return Rates(vals[0], vals[1], vals[2], vals[3], float(one_hour))
+    return Rates(vals[0], vals[1], vals[2], vals[3], one_hour)
 
 
 def parse(text: str, path: str, origin: str = "built-in") -> tuple[dict[str, Price], dict[str, str], str]:
