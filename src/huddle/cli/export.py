@@ -42,6 +42,7 @@ def export(session_id, fmt, output, redact, redact_files, images, max_output) ->
     network), Markdown with sub-agents inlined, or the data as JSON."""
     from huddle.core.single import one_session_core
     from huddle.errors import HuddleError
+    from huddle.io import private
     from huddle.io.visible import visible
     from huddle.views.export import Options, export_data, render, summary_line
     from huddle.views.redact import RedactFileError, user_patterns
@@ -69,7 +70,7 @@ def export(session_id, fmt, output, redact, redact_files, images, max_output) ->
     else:
         tmp = f"{output}.{os.getpid()}.tmp"
         try:
-            with open(tmp, "wb") as f:
+            with private.opened(tmp, "wb") as f:  # the user's alone, whatever the umask
                 f.write(blob)
             os.replace(tmp, output)
         except OSError as exc:

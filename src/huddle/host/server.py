@@ -14,7 +14,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from huddle.answer.protocols import pick
-from huddle.io import procs
+from huddle.io import private, procs
 
 from . import proctree
 from .asking import Asking
@@ -141,7 +141,7 @@ class Host:
 
     async def run(self) -> int:
         try:
-            os.makedirs(self.dir, exist_ok=True)
+            private.folder(self.dir)
         except OSError as exc:
             return _say(f"cannot create {self.dir}: {exc.strerror}", 2)
         try:

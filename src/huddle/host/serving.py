@@ -91,6 +91,7 @@ class Serving:
                 os.unlink(path)
         with unix_address(self.host.socket) as addr:
             server = await asyncio.start_unix_server(self._client, path=addr, limit=REQUEST_LIMIT)
+        os.chmod(self.host.socket, 0o600)  # it writes to the agent's stdin: the user's alone (--socket may be anywhere)
         self._sock_ino = os.stat(self.host.socket).st_ino
         if self.host.socket != link:
             os.symlink(self.host.socket, link)  # clients look in D

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from huddle.io import folders, procs
+from huddle.io import folders, private, procs
 from huddle.io.boardfile import board_path, dirs_moved, files_moved, read_board
 from huddle.io.safefile import read_small
 from huddle.io.visible import visible
@@ -101,8 +101,7 @@ def kick_refresh(home: str) -> None:
     try:
         import fcntl
 
-        os.makedirs(os.path.dirname(lock), mode=0o700, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = private.create(lock, os.O_RDWR)
     except OSError:
         return
     try:
