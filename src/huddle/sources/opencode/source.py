@@ -66,6 +66,7 @@ class OpenCodeSource(Source):
         self._stamps: dict[str, tuple[Any, ...]] = {}
         self._rows: dict[str, list[Row]] = {}  # database -> its session rows when last listed
         self._events: dict[str, bool] = {}  # database -> it keeps an event log SQLite can read ids from
+        self._json: dict[str, bool] = {}  # database -> its SQLite has the JSON functions
         self._groups: dict[str, tuple[Any, ...]] = {}  # database -> (its rows, by id, lead -> members) as last grouped
         self._listing: tuple[int, list[str], dict[str, tuple[str, str]]] | None = None
         self.accounts: dict[str, tuple[str, str]] = {}  # files met and not sessions: path -> (verdict, why)
@@ -127,6 +128,9 @@ class OpenCodeSource(Source):
         if db is None:
             db = self._dbs[path] = Database(path)
         return db
+
+    def json1(self, path: str) -> bool:
+        return self._json.get(path, False)
 
     def done(self, handle: OpenCodeHandle | None) -> None:
         """A handle read what it needed: close the connection once no one else needs it."""
@@ -223,7 +227,8 @@ class OpenCodeSource(Source):
         tables = db.tables()
         if "session" not in tables:
             raise DbError(f"{path}: not an OpenCode database (no session table)")
-        self._events[path] = "event" in tables and "event_sequence" in tables and _json1(db)
+        self._json[path] = _json1(db)
+        self._events[path] = "event" in tables and "event_sequence" in tables and self._json[path]
         if "event_sequence" in tables:
             sql = _SESSIONS.format(seq="COALESCE(e.seq, 0)", join="LEFT JOIN event_sequence e ON e.aggregate_id = s.id")
         else:  # before the event log: the newest row change stands in for the sequence
