@@ -392,7 +392,7 @@ def targets(root: Path) -> dict[str, Target]:
         Target("codex.child", codex_child, "lines", "codex", _codex_canary),
         Target("codex.index", x / "session_index.jsonl", "lines", "codex", _index_canary),
         Target("codex.day", codex_lead.parent, "folder", "codex"),
-        Target("vibe.current", store / "CURRENT", "side", "vibe"),
+        Target("vibe.current", store / "CURRENT", "side", "vibe", parse_is_problem=False),  # rewritten in place
         Target(
             "vibe.manifest",
             store / "generations" / json.loads((store / "CURRENT").read_text())["generation"] / "manifest.json",
