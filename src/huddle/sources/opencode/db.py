@@ -68,10 +68,11 @@ class DbError(InputError):
 def stamp(path: str) -> tuple[Any, ...] | None:
     """What moves whenever OpenCode commits anything, read without SQLite: the database
     file's and the WAL's identity, size and mtime, and the WAL header (its salts change
-    when the WAL restarts). None when there is no database."""
+    when the WAL restarts). None when there is no database; an OSError when it cannot
+    be looked at (its folder closed)."""
     try:
         st = os.stat(path)
-    except OSError:
+    except FileNotFoundError:
         return None
     out: tuple[Any, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     try:

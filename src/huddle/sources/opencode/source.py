@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
+from huddle.io.safefile import forget, remember
 from huddle.model.files import Files
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
@@ -83,7 +84,7 @@ class OpenCodeSource(Source):
         return out
 
     def exists(self) -> bool:
-        return any(os.path.exists(p) for p in self.db_paths())
+        return any(_there(p) for p in self.db_paths())
 
     def watch_dirs(self) -> list[str]:
         return self.roots()
@@ -100,13 +101,20 @@ class OpenCodeSource(Source):
             return []
         try:
             mtime = os.stat(self.folder).st_mtime_ns
-        except OSError:
+        except FileNotFoundError:
             return []
+        except OSError as exc:  # cannot be looked at now: a note; the databases found before stand
+            remember(self.folder, exc)
+            return self._listing[1] if self._listing is not None else []
         if self._listing is None or self._listing[0] != mtime:
             try:
                 listed = sorted(os.listdir(self.folder))
-            except OSError:
+                forget(self.folder)
+            except FileNotFoundError:
                 listed = []
+            except OSError as exc:  # cannot be listed now: a note; the databases found before stand
+                remember(self.folder, exc)
+                return self._listing[1] if self._listing is not None else []
             names = [
                 n for n in listed if n.endswith(".db") and (n == self.db_default or n.startswith(self.db_prefixes))
             ]
@@ -156,7 +164,14 @@ class OpenCodeSource(Source):
         # every file of the data folder looked at and not read as sessions: path -> (verdict, why)
         self.accounts = dict(self._listing[2]) if self._listing is not None and not os.environ.get(self.db_env) else {}
         for path in paths:
-            st = stamp(path)
+            try:
+                st = stamp(path)
+            except OSError as exc:  # there, but not to be looked at now: a note, its sessions as read
+                remember(path, exc)
+                found.update(
+                    (k, h) for k, h in known.items() if isinstance(h, (OpenCodeHandle, BrokenHandle)) and h.path == path
+                )
+                continue
             if st is None:
                 self._stamps.pop(path, None)
                 self._rows.pop(path, None)
@@ -271,6 +286,17 @@ def _why_not(name: str) -> str:
     if name.endswith(("-wal", "-shm", "-journal")):
         return "a database's write-ahead log or index (read with it)"
     return _NOT_SESSIONS.get(name, "not one of the CLI's session databases")
+
+
+def _there(path: str) -> bool:
+    """A database file is there (one that cannot be looked at now is: its folder is closed)."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _json1(db: Database) -> bool:
