@@ -43,6 +43,7 @@ in CPython's module.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import sqlite3
@@ -67,21 +68,24 @@ class DbError(InputError):
 
 def stamp(path: str) -> tuple[Any, ...] | None:
     """What moves whenever OpenCode commits anything, read without SQLite: the database
-    file's and the WAL's identity, size and mtime, and the WAL header (its salts change
-    when the WAL restarts). None when there is no database; an OSError when it cannot
-    be looked at (its folder closed)."""
+    file's and the WAL's identity, size and mtime, whether they can be read (a chmod:
+    not ctime, which SQLite itself moves when root opens a WAL), and the WAL header (its
+    salts change when the WAL restarts). None when there is no database; an OSError
+    when it cannot be looked at (its folder closed)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return None
-    out: tuple[Any, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    out: tuple[Any, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, os.access(path, os.R_OK))
     try:
         with safefile.open_regular(path + "-wal") as f:  # a FIFO in its place must not block
             wst = os.fstat(f.fileno())
             head = f.read(WAL_HEAD)
         out += (wst.st_ino, wst.st_size, wst.st_mtime_ns, head)
-    except OSError:
+    except FileNotFoundError:
         out += (None,)
+    except OSError as exc:  # (there, but not to be read: says so until it can be)
+        out += (None, type(exc).__name__)
     return out
 
 
@@ -144,6 +148,8 @@ class Database:
                     if os.path.islink(path + suffix) and not safefile.inside(path + suffix, folder):
                         raise safefile.Escapes(0, "a symlink out of the agent's folder, not followed", path + suffix)
                     safefile.regular(path + suffix)
+                    if not os.access(path + suffix, os.R_OK):  # SQLite would read around it, or not at all
+                        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path + suffix)
         except OSError as exc:
             raise DbError(f"{exc.filename or path}: cannot read ({exc.strerror or exc})") from None
         has_wal = os.path.exists(path + "-wal")

@@ -192,7 +192,10 @@ class OpenCodeSource(Source):
                         found[broken.key] = broken
                         continue
                     self.notes.append(f"{self.name}: {exc}")
-                    # keep what was read; the stamp stays old, so the next refresh asks again
+                    # what was read stands, as it was (its handles not asked to read: the note is
+                    # the one line); the stamp stays old, so the next refresh asks again
+                    found.update((k, h) for k, h in known.items() if isinstance(h, OpenCodeHandle) and h.path == path)
+                    continue
                 else:
                     self._stamps[path] = st
                     self._rows[path] = rows
