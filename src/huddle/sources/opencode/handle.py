@@ -43,7 +43,7 @@ def data_sql(json1: bool) -> str:
     return (_SMALL + cut + "END, length(CAST(data AS BLOB))").format(cap=ROW_MAX)
 
 
-class Deleted(Exception):
+class _Deleted(Exception):
     """Rows of a session read before are gone (OpenCode reverted it): read it again whole."""
 
 
@@ -144,7 +144,7 @@ class OpenCodeHandle(Handle):
                 try:
                     for m in sorted(todo, key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
                         self._read(db, m)
-                except Deleted:  # as a cold read would: from the start, every member
+                except _Deleted:  # as a cold read would: from the start, every member
                     self._restart()
                     for m in sorted(self.members.values(), key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
                         self._read(db, m)
@@ -196,7 +196,7 @@ class OpenCodeHandle(Handle):
     def _check_deleted(
         self, db: Database, m: Member, msgs: list[tuple[Any, ...]], parts: list[tuple[Any, ...]]
     ) -> None:
-        """Raises Deleted when a row read before is gone: fewer rows than were read, others
+        """Raises _Deleted when a row read before is gone: fewer rows than were read, others
         in their place (a rowid taken again by another id), or their rowids moved."""
         got = db.query(
             "SELECT (SELECT count(*) FROM message WHERE session_id = ?1), (SELECT total(rowid) FROM message "
@@ -209,9 +209,9 @@ class OpenCodeHandle(Handle):
             now = dict(seen)
             for r in rows:
                 if isinstance(r[0], int) and now.setdefault(r[0], r[1]) != r[1]:
-                    raise Deleted
+                    raise _Deleted
             if (len(now), float(sum(now))) != (counts[2 * i], float(counts[2 * i + 1] or 0)):
-                raise Deleted
+                raise _Deleted
 
     def _named_by_events(
         self, db: Database, m: Member, msgs: list[tuple[Any, ...]], parts: list[tuple[Any, ...]]
