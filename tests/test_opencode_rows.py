@@ -183,3 +183,21 @@ def test_rows_the_agent_deletes_leave_the_live_view(data):
     (h,) = live.values()
     (c,) = cold.values()
     assert h.session.usage.to_tuple() == c.session.usage.to_tuple()
+
+
+def test_a_huge_row_that_is_no_json_costs_that_row(data):
+    """SQLite's json_remove refuses malformed JSON for the whole query: asked again, that
+    row alone comes without its data."""
+    _src, before = _read(data)
+    with Writer(data / "opencode.db") as w:
+        _add_part(w, "?", '{"type":"text","text":"' + "z" * (9 << 20), pid="prt_zzzzbroken")
+        _add_part(
+            w, "?", json.dumps({"type": "text", "text": "the canary", "time": {"start": 1, "end": 2}}), pid="prt_zzzzz"
+        )
+    _src, after = _read(data)
+    (h,) = after.values()
+    assert h.session.error is None
+    assert any(e.text == "the canary" for e in h.session.events)
+    said = [p for p in h.session.problems if "no JSON" in p]
+    assert len(said) == 1, h.session.problems
+    assert Counter(_sig(after)[h.key]) >= Counter(_sig(before)[h.key])

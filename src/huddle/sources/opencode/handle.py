@@ -26,21 +26,30 @@ OVERLAP_MS = 2000  # rows are read again from this long before the newest seen (
 DEFAULT_TITLE = "New session - "
 FORK_TITLE = re.compile(r" \(fork #\d+\)$")  # a fork's copy of its source's title: no title of its own
 
-# A row's data as bytes (decoded row by row, by msgspec), and its size. A row past
-# ROW_MAX (a 100 MB tool output cost 672 MB as one Python string and its decode) comes
-# without its heavy fields, its text cut to what an event keeps: its events still stand.
+# A row's data as bytes (decoded row by row, by msgspec). A row past ROW_MAX (a 100 MB
+# tool output cost 722 MB of memory as one Python string and its decode) comes without
+# its heavy fields, marked (parser.CUT), so its events still stand: one JSON function over
+# it (json_valid or json_extract would each hold another copy of the row in SQLite).
 _SMALL = "CASE WHEN length(CAST(data AS BLOB)) <= {cap} THEN CAST(data AS BLOB) "
-_CUT = (
-    "WHEN json_valid(data) THEN CAST(json_set(json_remove(data, {heavy}), "
-    "'$.text', substr(json_extract(data, '$.text'), 1, {keep})) AS BLOB) "
-)
+_CUT = "ELSE CAST(json_set(json_remove(data, {heavy}), '$.huddle_cut', 1) AS BLOB) "
 _HEAVY = "'$.state.input', '$.state.output', '$.state.metadata', '$.state.error', '$.text', '$.summary'"
 
 
 def data_sql(json1: bool) -> str:
-    """The data and size columns (an SQLite without JSON functions skips a big row)."""
-    cut = _CUT.format(heavy=_HEAVY, keep=ev.TEXT_KEEP + 1) if json1 else ""
-    return (_SMALL + cut + "END, length(CAST(data AS BLOB))").format(cap=ROW_MAX)
+    """The data column (an SQLite without JSON functions, or a big row that is no JSON:
+    none for a big row)."""
+    return (_SMALL + (_CUT.format(heavy=_HEAVY) if json1 else "") + "END").format(cap=ROW_MAX)
+
+
+def rows_with_data(db: Database, sql: str, args: tuple, json1: bool) -> list[tuple]:
+    """`sql` with its `{data}` column: a big row that is not JSON makes SQLite's
+    json_remove fail the whole query, so it is asked again without (that row none)."""
+    try:
+        return db.query(sql.format(data=data_sql(json1)), args)
+    except DbError as exc:
+        if not json1 or "malformed JSON" not in str(exc):
+            raise
+    return db.query(sql.format(data=data_sql(False)), args)
 
 
 class _Deleted(Exception):
@@ -239,23 +248,27 @@ class OpenCodeHandle(Handle):
         want_m = sorted(
             {r[3] for r in rows if isinstance(r[3], str) and str(r[1]).startswith("message.updated")} - have_m
         )
-        data = data_sql(self.source.json1(self.path))
+        json1 = self.source.json1(self.path)
         for i in range(0, len(want_p), 400):
             chunk = want_p[i : i + 400]
             parts.extend(
-                db.query(
-                    f"SELECT rowid, id, message_id, time_created, time_updated, {data} FROM part "
+                rows_with_data(
+                    db,
+                    "SELECT rowid, id, message_id, time_created, time_updated, {data} FROM part "
                     f"WHERE session_id = ? AND id IN ({', '.join('?' * len(chunk))})",
                     (m.sid, *chunk),
+                    json1,
                 )
             )
         for i in range(0, len(want_m), 400):
             chunk = want_m[i : i + 400]
             msgs.extend(
-                db.query(
-                    f"SELECT rowid, id, time_created, time_updated, {data} FROM message "
+                rows_with_data(
+                    db,
+                    "SELECT rowid, id, time_created, time_updated, {data} FROM message "
                     f"WHERE session_id = ? AND id IN ({', '.join('?' * len(chunk))})",
                     (m.sid, *chunk),
+                    json1,
                 )
             )
 
@@ -263,16 +276,19 @@ class OpenCodeHandle(Handle):
     def _rows_of(
         db: Database, sid: str, since: int, json1: bool
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        data = data_sql(json1)
-        msgs = db.query(
-            f"SELECT rowid, id, time_created, time_updated, {data} FROM message "
+        msgs = rows_with_data(
+            db,
+            "SELECT rowid, id, time_created, time_updated, {data} FROM message "
             "WHERE session_id = ? AND time_updated >= ? ORDER BY time_created, id",
             (sid, since),
+            json1,
         )
-        parts = db.query(
-            f"SELECT rowid, id, message_id, time_created, time_updated, {data} FROM part "
+        parts = rows_with_data(
+            db,
+            "SELECT rowid, id, message_id, time_created, time_updated, {data} FROM part "
             "WHERE session_id = ? AND time_updated >= ? ORDER BY message_id, id",
             (sid, since),
+            json1,
         )
         return msgs, parts
 
@@ -330,8 +346,11 @@ class OpenCodeHandle(Handle):
         table = "message" if row % 2 else "part"
         db = self.source.database(self.path)
         try:  # left open for the reads that follow (an export, a search): the next scan closes it
-            rows = db.query(
-                f"SELECT session_id, {data_sql(self.source.json1(self.path))} FROM {table} WHERE rowid = ?", (row // 2,)
+            rows = rows_with_data(
+                db,
+                "SELECT session_id, {data} FROM " + table + " WHERE rowid = ?",
+                (row // 2,),
+                self.source.json1(self.path),
             )
         except DbError as exc:
             db.close()
@@ -339,7 +358,7 @@ class OpenCodeHandle(Handle):
         if not rows or rows[0][0] not in self.members:
             raise OSError("no such row in this session")
         if rows[0][1] is None:
-            raise OSError(f"a row of {row_int(rows[0][2]) / 1e6:.0f} MB, past what huddle reads back")
+            raise OSError(f"a row past {ROW_MAX >> 20} MB that is no JSON: not read back")
         return _normalized(rows[0][1], table, length)
 
 

@@ -29,6 +29,8 @@ from huddle.model.tools import SPAWN_TOOLS
 from . import records as rec
 from .db import ROW_MAX
 
+CUT = b',"huddle_cut":1}'  # how a row past ROW_MAX ends, cut by SQLite (handle.data_sql)
+
 TASK_TOOL = "task"  # what its results are named
 CONTEXT_KEEP = 600
 NOT_A_TURN_END = frozenset({"tool-calls", "tool_calls", ""})
@@ -137,17 +139,15 @@ class SessionParser:
 
     # -- rows --------------------------------------------------------------------------
 
-    def decoded(self, decode, data: bytes | str | None, rowid: int, what: str, size: int | None = None):
+    def decoded(self, decode, data: bytes | str | None, rowid: int, what: str):
         """One row's data decoded, or None with the row's problem said: a row costs itself
-        only. Text that is not UTF-8 (a cut emoji) is read with replacement characters."""
-        if size is not None and size > ROW_MAX:
-            if data is None:
-                self.session.problem(self.path, rowid, f"{what}: {size / 1e6:.0f} MB, past what a row may hold")
-                return None
-            self.session.note(self.path, rowid, f"{what}: {size / 1e6:.0f} MB, read without its output")
+        only. Text that is not UTF-8 (a cut emoji) is read with replacement characters; a
+        row past ROW_MAX comes without its heavy fields (handle.data_sql), and says so."""
         if data is None:
-            self.session.problem(self.path, rowid, f"{what}: no data")
+            self.session.problem(self.path, rowid, f"{what}: past {ROW_MAX >> 20} MB and no JSON: skipped")
             return None
+        if isinstance(data, bytes) and data.endswith(CUT):
+            self.session.note(self.path, rowid, f"{what}: past {ROW_MAX >> 20} MB, read without its text and output")
         try:
             return decode(data)
         except msgspec.DecodeError as exc:
@@ -165,11 +165,11 @@ class SessionParser:
         return None
 
     def feed(self, msg_rows: list[tuple[Any, ...]], part_rows: list[tuple[Any, ...]]) -> None:
-        """message rows (rowid, id, time_created, time_updated, data[, size]) in creation
-        order; part rows (rowid, id, message_id, time_created, time_updated, data[, size])."""
+        """message rows (rowid, id, time_created, time_updated, data) in creation order; part
+        rows (rowid, id, message_id, time_created, time_updated, data)."""
         touched: dict[str, None] = {}
-        for rowid, mid, tc, _tu, data, *size in msg_rows:
-            m = self.decoded(rec.decode_message, data, rowid, f"message {mid}", size[0] if size else None)
+        for rowid, mid, tc, _tu, data in msg_rows:
+            m = self.decoded(rec.decode_message, data, rowid, f"message {mid}")
             if m is None:
                 continue
             st = self.msgs.get(mid)
@@ -214,8 +214,8 @@ class SessionParser:
                 self._copying = False
 
     def _part(self, st: MsgState, mid: str, row: tuple[Any, ...]) -> None:
-        rowid, pid, _mid, tc, tu, data, *size = row
-        p = self.decoded(rec.decode_part, data, rowid, f"part {pid}", size[0] if size else None)
+        rowid, pid, _mid, tc, tu, data = row
+        p = self.decoded(rec.decode_part, data, rowid, f"part {pid}")
         if p is None:
             return
         off = rowid * 2
