@@ -171,11 +171,12 @@ def _overlay(rows: list[dict], by_id: dict[str, dict], val: dict, path: str, res
     sid = val["sessionId"]
     row = by_id.get(sid)
     if row is None and path:
-        if rest[0] is None:
+        board = rest[0]
+        if board is None:
             whole = read_board(path) or {}
-            rest[0] = {r["id"]: r for r in whole.get("sessions") or () if r.get("source") == "claude"}
-        if sid in rest[0]:
-            row = dict(rest[0][sid])
+            board = rest[0] = {r["id"]: r for r in whole.get("sessions") or () if r.get("source") == "claude"}
+        if sid in board:
+            row = dict(board[sid])
             rows.append(row)
             by_id[sid] = row
     if row is None:
