@@ -91,6 +91,8 @@ def build_world(root: Path) -> None:
     _copy(SAMPLES / "cline" / "07-subagent" / "home" / ".cline" / "data" / "sessions", root / "cline" / "sessions")
     _copy(SAMPLES / "opencode" / "07-subagent" / "home" / ".local" / "share" / "opencode", root / "opencode")
     (root / "opencode-state").mkdir()
+    _copy(SAMPLES / "kilo" / "07-subagent" / "home" / ".local" / "share" / "kilo", root / "kilo")  # OpenCode's reader
+    (root / "kilo-state").mkdir()
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -168,6 +170,8 @@ def settings_of(root: Path):
             "cline": str(root / "cline"),
             "opencode": str(root / "opencode"),
             "opencode-state": str(root / "opencode-state"),
+            "kilo": str(root / "kilo"),
+            "kilo-state": str(root / "kilo-state"),
         },
         huddle_home=str(root / "hh"),
     )
@@ -582,6 +586,7 @@ def targets(root: Path) -> dict[str, Target]:
         Target("opencode.db", oc / "opencode.db", "side", "opencode", parse_is_problem=False),
         Target("opencode.wal", oc / "opencode.db-wal", "side", "opencode", parse_is_problem=False),
         Target("opencode.data", oc, "folder", "opencode"),
+        Target("kilo.rows", root / "kilo" / "kilo.db", "rows", "kilo", _opencode_canary),
     ]
     return {t.name: t for t in out}
 
@@ -684,6 +689,7 @@ def targets_names() -> list[tuple[str, str]]:
             ("opencode.db", "side"),
             ("opencode.wal", "side"),
             ("opencode.data", "folder"),
+            ("kilo.rows", "rows"),
         ]
     ]
 
@@ -1429,6 +1435,7 @@ FUZZ_TARGETS = (
     "pi.session",
     "telemetry.session",
     "opencode.rows",
+    "kilo.rows",
 )
 
 
