@@ -159,8 +159,8 @@ class Session:
                 u = e.usage
                 if u is not None:
                     bad = u.problem()
-                    if bad:  # counts that are not counts cost their line, never the totals
-                        self.problem(e.file, e.offset, bad)
+                    if bad:  # counts that are not counts cost their record, never the totals
+                        self.bad_count(e.file, e.offset, bad)
                         e.usage = None
                     elif not e.copied and not e.counted_in:
                         key = (a, e.name)
@@ -246,6 +246,20 @@ class Session:
     def problem(self, path: str, offset: int, what: str) -> None:
         """A bad line: counted, described in one line, never fatal."""
         self.skipped_lines += 1
+        if len(self.problems) < 50:
+            self.problems.append(f"{path}:{offset}: {what}")
+
+    def bad_count(self, path: str, offset: int, what: str) -> None:
+        """A usage record whose counts are no counts (negative, past COUNT_MAX): counted,
+        and said once per file: a document of such records (or a line already said for
+        another reason) is one line, which says this too."""
+        self.skipped_lines += 1
+        prefix = f"{path}:"
+        for i, line in enumerate(self.problems):
+            if line.startswith(prefix):
+                if "usage " not in line:
+                    self.problems[i] = f"{line}; {what}"
+                return
         if len(self.problems) < 50:
             self.problems.append(f"{path}:{offset}: {what}")
 
