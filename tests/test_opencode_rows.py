@@ -201,3 +201,12 @@ def test_a_huge_row_that_is_no_json_costs_that_row(data):
     said = [p for p in h.session.problems if "no JSON" in p]
     assert len(said) == 1, h.session.problems
     assert Counter(_sig(after)[h.key]) >= Counter(_sig(before)[h.key])
+
+
+def test_an_empty_database_file_with_no_wal_is_nothing_yet(tmp_path):
+    """(The stamp's WAL part stands at [4]: an empty file and no WAL is passed over.)"""
+    data = tmp_path / "opencode"
+    data.mkdir()
+    (data / "opencode.db").write_bytes(b"")
+    src, handles = _read(data)
+    assert handles == {} and not src.notes

@@ -76,7 +76,7 @@ def stamp(path: str) -> tuple[Any, ...] | None:
         st = os.stat(path)
     except FileNotFoundError:
         return None
-    out: tuple[Any, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, os.access(path, os.R_OK))
+    out: tuple[Any, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)  # (then the WAL's, from [4]: None if none)
     try:
         with safefile.open_regular(path + "-wal") as f:  # a FIFO in its place must not block
             wst = os.fstat(f.fileno())
@@ -86,7 +86,7 @@ def stamp(path: str) -> tuple[Any, ...] | None:
         out += (None,)
     except OSError as exc:  # (there, but not to be read: says so until it can be)
         out += (None, type(exc).__name__)
-    return out
+    return (*out, os.access(path, os.R_OK))
 
 
 class Database:
