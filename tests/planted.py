@@ -106,7 +106,7 @@ PLANTED: list[tuple[str, str, str]] = [
     (
         "netrc-password",
         "PLANTEDnetrcPw2",
-        "machine pypi.org\n  login __token__\n  password {s}\ndefault login x password y",
+        "machine pypi.org\n  login deploy\n  password {s}\ndefault login x password y",
     ),
 ]
 
