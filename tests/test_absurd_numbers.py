@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLES
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper
 from huddle.model.events import COUNT_MAX, Event, Usage
 from huddle.model.session import Session
 from huddle.sources import Settings
@@ -151,7 +151,7 @@ def test_a_server_ends_its_first_read_of_an_absurd_total(tmp_path):
 
     _path, sid = _absurd_codex(tmp_path)
     settings = Settings.from_env(_env(tmp_path))
-    h = Huddle(settings, cache=True, lazy=True)
+    h = Huddle(settings, keep=Keeper())
     opts = {"poll_watched": 0.5, "poll_unwatched": 0.2, "read_apart": True}
     with ServerThread(h, watch_options=opts) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
         wait_for(lambda: srv.state.watcher.started, "the first read's end")

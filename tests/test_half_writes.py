@@ -19,10 +19,10 @@ import pytest
 
 from conftest import SAMPLES
 from faults import NOBODY, in_child
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper
 from huddle.io import reader
 from huddle.sources import Settings
-from huddle.views.board import board_json
+from huddle.views.board import board_json, leave_board
 from test_statusline import INPUT, live_copy
 
 NONE = "/nonexistent-huddle-test"
@@ -79,9 +79,10 @@ def test_the_status_line_says_a_line_whatever_the_registry_holds(tmp_path, alive
     reg = next((config / "sessions").glob("*.json"))
     good = json.loads(reg.read_text())
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-    h = Huddle(Settings.from_env(), cache=True)
+    h = Huddle(Settings.from_env(), keep=Keeper())
     h.refresh()
-    h.write_board_cache(board_json(h))
+    built: dict = {}
+    leave_board(h, board_json(h, built=built), built)  # the board file, as `huddle status` leaves it
     other = {**good, "status": "busy"}
     odd = [
         {**other, "sessionId": ["a", "list"]},
