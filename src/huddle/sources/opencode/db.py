@@ -76,7 +76,8 @@ def stamp(path: str) -> tuple[Any, ...] | None:
         st = os.stat(path)
     except FileNotFoundError:
         return None
-    out: tuple[Any, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)  # (then the WAL's, from [4]: None if none)
+    # (the WAL's part follows, from [4]: None when there is none; readability goes last)
+    out: tuple[Any, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     try:
         with safefile.open_regular(path + "-wal") as f:  # a FIFO in its place must not block
             wst = os.fstat(f.fileno())
