@@ -145,3 +145,15 @@ def test_serve_hub_takes_any_row(tmp_path, dsn):
         assert {r["machine"] for r in got["sessions"]} == {"a", "evil"}
         assert srv.state.watcher.last_error is None
     assert COUNT_MAX < 9 * 10**18
+
+
+def test_doctor_hub_names_the_machine_and_session_of_each_bad_row(tmp_path, dsn):
+    a = machine_env(tmp_path, "a", claude=CLAUDE / "01-basic-tools" / "config")
+    run(a, "push", dsn, "--machine", "a")
+    _hostile(dsn)
+    data = json.loads(run(a, "doctor", "--hub", dsn, "--json").stdout)
+    named = {(p["machine"], p["session"]) for p in data["problems"]}
+    assert {("evil", "claude:array"), ("evil", "claude:deep"), ("evil", "claude:times")} <= named
+    assert "postgresql" in data["hub"] and "password" not in json.dumps(data)
+    text = run(a, "doctor", "--hub", dsn).stdout
+    assert "evil" in text and "claude:deep" in text and "nested too deep" in text

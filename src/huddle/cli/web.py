@@ -309,8 +309,24 @@ def content(session_id: str, ref: str, as_json: bool) -> None:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print what GET /api/doctor returns.")
-def doctor(as_json: bool) -> None:
-    """Every file under the agents' folders: read into a session, not a session, or not read (and why)."""
+@click.option(
+    "--hub", "hub", default=None, metavar="DSN", help="The hub's rows no view can take as they stand, by machine."
+)
+def doctor(as_json: bool, hub: str | None = None) -> None:
+    """Every file under the agents' folders: read into a session, not a session, or not read (and why).
+    With --hub: every row of the hub another machine wrote that costs itself (not a JSON
+    object, nested too deep, a time or count out of range), with its machine and session."""
+    if hub is not None:
+        from .hub import hub_doctor
+
+        data = hub_doctor(hub)
+        if as_json:
+            click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+            return
+        for p in data["problems"]:
+            click.echo(visible(f"{p['machine']}  {p['session']}: {p['what']}"))
+        click.echo(f"{len(data['problems'])} row(s) of {data['hub']} left out or cut", err=True)
+        return
     from huddle.core import Huddle, Keeper, WholeMode
     from huddle.views.doctor import doctor as report
     from huddle.views.doctor import doctor_text
