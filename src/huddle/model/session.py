@@ -110,6 +110,7 @@ class Session:
         self.time_estimated = False
         self.counted_elsewhere = 0  # usage events whose response counts in another session
         self.usage_epoch = 0  # bumps when usage already counted changed (raise_usage, recount_usage)
+        self._bad_at: tuple[str, int] | None = None  # the record a bad count was last said of
 
     # -- building ------------------------------------------------------------------
 
@@ -253,6 +254,9 @@ class Session:
         """A usage record whose counts are no counts (negative, past COUNT_MAX): counted,
         and said once per file: a document of such records (or a line already said for
         another reason) is one line, which says this too."""
+        if getattr(self, "_bad_at", None) == (path, offset):  # (a session from an older cache has none)
+            return  # (one record's several usage events: one record skipped)
+        self._bad_at = (path, offset)
         self.skipped_lines += 1
         prefix = f"{path}:"
         for i, line in enumerate(self.problems):
