@@ -88,20 +88,20 @@ def fuzz(root: Path, records: int, seed: int) -> None:
         shutil.copytree(root, case, symlinks=True)
         t = faults.targets(case)[name]
         cfg = faults.settings_of(case)
-        original = t.path.read_bytes()
-        template = faults.canary_record(t, "template")
+        original = faults.snapshot_of(t)
+        template = faults.template_record(t)
         rnd = random.Random(f"{seed}:{name}")
         lost = {"live": 0, "cold": 0}
         t0 = time.monotonic()
         for i in range(rounds):
-            t.path.write_bytes(original)
+            faults.reset(t, original)
             live = Huddle(cfg, sources=[t.source])
             _guard(live.refresh)
             keys = {s.key for s in live.sessions()}
-            bad = b"".join(faults.mutate(template, rnd) + b"\n" for _ in range(100))
+            records = [faults.mutate(template, rnd) for _ in range(100)]
+            bad = b"".join(r + b"\n" for r in records)
             marker = f"canary-{i}-{rnd.randrange(1 << 30)}"
-            with open(t.path, "ab") as f:
-                f.write(bad + faults.canary_record(t, marker, after=bad) + b"\n")
+            faults.append(t, [*records, faults.canary_record(t, marker, after=bad)])
             _guard(live.refresh)
             cold = Huddle(cfg, sources=[t.source])
             _guard(cold.refresh)
@@ -218,7 +218,12 @@ def sparse(root: Path) -> None:
     shutil.rmtree(case.parent, ignore_errors=True)
 
 
-SERVER_CHECKS = ("tests/test_server_hostile.py", "tests/test_server_security.py", "tests/test_server.py")
+SERVER_CHECKS = (
+    "tests/test_server_hostile.py",
+    "tests/test_server_security.py",
+    "tests/test_server.py",
+    "tests/test_server_limits.py",
+)
 
 
 def server(src: str | None) -> None:

@@ -94,6 +94,10 @@ def build_world(root: Path) -> None:
     )
     _copy(SAMPLES / "pi" / "07-subagent-extension" / "home" / ".pi" / "agent", root / "pi")
     _copy(SAMPLES / "cline" / "07-subagent" / "home" / ".cline" / "data" / "sessions", root / "cline" / "sessions")
+    _copy(SAMPLES / "opencode" / "07-subagent" / "home" / ".local" / "share" / "opencode", root / "opencode")
+    (root / "opencode-state").mkdir()
+    _copy(SAMPLES / "kilo" / "07-subagent" / "home" / ".local" / "share" / "kilo", root / "kilo")  # OpenCode's reader
+    (root / "kilo-state").mkdir()
     (root / "outside").mkdir()
     (root / "home").mkdir()
 
@@ -200,6 +204,10 @@ def settings_of(root: Path):
             "qwen": str(root / "qwen"),
             "pi": str(root / "pi"),
             "cline": str(root / "cline"),
+            "opencode": str(root / "opencode"),
+            "opencode-state": str(root / "opencode-state"),
+            "kilo": str(root / "kilo"),
+            "kilo-state": str(root / "kilo-state"),
         },
         huddle_home=str(root / "hh"),
     )
@@ -345,6 +353,133 @@ def _pi_canary(p: Path, text: str) -> bytes:
     return json.dumps({**rec, "message": msg}).encode()
 
 
+def _opencode_canary(p: Path, text: str) -> bytes:
+    """A text part, finished, as OpenCode writes one (a row of the `part` table)."""
+    return json.dumps({"type": "text", "text": text, "time": {"start": 1796119393000, "end": 1796119393999}}).encode()
+
+
+OPENCODE_FILES = ("", "-wal", "-shm")
+
+
+def opencode_files(db: Path) -> dict[str, bytes | None]:
+    """The database, its WAL and its shared-memory index as they are (None: not there)."""
+    return {x: (Path(str(db) + x).read_bytes() if Path(str(db) + x).exists() else None) for x in OPENCODE_FILES}
+
+
+def put_opencode_files(db: Path, files: dict[str, bytes | None]) -> None:
+    """The three files back as they were (in place, as SQLite keeps them)."""
+    for x, data in files.items():
+        p = Path(str(db) + x)
+        if data is None:
+            p.unlink(missing_ok=True)
+        else:
+            p.write_bytes(data)
+
+
+def _add_parts_here(db: str, rows: list[bytes]) -> None:
+    import sqlite3
+
+    c = sqlite3.connect(db, isolation_level=None, timeout=10)
+    try:
+        ((sid,),) = c.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created LIMIT 1")
+        ((mid,),) = c.execute(
+            "SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC, id DESC LIMIT 1", (sid,)
+        )
+        c.execute("BEGIN")
+        for row in rows:
+            c.execute(
+                "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data)"
+                " VALUES (?, ?, ?, 1796119393999, 1796119393999, CAST(? AS TEXT))",
+                ("prt_zz" + uuid.uuid4().hex, mid, sid, row),
+            )
+        c.execute("UPDATE event_sequence SET seq = seq + ? WHERE aggregate_id = ?", (len(rows), sid))
+        c.execute("UPDATE session SET time_updated = time_updated + 1 WHERE id = ?", (sid,))
+        c.execute("COMMIT")
+    finally:
+        c.close()
+
+
+class RowWriter:
+    """Writes parts from a helper forked before any thread, as OpenCode writes from a
+    process of its own: SQLite shares a file's shared-memory index among one process's
+    connections, and a reader's (the server's, huddle's) is read-only."""
+
+    def __init__(self) -> None:
+        self.req_r, self.req_w = os.pipe()
+        self.res_r, self.res_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:  # pragma: no cover (the helper)
+            for fd in map(int, os.listdir("/proc/self/fd")):  # (the cold reader's pipes: its EOF is not ours to hold)
+                if fd > 2 and fd not in (self.req_r, self.res_w):
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            with os.fdopen(self.req_r, "rb") as req:
+                while True:
+                    try:
+                        db, rows = pickle.load(req)
+                    except EOFError:
+                        break
+                    try:
+                        _add_parts_here(db, rows)
+                        os.write(self.res_w, b"k")
+                    except Exception:
+                        os.write(self.res_w, b"e")
+            os._exit(0)
+        os.close(self.req_r)
+        os.close(self.res_w)
+
+    def add(self, db: str, rows: list[bytes]) -> None:
+        data = pickle.dumps((db, rows))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.req_w, view) :]
+        if os.read(self.res_r, 1) != b"k":
+            raise RuntimeError(f"the row writer could not write to {db}")
+
+    def close(self) -> None:
+        os.close(self.req_w)
+        os.close(self.res_r)
+        os.waitpid(self.pid, 0)
+
+
+_row_writer: RowWriter | None = None  # a case's, made before its server's threads
+
+
+def add_parts(db: Path, rows: list[bytes]) -> None:
+    """Parts appended to the lead session's last message, each its row's data as it is
+    (bytes that are not UTF-8 stay so), the session and its event sequence moved on, as
+    OpenCode writes them."""
+    if _row_writer is not None and _row_writer.pid != 0:
+        _row_writer.add(str(db), rows)
+    else:
+        _add_parts_here(str(db), rows)
+
+
+def reset(t: Target, original: object) -> None:
+    """A target's file (its database, for rows) back to what `snapshot_of` took."""
+    if t.kind == "rows":
+        assert isinstance(original, dict)
+        put_opencode_files(t.path, original)
+    else:
+        assert isinstance(original, bytes)
+        t.path.write_bytes(original)
+
+
+def snapshot_of(t: Target) -> object:
+    return opencode_files(t.path) if t.kind == "rows" else t.path.read_bytes()
+
+
+def append(t: Target, records: list[bytes]) -> None:
+    """Records added to a target: lines to its file, parts to its database."""
+    if t.kind == "rows":
+        add_parts(t.path, records)
+        return
+    with open(t.path, "ab") as f:
+        f.write(b"".join(r + b"\n" for r in records))
+
+
 def _hostile_variants(canary: bytes) -> dict[str, bytes]:
     """The hostile records built from a valid one: deep nesting, huge numbers, far-future
     times (every time-like field of the record, numbers and ISO strings)."""
@@ -398,7 +533,7 @@ def _hostile_variants(canary: bytes) -> dict[str, bytes]:
 class Target:
     name: str
     path: Path
-    kind: str  # "lines", "side" or "folder"
+    kind: str  # "lines", "side", "folder" or "rows" (a database's: OpenCode's parts)
     source: str
     canary: Callable[[Path, str], bytes] | None = None
     parse_is_problem: bool = True  # a side file that does not parse is said (else: skipped as half-written)
@@ -411,6 +546,7 @@ def targets(root: Path) -> dict[str, Target]:
     g = root / "gemini" / "tmp" / "proj"
     cp = root / "copilot" / "session-state"
     q = root / "qwen" / "projects" / "-home-dev-work-proj"
+    oc = root / "opencode"
     claude_main = _first(c, "projects/*/*.jsonl", lambda p: (p.parent / p.stem / "subagents").is_dir())
     claude_sub = _first(c, f"projects/*/{claude_main.stem}/subagents/agent-*.jsonl")
     codex_lead = _first(
@@ -442,7 +578,7 @@ def targets(root: Path) -> dict[str, Target]:
         Target("codex.legacy", codex_legacy, "lines", "codex", _codex_legacy_canary),
         Target("codex.archived", codex_archived, "lines", "codex", _codex_canary),
         Target("codex.day", codex_lead.parent, "folder", "codex"),
-        Target("vibe.current", store / "CURRENT", "side", "vibe"),
+        Target("vibe.current", store / "CURRENT", "side", "vibe", parse_is_problem=False),  # rewritten in place
         Target(
             "vibe.manifest",
             store / "generations" / json.loads((store / "CURRENT").read_text())["generation"] / "manifest.json",
@@ -494,6 +630,13 @@ def targets(root: Path) -> dict[str, Target]:
         Target("cline.messages", cline / f"{cline.name}.messages.json", "side", "cline"),
         Target("cline.sub", _first(cline, "agent_*.messages.json"), "side", "cline"),
         Target("cline.session", cline, "folder", "cline"),
+        Target("hosted.run", hh / "runs" / "r1", "folder", "hosted"),
+        Target("opencode.rows", oc / "opencode.db", "rows", "opencode", _opencode_canary),
+        # (a database is no JSON: its content faults change nothing, so nothing is said)
+        Target("opencode.db", oc / "opencode.db", "side", "opencode", parse_is_problem=False),
+        Target("opencode.wal", oc / "opencode.db-wal", "side", "opencode", parse_is_problem=False),
+        Target("opencode.data", oc, "folder", "opencode"),
+        Target("kilo.rows", root / "kilo" / "kilo.db", "rows", "kilo", _opencode_canary),
     ]
     return {t.name: t for t in out}
 
@@ -522,9 +665,9 @@ FAULTS = {
         Fault("fifo", ("lines", "side"), problem=True),
         Fault("symlink_escape", ("lines", "side"), problem=True),
         Fault("symlink_loop", ("lines", "side"), problem=True),
-        Fault("deep", ("lines", "side"), problem=True, content=True),  # in a side file: like a half-written one
-        Fault("huge", ("lines", "side"), problem=False, content=True),
-        Fault("future", ("lines", "side"), problem=False, content=True),
+        Fault("deep", ("lines", "side", "rows"), problem=True, content=True),  # in a side file: like a half-written one
+        Fault("huge", ("lines", "side", "rows"), problem=False, content=True),
+        Fault("future", ("lines", "side", "rows"), problem=False, content=True),
         Fault("long_line", ("lines",), problem=True, content=True, slow=True),
         Fault("sparse", ("lines", "side"), problem=True, slow=True),
     ]
@@ -593,6 +736,12 @@ def targets_names() -> list[tuple[str, str]]:
             ("cline.messages", "side"),
             ("cline.sub", "side"),
             ("cline.session", "folder"),
+            ("hosted.run", "folder"),
+            ("opencode.rows", "rows"),
+            ("opencode.db", "side"),
+            ("opencode.wal", "side"),
+            ("opencode.data", "folder"),
+            ("kilo.rows", "rows"),
         ]
     ]
 
@@ -623,6 +772,7 @@ class Applied:
         p = t.path
         self.st = os.lstat(p)
         self.data = p.read_bytes() if t.kind != "folder" else b""
+        self.files = opencode_files(p) if t.kind == "rows" else {}  # a database: its WAL and index too
         self.extra: list[Path] = []
         self.appended = False
         getattr(self, "_" + fault.name)(p)
@@ -699,6 +849,10 @@ class Applied:
             return
         assert t.canary is not None
         bad = _hostile_variants(t.canary(p, "hostile"))[which]
+        if t.kind == "rows":
+            add_parts(p, [bad, t.canary(p, self.marker)])
+            self.appended = True
+            return
         canary = json.loads(t.canary(p, self.marker))  # its times from the file's own records
         for k in ("sequence", "seq"):
             if isinstance(canary.get(k), int):
@@ -741,6 +895,9 @@ class Applied:
                 e.unlink()
         if self.t.kind == "folder":
             os.chmod(p, stat.S_IMODE(self.st.st_mode))
+            return
+        if self.t.kind == "rows":
+            put_opencode_files(p, self.files)
             return
         if p.is_symlink() or (p.exists() and not p.is_file()):
             p.unlink()
@@ -1003,6 +1160,8 @@ def _group(case: Path, target_name: str, fault_names: list[str], cli: bool = Tru
     t = targets(case)[target_name]
     settings = settings_of(case)
     reader = ColdReader(settings)  # before any thread
+    global _row_writer
+    _row_writer = RowWriter() if t.kind == "rows" else None
     base = reader.read()
     if "sessions" not in base:
         raise RuntimeError(f"the world does not read: {base}")
@@ -1041,6 +1200,8 @@ def _group(case: Path, target_name: str, fault_names: list[str], cli: bool = Tru
         client.close()
         srv.stop()
         reader.close()
+        if _row_writer is not None:
+            _row_writer.close()
     return outs
 
 
@@ -1102,7 +1263,7 @@ def _one(out, fault, t, case, h, srv, client, reader, base, affected, cli, last)
         out.checks[f"one line ({where})"] = ok and all("\n" not in x and "Traceback" not in x for x in said)
         if not ok:
             out.detail.append(f"{where}: {len(said)} lines name {name}: {said[:3]}")
-        if fault.content and t.kind == "lines":
+        if fault.content and t.kind in ("lines", "rows"):
             seen = _canary_in(snap, marker, h if where == "live" else None)
             out.checks[f"canary read ({where})"] = seen
             if not seen:
@@ -1326,7 +1487,25 @@ FUZZ_TARGETS = (
     "qwen.lead",
     "pi.session",
     "telemetry.session",
+    "opencode.rows",
+    "kilo.rows",
 )
+
+
+def template_record(t: Target) -> bytes:
+    """The valid record the fuzz mutates: the canary's kind, or for a database the richest
+    row it holds (a finished task call, with its input, output and metadata)."""
+    if t.kind == "rows":
+        import sqlite3
+
+        c = sqlite3.connect(f"file:{t.path}?mode=ro", uri=True)
+        try:
+            rows = c.execute("SELECT data FROM part WHERE data LIKE '%\"tool\"%' ORDER BY length(data) DESC LIMIT 1")
+            ((data,),) = rows.fetchall()
+        finally:
+            c.close()
+        return data.encode()
+    return canary_record(t, "template")
 
 
 def canary_record(t: Target, marker: str, after: bytes = b"") -> bytes:

@@ -93,6 +93,21 @@ PLANTED: list[tuple[str, str, str]] = [
     ("config-secret", "PLANTED9f8e7d6c5b4a", "database:\n  api_key: {s}\n  host: db"),
     ("huggingface-token", "hf_PLANTEDhuggingface0123456789abcd", "HF says {s}"),
     ("npm-token", "npm_PLANTED0123456789abcdefghijklmnopqrs", "//registry.npmjs.org/:_authToken {s}"),
+    # issue 34's gaps: a Slack app-level token, a MySQL password on the command line, curl's
+    # basic auth, a .netrc's password
+    ("slack-token", "xapp-1-A0PLANTED12-1234567890123-0123456789abcdefPLANTED", "SLACK_APP={s} node bot.js"),
+    ("slack-token", "xapp-1-A0PLANTED34-9876543210987-fedcba9876543210PLANTED", "app token: {s}"),
+    ("mysql-password", "PLANTEDmysqlPw9", "mysql -u root -p{s} -h db shop < dump.sql"),
+    ("mysql-password", "PLANTED-dump-pw", "mysqldump --user=app --password={s} shop > shop.sql"),
+    ("mysql-password", "PLANTEDmaria", "mariadb -uroot -p'{s}' -e 'show databases'"),
+    ("curl-password", "PLANTEDcurlPw!", "curl -u admin:{s} https://ci.example.com/api/json"),
+    ("curl-password", "PLANTEDcurl2", "curl -sS --user 'deploy:{s}' -X POST https://x.example.com"),
+    ("netrc-password", "PLANTEDnetrcPw1", "$ cat ~/.netrc\nmachine api.github.com login me password {s}\n"),
+    (
+        "netrc-password",
+        "PLANTEDnetrcPw2",
+        "machine pypi.org\n  login deploy\n  password {s}\ndefault login x password y",
+    ),
 ]
 
 

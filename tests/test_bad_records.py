@@ -31,8 +31,7 @@ def _append_then_canary(world, tmp_path, name: str, bad: list[bytes]) -> tuple[H
     live.refresh()
     marker = f"canary-{uuid.uuid4().hex[:8]}"
     block = b"".join(x + b"\n" for x in bad)
-    with open(t.path, "ab") as f:
-        f.write(block + faults.canary_record(t, marker, after=block) + b"\n")
+    faults.append(t, [*bad, faults.canary_record(t, marker, after=block)])  # (rows: a database's parts)
     live.refresh()
     cold = Huddle(cfg, sources=[t.source])
     cold.refresh()

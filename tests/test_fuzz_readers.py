@@ -42,21 +42,21 @@ def test_a_mutated_record_costs_its_line_and_the_canary_after_it_is_read(world, 
     root = tmp_path_factory.mktemp("fuzz-" + name) / "w"
     shutil.copytree(world, root, symlinks=True)
     t = faults.targets(root)[name]
-    original = t.path.read_bytes()
+    original = faults.snapshot_of(t)
     cfg = faults.settings_of(root)
-    template = faults.canary_record(t, "template")
+    template = faults.template_record(t)
 
     @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
     @given(rnd=st.randoms(use_true_random=False), n=st.integers(min_value=1, max_value=4))
     def check(rnd, n):
-        t.path.write_bytes(original)  # a new file each time (new inode): read from the start
+        faults.reset(t, original)  # a new file each time (new inode): read from the start
         live = Huddle(cfg, sources=[t.source])
         live.refresh()
         before = _state(live)
-        bad = b"".join(faults.mutate(template, rnd) + b"\n" for _ in range(n))
+        records = [faults.mutate(template, rnd) for _ in range(n)]
+        bad = b"".join(r + b"\n" for r in records)
         marker = f"canary-{rnd.randrange(1 << 30)}"
-        with open(t.path, "ab") as f:
-            f.write(bad + faults.canary_record(t, marker, after=bad) + b"\n")
+        faults.append(t, [*records, faults.canary_record(t, marker, after=bad)])
         live.refresh()
         cold = Huddle(cfg, sources=[t.source])
         cold.refresh()

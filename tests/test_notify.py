@@ -320,3 +320,27 @@ def test_huddle_demo_rings_its_needs_you_moment_then_answered(bus, tmp_path):
         _out, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
     assert "Traceback" not in err
+
+
+HOSTILE_BODY = 'The lead\n<b>run</b> <a href="https://evil.example/">this</a> <img src="file:///etc/passwd"/> & \x1b[2J'
+
+
+@pytest.mark.parametrize("name", ["dbus", "notify-send", "desktop-notifier"])
+def test_a_body_is_text_never_markup(bus, name):
+    """The Notifications spec lets a server render <b>, <a href> and <img> in a body: what a
+    session's file says must be shown as written, so it is escaped (and its control
+    characters shown as escapes)."""
+    if name == "desktop-notifier":
+        pytest.importorskip("desktop_notifier")
+    backend = desktop.pick(name)
+    try:
+        backend.show("a <i>title</i> \x1b]52;c;eA==\x07 needs you", HOSTILE_BODY, None)
+        (got,) = bus.wait("Notify", 1)
+    finally:
+        if hasattr(backend, "stop"):
+            backend.stop()
+    body = got["body"]
+    assert "<b>" not in body and "<a " not in body and "<img" not in body
+    assert "&lt;b&gt;run&lt;/b&gt;" in body and "&amp;" in body
+    assert "\x1b" not in body and "\x1b" not in got["summary"] and "\\x1b[2J" in body
+    assert "The lead\n" in body  # lines stay lines

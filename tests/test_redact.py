@@ -171,3 +171,20 @@ def test_a_secret_said_in_many_places_counts_in_each_and_in_place_is_the_same():
     same = r2.value(mine, in_place=True)
     assert same is mine and same == copy and r2.counts == r1.counts
     assert key not in repr(copy) and value["a"][0] == f"k={key}", "the copy leaves the original alone"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql -u root -p shop",  # asks for the password: nothing on the line
+        "mysql -P 3306 -h db",  # a port
+        "mysql -p$MYSQL_PASSWORD shop",  # a variable, not the secret
+        "curl -u admin https://x.example.com",  # curl asks for it
+        "curl -sS https://x.example.com/page -o out.html",
+        "the machine learning password reset flow",
+        "xapp is the app's name",
+    ],
+)
+def test_look_alikes_of_the_command_line_rules_stay(text):
+    r = Redactor()
+    assert r.text(text) == text and r.replaced == 0

@@ -624,13 +624,16 @@ def test_the_index_groups_rows_by_day_as_single_responses_would(rows):
     )
 )
 def test_a_usage_problem_is_found_as_by_the_loop(values):
-    from huddle.model.events import USAGE_FIELDS, Usage
+    from huddle.model.events import COUNT_MAX, USAGE_FIELDS, Usage, _short
 
     u = Usage(*values)
     want = ""
     for name in USAGE_FIELDS:
         v = getattr(u, name)
         if type(v) is not int or v < 0:
-            want = f"usage {name} is {v!r}, not a count"
+            want = f"usage {name} is {_short(v)}, not a count"
+            break
+        if v > COUNT_MAX:  # (issue 34: past any model's window, and every sum's overflow)
+            want = f"usage {name} is {_short(v)}, out of range (more than {COUNT_MAX:.0e} tokens)"
             break
     assert u.problem() == want

@@ -14,6 +14,7 @@ to HTTP statuses (`huddle.server.app.STATUS`), the CLI to a one-line error.
     │   ├── PricingError        views/pricing: a pricing file
     │   ├── RedactFileError     views/redact: a file of redaction patterns
     │   ├── StoreError          sources/vibe/store: a Vibe session store
+    │   │   └── Unparsed        a store file that is no JSON (yet): CURRENT caught half-written
     │   ├── DbError             sources/opencode/db: OpenCode's database, now
     │   └── Damaged             search/store: the search index is not a usable database
     │       └── Reset           the index was deleted while being written: built again

@@ -46,6 +46,10 @@ def answer(argv: list[str]) -> int | None:
 def echo(text: str, err: bool = False) -> None:
     """A line as click.echo writes it."""
     stream = sys.stderr if err else sys.stdout
+    if err:  # notes and errors name files and sessions: shown, never obeyed
+        from huddle.io.visible import visible
+
+        text = visible(text)
     if "\033" in text and not stream.isatty():
         import re
 

@@ -12,6 +12,8 @@ import fcntl
 import os
 import sys
 
+from huddle.io import private
+
 
 def main() -> int:
     from huddle.sources import Settings
@@ -19,11 +21,8 @@ def main() -> int:
     settings = Settings.from_env()
     lock = os.path.join(settings.huddle_home, "cache", "refresh.lock")
     handed = os.environ.pop("HUDDLE_REFRESH_LOCK_FD", "")
-    if handed.isdigit():
-        fd = int(handed)  # the status line took the lock and handed it over (the same open file)
-    else:
-        os.makedirs(os.path.dirname(lock), mode=0o700, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    # the status line may have taken the lock and handed it over (the same open file)
+    fd = int(handed) if handed.isdigit() else private.create(lock, os.O_RDWR)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already when handed: this keeps it
     except OSError:

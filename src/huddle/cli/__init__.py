@@ -7,6 +7,7 @@ import sys
 import click
 
 from huddle import __version__
+from huddle.io.visible import visible
 from huddle.oneshot import board, json_text
 from huddle.views.select import RECENT
 
@@ -51,6 +52,13 @@ class LazyGroup(click.Group):
                 if cmd.name not in self.commands:
                     self.add_command(cmd)
         return self.commands.get(cmd_name)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:  # a message may name a file, a title, what was typed
+            setattr(exc, "message", visible(exc.message))  # noqa: B010 (Final to the type checker only)
+            raise
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         # A bare `huddle` is `huddle serve`: it takes the same options (loading serve's

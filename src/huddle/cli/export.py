@@ -42,6 +42,8 @@ def export(session_id, fmt, output, redact, redact_files, images, max_output) ->
     network), Markdown with sub-agents inlined, or the data as JSON."""
     from huddle.core.single import one_session_core
     from huddle.errors import HuddleError
+    from huddle.io import private
+    from huddle.io.visible import visible
     from huddle.views.export import Options, export_data, render, summary_line
     from huddle.views.redact import RedactFileError, user_patterns
 
@@ -53,7 +55,7 @@ def export(session_id, fmt, output, redact, redact_files, images, max_output) ->
         raise click.ClickException("--redact-file needs redaction on (drop --no-redact)")
     h = one_session_core(session_id)
     for note in h.notes:
-        click.echo(f"huddle: {note}", err=True)
+        click.echo(f"huddle: {visible(note)}", err=True)
     try:
         data, _ = export_data(
             h, session_id, Options(redact=redact, patterns=patterns, images=images, max_output=max_output)
@@ -68,13 +70,13 @@ def export(session_id, fmt, output, redact, redact_files, images, max_output) ->
     else:
         tmp = f"{output}.{os.getpid()}.tmp"
         try:
-            with open(tmp, "wb") as f:
+            with private.opened(tmp, "wb") as f:  # the user's alone, whatever the umask
                 f.write(blob)
             os.replace(tmp, output)
         except OSError as exc:
             raise click.ClickException(f"cannot write {output}: {exc.strerror or exc}") from None
         where = output
-    click.echo(f"huddle: wrote {where} ({len(blob) / 1e6:.1f} MB, {fmt}): {summary_line(data)}", err=True)
+    click.echo(visible(f"huddle: wrote {where} ({len(blob) / 1e6:.1f} MB, {fmt}): {summary_line(data)}"), err=True)
 
 
 COMMANDS = [export]

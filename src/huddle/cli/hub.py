@@ -94,6 +94,23 @@ def hub_usage(dsn: str, by: str, since: float | None, table, machine: str | None
         raise _fail(exc) from None
 
 
+def hub_doctor(dsn: str) -> dict:
+    """`huddle doctor --hub`: the hub's rows no view takes as they stand (huddle.hub.check)."""
+    from huddle.hub import connect, describe, driver, scrub
+    from huddle.hub.check import problems
+
+    try:
+        conn = connect(dsn)
+        try:
+            return {"hub": describe(dsn), "problems": problems(conn)}
+        except driver().Error as exc:
+            raise _fail(HuddleError(f"the hub ({describe(dsn)}): {scrub(str(exc), dsn)}")) from None
+        finally:
+            conn.close()
+    except HuddleError as exc:
+        raise _fail(exc) from None
+
+
 def hub_watcher(dsn: str, telemetry: bool = False):
     """For `huddle serve --hub`: a board source reading the hub, and what to call it.
     `telemetry` (with --otlp): what the receiver takes is pushed to the hub too, as the

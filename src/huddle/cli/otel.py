@@ -8,6 +8,7 @@ import sys
 import click
 
 from huddle.errors import HuddleError
+from huddle.io.visible import visible
 
 
 def redactor():
@@ -83,7 +84,7 @@ def _otel(
         if not follow:
             ex.run(ids)
             for note in h.notes:
-                click.echo(f"huddle: {note}", err=True)
+                click.echo(f"huddle: {visible(note)}", err=True)
             click.echo(f"huddle: sent {sender.sent:,} spans of {ex.sessions:,} sessions to {where}", err=True)
             if red is not None and red.replaced:
                 click.echo(f"huddle: {red.replaced:,} secrets redacted from the content", err=True)

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from huddle.io.visible import visible
 from huddle.search.text import COLUMNS
 
 BIG_BUILD = 50 << 20  # bytes: a first build this big shows a progress bar on a terminal
@@ -91,7 +92,7 @@ def search(query, as_json, source, project, session_id, kinds, since, until, lim
     if "bar" in state:
         state["bar"].stop()
     for note in h.notes:
-        click.echo(f"huddle: {note}", err=True)
+        click.echo(f"huddle: {visible(note)}", err=True)
     try:
         data = run(
             h,
@@ -117,25 +118,39 @@ def print_results(data: dict, console) -> None:
     from rich.text import Text
 
     for note in data["notes"]:
-        console.print(Text(f"huddle: {note}", style="yellow"))
+        console.print(Text(f"huddle: {visible(note)}", style="yellow"))
     if not data["results"]:
         console.print(Text("No messages found.", style="dim"))
         return
     for r in data["results"]:
         when = (r["t"] or "")[:16].replace("T", " ")
         head = Text(f"{when}  ", style="dim")
-        head.append(f"{r['source']} · {r['project'] or '(no project)'} · ", style="dim")
-        head.append(r["title"] or r["session"], style="bold")
-        head.append(f"  {r['agent_name']} · {r['kind']}", style="cyan")
+        head.append(visible(f"{r['source']} · {r['project'] or '(no project)'} · "), style="dim")
+        head.append(visible(r["title"] or r["session"]), style="bold")
+        head.append(visible(f"  {r['agent_name']} · {r['kind']}"), style="cyan")
         console.print(head)
-        snip = r["snippet"]
-        body = Text("  " + snip["text"])
-        for a, b in snip["marks"]:
-            body.stylize("bold yellow", a + 2, b + 2)
-        console.print(body)
-        console.print(Text(f"  huddle show {r['session']}   (ref {r['ref']})", style="dim"))
+        console.print(_snippet(r["snippet"]))
+        console.print(Text(visible(f"  huddle show {r['session']}   (ref {r['ref']})"), style="dim"))
     if data["more"]:
         console.print(Text("more results: --limit N, or narrow with --project, --since, --kind", style="dim"))
+
+
+def _snippet(snip: dict):
+    """The snippet with its marks, each piece shown as text (an escape written out is
+    longer than the character it stands for: the marks move with it)."""
+    from rich.text import Text
+
+    text = snip["text"]
+    body = Text("  ")
+    at = 0
+    for a, b in snip["marks"]:
+        if a < at:
+            continue
+        body.append(visible(text[at:a]))
+        body.append(visible(text[a:b]), style="bold yellow")
+        at = b
+    body.append(visible(text[at:]))
+    return body
 
 
 COMMANDS = [search]

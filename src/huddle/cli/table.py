@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from huddle.io.visible import visible
 from huddle.model.times import parse_time
 from huddle.views.numbers import short_tokens
 
@@ -83,11 +84,11 @@ def _cut(text: str, width: int) -> str:
 
 def _what(s: dict) -> str:
     if s.get("error"):
-        return "error: " + str(s["error"])
+        return "error: " + visible(s["error"])
     what = s.get("waiting_for") or s.get("doing") or ""
     if s.get("background"):
         what = (what + " · " if what else "") + "; ".join(s["background"])
-    return " ".join(str(what).split())
+    return visible(" ".join(str(what).split()))
 
 
 def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str, str] | None = None) -> Table:
@@ -104,12 +105,12 @@ def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str,
         subs = sum(1 for a in s.get("agents", []) if a.get("parent") and not a.get("quiet"))
         cells.append(
             {
-                "id": sid.get(str(s.get("id") or ""), ""),
+                "id": visible(sid.get(str(s.get("id") or ""), "")),
                 "state": (LABEL.get(state, state), STYLE.get(state, "")),
                 "for": ago(s.get("state_since") or s.get("updated_at"), now),
-                "agent": str(s.get("source", "")) + (f" +{subs}" if subs else ""),
-                "title": " ".join(str(s.get("title") or s.get("id", "")).split()),
-                "project": str(s.get("project") or ""),
+                "agent": visible(s.get("source", "")) + (f" +{subs}" if subs else ""),
+                "title": visible(" ".join(str(s.get("title") or s.get("id", "")).split())),
+                "project": visible(s.get("project") or ""),
                 "tokens": "?" if s.get("usage_unknown") else short_tokens(int(s.get("tokens") or 0)),
                 "cost": "?" if s.get("usage_unknown") else money(s.get("cost")),
                 "what": _what(s),

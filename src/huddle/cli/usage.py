@@ -127,6 +127,8 @@ def print_report(data: dict, console=None) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from huddle.io.visible import visible
+
     console = console or Console()
     rows = data["rows"]
     if not rows:
@@ -159,7 +161,7 @@ def print_report(data: dict, console=None) -> None:
         label = d["key"]
         if by == "session":
             label = f"{d['source']} · {d.get('title') or d['session']}"
-        t.add_row(Text(label), *c)
+        t.add_row(Text(visible(label)), *c)
     t.add_section()
     t.add_row(Text("total"), *foot, style="bold")
     console.print(t)
@@ -167,7 +169,7 @@ def print_report(data: dict, console=None) -> None:
     where = "built-in" + (f" + {p['user_file']}" if p.get("user_file") else "")
     console.print(Text(f"prices as of {p['as_of']} ({where}), USD list prices", style="dim"))
     if data["unpriced"]:
-        models = ", ".join(f"{u['model']} ({u['tokens']:,} tokens)" for u in data["unpriced"])
+        models = ", ".join(f"{visible(u['model'])} ({u['tokens']:,} tokens)" for u in data["unpriced"])
         console.print(Text(f"unpriced, not in the cost: {models}", style="yellow"))
     if data["counted"]["duplicates_skipped"]:
         n = data["counted"]["duplicates_skipped"]

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 import click
 
+from huddle.io.visible import visible
 from huddle.model.attention import NEEDS_YOU
 
 LABEL = {"needs_you": "needs you", "your_turn": "your turn"}
@@ -36,7 +37,7 @@ class Lines:
             why = r.get("waiting_for") if st in (NEEDS_YOU, "waiting") else r.get("doing")
             title = " ".join(str(r.get("title") or r.get("id")).split())[:70]
             line = f"{time.strftime('%H:%M:%S')}  {LABEL.get(str(st), str(st)):<9}  {title}  ({r['source']}, {r['id'][:8]})"
-            self.echo(line + (f": {' '.join(str(why).split())[:160]}" if why else ""))
+            self.echo(visible(line + (f": {' '.join(str(why).split())[:160]}" if why else "")))
         for key in removed:
             self.states.pop(key, None)
 
@@ -63,14 +64,14 @@ def watch(notify: bool, url: str | None) -> None:
         try:
             backend = pick()
         except Unavailable as exc:  # the lines go on; the why is said once
-            click.echo(f"huddle: desktop notifications off: {exc}", err=True)
+            click.echo(f"huddle: desktop notifications off: {visible(str(exc))}", err=True)
         else:
-            notifier = Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {m}", err=True))
+            notifier = Notifier(backend, url, on_error=lambda m: click.echo(f"huddle: {visible(m)}", err=True))
     h = Huddle(keep=Keeper(WholeMode()))
     h.refresh(FirstRead())
     h.keeper = None  # the watcher reads appended bytes from here on
     for note in h.notes:
-        click.echo(f"huddle: {note}", err=True)
+        click.echo(f"huddle: {visible(note)}", err=True)
     w = Watcher(h, lambda msgs: None)
     w.listen(Lines())
     w.listen(BoardFile(w))  # the status line agrees with what this prints

@@ -11,6 +11,7 @@ import threading
 import click
 
 from huddle.errors import HuddleError
+from huddle.io.visible import visible
 
 DEFAULT_PORT = 7430
 
@@ -225,11 +226,11 @@ def show(session_id: str, as_json: bool) -> None:
     if as_json:
         _emit(data)
         return
-    click.echo(f"{data.get('title') or data['id']}  [{data.get('state', '?')}]  {data.get('project', '')}")
+    click.echo(visible(f"{data.get('title') or data['id']}  [{data.get('state', '?')}]  {data.get('project', '')}"))
     for a in data["tree"]:
         u = a["usage"]
         tokens = sum(u.values())
-        click.echo(f"{'  ' * (a['depth'] + 1)}{a['label']}  {a.get('state', '')}  {tokens:,} tokens")
+        click.echo(f"{'  ' * (a['depth'] + 1)}{visible(a['label'])}  {a.get('state', '')}  {tokens:,} tokens")
 
 
 @click.command()
@@ -247,7 +248,8 @@ def events(session_id: str, after: str | None, limit: str | None, as_json: bool)
         return
     for e in data["events"]:
         words = e.get("doing") or e.get("text") or e.get("detail") or e.get("name") or ""
-        click.echo(f"{e['seq']:>6}  {e['kind']:<11} {e['agent'][:10]:<10}  {' '.join(words.split())[:100]}")
+        said = visible(" ".join(words.split())[:100])
+        click.echo(f"{e['seq']:>6}  {e['kind']:<11} {visible(e['agent'][:10]):<10}  {said}")
 
 
 @click.command()
@@ -262,7 +264,7 @@ def transcripts(session_id: str, as_json: bool) -> None:
         _emit(data)
         return
     for a in data["agents"]:
-        click.echo(f"{a['id']:<40} {a['messages']:>6}  {a['label']}")
+        click.echo(f"{visible(a['id']):<40} {a['messages']:>6}  {visible(a['label'])}")
 
 
 @click.command()
@@ -283,7 +285,8 @@ def transcript(session_id, agent, limit, after, before, around, as_json: bool) -
         return
     for m in data["messages"]:
         words = m.get("doing") or m.get("text") or m.get("detail") or ""
-        click.echo(f"{m['line']:>5} {m['lane']:<10} {m['kind']:<11} {' '.join(words.split())[:110]}")
+        said = visible(" ".join(words.split())[:110])
+        click.echo(f"{m['line']:>5} {visible(m['lane']):<10} {m['kind']:<11} {said}")
 
 
 @click.command()
@@ -299,15 +302,31 @@ def content(session_id: str, ref: str, as_json: bool) -> None:
         _emit(data)
         return
     if "input" in data:
-        click.echo(json.dumps(data["input"], indent=2, ensure_ascii=False))
+        click.echo(visible(json.dumps(data["input"], indent=2, ensure_ascii=False), lines=True))
     if data.get("text"):
-        click.echo(data["text"])
+        click.echo(visible(data["text"], lines=True))
 
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print what GET /api/doctor returns.")
-def doctor(as_json: bool) -> None:
-    """Every file under the agents' folders: read into a session, not a session, or not read (and why)."""
+@click.option(
+    "--hub", "hub", default=None, metavar="DSN", help="The hub's rows no view can take as they stand, by machine."
+)
+def doctor(as_json: bool, hub: str | None = None) -> None:
+    """Every file under the agents' folders: read into a session, not a session, or not read (and why).
+    With --hub: every row of the hub another machine wrote that costs itself (not a JSON
+    object, nested too deep, a time or count out of range), with its machine and session."""
+    if hub is not None:
+        from .hub import hub_doctor
+
+        data = hub_doctor(hub)
+        if as_json:
+            click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+            return
+        for p in data["problems"]:
+            click.echo(visible(f"{p['machine']}  {p['session']}: {p['what']}"))
+        click.echo(f"{len(data['problems'])} row(s) of {data['hub']} left out or cut", err=True)
+        return
     from huddle.core import Huddle, Keeper, WholeMode
     from huddle.views.doctor import doctor as report
     from huddle.views.doctor import doctor_text

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from huddle import __version__
+from huddle.io import private
 from huddle.io.stamps import ident
 
 ENTRIES = """CREATE TABLE IF NOT EXISTS entries(
@@ -104,8 +105,7 @@ class Store:
                 self.note = f"{self.path}: not used this time ({exc})"
 
     def _open(self) -> None:
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-        db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(private.database(self.path), timeout=5.0, isolation_level=None, check_same_thread=False)
         self.db = db
         # No fsync: a store is what the session files say, each entry checksummed and
         # stamped with the files it read. A crash of the process leaves WAL whole; one of

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 import msgspec
 
 from huddle.errors import HostingError
+from huddle.io import private
 
 _SEQ = re.compile(rb'\{"seq":(\d+)')
 _encode = msgspec.json.encode
@@ -72,7 +73,7 @@ class EventLog:
 
     def open(self) -> None:
         try:
-            self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+            self.fd = private.create(self.path, os.O_RDWR | os.O_APPEND)  # 0600 when new
         except OSError as exc:
             raise LogError(f"cannot open {self.path}: {exc.strerror}") from None
         try:

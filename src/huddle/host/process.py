@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
+import signal
 import subprocess
 from collections.abc import Callable
 from functools import partial
@@ -16,6 +17,25 @@ from functools import partial
 from huddle.errors import HostingError
 
 MAX_LINE = 64 << 20  # a longer run without a newline is handed out in pieces
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(host: int) -> Callable[[], None]:
+    """Run in the agent's process before it execs: SIGTERM when the host dies, however
+    it dies (kill -9 included), so it never runs on unlogged. (One that ignores SIGTERM
+    is stopped by the next host: orphans.py.)"""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)  # (loaded before the fork: nothing to load after it)
+
+    def arm() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != host:  # the host died before the prctl took hold
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
 
 
 class StartError(HostingError):
@@ -99,6 +119,7 @@ class AgentProcess:
                 stderr=subprocess.PIPE,
                 cwd=self.cwd,
                 start_new_session=True,  # terminal signals reach the host, which stops it cleanly
+                preexec_fn=_die_with(os.getpid()),
             )
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename and exc.filename != self.argv[0] else ""
@@ -163,6 +184,10 @@ class AgentProcess:
             and self._stdin_proto.open
             and not self._stdin.is_closing()
         )
+
+    def stdin_waiting(self) -> int:
+        """Bytes written to its stdin that it has not read yet, past what the pipe holds."""
+        return self._stdin.get_write_buffer_size() if self._stdin is not None else 0
 
     def write(self, data: bytes) -> None:
         """To its stdin; the caller asked `stdin_open` first."""

@@ -16,6 +16,7 @@ import sys
 import time
 
 from huddle.errors import HostingError
+from huddle.io import private
 from huddle.sources import Settings
 
 from .client import Connection, attach, connect, running
@@ -59,7 +60,7 @@ def run_hosted(
     given_name = name
     d, name = run_dir(name)
     try:
-        os.makedirs(d, exist_ok=True)
+        private.folder(d)
     except OSError as exc:
         raise RunError(f"cannot create {d}: {exc.strerror}") from None
     if running(d):
@@ -67,7 +68,7 @@ def run_hosted(
     start = last_seq(log_path(d)) + 1
     err_path = os.path.join(d, HOST_ERR)
     err_at = os.path.getsize(err_path) if os.path.exists(err_path) else 0
-    with open(err_path, "ab") as err:
+    with private.opened(err_path, "ab") as err:
         host = subprocess.Popen(
             [
                 sys.executable,
@@ -137,7 +138,7 @@ def _follow(d: str, start: int, stops: _Stops, out) -> tuple[LiveLine, dict | No
     exited = None
     began = time.monotonic()
     view = _view(out)
-    with open(os.path.join(d, TRACE_NAME), "ab") as trace:
+    with private.opened(os.path.join(d, TRACE_NAME), "ab") as trace:
         try:
             for line in attach(d, start, tick=TICK):
                 stops.send()

@@ -14,9 +14,9 @@ from collections.abc import Coroutine
 from typing import Any
 
 from huddle.answer.protocols import pick
-from huddle.io import procs
+from huddle.io import private, procs
 
-from . import proctree
+from . import orphans, proctree
 from .asking import Asking
 from .log import EventLog, LogError, as_json
 from .paths import SOCK_NAME, log_path
@@ -126,6 +126,10 @@ class Host:
         print(f"huddle host: {msg}; stopping the agent rather than run it unlogged", file=sys.stderr, flush=True)
         self.spawn(self.stop(fast=True, by="log"))
 
+    def _note(self, text: str) -> None:
+        self.record("note", {"text": text})
+        print(f"huddle host: {text}", file=sys.stderr, flush=True)
+
     def _on_line(self, kind: str, line: bytes) -> None:
         if self.done.is_set():
             return  # a leftover process still writing after `exited`: this run's log is closed
@@ -141,7 +145,7 @@ class Host:
 
     async def run(self) -> int:
         try:
-            os.makedirs(self.dir, exist_ok=True)
+            private.folder(self.dir)
         except OSError as exc:
             return _say(f"cannot create {self.dir}: {exc.strerror}", 2)
         try:
@@ -184,6 +188,7 @@ class Host:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.add_signal_handler(sig, lambda: self._on_signal() if self.agent.exited else signals.append(1))
+        await orphans.sweep(os.path.dirname(self.dir), self.dir, self._note)  # never an agent run unlogged
         try:
             pid = await self.agent.start()
         except StartError as exc:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 BEHIND_LIMIT = 1024  # entries a live reader may lag before it is let go
 HIGH_WATER = 256 << 10  # bytes queued on a connection before its reader must catch up
 REQUEST_LIMIT = 64 << 20
+STDIN_MAX = 4 << 20  # bytes waiting for an agent to read its stdin: past it, `write` is refused
 OPS = ("attach", "write", "stop", "status", "answer", "asks")
 _decode = msgspec.json.decode
 _encode = msgspec.json.encode
@@ -91,6 +92,7 @@ class Serving:
                 os.unlink(path)
         with unix_address(self.host.socket) as addr:
             server = await asyncio.start_unix_server(self._client, path=addr, limit=REQUEST_LIMIT)
+        os.chmod(self.host.socket, 0o600)  # it writes to the agent's stdin: the user's alone (--socket may be anywhere)
         self._sock_ino = os.stat(self.host.socket).st_ino
         if self.host.socket != link:
             os.symlink(self.host.socket, link)  # clients look in D
@@ -189,6 +191,9 @@ class Serving:
             return {"ok": False, "error": 'write needs "line" (one JSON value, as text) or "json"'}
         if not self.host.agent.running or not self.host.agent.stdin_open or self.host.stop_task is not None:
             return {"ok": False, "error": "the agent's stdin is closed"}
+        waiting = self.host.agent.stdin_waiting()
+        if waiting + len(raw) > STDIN_MAX:  # held here for an agent that never reads: bounded
+            return {"ok": False, "error": f"the agent is not reading its stdin ({waiting:,} bytes wait): not sent"}
         seq = self.host.to_agent(raw)
         if seq is None:
             return {"ok": False, "error": f"not written: {self.host.broken}"}

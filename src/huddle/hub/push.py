@@ -20,6 +20,7 @@ from typing import Any
 
 from huddle import __version__
 from huddle.core.coldread import FirstRead
+from huddle.io import private
 
 from . import HubError, connect, describe, driver, scrub
 from .rows import agent_rows, hub_row, response_rows, session_values
@@ -86,9 +87,8 @@ class PushState:
     def save(self) -> None:
         if not self.path:
             return
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         tmp = f"{self.path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with private.opened(tmp, "w") as f:
             json.dump({"sessions": self.sessions}, f)
         os.replace(tmp, self.path)
 

@@ -20,10 +20,12 @@ from huddle.views.pricing import current
 from huddle.views.usage import UNKNOWN_DAY, Line, _day, aggregate, shaped
 
 from . import driver
+from .check import board_row, note
 from .prices import differing, hub_rates
 from .report import WIDTH, Bounds, Summed, params, price_arrays, query
 from .roles import sessions_relation
 from .sums import UNKNOWN_DAY as UNKNOWN
+from .sums import good
 
 STALE_AFTER = 120.0  # seconds without a push before a machine's live states are doubted
 LIVE = frozenset({"working", "needs_you", "waiting"})
@@ -56,7 +58,7 @@ def board(
         where.append("s.changed_at > %(after)s")
     rows = conn.execute(
         f"""
-        SELECT s.row, s.machine, s.pushed_at, m.last_seen,
+        SELECT s.key, s.row::text, s.machine, s.pushed_at, m.last_seen,
                (SELECT array_agg(sm.machine ORDER BY sm.machine) FROM huddle.session_machines sm
                  WHERE sm.session_key = s.key), s.changed_at
         FROM {sessions_relation(conn)} s LEFT JOIN huddle.machines m ON m.name = s.machine
@@ -69,18 +71,23 @@ def board(
     conn.commit()
     out = []
     newest = changed_after or 0.0
-    for row, pusher, pushed_at, last_seen, holders, changed in rows:
+    notes: list[str] = []
+    for key, text, pusher, pushed_at, last_seen, holders, changed in rows:
         newest = max(newest, changed or 0.0)
-        if not isinstance(row, dict) or row.get("empty"):
+        d, why = board_row(text)  # another machine's row: it costs itself only
+        if d is None:
+            notes.append(note(pusher, key, why))
+            continue
+        if d.get("empty"):
             continue  # (off the board, as on the machine: its usage is still counted)
-        d = dict(row)
         d["machine"] = machine if machine is not None else pusher
         d["machines"] = list(holders or [])
         d["pushed_at"] = iso(pushed_at)
-        if d.get("state") in LIVE and (last_seen is None or now - last_seen > STALE_AFTER):
+        if d.get("state") in LIVE and (last_seen is None or not now - last_seen <= STALE_AFTER):  # (NaN: stale)
             d["stale"] = True
         out.append(d)
-    return {"sessions": sort_rows(out), "count": n, "changed_at": newest}
+    notes_ = {"notes": notes[:50]} if notes else {}
+    return {"sessions": sort_rows(out), "count": n, "changed_at": newest, **notes_}
 
 
 def counted(conn: Any, machine: str | None = None) -> dict:
@@ -98,6 +105,7 @@ def counted(conn: Any, machine: str | None = None) -> dict:
                    PARTITION BY r.source, r.response_id
                    ORDER BY (h.started_at IS NULL), h.started_at, h.key COLLATE "C") END AS owner
           FROM huddle.responses r JOIN held h ON h.key = r.session_key
+          WHERE {good("r")}
         )
         SELECT key, source, id, title, project, started_at, owner = key AS counts, t, agent_label, model,
                input, output, cache_read, cache_write, cache_write_1h

@@ -17,9 +17,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from huddle.model.events import COUNT_MAX  # the most tokens one response may count (issue 34)
 from huddle.model.times import LATEST
 
-COUNT_MAX = 10**12  # the most tokens one response may count (model.events' bound, issue 34)
 UNKNOWN_DAY = -2147483648  # usage_sums.day of responses with no time
 
 

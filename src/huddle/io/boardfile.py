@@ -20,6 +20,7 @@ import marshal
 import os
 import time
 
+from . import private
 from .safefile import open_regular
 
 TYPE_CHECKING = False  # typing itself costs the status line ~10 ms (it imports re and enum)
@@ -61,9 +62,8 @@ def read_board(path: str, whole: bool = True) -> dict[str, Any] | None:
 def atomic_write(path: str, data: bytes | list[bytes]) -> None:
     """`data` (or its parts, one after the other: nothing joined) as the file at `path`,
     whole or not at all."""
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as f:
+    with private.opened(tmp, "wb") as f:  # (its folder made too)
         for part in [data] if isinstance(data, bytes) else data:
             f.write(part)
     os.replace(tmp, path)

@@ -5,8 +5,8 @@ identity (device, inode, size, mtime, ctime) and a print of the bytes before tha
 offset (its head, four samples across it, the bytes just before it). A poll reads
 only what was appended, in bounded chunks, and hands out whole lines; a half-written
 last line waits (in memory) for its newline. A file that shrank, changed inode, or
-whose print changed is read again from the start: an in-place rewrite is noticed
-whatever bytes it keeps, since it moves ctime and with it a re-check of the print.
+whose print changed, or that was written to without growing (its mtime moved, its
+size kept: rewritten in place), is read again from the start.
 
 A last line without its newline waits while its file may still be written: it is
 handed out once (`Cursor.given`) when the file has been quiet for the settle time
@@ -164,7 +164,11 @@ class LineReader:
             return RESET
         if c.ino and st.st_size == c.size and st.st_mtime_ns == c.mtime_ns and st.st_ctime_ns == c.ctime_ns:
             return GROWN if self._tail_due(st) else SAME
-        if c.offset and not self._print_matches():
+        # Written to with its size kept: rewritten in place (an append grows it). The print
+        # samples a few hundred bytes only, so an edit between them would go unseen. (A
+        # chmod moves ctime alone; a cursor whose read raced an append keeps no mtime.)
+        rewritten = st.st_size == c.size and c.mtime_ns > 0 and st.st_mtime_ns != c.mtime_ns
+        if c.offset and (rewritten or not self._print_matches()):
             self._restart(st)
             return RESET
         if c.given and st.st_size > c.offset + c.given and not self._given_ended():
@@ -362,7 +366,10 @@ class LineReader:
                 c.print = fingerprint(fd, c.offset)
                 if done:
                     c.size = max(st.st_size, c.offset + plen)
-                    c.mtime_ns, c.ctime_ns = st.st_mtime_ns, st.st_ctime_ns
+                    # bytes past the size fstat gave were appended as it was read: its mtime
+                    # is older than them, so it cannot tell a rewrite (0: look at the print)
+                    c.mtime_ns = st.st_mtime_ns if c.offset + plen <= st.st_size else 0
+                    c.ctime_ns = st.st_ctime_ns
                     c.dev, c.ino = st.st_dev, st.st_ino
         finally:
             os.close(fd)

@@ -24,10 +24,21 @@ import threading
 from typing import Any
 
 from huddle.errors import HostingError
+from huddle.io.visible import visible
 
 APP = "huddle"
 BUS_NAME = "org.freedesktop.Notifications"
 BUS_PATH = "/org/freedesktop/Notifications"
+
+
+def as_text(summary: str, body: str, markup: bool) -> tuple[str, str]:
+    """What a session's files said, as text: control characters shown as escapes, and a
+    body escaped where the server may render markup (the Notifications spec's <b>, <a
+    href>, <img>): what the files said is shown as written, never followed or loaded."""
+    body = visible(body, lines=True).replace("\t", " ")
+    if markup:
+        body = body.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return visible(summary), body
 
 
 class Unavailable(HostingError):
@@ -80,6 +91,7 @@ class DBus:
     def show(
         self, summary: str, body: str, url: str | None, replaces: object = None, actions: list | tuple = ()
     ) -> object:
+        summary, body = as_text(summary, body, markup=True)
         hints = {"urgency": ("y", 2), "category": ("s", "im.received"), "desktop-entry": ("s", APP)}
         rid = replaces if isinstance(replaces, int) else 0
         flat = [x for key, label in actions for x in (key, label)]
@@ -155,6 +167,8 @@ class NotifySend:
             return None
 
     def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
+        summary, body = as_text(summary, body, markup=True)
+        body = body.replace("\\", "\\\\")  # notify-send reads backslash escapes in a body (g_strcompress)
         extra = [f"--replace-id={replaces}"] if isinstance(replaces, int) else []
         return self._run("--urgency=critical", "--icon=dialog-question", *extra, "--", summary, body)
 
@@ -178,6 +192,7 @@ class Osascript:
             raise Unavailable("osascript is macOS only")
 
     def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
+        summary, body = as_text(summary, body, markup=False)
         script = f"display notification {_applescript(body)} with title {_applescript(summary)}"
         subprocess.run([self.exe or "osascript", "-e", script], capture_output=True, timeout=10, check=True)
         return None
@@ -215,6 +230,7 @@ class Notifier:
     def show(self, summary: str, body: str, url: str | None, replaces: object = None) -> object:
         from desktop_notifier import Urgency
 
+        summary, body = as_text(summary, body, markup=sys.platform.startswith("linux"))  # (D-Bus there)
         if isinstance(replaces, str):
             self.close(replaces)
         clicked = (lambda: open_page(url)) if url else None

@@ -51,6 +51,11 @@ KINDS = (
 # Longest text kept in memory per event; the rest is read back from `file`.
 TEXT_KEEP = 4000
 
+# The most tokens one record may count (a response's, or a session total a file gives
+# as one): a trillion, far past any model's window. A count beyond it is no count (it
+# would overflow a float price, an SQLite or PostgreSQL integer sum, an OTel int64).
+COUNT_MAX = 10**12
+
 
 # gc=False: events and usage hold only strings and numbers (no cycles), and a big
 # session has hundreds of thousands of them; untracked, they cost the collector nothing.
@@ -91,17 +96,25 @@ class Usage(msgspec.Struct, omit_defaults=True, gc=False):
         )
 
     def problem(self) -> str:
-        """What is wrong with these counts, "" when each is a non-negative integer.
-        Checked for every source where events enter a session (a negative count would
-        be a negative cost)."""
+        """What is wrong with these counts, "" when each is an integer from 0 to
+        COUNT_MAX. Checked for every source where events enter a session (a negative
+        count would be a negative cost, an absurd one an overflow in every sum)."""
         a, b, c, d, e = self.input, self.output, self.cache_read, self.cache_write, self.cache_write_1h
         ints = type(a) is int and type(b) is int and type(c) is int and type(d) is int and type(e) is int
-        if ints and a >= 0 and b >= 0 and c >= 0 and d >= 0 and e >= 0:
+        if (
+            ints
+            and 0 <= a <= COUNT_MAX
+            and 0 <= b <= COUNT_MAX
+            and 0 <= c <= COUNT_MAX
+            and 0 <= d <= COUNT_MAX >= e >= 0
+        ):
             return ""  # (the common case, without a loop: checked for every response)
         for name in USAGE_FIELDS:
             v = getattr(self, name)
             if type(v) is not int or v < 0:
-                return f"usage {name} is {v!r}, not a count"
+                return f"usage {name} is {_short(v)}, not a count"
+            if v > COUNT_MAX:
+                return f"usage {name} is {_short(v)}, out of range (more than {COUNT_MAX:.0e} tokens)"
         return ""
 
     @property
@@ -122,6 +135,13 @@ class Usage(msgspec.Struct, omit_defaults=True, gc=False):
 
 
 USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
+
+
+def _short(v: object) -> str:
+    """A value as a problem line shows it: a 400-digit count by its size."""
+    if type(v) is int and abs(v) >= 10**15:
+        return f"a {len(str(abs(v)))}-digit number"
+    return repr(v)[:60]
 
 
 class Event(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):

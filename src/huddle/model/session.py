@@ -115,6 +115,7 @@ class Session:
         self.time_estimated = False
         self.counted_elsewhere = 0  # usage events whose response counts in another session
         self.usage_epoch = 0  # bumps when usage already counted changed (raise_usage, recount_usage)
+        self._bad_at: tuple[str, int] | None = None  # the record a bad count was last said of
 
     # -- building ------------------------------------------------------------------
 
@@ -164,8 +165,8 @@ class Session:
                 u = e.usage
                 if u is not None:
                     bad = u.problem()
-                    if bad:  # counts that are not counts cost their line, never the totals
-                        self.problem(e.file, e.offset, bad)
+                    if bad:  # counts that are not counts cost their record, never the totals
+                        self.bad_count(e.file, e.offset, bad)
                         e.usage = None
                     elif not e.copied and not e.counted_in:
                         key = (a, e.name)
@@ -251,6 +252,23 @@ class Session:
     def problem(self, path: str, offset: int, what: str) -> None:
         """A bad line: counted, described in one line, never fatal."""
         self.skipped_lines += 1
+        if len(self.problems) < 50:
+            self.problems.append(f"{path}:{offset}: {what}")
+
+    def bad_count(self, path: str, offset: int, what: str) -> None:
+        """A usage record whose counts are no counts (negative, past COUNT_MAX): counted,
+        and said once per file: a document of such records (or a line already said for
+        another reason) is one line, which says this too."""
+        if getattr(self, "_bad_at", None) == (path, offset):  # (a session from an older cache has none)
+            return  # (one record's several usage events: one record skipped)
+        self._bad_at = (path, offset)
+        self.skipped_lines += 1
+        prefix = f"{path}:"
+        for i, line in enumerate(self.problems):
+            if line.startswith(prefix):
+                if "usage " not in line:
+                    self.problems[i] = f"{line}; {what}"
+                return
         if len(self.problems) < 50:
             self.problems.append(f"{path}:{offset}: {what}")
 

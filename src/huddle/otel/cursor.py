@@ -12,6 +12,8 @@ import os
 import sqlite3
 from collections.abc import Iterable
 
+from huddle.io import private
+
 from .plan import SpanPlan
 
 _SCHEMA = """
@@ -36,10 +38,11 @@ def _unsigned(v: int) -> int:
 class Cursor:
     def __init__(self, huddle_home: str, endpoint: str) -> None:
         folder = os.path.join(huddle_home, "otel")
-        os.makedirs(folder, mode=0o700, exist_ok=True)
         self.path = os.path.join(folder, "cursor.sqlite")
         self.endpoint = endpoint
-        self.db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)  # one user at a time
+        self.db = sqlite3.connect(
+            private.database(self.path), timeout=30, check_same_thread=False
+        )  # one user at a time
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute(_SCHEMA)
         self.db.commit()

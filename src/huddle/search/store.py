@@ -29,6 +29,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from huddle.errors import InputError
+from huddle.io import private
 
 FORMAT = "huddle-search/1"
 TAIL = 64  # bytes before a file's indexed length, to notice a rewrite
@@ -106,7 +107,7 @@ class Store:
             return self._open()
 
     def _open(self) -> sqlite3.Connection:
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        private.folder(os.path.dirname(self.path))
         try:
             db = self._connect()
         except sqlite3.Error as exc:
@@ -120,7 +121,7 @@ class Store:
         return db
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        db = sqlite3.connect(private.database(self.path), isolation_level=None, check_same_thread=False, timeout=30)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")

@@ -13,7 +13,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from .app import State, create_app
-from .protocol import GuardedH11Protocol
+from .protocol import GuardedH11Protocol, connection_cap, raise_fd_limit
 
 # asyncio accepts up to `backlog` connections per wake-up: a small one keeps a flood of
 # connections from outrunning the closes that the connection cap makes.
@@ -64,6 +64,8 @@ class _Server(uvicorn.Server):
 
 
 def make_server(app: Starlette) -> uvicorn.Server:
+    raise_fd_limit()
+    GuardedH11Protocol.max_connections = connection_cap()  # (of the limit now in force)
     config = uvicorn.Config(
         app,
         log_level="warning",

@@ -16,9 +16,10 @@ import os
 import sys
 import time
 
-from huddle.io import folders, procs
+from huddle.io import folders, private, procs
 from huddle.io.boardfile import board_path, dirs_moved, files_moved, read_board
 from huddle.io.safefile import read_small
+from huddle.io.visible import visible
 from huddle.model import attention as rules
 
 BUDGET = float(os.environ.get("HUDDLE_STATUSLINE_BUDGET", "0.25"))  # seconds, hard
@@ -100,8 +101,7 @@ def kick_refresh(home: str) -> None:
     try:
         import fcntl
 
-        os.makedirs(os.path.dirname(lock), mode=0o700, exist_ok=True)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = private.create(lock, os.O_RDWR)
     except OSError:
         return
     try:
@@ -139,40 +139,61 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float, path: s
         names = [n for n in os.listdir(folder) if n.endswith(".json")]
     except OSError:
         return
-    by_id = {r["id"]: r for r in rows if r.get("source") == "claude"}
-    rest: dict | None = None  # the whole board's Claude rows, read once if needed
+    by_id = {r["id"]: r for r in rows if r.get("source") == "claude" and isinstance(r.get("id"), str)}
+    newest: dict[str, dict] = {}  # per session, its newest entry (a killed process's may linger)
     for n in names:
         if time.monotonic() > deadline:
-            return
+            break
         try:
             val = parse_json(read_small(os.path.join(folder, n)).decode())  # a FIFO here must not block
         except (OSError, ValueError, UnicodeDecodeError, RecursionError):
             continue  # half-written (or not a file at all): the cached state stands this round
-        if not isinstance(val, dict):
+        if not isinstance(val, dict) or not isinstance(val.get("sessionId"), str):
+            continue  # (a shape the registry never has: the refresher says what it is)
+        prev = newest.get(val["sessionId"])
+        if prev is None or _updated(val) > _updated(prev):
+            newest[val["sessionId"]] = val
+    rest: list[dict | None] = [None]  # the whole board's Claude rows, read once if needed
+    for val in newest.values():
+        try:
+            _overlay(rows, by_id, val, path, rest)
+        except Exception:  # an odd value in one entry costs that entry's word, never the line
             continue
-        row = by_id.get(val.get("sessionId"))
-        if row is None and path:
-            if rest is None:
-                whole = read_board(path) or {}
-                rest = {r["id"]: r for r in whole.get("sessions") or () if r.get("source") == "claude"}
-            if val.get("sessionId") in rest:
-                row = dict(rest[val.get("sessionId")])
-                rows.append(row)
-                by_id[row["id"]] = row
-        if row is None:
-            row = {"id": val.get("sessionId"), "source": "claude", "title": val.get("name") or "", "state": None}
+
+
+def _updated(val: dict) -> float:
+    t = val.get("updatedAt")
+    return t if isinstance(t, (int, float)) and not isinstance(t, bool) and t == t else 0
+
+
+def _overlay(rows: list[dict], by_id: dict[str, dict], val: dict, path: str, rest: list[dict | None]) -> None:
+    """One registry entry's word on its session's row."""
+    sid = val["sessionId"]
+    row = by_id.get(sid)
+    if row is None and path:
+        board = rest[0]
+        if board is None:
+            whole = read_board(path) or {}
+            board = rest[0] = {r["id"]: r for r in whole.get("sessions") or () if r.get("source") == "claude"}
+        if sid in board:
+            row = dict(board[sid])
             rows.append(row)
-            by_id[row["id"]] = row
-        # The same rules as the board's (huddle.model.attention): a gone process has ended;
-        # an unknown one (another pid namespace) still tells its status.
-        alive = procs.alive(val.get("pid"), val.get("procStart"), val.get("pidDomain"))
-        before = row.get("state")
-        state = rules.with_process_status(before, val.get("status"), bool(row.get("background")))
-        state = rules.with_liveness(state, alive)
-        if state != before:
-            row["state"] = state
-            if state == rules.NEEDS_YOU:
-                row["waiting_for"] = val.get("waitingFor") or "your answer"
+            by_id[sid] = row
+    if row is None:
+        row = {"id": sid, "source": "claude", "title": val.get("name") or "", "state": None}
+        rows.append(row)
+        by_id[sid] = row
+    # The same rules as the board's (huddle.model.attention): a gone process has ended;
+    # an unknown one (another pid namespace) still tells its status.
+    alive = procs.alive(val.get("pid"), val.get("procStart"), val.get("pidDomain"))
+    before = row.get("state")
+    state = rules.with_process_status(before, val.get("status"), bool(row.get("background")))
+    state = rules.with_liveness(state, alive)
+    if state != before:
+        row["state"] = state
+        if state == rules.NEEDS_YOU:
+            why = val.get("waitingFor")
+            row["waiting_for"] = why if isinstance(why, str) and why else "your answer"
 
 
 def summarise(inp: dict, board: dict | None, stale: bool) -> dict:
@@ -242,20 +263,32 @@ def _quota_parts(s: dict) -> tuple[list[str], list[str]]:
     return mine, others
 
 
+def _finite(v: object) -> float | None:
+    """A number a format can say (Claude Code's input is JSON: 1e400 and 10**400 are numbers)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if f == f and abs(f) != float("inf") else None
+
+
 def render(s: dict) -> str:
     parts = []
     me = s["session"]
-    if isinstance(me.get("cost_usd"), (int, float)):
-        parts.append(f"${me['cost_usd']:.2f}")
-    if isinstance(me.get("context_percent"), (int, float)):
-        parts.append(f"ctx {me['context_percent']:.0f}%")
+    usd, pct = _finite(me.get("cost_usd")), _finite(me.get("context_percent"))
+    if usd is not None:
+        parts.append(f"${usd:.2f}")
+    if pct is not None:
+        parts.append(f"ctx {pct:.0f}%")
     mine, theirs = _quota_parts(s)
     parts += mine
     others = []
     if s["needs_you"]:
         n = len(s["needs_you"])
         first = s["needs_you"][0]
-        hint = (first.get("title") or "")[:24]
+        hint = visible(str(first.get("title") or "")[:24])
         others.append(f"✋ {n} need{'s' if n == 1 else ''} you" + (f" ({hint})" if n == 1 and hint else ""))
     if s["working"]:
         others.append(f"⚙ {s['working']} working")

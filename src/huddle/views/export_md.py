@@ -24,6 +24,23 @@ def _prose(text: str) -> str:
     return _TAG.sub("&lt;", text or "").rstrip()
 
 
+def _heading(text: str) -> str:
+    """A heading's words: one line (a newline would end the heading and start a block of
+    its own), no raw HTML."""
+    return _prose(" ".join((text or "").split()))
+
+
+def _code(text: str) -> str:
+    """An inline code span around any text: fenced by a run of backticks longer than
+    any inside it (a backtick in a project's name ended a one-backtick span, and what
+    followed was markup)."""
+    text = " ".join((text or "").split())
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    bar = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or longest else ""
+    return f"{bar}{pad}{text}{pad}{bar}"
+
+
 def _fence(text: str, lang: str = "") -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     bar = "`" * max(3, longest + 1)
@@ -62,9 +79,10 @@ def markdown(data: dict) -> str:
     turns = {t["start_seq"]: t for t in data["turns"]}
     out: list[str] = []
     r = data["redaction"]
-    out.append(f"# {_prose(s['title'] or s['id'])}\n")
+    out.append(f"# {_heading(s['title'] or s['id'])}\n")
     meta = [
-        f"- Session `{s['id']}` · {s['source']}" + (f" · project `{s['project']}`" if s["project"] else ""),
+        f"- Session {_code(s['id'])} · {_prose(s['source'])}"
+        + (f" · project {_code(s['project'])}" if s["project"] else ""),
         f"- {s['started_at'] or '?'} to {s['updated_at'] or '?'}",
         f"- {_tokens(s['tokens'])} tokens · {_usd((s.get('cost') or {}).get('usd'))}",
         f"- {len(agents)} agent{'s' if len(agents) != 1 else ''} · exported {data['exported_at']} by huddle {data['huddle']}",
@@ -89,7 +107,7 @@ def markdown(data: dict) -> str:
             out.append(prefix.rstrip())
 
     def who(e: dict) -> str:
-        return "You" if e["kind"] == "prompt" else _name(agents.get(e["agent"]), lead)
+        return "You" if e["kind"] == "prompt" else _prose(_name(agents.get(e["agent"]), lead))
 
     def when(e: dict) -> str:
         t = e.get("t")
@@ -139,7 +157,7 @@ def markdown(data: dict) -> str:
                 kind = f" ({sub['type']})" if sub and sub.get("type") else ""
                 emit(
                     [
-                        f"### ↳ {_prose(_name(sub, lead))}{kind} · {_tokens(tokens)} tokens",
+                        f"### ↳ {_heading(_name(sub, lead) + kind)} · {_tokens(tokens)} tokens",
                         f"*Asked by {who(e)}:*",
                         _prose(e.get("text") or e.get("detail") or ""),
                     ],
@@ -173,6 +191,6 @@ def markdown(data: dict) -> str:
     if rest:
         out.append("## Other agents\n")
         for a in rest:
-            emit([f"### {_prose(_name(agents[a], lead))}"], 1)
+            emit([f"### {_heading(_name(agents[a], lead))}"], 1)
             lane(a, 1)
     return "\n".join(out).rstrip() + "\n"

@@ -23,10 +23,12 @@ from typing import Any
 from huddle.errors import InputError
 from huddle.io import folders
 from huddle.io.safefile import read_small
-from huddle.model.events import USAGE, Usage
+from huddle.model.events import COUNT_MAX, USAGE, Usage
 from huddle.model.session import Session
 
 MILLION = 1_000_000.0
+RATE_MAX = 1_000_000.0  # USD per million tokens (a dollar a token): past it a rate is a typo, and
+# with COUNT_MAX tokens it keeps every cost, sum and SQL product a finite double
 FIELDS = ("input", "output", "cache_read", "cache_write")
 USER_FILE = "pricing.json"
 UNKNOWN_MODEL = "(unknown)"  # usage whose records name no model
@@ -162,24 +164,38 @@ def _line_of(text: str, key: str) -> int:
     return text.count("\n", 0, i) + 1 if i >= 0 else 1
 
 
+def _rate(v: object) -> float | None:
+    """A rate: a finite number from 0 to RATE_MAX (JSON's 1e400 is inf, NaN is not one)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # an int past a float
+        return None
+    return f if 0 <= f <= RATE_MAX else None
+
+
 def _rates(obj: object, path: str, text: str, name: str, where: str) -> Rates:
     if not isinstance(obj, dict):
         raise PricingError(f"{path}:{_line_of(text, name)}: {where} must be an object of rates")
     vals = []
     for f in FIELDS:
         v = obj.get(f)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-            got = "missing" if f not in obj else f"{v!r}"
+        rate = _rate(v)
+        if rate is None:
+            got = "missing" if f not in obj else f"{v!r}"[:40]
             raise PricingError(
-                f"{path}:{_line_of(text, name)}: {where}: {f} must be a number >= 0 (USD per million tokens), got {got}"
+                f"{path}:{_line_of(text, name)}: {where}: {f} must be a number >= 0 and at most {RATE_MAX:,.0f}"
+                f" (USD per million tokens), got {got}"
             )
-        vals.append(float(v))
-    one_hour = obj.get("cache_write_1h", vals[3])
-    if isinstance(one_hour, bool) or not isinstance(one_hour, (int, float)) or one_hour < 0:
+        vals.append(rate)
+    one_hour = _rate(obj.get("cache_write_1h", vals[3]))
+    if one_hour is None:
         raise PricingError(
-            f"{path}:{_line_of(text, name)}: {where}: cache_write_1h must be a number >= 0, got {one_hour!r}"
+            f"{path}:{_line_of(text, name)}: {where}: cache_write_1h must be a number >= 0 and at most {RATE_MAX:,.0f},"
+            f" got {obj.get('cache_write_1h')!r}"[:300]
         )
-    return Rates(vals[0], vals[1], vals[2], vals[3], float(one_hour))
+    return Rates(vals[0], vals[1], vals[2], vals[3], one_hour)
 
 
 def parse(text: str, path: str, origin: str = "built-in") -> tuple[dict[str, Price], dict[str, str], str]:
@@ -208,7 +224,7 @@ def parse(text: str, path: str, origin: str = "built-in") -> tuple[dict[str, Pri
         if lc is not None:
             long = _rates(lc, path, text, name, f"model {name!r} long_context")
             above = lc.get("above")
-            if isinstance(above, bool) or not isinstance(above, int) or above <= 0:
+            if isinstance(above, bool) or not isinstance(above, int) or not 0 < above <= COUNT_MAX:
                 raise PricingError(
                     f"{path}:{_line_of(text, name)}: model {name!r} long_context: above must be a token count > 0"
                 )

@@ -205,6 +205,7 @@ def _sig(m: re.Match[str], g: int) -> Span | None:
 _Q = r"[\"']?"  # an optional closing quote after a name
 _QUOTED = r"\"[^\"\s\x00]{6,}\"|'[^'\s\x00]{6,}'"
 _UNQUOTED = r"[^\s'\"#,;{}()\[\]\x00]{6,}"
+_ARG = r"(\"[^\"\n\x00]+\"|'[^'\n\x00]+'|[^\s'\"\x00;&|]+)"  # one command-line argument, quoted or not
 _CONF_VALUE = r"[ \t]*([:=])[ \t]*(" + _QUOTED + "|" + _UNQUOTED + ")"
 
 
@@ -250,6 +251,7 @@ RULES: tuple[Rule, ...] = (
     Rule("gitlab-token", re.compile(r"gl(?:pat|dt|rt|ptt|soat)-[0-9A-Za-z_\-]{20,}"), check=_starts_token),
     Rule("gitlab-token", re.compile(r"GR1348941[0-9A-Za-z_\-]{20,}")),
     Rule("slack-token", re.compile(r"xox[abposre]-[0-9A-Za-z-]{10,}")),
+    Rule("slack-token", re.compile(r"xapp-\d+-[0-9A-Za-z-]{10,}"), check=_starts_token),  # app-level
     Rule("slack-webhook", re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}")),
     Rule("stripe-key", re.compile(r"k_(?:live|test)_[0-9A-Za-z]{16,}"), check=_stripe),
     Rule("stripe-key", re.compile(r"whsec_[0-9A-Za-z]{24,}")),
@@ -287,6 +289,30 @@ RULES: tuple[Rule, ...] = (
     *(
         Rule("auth-header", re.compile(h + _Q + r"\s*:\s*" + _Q + r"([a-z0-9_\-.~+/]{8,}=*)"), 1, True, _value)
         for h in ("api-key", "private-token", "auth-token")
+    ),
+    # A password on a command line (`mysql -pPASS`, `curl -u user:pass`) and in a .netrc: the
+    # option must stand in the same command as the program's name; a .netrc's machine is a
+    # host name (a dot, a port or a number in it, or localhost), so prose is left alone.
+    Rule(
+        "mysql-password",
+        re.compile(r"(?:mysql|mariadb)[a-z_-]*[ \t](?:[^\n;&|]{0,300}?[ \t])?(?:-p|--password=)" + _ARG),
+        group=1,
+        check=_value,
+    ),
+    Rule(
+        "curl-password",
+        re.compile(r"curl[ \t](?:[^\n;&|]{0,300}?[ \t])?(?:-u[ \t]*|--user[ \t=]+)[\"']?[^\s:'\"]*:([^\s'\"]+)"),
+        group=1,
+        check=_value,
+    ),
+    Rule(
+        "netrc-password",
+        re.compile(
+            r"(?:machine[ \t\r\n]+(?:\S*[.:0-9]\S*|localhost)|default)(?:[ \t\r\n]+(?:login|account|port)[ \t\r\n]+\S+)*"
+            r"[ \t\r\n]+password[ \t\r\n]+(\S+)"
+        ),
+        group=1,
+        check=_value,
     ),
     Rule(
         "env-secret",

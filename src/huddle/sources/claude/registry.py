@@ -63,8 +63,9 @@ class Registry:
                 continue
             val = _read(path)
             if val is None:
-                self.entries.pop(n, None)  # unknown shape or half-written: transcript decides
-                self._mtimes.pop(n, None)
+                # half-written (rewritten in place) or of an unknown shape: the last good
+                # reading stands until a good one replaces it (or the file goes), so a row
+                # never flickers to "ended"; its stamp is left old, so it is read again
                 continue
             self._mtimes[n] = mtime
             self.entries[n] = val

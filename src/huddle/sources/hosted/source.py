@@ -10,13 +10,14 @@ so the views can link the run to the agent's transcript) are in `session.live`.
 from __future__ import annotations
 
 import os
+import stat
 from typing import Any
 
 from huddle.host.paths import LOG_NAME, runs_dir
 from huddle.io.procs import alive
 from huddle.io.reader import GONE, RESET, LineReader
-from huddle.io.safefile import listdir
-from huddle.model.files import UNKNOWN, Files
+from huddle.io.safefile import forget, remember
+from huddle.model.files import UNKNOWN, UNREADABLE, Files
 from huddle.model.signals import Live, Pending
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
@@ -122,17 +123,41 @@ class HostedSource(Source):
         return [self.runs] if self.runs else []
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
-        found: dict[str, Handle] = {}
+        # A folder that cannot be read now (a chmod, a mount gone stale) is a note (the
+        # safefile remembers it), and the runs read from it stay on the board as they were.
+        kept: dict[str, Handle] = {k: h for k, h in known.items() if isinstance(h, HostedHandle)}
         self.files = account = Files()
         account.looked_in(self.runs)
-        for d in listdir(self.runs):
+        try:
+            with os.scandir(self.runs) as it:
+                runs = list(it)
+            forget(self.runs)
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            remember(self.runs, exc)
+            account.unread(self.runs, UNREADABLE)
+            return kept
+        found: dict[str, Handle] = {}
+        for d in runs:
             if not d.is_dir(follow_symlinks=False):
                 account.unread(d.path, UNKNOWN)
                 continue
             path = os.path.join(d.path, LOG_NAME)
-            if not os.path.lexists(path) or os.path.isdir(path):
-                continue  # a FIFO or a symlink out counts: the reader refuses it, the row says so
             key = f"hosted:{d.name}"
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                remember(path, exc)  # (names the run's folder when that is what cannot be entered)
+                if key in kept:
+                    found[key] = kept[key]
+                else:
+                    account.unread(d.path, UNREADABLE)
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                continue  # a FIFO or a symlink out counts: the reader refuses it, the row says so
             h = known.get(key)
             if not isinstance(h, HostedHandle) or h.path != path:
                 h = HostedHandle(path, d.name)

@@ -23,6 +23,12 @@ of 0 bytes (SQLite would delete a `-wal` beside it) -> a private copy in a tempo
 folder. The one window left: OpenCode deleting its `-wal` between the check and the
 open (only at its exit); SQLite would then create an empty one.
 
+What a row holds is OpenCode's to write and anyone's to damage: a text column that is
+not UTF-8 (a cut emoji) made `fetchall` fail for the whole query, so every text column
+is decoded with replacement characters instead (`_text`), and the big `data` columns
+are asked for as bytes, each row decoded on its own (handle.py). A database file, WAL
+or shared-memory index that is a symlink out of the database's folder is not followed.
+
 A connection in WAL mode holds a read lock on the database for as long as it is open,
 which keeps OpenCode from checkpointing at exit: connections are opened for one
 refresh and closed right after. `busy_timeout` is short: a locked database costs
@@ -37,6 +43,7 @@ in CPython's module.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import sqlite3
@@ -51,6 +58,7 @@ from huddle.errors import InputError
 from huddle.io import safefile
 
 BUSY_MS = 200
+ROW_MAX = 8 << 20  # a row's data past this is read without its heavy fields (handle.py)
 WAL_HEAD = 32  # the WAL header: magic, page size, checkpoint sequence, salts
 
 
@@ -60,21 +68,26 @@ class DbError(InputError):
 
 def stamp(path: str) -> tuple[Any, ...] | None:
     """What moves whenever OpenCode commits anything, read without SQLite: the database
-    file's and the WAL's identity, size and mtime, and the WAL header (its salts change
-    when the WAL restarts). None when there is no database."""
+    file's and the WAL's identity, size and mtime, whether they can be read (a chmod:
+    not ctime, which SQLite itself moves when root opens a WAL), and the WAL header (its
+    salts change when the WAL restarts). None when there is no database; an OSError
+    when it cannot be looked at (its folder closed)."""
     try:
         st = os.stat(path)
-    except OSError:
+    except FileNotFoundError:
         return None
+    # (the WAL's part follows, from [4]: None when there is none; readability goes last)
     out: tuple[Any, ...] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
     try:
         with safefile.open_regular(path + "-wal") as f:  # a FIFO in its place must not block
             wst = os.fstat(f.fileno())
             head = f.read(WAL_HEAD)
         out += (wst.st_ino, wst.st_size, wst.st_mtime_ns, head)
-    except OSError:
+    except FileNotFoundError:
         out += (None,)
-    return out
+    except OSError as exc:  # (there, but not to be read: says so until it can be)
+        out += (None, type(exc).__name__)
+    return (*out, os.access(path, os.R_OK))
 
 
 class Database:
@@ -130,9 +143,14 @@ class Database:
         path = self.path
         try:
             size = os.stat(path).st_size
+            folder = os.path.dirname(os.path.abspath(path))
             for suffix in ("", "-wal", "-shm"):  # SQLite opens them by name: a FIFO would block it
                 with contextlib.suppress(FileNotFoundError):
+                    if os.path.islink(path + suffix) and not safefile.inside(path + suffix, folder):
+                        raise safefile.Escapes(0, "a symlink out of the agent's folder, not followed", path + suffix)
                     safefile.regular(path + suffix)
+                    if not os.access(path + suffix, os.R_OK):  # SQLite would read around it, or not at all
+                        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path + suffix)
         except OSError as exc:
             raise DbError(f"{exc.filename or path}: cannot read ({exc.strerror or exc})") from None
         has_wal = os.path.exists(path + "-wal")
@@ -149,6 +167,7 @@ class Database:
         try:
             c = sqlite3.connect(uri, uri=True, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
             c.execute("PRAGMA query_only = ON")
+            c.text_factory = _text
         except sqlite3.Error as exc:
             raise DbError(f"{path}: cannot open read-only ({exc})") from None
         return c
@@ -202,6 +221,15 @@ class Database:
         except OSError:
             return None
         return (st.st_dev, st.st_ino)
+
+
+def _text(raw: bytes) -> str:
+    """A text column: UTF-8, or what is readable of it (a cut emoji costs its bytes, not
+    the query: sqlite3's own decoding raises for the whole fetch)."""
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace")
 
 
 def _uri(path: str, params: str) -> str:

@@ -16,7 +16,7 @@ from huddle.model.signals import Live
 from huddle.sources.base import Handle
 
 from . import records as rec
-from .db import Database, DbError
+from .db import ROW_MAX, Database, DbError
 from .parser import Links, Records, SessionParser
 
 if TYPE_CHECKING:
@@ -25,6 +25,35 @@ if TYPE_CHECKING:
 OVERLAP_MS = 2000  # rows are read again from this long before the newest seen (commit order vs clocks)
 DEFAULT_TITLE = "New session - "
 FORK_TITLE = re.compile(r" \(fork #\d+\)$")  # a fork's copy of its source's title: no title of its own
+
+# A row's data as bytes (decoded row by row, by msgspec). A row past ROW_MAX (a 100 MB
+# tool output cost 722 MB of memory as one Python string and its decode) comes without
+# its heavy fields, marked (parser.CUT), so its events still stand: one JSON function over
+# it (json_valid or json_extract would each hold another copy of the row in SQLite).
+_SMALL = "CASE WHEN length(CAST(data AS BLOB)) <= {cap} THEN CAST(data AS BLOB) "
+_CUT = "ELSE CAST(json_set(json_remove(data, {heavy}), '$.huddle_cut', 1) AS BLOB) "
+_HEAVY = "'$.state.input', '$.state.output', '$.state.metadata', '$.state.error', '$.text', '$.summary'"
+
+
+def data_sql(json1: bool) -> str:
+    """The data column (an SQLite without JSON functions, or a big row that is no JSON:
+    none for a big row)."""
+    return (_SMALL + (_CUT.format(heavy=_HEAVY) if json1 else "") + "END").format(cap=ROW_MAX)
+
+
+def rows_with_data(db: Database, sql: str, args: tuple, json1: bool) -> list[tuple]:
+    """`sql` with its `{data}` column: a big row that is not JSON makes SQLite's
+    json_remove fail the whole query, so it is asked again without (that row none)."""
+    try:
+        return db.query(sql.format(data=data_sql(json1)), args)
+    except DbError as exc:
+        if not json1 or "malformed JSON" not in str(exc):
+            raise
+    return db.query(sql.format(data=data_sql(False)), args)
+
+
+class _Deleted(Exception):
+    """Rows of a session read before are gone (OpenCode reverted it): read it again whole."""
 
 
 class Row(msgspec.Struct, array_like=True):
@@ -55,6 +84,7 @@ class Member:
         self.watermark = 0  # newest time_updated seen among its rows (ms)
         self.seq_read: int | None = None  # the newest event of its log read (None: not read yet)
         self.parser: SessionParser | None = None
+        self.seen: tuple[dict[int, str], dict[int, str]] = ({}, {})  # message, part rowid -> id read
 
 
 class OpenCodeHandle(Handle):
@@ -120,20 +150,38 @@ class OpenCodeHandle(Handle):
         if todo:
             db = self.source.database(self.path)
             try:
-                for m in sorted(todo, key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
-                    self._read(db, m)
+                try:
+                    for m in sorted(todo, key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
+                        self._read(db, m)
+                except _Deleted:  # as a cold read would: from the start, every member
+                    self._restart()
+                    for m in sorted(self.members.values(), key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
+                        self._read(db, m)
             finally:
                 self.source.done(self)
         self._link()
         self._linked = self.rows_seen
         return s.version != before
 
+    def _restart(self) -> None:
+        rows = [m.row for m in self.members.values()]
+        self.session.reset()
+        self.members = {}
+        self.links, self.records, self.title = Links(), Records(), ""
+        self.set_rows(rows)
+
     def _read(self, db: Database, m: Member) -> None:
         since = max(m.watermark - OVERLAP_MS, 0)
         with db.snapshot():  # a message and its parts as of one moment
-            msgs, parts = self._rows_of(db, m.sid, since)
+            msgs, parts = self._rows_of(db, m.sid, since, self.source.json1(self.path))
             if self.events:
                 self._named_by_events(db, m, msgs, parts)
+            if m.seen[0] or m.seen[1]:
+                self._check_deleted(db, m, msgs, parts)
+        msgs = [r for r in msgs if self._plain(r, r[1], r[1])]
+        parts = [r for r in parts if self._plain(r, r[1], r[2])]
+        for seen, rows in zip(m.seen, (msgs, parts), strict=True):
+            seen.update((r[0], r[1]) for r in rows)
         msgs.sort(key=lambda r: (row_int(r[2]), r[1]))
         parts.sort(key=lambda r: (r[2], r[1]))
         p = m.parser
@@ -146,6 +194,33 @@ class OpenCodeHandle(Handle):
         for row in parts:
             m.watermark = max(m.watermark, row_int(row[4]))
         m.read = m.row.mark
+
+    def _plain(self, row: tuple[Any, ...], rid: object, parent: object) -> bool:
+        """A row with the ids it must have (text), else its problem."""
+        if isinstance(rid, str) and isinstance(parent, str) and isinstance(row[0], int):
+            return True
+        self.session.problem(self.path, row_int(row[0]), f"a row without its ids ({rid!r}, {parent!r}): skipped")
+        return False
+
+    def _check_deleted(
+        self, db: Database, m: Member, msgs: list[tuple[Any, ...]], parts: list[tuple[Any, ...]]
+    ) -> None:
+        """Raises _Deleted when a row read before is gone: fewer rows than were read, others
+        in their place (a rowid taken again by another id), or their rowids moved."""
+        got = db.query(
+            "SELECT (SELECT count(*) FROM message WHERE session_id = ?1), (SELECT total(rowid) FROM message "
+            "WHERE session_id = ?1), (SELECT count(*) FROM part WHERE session_id = ?1), "
+            "(SELECT total(rowid) FROM part WHERE session_id = ?1)",
+            (m.sid,),
+        )
+        counts = got[0] if got else (0, 0, 0, 0)
+        for i, (seen, rows) in enumerate(zip(m.seen, (msgs, parts), strict=True)):
+            now = dict(seen)
+            for r in rows:
+                if isinstance(r[0], int) and now.setdefault(r[0], r[1]) != r[1]:
+                    raise _Deleted
+            if (len(now), float(sum(now))) != (counts[2 * i], float(counts[2 * i + 1] or 0)):
+                raise _Deleted
 
     def _named_by_events(
         self, db: Database, m: Member, msgs: list[tuple[Any, ...]], parts: list[tuple[Any, ...]]
@@ -173,36 +248,47 @@ class OpenCodeHandle(Handle):
         want_m = sorted(
             {r[3] for r in rows if isinstance(r[3], str) and str(r[1]).startswith("message.updated")} - have_m
         )
+        json1 = self.source.json1(self.path)
         for i in range(0, len(want_p), 400):
             chunk = want_p[i : i + 400]
             parts.extend(
-                db.query(
-                    "SELECT rowid, id, message_id, time_created, time_updated, data FROM part "
+                rows_with_data(
+                    db,
+                    "SELECT rowid, id, message_id, time_created, time_updated, {data} FROM part "
                     f"WHERE session_id = ? AND id IN ({', '.join('?' * len(chunk))})",
                     (m.sid, *chunk),
+                    json1,
                 )
             )
         for i in range(0, len(want_m), 400):
             chunk = want_m[i : i + 400]
             msgs.extend(
-                db.query(
-                    "SELECT rowid, id, time_created, time_updated, data FROM message "
+                rows_with_data(
+                    db,
+                    "SELECT rowid, id, time_created, time_updated, {data} FROM message "
                     f"WHERE session_id = ? AND id IN ({', '.join('?' * len(chunk))})",
                     (m.sid, *chunk),
+                    json1,
                 )
             )
 
     @staticmethod
-    def _rows_of(db: Database, sid: str, since: int) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        msgs = db.query(
-            "SELECT rowid, id, time_created, time_updated, data FROM message "
+    def _rows_of(
+        db: Database, sid: str, since: int, json1: bool
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        msgs = rows_with_data(
+            db,
+            "SELECT rowid, id, time_created, time_updated, {data} FROM message "
             "WHERE session_id = ? AND time_updated >= ? ORDER BY time_created, id",
             (sid, since),
+            json1,
         )
-        parts = db.query(
-            "SELECT rowid, id, message_id, time_created, time_updated, data FROM part "
+        parts = rows_with_data(
+            db,
+            "SELECT rowid, id, message_id, time_created, time_updated, {data} FROM part "
             "WHERE session_id = ? AND time_updated >= ? ORDER BY message_id, id",
             (sid, since),
+            json1,
         )
         return msgs, parts
 
@@ -260,12 +346,19 @@ class OpenCodeHandle(Handle):
         table = "message" if row % 2 else "part"
         db = self.source.database(self.path)
         try:  # left open for the reads that follow (an export, a search): the next scan closes it
-            rows = db.query(f"SELECT session_id, data FROM {table} WHERE rowid = ?", (row // 2,))
+            rows = rows_with_data(
+                db,
+                "SELECT session_id, {data} FROM " + table + " WHERE rowid = ?",
+                (row // 2,),
+                self.source.json1(self.path),
+            )
         except DbError as exc:
             db.close()
             raise OSError(str(exc)) from None
         if not rows or rows[0][0] not in self.members:
             raise OSError("no such row in this session")
+        if rows[0][1] is None:
+            raise OSError(f"a row past {ROW_MAX >> 20} MB that is no JSON: not read back")
         return _normalized(rows[0][1], table, length)
 
 
@@ -275,7 +368,7 @@ def _normalized(data: str | bytes, table: str, length: int) -> bytes:
         return raw
     try:
         p = rec.decode_part(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return raw
     if p.type == "tool" and p.state is not None:
         call = p.callID or ""

@@ -27,6 +27,9 @@ from huddle.model.session import Session
 from huddle.model.tools import SPAWN_TOOLS
 
 from . import records as rec
+from .db import ROW_MAX
+
+CUT = b',"huddle_cut":1}'  # how a row past ROW_MAX ends, cut by SQLite (handle.data_sql)
 
 TASK_TOOL = "task"  # what its results are named
 CONTEXT_KEEP = 600
@@ -136,15 +139,38 @@ class SessionParser:
 
     # -- rows --------------------------------------------------------------------------
 
+    def decoded(self, decode, data: bytes | str | None, rowid: int, what: str):
+        """One row's data decoded, or None with the row's problem said: a row costs itself
+        only. Text that is not UTF-8 (a cut emoji) is read with replacement characters; a
+        row past ROW_MAX comes without its heavy fields (handle.data_sql), and says so."""
+        if data is None:
+            self.session.problem(self.path, rowid, f"{what}: past {ROW_MAX >> 20} MB and no JSON: skipped")
+            return None
+        if isinstance(data, bytes) and data.endswith(CUT):
+            self.session.note(self.path, rowid, f"{what}: past {ROW_MAX >> 20} MB, read without its text and output")
+        try:
+            return decode(data)
+        except msgspec.DecodeError as exc:
+            if isinstance(data, bytes) and "UTF-8" in str(exc):
+                try:
+                    got = decode(data.decode("utf-8", "replace").encode())
+                except (msgspec.DecodeError, RecursionError):
+                    pass
+                else:
+                    self.session.note(self.path, rowid, f"{what}: not UTF-8, read with replacement characters")
+                    return got
+            self.session.problem(self.path, rowid, f"{what}: unexpected data ({exc})")
+        except RecursionError:
+            self.session.problem(self.path, rowid, f"{what}: nested too deep")
+        return None
+
     def feed(self, msg_rows: list[tuple[Any, ...]], part_rows: list[tuple[Any, ...]]) -> None:
         """message rows (rowid, id, time_created, time_updated, data) in creation order; part
         rows (rowid, id, message_id, time_created, time_updated, data)."""
         touched: dict[str, None] = {}
         for rowid, mid, tc, _tu, data in msg_rows:
-            try:
-                m = rec.decode_message(data)
-            except msgspec.DecodeError as exc:
-                self.session.problem(self.path, rowid, f"message {mid}: unexpected data ({exc})")
+            m = self.decoded(rec.decode_message, data, rowid, f"message {mid}")
+            if m is None:
                 continue
             st = self.msgs.get(mid)
             times = m.time or rec.Times()
@@ -177,17 +203,20 @@ class SessionParser:
             self._copying = getattr(st, "copied", False)  # (a state cached before copies were told)
             try:
                 for row in by_msg.get(mid, ()):
-                    self._part(st, mid, row)
+                    n = len(self.out)
+                    try:
+                        self._part(st, mid, row)
+                    except Exception as exc:  # an odd value past the decoder: this row only
+                        del self.out[n:]
+                        self.session.problem(self.path, row[0], f"part {row[1]}: {type(exc).__name__}: {exc}"[:300])
                 self._settle(st, mid)
             finally:
                 self._copying = False
 
     def _part(self, st: MsgState, mid: str, row: tuple[Any, ...]) -> None:
         rowid, pid, _mid, tc, tu, data = row
-        try:
-            p = rec.decode_part(data)
-        except msgspec.DecodeError as exc:
-            self.session.problem(self.path, rowid, f"part {pid}: unexpected data ({exc})")
+        p = self.decoded(rec.decode_part, data, rowid, f"part {pid}")
+        if p is None:
             return
         off = rowid * 2
         given = self.parts.get(pid, 0)

@@ -109,7 +109,7 @@ def loose(raw: Raw | bytes, limit: int = 1 << 22):
         return None
     try:
         return _decode_any(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # (RecursionError: nested too deep)
         return None
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from huddle.io.folders import xdg
 from huddle.io.proctable import ProcCache
+from huddle.io.safefile import forget, remember
 from huddle.model.files import Files
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
@@ -66,6 +67,7 @@ class OpenCodeSource(Source):
         self._stamps: dict[str, tuple[Any, ...]] = {}
         self._rows: dict[str, list[Row]] = {}  # database -> its session rows when last listed
         self._events: dict[str, bool] = {}  # database -> it keeps an event log SQLite can read ids from
+        self._json: dict[str, bool] = {}  # database -> its SQLite has the JSON functions
         self._groups: dict[str, tuple[Any, ...]] = {}  # database -> (its rows, by id, lead -> members) as last grouped
         self._listing: tuple[int, list[str], dict[str, tuple[str, str]]] | None = None
         self.accounts: dict[str, tuple[str, str]] = {}  # files met and not sessions: path -> (verdict, why)
@@ -82,7 +84,7 @@ class OpenCodeSource(Source):
         return out
 
     def exists(self) -> bool:
-        return any(os.path.exists(p) for p in self.db_paths())
+        return any(_there(p) for p in self.db_paths())
 
     def watch_dirs(self) -> list[str]:
         return self.roots()
@@ -99,13 +101,20 @@ class OpenCodeSource(Source):
             return []
         try:
             mtime = os.stat(self.folder).st_mtime_ns
-        except OSError:
+        except FileNotFoundError:
             return []
+        except OSError as exc:  # cannot be looked at now: a note; the databases found before stand
+            remember(self.folder, exc)
+            return self._listing[1] if self._listing is not None else []
         if self._listing is None or self._listing[0] != mtime:
             try:
                 listed = sorted(os.listdir(self.folder))
-            except OSError:
+                forget(self.folder)
+            except FileNotFoundError:
                 listed = []
+            except OSError as exc:  # cannot be listed now: a note; the databases found before stand
+                remember(self.folder, exc)
+                return self._listing[1] if self._listing is not None else []
             names = [
                 n for n in listed if n.endswith(".db") and (n == self.db_default or n.startswith(self.db_prefixes))
             ]
@@ -127,6 +136,9 @@ class OpenCodeSource(Source):
         if db is None:
             db = self._dbs[path] = Database(path)
         return db
+
+    def json1(self, path: str) -> bool:
+        return self._json.get(path, False)
 
     def done(self, handle: OpenCodeHandle | None) -> None:
         """A handle read what it needed: close the connection once no one else needs it."""
@@ -152,7 +164,14 @@ class OpenCodeSource(Source):
         # every file of the data folder looked at and not read as sessions: path -> (verdict, why)
         self.accounts = dict(self._listing[2]) if self._listing is not None and not os.environ.get(self.db_env) else {}
         for path in paths:
-            st = stamp(path)
+            try:
+                st = stamp(path)
+            except OSError as exc:  # there, but not to be looked at now: a note, its sessions as read
+                remember(path, exc)
+                found.update(
+                    (k, h) for k, h in known.items() if isinstance(h, (OpenCodeHandle, BrokenHandle)) and h.path == path
+                )
+                continue
             if st is None:
                 self._stamps.pop(path, None)
                 self._rows.pop(path, None)
@@ -173,7 +192,10 @@ class OpenCodeSource(Source):
                         found[broken.key] = broken
                         continue
                     self.notes.append(f"{self.name}: {exc}")
-                    # keep what was read; the stamp stays old, so the next refresh asks again
+                    # what was read stands, as it was (its handles not asked to read: the note is
+                    # the one line); the stamp stays old, so the next refresh asks again
+                    found.update((k, h) for k, h in known.items() if isinstance(h, OpenCodeHandle) and h.path == path)
+                    continue
                 else:
                     self._stamps[path] = st
                     self._rows[path] = rows
@@ -223,7 +245,8 @@ class OpenCodeSource(Source):
         tables = db.tables()
         if "session" not in tables:
             raise DbError(f"{path}: not an OpenCode database (no session table)")
-        self._events[path] = "event" in tables and "event_sequence" in tables and _json1(db)
+        self._json[path] = _json1(db)
+        self._events[path] = "event" in tables and "event_sequence" in tables and self._json[path]
         if "event_sequence" in tables:
             sql = _SESSIONS.format(seq="COALESCE(e.seq, 0)", join="LEFT JOIN event_sequence e ON e.aggregate_id = s.id")
         else:  # before the event log: the newest row change stands in for the sequence
@@ -266,6 +289,17 @@ def _why_not(name: str) -> str:
     if name.endswith(("-wal", "-shm", "-journal")):
         return "a database's write-ahead log or index (read with it)"
     return _NOT_SESSIONS.get(name, "not one of the CLI's session databases")
+
+
+def _there(path: str) -> bool:
+    """A database file is there (one that cannot be looked at now is: its folder is closed)."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _json1(db: Database) -> bool:

@@ -42,6 +42,10 @@ class _Missing(Exception):
     pass
 
 
+class Unparsed(StoreError):
+    """A store file that is not JSON (yet): CURRENT caught half-written, say."""
+
+
 class Rewritten(Exception):
     """The live journal segment was cut or rewritten in place: what was read from it is wrong."""
 
@@ -90,9 +94,9 @@ def _decode(decode, data: bytes, path: str):
     except msgspec.ValidationError as exc:  # a DecodeError too: caught first
         raise StoreError(f"{path}: unexpected shape ({exc})") from None
     except msgspec.DecodeError as exc:
-        raise StoreError(f"{path}: not valid JSON ({exc})") from None
+        raise Unparsed(f"{path}: not valid JSON ({exc})") from None
     except RecursionError:
-        raise StoreError(f"{path}: nested too deep") from None
+        raise Unparsed(f"{path}: nested too deep") from None
 
 
 def _inside(folder: str, rel: str, what: str) -> str:
@@ -133,7 +137,15 @@ class StoreReader:
         if key == self._current_key and self.journal is not None:
             self._drain(self.journal, sink)
             return
-        cur = self._current()
+        try:
+            cur = self._current()
+        except Unparsed:
+            if self.journal is None:
+                raise  # nothing read yet: the row says it
+            # CURRENT is rewritten in place: caught half-written, the generation read stands
+            # until a good one replaces it (its stamp is left old: read again next time)
+            self._drain(self.journal, sink)
+            return
         if cur.generation != self.generation:
             if self.journal is not None:
                 self._drain(self.journal, sink)
