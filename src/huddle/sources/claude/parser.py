@@ -4,6 +4,8 @@ helpers; skips.py the lines a read passes over)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from huddle.io.reader import Cut, Skip
@@ -83,7 +85,7 @@ class FileParser(ResponseCounts):
 
     # -- helpers -------------------------------------------------------------------
 
-    def emit(self, kind: str, off: int, ln: int, **kw) -> Event:
+    def emit(self, kind: str, off: int, ln: int, **kw: Any) -> Event:
         e = Event(kind=kind, agent=self.agent, t=self.last_t, file=self.path, offset=off, length=ln, **kw)
         self.out.append(e)
         return e

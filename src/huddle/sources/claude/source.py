@@ -14,6 +14,7 @@ from huddle.model.files import SIDE, UNKNOWN, Files
 from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
+from huddle.sources.settings import Settings
 
 from . import summaries
 from .folders import is_dir, project, subfolders
@@ -344,7 +345,7 @@ class ClaudeSource(Source):
     rows_from_files = True  # the registry (a process it names makes a row that is never stored)
     handle_class = ClaudeHandle  # (project_agents makes and tells handles by it, without importing this module)
 
-    def __init__(self, settings):
+    def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.projects = self.under("projects")
         self.registry = Registry(self.under("sessions"))

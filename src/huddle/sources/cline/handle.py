@@ -27,6 +27,8 @@ from huddle.sources.base import Handle
 from . import records as rec
 from .parser import DocParser, Links
 
+Stamp = tuple[int, int, int, int]  # safefile.stamp()
+
 if TYPE_CHECKING:
     from .source import ClineSource
 
@@ -41,8 +43,8 @@ class Doc:
         self.path = path
         self.agent = agent
         self.parser = parser
-        self.stamp: tuple | None = None  # when last read well
-        self.broken: tuple | None = None  # the stamp that could not be read (said once)
+        self.stamp: Stamp | None = None  # when last read well
+        self.broken: Stamp | None = None  # the stamp that could not be read (said once)
 
 
 class ClineHandle(Handle):
@@ -53,8 +55,8 @@ class ClineHandle(Handle):
         self.folder = folder
         self.record_path = os.path.join(folder, f"{sid}.json")
         self.record: rec.Record | None = None
-        self.record_stamp: tuple | None = None
-        self.record_broken: tuple | None = None
+        self.record_stamp: Stamp | None = None
+        self.record_broken: Stamp | None = None
         self.shown_prompt = False  # the record's prompt shown while the messages held none
         self._fresh(agent_files)
 
@@ -234,7 +236,7 @@ class ClineHandle(Handle):
         return live_signals(self, at)
 
 
-def _stood_still(path: str, st: tuple) -> bool:
+def _stood_still(path: str, st: Stamp) -> bool:
     """A file that does not decode is broken only once it stood still for a while: Cline
     writes in place, and two reads in a row may both catch it half-written."""
     return safefile.stamp(path) == st and time.time_ns() - st[0] > SETTLE_NS

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -127,7 +128,7 @@ def typed(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def loose(raw: Raw, limit: int = 1 << 22):
+def loose(raw: Raw, limit: int = 1 << 22) -> Any:
     if not raw or len(raw) > limit:
         return None
     try:
@@ -136,7 +137,7 @@ def loose(raw: Raw, limit: int = 1 << 22):
         return None
 
 
-def result_of(content) -> tuple[bool, str]:
+def result_of(content: Any) -> tuple[bool, str]:
     """A tool result's outcome and text. Errors carry no flag: items `{query, result, error}`
     or `success: false`, or (editor, spawn_agent) the same as a JSON string."""
     if isinstance(content, str) and content[:1] == "{":
@@ -159,7 +160,7 @@ def result_of(content) -> tuple[bool, str]:
     return ok, "\n".join(texts)
 
 
-def detail_of(name: str, args) -> str:
+def detail_of(name: str, args: Any) -> str:
     """A call's input in a few words, under Cline's tool shapes (run_commands' list of
     commands, read_files' list of files)."""
     if isinstance(args, dict):

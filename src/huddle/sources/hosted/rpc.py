@@ -76,7 +76,7 @@ class RpcMapper:
 
     # -- ACP -------------------------------------------------------------------------------
 
-    def _acp(self, m: Mapper, v: dict) -> None:
+    def _acp(self, m: Mapper, v: dict[str, Any]) -> None:
         if v.get("method") == "session/update":
             u = _d(_d(v.get("params")).get("update"))
             what = u.get("sessionUpdate")
@@ -107,19 +107,19 @@ class RpcMapper:
                 m.emit(ev.ERROR, text=cap(str(_d(v.get("error")).get("message") or "error"))[0], name="result")
             m.emit(ev.TURN_END, text=str(r.get("stopReason") or ""))
 
-    def _acp_call(self, m: Mapper, cid: str, u: dict) -> None:
+    def _acp_call(self, m: Mapper, cid: str, u: dict[str, Any]) -> None:
         name = str(u.get("kind") or u.get("title") or "tool")
         detail = str(u.get("title") or "") or input_summary(u.get("rawInput"))
         m.emit(ev.TOOL_CALL, id=cid, name=name, detail=detail)
         self._acp_done(m, cid, u)
 
-    def _acp_done(self, m: Mapper, cid: str, u: dict) -> None:
+    def _acp_done(self, m: Mapper, cid: str, u: dict[str, Any]) -> None:
         if u.get("status") in ("completed", "failed"):
             m.emit(ev.TOOL_RESULT, id=cid, ok=u.get("status") == "completed", size=len(str(u.get("content") or "")))
 
     # -- codex app-server ------------------------------------------------------------------
 
-    def _codex(self, m: Mapper, v: dict) -> None:
+    def _codex(self, m: Mapper, v: dict[str, Any]) -> None:
         method = v.get("method")
         p = _d(v.get("params"))
         item = _d(p.get("item"))

@@ -20,6 +20,7 @@ from huddle.model.files import UNKNOWN, Files
 from huddle.model.signals import Live, Pending
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
+from huddle.sources.settings import Settings
 
 
 class HostedHandle(Handle):
@@ -114,7 +115,7 @@ class HostedSource(Source):
     short = "run"
     colour = "#64748b"
 
-    def __init__(self, settings):
+    def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.runs = runs_dir(settings.huddle_home) if settings.huddle_home else ""
 

@@ -23,6 +23,7 @@ from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
 from huddle.model.tools import SPAWN_TOOLS
 from huddle.sources.claude.records import (
+    Block,
     Message,
     agent_input,
     input_summary,
@@ -77,12 +78,12 @@ class Mapper:
 
     # -- helpers -------------------------------------------------------------------
 
-    def emit(self, kind: str, agent: str | None = None, **kw) -> Event:
+    def emit(self, kind: str, agent: str | None = None, **kw: Any) -> Event:
         e = Event(kind=kind, agent=agent or self.lead, t=self.t, file=self.path, offset=self.off, length=self.n, **kw)
         self.s.add(e)
         return e
 
-    def _usage(self, agent: str, mid: str, u: Usage, **kw) -> None:
+    def _usage(self, agent: str, mid: str, u: Usage, **kw: Any) -> None:
         if u.total:
             self.emit(ev.USAGE, agent, id=mid, name=self.model, usage=u, **kw)
 
@@ -274,7 +275,7 @@ class Mapper:
         else:
             self.emit(kind, who, text=t, truncated=cut)
 
-    def _tool_use(self, who: str, b) -> None:
+    def _tool_use(self, who: str, b: Block) -> None:
         cid, name = b.id or "", b.name or ""
         if name in SPAWN_TOOLS:
             inp = agent_input(b.input)
@@ -315,7 +316,7 @@ class Mapper:
             else:
                 self.emit(ev.ORDER, who, text=cap(text)[0], target=who)
 
-    def _tool_result(self, who: str, b) -> None:
+    def _tool_result(self, who: str, b: Block) -> None:
         cid = b.tool_use_id or ""
         size = len(b.content)
         if cid in self.callers:

@@ -20,6 +20,8 @@ What the file says, and what a reader must get right:
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from huddle.model import events as ev
@@ -60,7 +62,7 @@ class Parser:
 
     # -- helpers -------------------------------------------------------------------
 
-    def emit(self, kind: str, t: float | None, off: int, n: int, agent: str | None = None, **kw) -> Event:
+    def emit(self, kind: str, t: float | None, off: int, n: int, agent: str | None = None, **kw: Any) -> Event:
         if t is None:
             t = self.last_t
         elif agent is None:

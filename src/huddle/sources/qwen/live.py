@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -28,6 +29,9 @@ from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
 from huddle.model.activity import Activity, activity_at
 from huddle.model.signals import BUSY, WAITING, Live, Pending
+
+if TYPE_CHECKING:
+    from .source import QwenHandle
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 NO_ASKING = ("--yolo", "-y", "--approval-mode=yolo")
@@ -190,7 +194,7 @@ def pending_call(acts: dict[str, Activity]) -> ev.Event | None:
     return max(calls, key=lambda c: (c.t or 0.0, c.seq), default=None)
 
 
-def live_signals(handle, at: float | None) -> Live:
+def live_signals(handle: QwenHandle, at: float | None) -> Live:
     s = handle.session
     src = handle.source
     entry = src.registry.by_session.get(handle.lead)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -142,7 +143,7 @@ def count(v: object) -> int:
     return v if v > 0 else 0
 
 
-def loose(raw: Raw | bytes, limit: int = 1 << 22):
+def loose(raw: Raw | bytes, limit: int = 1 << 22) -> Any:
     """A JSON value, or None when absent, too big to build, or broken."""
     if not raw or len(raw) > limit:
         return None
@@ -163,8 +164,9 @@ def response_text(val: object) -> str:
             v = val.get(key)
             if isinstance(v, str):
                 return v
-            if isinstance(v, dict) and isinstance(v.get("message"), str):
-                return v["message"]
+            m = v.get("message") if isinstance(v, dict) else None
+            if isinstance(m, str):
+                return m
         return msgspec.json.encode(val).decode()
     return val if isinstance(val, str) else ""
 
@@ -191,6 +193,7 @@ def error_words(raw: Raw) -> str:
         return val
     if isinstance(val, dict):
         for key in ("message", "error", "type"):
-            if isinstance(val.get(key), str):
-                return val[key]
+            v = val.get(key)
+            if isinstance(v, str):
+                return v
     return ""

@@ -16,6 +16,7 @@ appended bytes, and a stamp of each sub-agent's meta.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from huddle.io import safefile
@@ -326,7 +327,7 @@ class QwenSource(Source):
         self.files = Files.of(self.accounts, self.roots())  # (huddle doctor reads these)
         return found
 
-    def _subs(self, folder: str, sid: str, plain) -> list[FileSpec]:
+    def _subs(self, folder: str, sid: str, plain: Callable[[str], bool]) -> list[FileSpec]:
         """A session's sub-agent files, each with its id and its parent agent's."""
         _, names = self.listings.get(folder)
         got: dict[str, tuple[str, str | None, str]] = {}  # meta agentId -> (id, parent agentId, path)

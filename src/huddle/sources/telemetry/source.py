@@ -26,6 +26,7 @@ from huddle.model import events as ev
 from huddle.model.events import Event, Usage
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
+from huddle.sources.settings import Settings
 
 FOLDER = "telemetry"
 AGENTS = {"claude": "Claude Code", "codex": "Codex"}
@@ -232,7 +233,7 @@ class TelemetryHandle(Handle):
 class TelemetrySource(Source):
     name = FOLDER
 
-    def __init__(self, settings) -> None:
+    def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.root = os.path.join(settings.huddle_home, FOLDER) if settings.huddle_home else ""
 

@@ -235,7 +235,7 @@ class LegacyAgent:
         if meta is not None and meta_changed:
             self._meta(meta, end)
 
-    def emit(self, kind: str, off: int, n: int, t: float | None, **kw) -> Event:
+    def emit(self, kind: str, off: int, n: int, t: float | None, **kw: Any) -> Event:
         e = Event(kind=kind, agent=self.agent, t=t, estimated=t is not None, file=self.path, offset=off, length=n, **kw)
         self.out.append(e)
         return e

@@ -26,6 +26,8 @@ from .family import Family
 from .locks import Locks
 
 if TYPE_CHECKING:  # the parsers (and their records) load when a session is read, not on every board
+    from huddle.sources.settings import Settings
+
     from .legacy import LegacyAgent
     from .store import StoreReader
     from .unified import StoreParser
@@ -310,10 +312,11 @@ class VibeSource(Source):
     default_folder = "~/.vibe"
     resume = "vibe --resume {id}"
 
-    def __init__(self, settings):
+    def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self._config_key: tuple[Any, ...] = ()
-        self.root, self.config_note = "", None
+        self.root = ""
+        self.config_note: str | None = None
         self.locks = Locks("")
         self._read_config()
         self._legacy_ids: dict[str, str] = {}  # legacy folder -> full session id

@@ -13,6 +13,8 @@ Usage is counted by `usage.py`, callbacks and the agent's current state by
 
 from __future__ import annotations
 
+from typing import Any
+
 from huddle.model import events as ev
 from huddle.model import times
 from huddle.model.doing import input_summary
@@ -60,7 +62,7 @@ class StoreParser:
 
     # -- helpers -------------------------------------------------------------------
 
-    def emit(self, kind: str, t: float | None, **kw) -> Event:
+    def emit(self, kind: str, t: float | None, **kw: Any) -> Event:
         f, off, n = self.where
         e = Event(kind=kind, agent=self.agent, t=t, file=f, offset=off, length=n, **kw)
         self.out.append(e)
@@ -326,7 +328,7 @@ class StoreParser:
         st: vr.EffectState,
         status: str,
         t: float | None,
-        inp,
+        inp: Any,
         name: str,
         d: vr.EffectDetail,
     ) -> None:
