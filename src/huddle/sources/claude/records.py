@@ -293,7 +293,7 @@ def agent_input(raw: Raw) -> dict[str, Any]:
 
 
 def agent_result(raw: Raw) -> AgentResult | None:
-    if len(raw) < 2 or bytes(memoryview(raw)[:1]) != b"{":
+    if len(raw) < 2 or memoryview(raw)[0] != ord("{"):
         return None
     try:
         return _decode_agent_result(raw)

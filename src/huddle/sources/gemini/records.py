@@ -127,7 +127,7 @@ def count(v: Number) -> int:
     return v if v > 0 else 0
 
 
-def loose(raw: Raw | bytes, limit: int = 1 << 22):
+def loose(raw: Raw | bytes, limit: int = 1 << 22) -> Any:
     """A JSON value, or None when absent, too big to build, or broken."""
     if not raw or len(raw) > limit:
         return None
@@ -174,7 +174,7 @@ def thought_text(raw: Raw) -> str:
     return "\n".join(x for x in out if x)
 
 
-def response_text(val) -> str:
+def response_text(val: Any) -> str:
     """The text of a functionResponse's `response` ({output} or {error})."""
     if isinstance(val, dict):
         for key in ("output", "error", "content"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -104,7 +105,7 @@ def ms(v: Number) -> float | None:
     return v / 1000.0
 
 
-def loose(raw: Raw | bytes, limit: int = 1 << 22):
+def loose(raw: Raw | bytes, limit: int = 1 << 22) -> Any:
     if not raw or len(raw) > limit:
         return None
     try:
@@ -127,7 +128,7 @@ def usage_of(t: Tokens | None) -> Usage | None:
     return u if u.total else None
 
 
-def text_of(val) -> str:
+def text_of(val: Any) -> str:
     if isinstance(val, str):
         return val
     if val is None:

@@ -21,13 +21,12 @@ from huddle.model.files import DAMAGED, LOCK, SIDE, UNKNOWN, Files
 from huddle.model.signals import TURN_OPEN, AgentLive, Live
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
+from huddle.sources.settings import Settings
 
 from .family import Family
 from .locks import Locks
 
 if TYPE_CHECKING:  # the parsers (and their records) load when a session is read, not on every board
-    from huddle.sources.settings import Settings
-
     from .legacy import LegacyAgent
     from .store import StoreReader
     from .unified import StoreParser
