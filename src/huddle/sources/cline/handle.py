@@ -104,21 +104,9 @@ class ClineHandle(Handle):
                 return self._start_over(_again)  # a document that could not be read moved: its line goes
             if st is None or st == d.stamp or st == d.broken:
                 continue
-            data = self._read(d.path)
-            if data is None:
+            ok = self._feed(d, st)
+            if ok is None:
                 continue
-            try:
-                ok = d.parser.feed(data)
-            except (msgspec.DecodeError, RecursionError):
-                data = self._read(d.path)  # read again at once: Cline may have been writing it
-                try:
-                    ok = data is None or d.parser.feed(data)
-                except (msgspec.DecodeError, RecursionError) as exc:
-                    if not _stood_still(d.path, st):
-                        continue  # still being written: the next refresh reads it
-                    d.broken = st
-                    s.problem(d.path, 0, f"not a messages document ({' '.join(str(exc).split())[:200]})")
-                    continue
             if not ok:
                 return self._start_over(_again)  # rewritten: read again from the start
             d.stamp = st
@@ -129,6 +117,25 @@ class ClineHandle(Handle):
             self._show_prompt()
             self._link()
         return s.version != before
+
+    def _feed(self, d: Doc, st: Stamp) -> bool | None:
+        """A document that moved, to its parser (read again at once if it does not decode:
+        Cline may have been writing it; one that stood still so is said, once). None:
+        nothing read this time; False: rewritten before its end (read again whole)."""
+        data = self._read(d.path)
+        if data is None:
+            return None
+        try:
+            return d.parser.feed(data)
+        except (msgspec.DecodeError, RecursionError):
+            data = self._read(d.path)
+        try:
+            return data is None or d.parser.feed(data)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            if _stood_still(d.path, st):  # (else still being written: the next refresh reads it)
+                d.broken = st
+                self.session.problem(d.path, 0, f"not a messages document ({' '.join(str(exc).split())[:200]})")
+            return None
 
     def _read(self, path: str) -> bytes | None:
         try:
