@@ -71,12 +71,7 @@ class HostedHandle(Handle):
             facts["exited"] = {k: exited[k] for k in ("status", "reason", "stopped")}
         pid, began = run.get("pid"), run.get("t")
         if at is not None:
-            ended = (exited or {}).get("t")
-            if began is None or at < began:
-                return Live(pid=pid, started=began, facts=facts)
-            if ended is not None and at >= ended:
-                return Live(alive=False, pid=pid, started=began, ended_at=ended, facts=facts)
-            return Live(alive=True, pid=pid, started=began, facts=facts)
+            return _as_of(at, pid, began, (exited or {}).get("t"), facts)
         host_up = bool(host.get("host_pid")) and alive(host["host_pid"], host.get("host_start"))
         facts["host"] = {"pid": host.get("host_pid"), "alive": host_up}
         if exited is not None:
@@ -106,6 +101,15 @@ class HostedHandle(Handle):
             if not running:
                 facts["answer"].update(pending=[], closed="the run is not running: nothing to answer")
         return facts
+
+
+def _as_of(at: float, pid: Any, began: float | None, ended: float | None, facts: dict[str, Any]) -> Live:
+    """A hosted run as of a past time: not started yet, running, or ended (its log's word)."""
+    if began is None or at < began:
+        return Live(pid=pid, started=began, facts=facts)
+    if ended is not None and at >= ended:
+        return Live(alive=False, pid=pid, started=began, ended_at=ended, facts=facts)
+    return Live(alive=True, pid=pid, started=began, facts=facts)
 
 
 @register
