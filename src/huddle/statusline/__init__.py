@@ -140,7 +140,7 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float, path: s
     except OSError:
         return
     by_id = {r["id"]: r for r in rows if r.get("source") == "claude"}
-    rest: dict | None = None  # the whole board's Claude rows, read once if needed
+    whole = _WholeBoard(path)
     for n in names:
         if time.monotonic() > deadline:
             return
@@ -150,29 +150,43 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float, path: s
             continue  # half-written (or not a file at all): the cached state stands this round
         if not isinstance(val, dict):
             continue
-        row = by_id.get(val.get("sessionId"))
-        if row is None and path:
-            if rest is None:
-                whole = read_board(path) or {}
-                rest = {r["id"]: r for r in whole.get("sessions") or () if r.get("source") == "claude"}
-            if val.get("sessionId") in rest:
-                row = dict(rest[val.get("sessionId")])
-                rows.append(row)
-                by_id[row["id"]] = row
+        sid = val.get("sessionId")
+        row = by_id.get(sid)
         if row is None:
-            row = {"id": val.get("sessionId"), "source": "claude", "title": val.get("name") or "", "state": None}
+            row = whole.row(sid) or {"id": sid, "source": "claude", "title": val.get("name") or "", "state": None}
             rows.append(row)
             by_id[row["id"]] = row
-        # The same rules as the board's (huddle.model.attention): a gone process has ended;
-        # an unknown one (another pid namespace) still tells its status.
-        alive = procs.alive(val.get("pid"), val.get("procStart"), val.get("pidDomain"))
-        before = row.get("state")
-        state = rules.with_process_status(before, val.get("status"), bool(row.get("background")))
-        state = rules.with_liveness(state, alive)
-        if state != before:
-            row["state"] = state
-            if state == rules.NEEDS_YOU:
-                row["waiting_for"] = val.get("waitingFor") or "your answer"
+        _overlay(row, val)
+
+
+class _WholeBoard:
+    """The whole board's Claude rows, read once if a registry entry needs one."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.rows: dict | None = None
+
+    def row(self, sid: object) -> dict | None:
+        if not self.path:
+            return None
+        if self.rows is None:
+            whole = read_board(self.path) or {}
+            self.rows = {r["id"]: r for r in whole.get("sessions") or () if r.get("source") == "claude"}
+        row = self.rows.get(sid)
+        return dict(row) if row is not None else None
+
+
+def _overlay(row: dict, val: dict) -> None:
+    """The same rules as the board's (huddle.model.attention): a gone process has ended;
+    an unknown one (another pid namespace) still tells its status."""
+    alive = procs.alive(val.get("pid"), val.get("procStart"), val.get("pidDomain"))
+    before = row.get("state")
+    state = rules.with_process_status(before, val.get("status"), bool(row.get("background")))
+    state = rules.with_liveness(state, alive)
+    if state != before:
+        row["state"] = state
+        if state == rules.NEEDS_YOU:
+            row["waiting_for"] = val.get("waitingFor") or "your answer"
 
 
 def summarise(inp: dict, board: dict | None, stale: bool) -> dict:
@@ -283,23 +297,13 @@ def run(argv: list[str], stdin=None) -> str:
     if stale:
         kick_refresh(home)
     if board is None:
-        # First run (or a corrupt cache): wait for the refresher within the budget.
-        while time.monotonic() < deadline - 0.02:
-            time.sleep(0.02)
-            board = load_board(path)
-            if board is not None:
-                break
+        board = _wait_for_board(path, deadline)
     rows = [dict(r) for r in (board or {}).get("sessions", [])]
     claude_dir = ((board or {}).get("folders") or {}).get("claude")
     if claude_dir:  # where the board's Claude sessions were read from
         overlay_registry(rows, claude_dir, deadline, path)
     count = (board or {}).get("count", 0)
-    me = inp.get("session_id")
-    cost = got if isinstance(got := inp.get("cost"), dict) else {}
-    if me and cost.get("total_cost_usd") is None and count > len(rows) and all(r.get("id") != me for r in rows):
-        mine = next((r for r in (read_board(path) or {}).get("sessions") or () if r.get("id") == me), None)
-        if mine is not None:  # (settled long ago: its cost is in the whole board)
-            rows.append(dict(mine))
+    _add_mine(inp, rows, count, path)
     summary = summarise(inp, {"sessions": rows, "count": count} if board is not None or rows else None, stale)
     got = limits(inp, home, time.time())
     if got:
@@ -309,6 +313,27 @@ def run(argv: list[str], stdin=None) -> str:
 
         return json.dumps(summary, ensure_ascii=False)
     return render(summary)
+
+
+def _wait_for_board(path: str, deadline: float) -> dict | None:
+    """First run (or a corrupt cache): wait for the refresher within the budget."""
+    while time.monotonic() < deadline - 0.02:
+        time.sleep(0.02)
+        board = load_board(path)
+        if board is not None:
+            return board
+    return None
+
+
+def _add_mine(inp: dict, rows: list[dict], count: int, path: str) -> None:
+    """This session's row, when Claude Code says no cost and the board file's head left
+    it out (settled long ago: its cost is in the whole board)."""
+    me = inp.get("session_id")
+    cost = got if isinstance(got := inp.get("cost"), dict) else {}
+    if me and cost.get("total_cost_usd") is None and count > len(rows) and all(r.get("id") != me for r in rows):
+        mine = next((r for r in (read_board(path) or {}).get("sessions") or () if r.get("id") == me), None)
+        if mine is not None:
+            rows.append(dict(mine))
 
 
 def main(argv: list[str] | None = None) -> int:
