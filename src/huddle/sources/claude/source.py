@@ -98,18 +98,9 @@ class ClaudeHandle(SubAgentFiles, Handle):
     def refresh(self) -> bool:
         s = self.session
         before = s.version
-        if self.reader.tail_waits or not self.reader.cursor.ino:  # (reader.py: a last line without newline)
-            self.reader.writing = self._writer_alive()
-        status = self.reader.check()
-        # the session's own transcript not there (deleted, or never copied): what its folder
-        # holds of its sub-agents is still read, and that said while it lasts
-        if status == GONE:
-            if not self.has_dir:
-                return False
-            if self._missing() not in s.problems:
-                s.problems.append(self._missing())
-        elif s.problems and self._missing() in s.problems:
-            s.problems.remove(self._missing())
+        status = self._check_main()
+        if status == GONE and not self.has_dir:
+            return False
         if status == RESET:
             s.reset()
             self._fresh()
@@ -130,6 +121,21 @@ class ClaudeHandle(SubAgentFiles, Handle):
             self._link()
             s.usage_note = self.state.usage_note()
         return s.version != before
+
+    def _check_main(self) -> str:
+        """The session's own transcript checked (reader.py: a last line without its newline
+        waits while its writer lives). One not there (deleted, or never copied) is said
+        while it lasts, if its folder holds sub-agents: they are still read."""
+        s = self.session
+        if self.reader.tail_waits or not self.reader.cursor.ino:
+            self.reader.writing = self._writer_alive()
+        status = self.reader.check()
+        if status == GONE:
+            if self.has_dir and self._missing() not in s.problems:
+                s.problems.append(self._missing())
+        elif s.problems and self._missing() in s.problems:
+            s.problems.remove(self._missing())
+        return status
 
     def _read_subs(self) -> bool:
         """What the sub-agent files appended; False when one was rewritten (read none on)."""
