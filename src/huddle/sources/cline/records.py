@@ -14,7 +14,6 @@ unexpected shape costs that message. An odd number (null, a float, negative) cou
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -23,6 +22,8 @@ from msgspec import Raw
 
 from huddle.model.doing import input_summary
 from huddle.model.events import Usage, one_line
+from huddle.sources.values import count as count
+from huddle.sources.values import loose as loose
 
 Number = int | float | None
 
@@ -98,14 +99,6 @@ _decode_any = msgspec.json.Decoder().decode
 _USER_INPUT = re.compile(r"^\s*<user_input(?: [^>]*)?>(.*)</user_input>\s*$", re.S)
 
 
-def count(v: Number) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return 0
-    if isinstance(v, float):
-        return int(v) if math.isfinite(v) and v > 0 else 0
-    return v if v > 0 else 0
-
-
 def usage_of(m: Metrics | None) -> Usage | None:
     """Huddle's meaning: input net of the cached part (Cline's `inputTokens` includes it);
     output already includes reasoning."""
@@ -126,15 +119,6 @@ def typed(text: str) -> str | None:
     text is not wrapped, so not typed: a task, a note the harness added)."""
     m = _USER_INPUT.match(text)
     return m.group(1) if m else None
-
-
-def loose(raw: Raw, limit: int = 1 << 22) -> Any:
-    if not raw or len(raw) > limit:
-        return None
-    try:
-        return _decode_any(raw)
-    except msgspec.DecodeError:
-        return None
 
 
 def result_of(content: Any) -> tuple[bool, str]:

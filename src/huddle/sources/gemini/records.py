@@ -9,14 +9,15 @@ parts (`text`, `functionCall`, `functionResponse`, ...), decoded per message.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 import msgspec
 from msgspec import Raw
 
-from huddle.model.times import parse_time
+from huddle.sources.values import count as count
+from huddle.sources.values import loose as loose
+from huddle.sources.values import when as when
 
 Number = int | float | None
 
@@ -114,31 +115,6 @@ _EXIT_CODE = re.compile(r"\nExit Code: (-?\d+)")
 _EXIT_CODE_JSON = re.compile(rb"\\nExit Code: (-?\d+)")
 _RESULT = re.compile(r"\nResult:\n(.*)\Z", re.S)
 _TERMINATION = re.compile(r"Termination Reason: (\w+)")
-
-
-def count(v: Number) -> int:
-    """A token count: odd values (null, negative, NaN, a float) as what they can mean."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return 0
-    if isinstance(v, float):
-        if not math.isfinite(v) or v < 0:
-            return 0
-        return int(v)
-    return v if v > 0 else 0
-
-
-def loose(raw: Raw | bytes, limit: int = 1 << 22) -> Any:
-    """A JSON value, or None when absent, too big to build, or broken."""
-    if not raw or len(raw) > limit:
-        return None
-    try:
-        return _decode_any(raw)
-    except msgspec.DecodeError:
-        return None
-
-
-def when(s: object) -> float | None:
-    return parse_time(s) if isinstance(s, str) else None
 
 
 def parts(raw: Raw) -> list[Part] | None:

@@ -10,14 +10,14 @@ it held, never the record's usage.
 
 from __future__ import annotations
 
-import math
 import re
-from typing import Any
 
 import msgspec
 from msgspec import Raw
 
-from huddle.model.times import parse_time
+from huddle.sources.values import count as count
+from huddle.sources.values import loose as loose
+from huddle.sources.values import when as when
 
 Number = int | float | None
 
@@ -128,33 +128,9 @@ decode_message = msgspec.json.Decoder(Message).decode
 decode_display = msgspec.json.Decoder(Display | str | None).decode
 decode_payload = msgspec.json.Decoder(Payload).decode
 decode_ui_event = msgspec.json.Decoder(UiEvent).decode
-_decode_any = msgspec.json.Decoder().decode
 
 _EXIT_CODE = re.compile(r"\nExit Code: (-?\d+)")
 _TAG = {name: re.compile(rf"<{name}>(.*?)</{name}>", re.S) for name in ("task-id", "tool-use-id", "status", "result")}
-
-
-def count(v: object) -> int:
-    """A token count: odd values (null, negative, NaN, a float) as what they can mean."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return 0
-    if isinstance(v, float):
-        return int(v) if math.isfinite(v) and v > 0 else 0
-    return v if v > 0 else 0
-
-
-def loose(raw: Raw | bytes, limit: int = 1 << 22) -> Any:
-    """A JSON value, or None when absent, too big to build, or broken."""
-    if not raw or len(raw) > limit:
-        return None
-    try:
-        return _decode_any(raw)
-    except msgspec.DecodeError:
-        return None
-
-
-def when(s: object) -> float | None:
-    return parse_time(s) if isinstance(s, str) else None
 
 
 def response_text(val: object) -> str:
