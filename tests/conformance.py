@@ -36,6 +36,7 @@ class Snapshot:
     session: str
     state: str
     files_tell: bool = True
+    shown: bool = True  # its session is on the board (false: the agent has written no file of it yet)
 
 
 @dataclass(frozen=True)
@@ -241,42 +242,69 @@ def _sample_truth(folder: Path, up: int) -> list[dict]:
     return data.get("sessions", []) if isinstance(data, dict) else []
 
 
+_SAME_AS = re.compile(r"\.\./([^/\s]+)/")
+
+
+def _stored(snapshot: Path) -> Path:
+    """The snapshot folder whose files were stored: one byte-identical to an earlier
+    moment keeps only SAME_AS.txt, naming it."""
+    same = snapshot / "SAME_AS.txt"
+    m = _SAME_AS.search(same.read_text()) if same.exists() else None
+    return snapshot.parent / m.group(1) if m else snapshot
+
+
 def _live_snapshots(
-    live: Path, data: Callable[[Path], Path], cannot_tell: set[str], session: str = ""
+    scenarios: Iterable[Path], data: Callable[[Path], Path], cannot_tell: set[str], unshown: Iterable[str] = ()
 ) -> list[Snapshot]:
+    """Each scenario's `live/*/truth.json`, named `<scenario>/<moment>`; the session is
+    the truth's, else the one the scenario's truth lists."""
     out = []
-    for d in sorted(live.glob("*/truth.json")):
-        t = json.loads(d.read_text())
-        state, tell = LIVE_STATES[t["state"]], d.parent.name not in cannot_tell
-        out.append(Snapshot(d.parent.name, data(d.parent), t["at"], t.get("session_id", session), state, tell))
+    for scn in scenarios:
+        listed = [t["session_id"] for t in _sample_truth(scn / "x", 0)]
+        for d in sorted((scn / "live").glob("*/truth.json")):
+            t = json.loads(d.read_text())
+            name = f"{scn.name}/{d.parent.name}"
+            sid = t.get("session_id") or (listed[0] if len(listed) == 1 else "")
+            state, tell, shown = LIVE_STATES[t["state"]], name not in cannot_tell, name not in unshown
+            out.append(Snapshot(name, data(_stored(d.parent)), t["at"], sid, state, tell, shown))
     return out
 
 
-# Gemini's file is the same while an approval waits and while the approved command runs,
-# and after a final answer whether the TUI is open or has quit: only the processes tell.
-GEMINI_FILES_CANNOT_TELL = {"01-needs-you-approval", "04-ended-after-quit"}
-# OpenCode's database is byte-identical to the finished state once the TUI has exited.
-OPENCODE_FILES_CANNOT_TELL = {"04-ended-after-exit"}
 LIVE_STATES = {
     "needs-you-approval": "needs_you",
+    "needs-you-question": "needs_you",
+    "waiting-on-subagent": "waiting",
     "working-tool-running": "working",
+    "working-streaming": "working",
+    "working-model-streaming": "working",
     "your-turn-finished": "your_turn",
+    "your-turn-after-branch": "your_turn",
     "ended-after-quit": "ended",
     "ended-after-exit": "ended",
 }
+# Gemini's file is the same while an approval waits and while the approved command runs,
+# and after a final answer whether the TUI is open or has quit: only the processes tell.
+GEMINI_FILES_CANNOT_TELL = {
+    "08-interactive-approval/01-needs-you-approval",
+    "08-interactive-approval/04-ended-after-quit",
+}
+# OpenCode's database is byte-identical to the finished state once the TUI has exited.
+OPENCODE_FILES_CANNOT_TELL = {"08-interactive-approval/04-ended-after-exit"}
 
 
 # -- OpenCode ------------------------------------------------------------------------------
 
 
-def opencode_tokens(data: Path) -> Counts:
-    """Every completed assistant message row once, output with the reasoning."""
-    c = sqlite3.connect(f"file:{data}/opencode.db?mode=ro&readonly_shm=1", uri=True)
+def _opencode_db_tokens(db: Path, skip_older_than_session: bool = False) -> Counts:
+    c = sqlite3.connect(f"file:{db}?mode=ro&readonly_shm=1", uri=True)
     try:
+        made = dict(c.execute("SELECT id, time_created FROM session"))
         counted = []
-        for (raw,) in c.execute("SELECT data FROM message"):
+        for session, raw in c.execute("SELECT session_id, data FROM message"):
             m = json.loads(raw)
             if m.get("role") != "assistant" or not m.get("time", {}).get("completed"):
+                continue
+            if skip_older_than_session and m["time"]["created"] < made[session]:
                 continue
             t = m["tokens"]
             counted.append(
@@ -292,11 +320,155 @@ def opencode_tokens(data: Path) -> Counts:
         c.close()
 
 
-def _opencode_data(snapshot: Path) -> Path:
-    d = snapshot / "home" / ".local" / "share" / "opencode"
-    if not d.exists():  # stored once: SAME_AS.txt names the identical snapshot
-        d = snapshot.parent / "03-your-turn-finished" / "home" / ".local" / "share" / "opencode"
-    return d
+def opencode_tokens(data: Path) -> Counts:
+    """Every completed assistant message row once, output with the reasoning."""
+    return _opencode_db_tokens(data / "opencode.db")
+
+
+# -- GitHub Copilot CLI ------------------------------------------------------------------------
+
+
+def copilot_tokens(home: Path) -> Counts:
+    """Every `session.usage_record` once by its apiCallId (lead and sub-agents share the
+    one events.jsonl), input net of the cached part; never a `session.shutdown`, whose
+    metrics repeat the whole session at every exit."""
+    records: dict[str, Counts] = {}
+    for f in sorted((home / "session-state").glob("*/events.jsonl")):
+        for d in _lines(f):
+            u = (d.get("data") or {}).get("usage") if d.get("type") == "session.usage_record" else None
+            if isinstance(u, dict):
+                read, written = u.get("cacheReadTokens") or 0, u.get("cacheWriteTokens") or 0
+                records.setdefault(
+                    u.get("apiCallId") or d["id"],
+                    {
+                        "input": (u.get("inputTokens") or 0) - read - written,
+                        "output": u.get("outputTokens") or 0,
+                        "cache_read": read,
+                        "cache_write": written,
+                    },
+                )
+    return _total(records.values())
+
+
+# -- Qwen Code ---------------------------------------------------------------------------------
+
+
+def qwen_tokens(home: Path) -> Counts:
+    """Each `assistant` record's usageMetadata, in the lead's chat file and its sub-agents'
+    files (a record is one response: a sub-agent's first is split, the usage on one half);
+    never the `ui_telemetry` copies nor `usage_record.jsonl` (cumulative, side calls in it).
+    Candidates include the thoughts; input is net of the cached part."""
+    counted = []
+    for f in sorted((home / "projects").glob("*/*/**/*.jsonl")):
+        for d in _lines(f):
+            u = d.get("usageMetadata") if d.get("type") == "assistant" else None
+            if isinstance(u, dict):
+                cached = u.get("cachedContentTokenCount") or 0
+                counted.append(
+                    {
+                        "input": (u.get("promptTokenCount") or 0) - cached,
+                        "cache_read": cached,
+                        "output": u.get("candidatesTokenCount") or 0,
+                    }
+                )
+    return _total(counted)
+
+
+# -- Pi ------------------------------------------------------------------------------------------
+
+
+def _pi_usage(u: dict) -> Counts:
+    return {
+        "input": u.get("input") or 0,
+        "output": u.get("output") or 0,
+        "cache_read": u.get("cacheRead") or 0,
+        "cache_write": u.get("cacheWrite") or 0,
+    }
+
+
+def pi_tokens(agent: Path) -> Counts:
+    """Every entry with usage once: assistant messages (all branches: each was paid for),
+    summaries and compactions, and the example extension's sub-agents' assistant messages
+    in a tool result's details. A fork's file copies its parent's entries with their ids:
+    those count in the parent."""
+    files = sorted((agent / "sessions").rglob("*.jsonl"))
+    ids = {f.name: {d.get("id") for d in _lines(f)} for f in files}
+    counted = []
+    for f in files:
+        lines = list(_lines(f))
+        parent = lines[0].get("parentSession") if lines else None
+        copied = ids.get(Path(parent).name, set()) if isinstance(parent, str) else set()
+        for d in lines[1:]:
+            if d.get("id") in copied:
+                continue
+            m = d.get("message") if d.get("type") == "message" else d
+            if not isinstance(m, dict):
+                continue
+            if d.get("type") != "message" or m.get("role") == "assistant":
+                if isinstance(m.get("usage"), dict):
+                    counted.append(_pi_usage(m["usage"]))
+            elif m.get("role") == "toolResult" and isinstance(m.get("details"), dict):
+                for r in m["details"].get("results") or []:
+                    for sub in r.get("messages") or []:
+                        if sub.get("role") == "assistant" and isinstance(sub.get("usage"), dict):
+                            counted.append(_pi_usage(sub["usage"]))
+    return _total(counted)
+
+
+# -- Kilo CLI ----------------------------------------------------------------------------------
+
+
+def kilo_tokens(data: Path) -> Counts:
+    """OpenCode's schema in kilo.db: every completed assistant message once, output with
+    the reasoning; a fork's copies (new ids, their original times: before the session
+    was made) count in the session they were copied from."""
+    return _opencode_db_tokens(data / "kilo.db", skip_older_than_session=True)
+
+
+# -- Cline CLI ---------------------------------------------------------------------------------
+
+
+def cline_tokens(data: Path) -> Counts:
+    """Each assistant message's metrics, in the lead's `<id>.messages.json` and its
+    sub-agents' `agent_*.messages.json`; `inputTokens` includes the cached part."""
+    counted = []
+    for f in sorted((data / "sessions").glob("*/*.messages.json")):
+        doc = json.loads(f.read_bytes())
+        for m in (doc.get("messages") or []) if isinstance(doc, dict) else []:
+            u = m.get("metrics") if m.get("role") == "assistant" else None
+            if isinstance(u, dict):
+                read = u.get("cacheReadTokens") or 0
+                counted.append(
+                    {
+                        "input": (u.get("inputTokens") or 0) - read,
+                        "output": u.get("outputTokens") or 0,
+                        "cache_read": read,
+                        "cache_write": u.get("cacheWriteTokens") or 0,
+                    }
+                )
+    return _total(counted)
+
+
+# Copilot writes a mark for every moment (a permission asked, answered; the shutdown), and
+# Cline keeps its status in its record: their files tell every state.
+COPILOT_FILES_CANNOT_TELL: set[str] = set()
+CLINE_FILES_CANNOT_TELL: set[str] = set()
+# Qwen writes no record of an approval it asks (the file is byte-identical while it runs),
+# and its final answer went through a write queue later than the copy was taken.
+QWEN_FILES_CANNOT_TELL = {
+    "08-interactive-approval/01-needs-you-approval",
+    "08-interactive-approval/04-your-turn-finished",
+}
+# Pi writes nothing while an extension's dialog asks, nor when it exits: the processes tell.
+PI_FILES_CANNOT_TELL = {
+    f"{scn}/{moment}"
+    for scn in ("08-interactive-approval", "08-interactive-approval__v0.73.1")
+    for moment in ("02-needs-you-approval", "05-ended-after-exit")
+} | {"12-tree-compact/02-ended-after-exit", "12-tree-compact__v0.73.1/02-ended-after-exit"}
+# Pi 0.73.1 writes a session's file at its first response: while that streams, no session.
+PI_NO_FILE_YET = {"08-interactive-approval__v0.73.1/01-working-model-streaming"}
+# Kilo's database is byte-identical to the finished state once the TUI has exited.
+KILO_FILES_CANNOT_TELL = {"08-interactive-approval/05-ended-after-exit"}
 
 
 # -- the table ---------------------------------------------------------------------------
@@ -333,7 +505,7 @@ AGENTS: dict[str, Agent] = {
             gemini_tokens,
             grows=lambda f: sorted((f / "tmp").rglob("*.jsonl")),
             snapshots=_live_snapshots(
-                SAMPLES / "gemini" / "08-interactive-approval" / "live",
+                [SAMPLES / "gemini" / "08-interactive-approval"],
                 lambda d: d / "home" / ".gemini",
                 GEMINI_FILES_CANNOT_TELL,
             ),
@@ -344,27 +516,86 @@ AGENTS: dict[str, Agent] = {
             sorted((SAMPLES / "opencode").glob("*/home/.local/share/opencode")),
             opencode_tokens,
             snapshots=_live_snapshots(
-                SAMPLES / "opencode" / "08-interactive-approval" / "live",
-                _opencode_data,
+                [SAMPLES / "opencode" / "08-interactive-approval"],
+                lambda d: d / "home" / ".local" / "share" / "opencode",
                 OPENCODE_FILES_CANNOT_TELL,
-                session="ses_dcef0f2aeffeV1elxP0UOfZR2z",  # (its truth names none: the one session)
             ),
             truth=lambda f: _sample_truth(f, 3),
+        ),
+        Agent(
+            "copilot",
+            sorted((SAMPLES / "copilot").glob("*/home/.copilot"))
+            + sorted((SAMPLES / "copilot").glob("*/live/*/home/.copilot")),
+            copilot_tokens,
+            grows=lambda f: sorted((f / "session-state").glob("*/events.jsonl")),
+            snapshots=_live_snapshots(
+                [SAMPLES / "copilot" / "07-subagent", SAMPLES / "copilot" / "08-interactive-approval"],
+                lambda d: d / "home" / ".copilot",
+                COPILOT_FILES_CANNOT_TELL,
+            ),
+            truth=lambda f: _sample_truth(f, 1),
+        ),
+        Agent(
+            "qwen",
+            sorted((SAMPLES / "qwen").glob("*/home/.qwen")) + sorted((SAMPLES / "qwen").glob("*/live/*/home/.qwen")),
+            qwen_tokens,
+            grows=lambda f: sorted((f / "projects").glob("*/*/**/*.jsonl")),
+            snapshots=_live_snapshots(
+                [SAMPLES / "qwen" / "07-subagent", SAMPLES / "qwen" / "08-interactive-approval"],
+                lambda d: d / "home" / ".qwen",
+                QWEN_FILES_CANNOT_TELL,
+            ),
+            truth=lambda f: _sample_truth(f, 1),
+        ),
+        Agent(
+            "pi",
+            sorted((SAMPLES / "pi").glob("*/home/.pi/agent"))
+            + sorted(
+                p
+                for p in (SAMPLES / "pi").glob("*/live/*/home/.pi/agent")
+                if f"{p.parents[4].name}/{p.parents[2].name}" not in PI_NO_FILE_YET
+            ),
+            pi_tokens,
+            grows=lambda f: sorted((f / "sessions").rglob("*.jsonl")),
+            snapshots=_live_snapshots(
+                sorted(p.parent for p in (SAMPLES / "pi").glob("*/live")),
+                lambda d: d / "home" / ".pi" / "agent",
+                PI_FILES_CANNOT_TELL,
+                PI_NO_FILE_YET,
+            ),
+            truth=lambda f: _sample_truth(f, 2),
+        ),
+        Agent(
+            "kilo",
+            sorted((SAMPLES / "kilo").glob("*/home/.local/share/kilo"))
+            + sorted((SAMPLES / "kilo").glob("*/live/*/home/.local/share/kilo")),
+            kilo_tokens,
+            snapshots=_live_snapshots(
+                [SAMPLES / "kilo" / "08-interactive-approval"],
+                lambda d: d / "home" / ".local" / "share" / "kilo",
+                KILO_FILES_CANNOT_TELL,
+            ),
+            truth=lambda f: _sample_truth(f, 3),
+        ),
+        Agent(
+            "cline",
+            sorted((SAMPLES / "cline").glob("*/home/.cline/data"))
+            + sorted((SAMPLES / "cline").glob("*/live/*/home/.cline/data")),
+            cline_tokens,
+            snapshots=_live_snapshots(
+                sorted(p.parent for p in (SAMPLES / "cline").glob("*/live")),
+                lambda d: d / "home" / ".cline" / "data",
+                CLINE_FILES_CANNOT_TELL,
+            ),
+            truth=lambda f: _sample_truth(f, 2),
         ),
     )
 }
 
 
-# Registered agents not in the table yet, each with what it lacks; their own test files
-# check their samples meanwhile (qwen and pi also in tests/test_live_equals_cold.py).
-PENDING = dict.fromkeys(
-    ("copilot", "qwen", "pi", "kilo", "cline"),
-    "merged on the old contract; its entry (samples, snapshots, a token counter) comes next",
-)
-
-
 def name_of(folder: Path) -> str:
     """A sample's name for a test id: its path under the samples."""
     head, *rest = folder.relative_to(SAMPLES).parts
-    tail = ("config", "codex_home", "home", ".gemini", ".local", "share", "opencode")
+    tail = ("config", "codex_home", "home", ".gemini", ".local", "share", "opencode", "kilo", ".copilot", ".qwen")
+    tail += (".pi", "agent", ".cline", "data")
     return "/".join([head, *(p for p in rest if p not in tail)])

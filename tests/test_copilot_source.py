@@ -1,7 +1,9 @@
-"""The GitHub Copilot CLI source on the real files of Copilot CLI 1.0.102 (ten scenarios, each
-with the truth the scripted model API recorded): sessions, the tree, tokens against a count
-taken straight from the records, titles, events, the folders the CLI honours, what the scan
-accounts for, and the read-only promise."""
+"""The GitHub Copilot CLI source on the real files of Copilot CLI 1.0.102: what is its own
+(usage records by call id, never the exits' shutdowns; an older CLI's usage; titles, events,
+sub-agents inline, retries from the process log, workspace.yaml, the folders the CLI
+honours, what the scan accounts for, Copilot's hostile shapes, the read-only promise).
+Sessions, trees, tokens against a count of their own, live reads and live snapshots from
+the files alone over every sample: tests/test_conformance.py."""
 
 from __future__ import annotations
 
@@ -77,37 +79,12 @@ def straight_count(name: str) -> dict[str, tuple[int, int, int, int]]:
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_every_scenario_reads_cleanly_with_its_tree(name):
-    t = truth(name)
+def test_usage_events_are_named_by_their_call_ids(name):
+    """(Sessions, trees, tokens against a count of their own: tests/test_conformance.py.)
+    One usage event per model response, named by its apiCallId, in order; no cache writes."""
     s = only(scenario(name))
-    assert s.error is None and s.skipped_lines == 0, (s.error, s.problems)
-    assert s.id == t["session_id"] and s.cwd == t["cwd"] and s.summary()["project"] == t["project"]
-    assert len(s.agents) == t["agent_count"]
-    for ta in t["agents"]:
-        a = s.agents[ta["id"]]
-        assert (a.parent or None) == ta["parent_id"]
-        if ta["agent_name"]:
-            assert a.kind == ta["agent_name"] and a.name == ta["display_name"]
-            assert a.description == ta["task_description"] and a.tool_use_id == ta["id"] and a.finished
-    tree = s.summary()["agents"]
-    assert tree[0]["id"] == s.id and tree[0]["parent"] is None
-
-
-@pytest.mark.parametrize("name", SCENARIOS)
-def test_tokens_equal_a_straight_count_and_the_truth(name):
-    s = only(scenario(name))
-    for aid, (inp, cached, outp, n) in straight_count(name).items():
-        u = s.agents[aid].usage
-        assert (u.input, u.cache_read, u.output) == (inp, cached, outp), aid
-        assert len(kinds(s, ev.USAGE, aid)) == n
-    tu = truth(name)["usage_session_total"]
-    assert (s.usage.input, s.usage.cache_read, s.usage.output) == (
-        tu["input_tokens"],
-        tu["cache_read_input_tokens"],
-        tu["output_tokens"],
-    )
     assert s.usage.cache_write == 0 and not s.usage_note
-    for ta in truth(name)["agents"]:  # one usage event per model response, named by its id
+    for ta in truth(name)["agents"]:
         assert [e.id for e in kinds(s, ev.USAGE, ta["id"])] == ta["response_ids"]
 
 
@@ -124,21 +101,15 @@ def test_shutdowns_repeat_the_whole_session_and_are_never_summed():
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_titles_prompts_and_tool_calls(name):
+def test_titles_and_results(name):
+    """--name is the user's title; without it, the name the CLI keeps is the first prompt, a
+    placeholder. Every call has exactly one result."""
     t = truth(name)
     s = only(scenario(name))
-    if t["expected_title"]:  # --name: the user's title
+    if t["expected_title"]:
         assert s.title == s.custom_title == t["expected_title"]
-    else:  # no title: the name the CLI keeps is the first prompt, a placeholder
+    else:
         assert s.custom_title == s.ai_title == "" and s.title == t["first_prompt"]
-    assert s.first_prompt == t["first_prompt"] and len(kinds(s, ev.PROMPT)) == t["user_turns"]
-    for ta in t["agents"]:
-        calls = [
-            "task" if e.kind == ev.ORDER else e.name
-            for e in s.events
-            if e.kind in (ev.TOOL_CALL, ev.ORDER) and e.agent == ta["id"]
-        ]
-        assert sorted(calls) == sorted(c["name"] for c in ta["tool_calls"])
     results = [e.id for e in kinds(s, ev.TOOL_RESULT)]
     assert len(results) == len(set(results))
     assert set(results) == {e.id for e in s.events if e.kind in (ev.TOOL_CALL, ev.ORDER)}
@@ -191,6 +162,9 @@ def test_sub_agent_order_report_and_its_own_events():
     s = only(scenario("07-subagent"))
     t = truth("07-subagent")
     child = s.agents["call_subagent_0_0_1"]
+    ta = t["agents"][1]
+    assert child.kind == ta["agent_name"] and child.name == ta["display_name"]
+    assert child.description == ta["task_description"] and child.tool_use_id == ta["id"]
     assert child.parent == s.id and child.order.startswith("[[scn:sub_gen]] Count the Python files")
     assert child.report == "There is 1 Python file: app.py." and child.finished
     (order,) = kinds(s, ev.ORDER)

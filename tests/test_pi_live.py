@@ -1,6 +1,7 @@
 """Pi states on the live snapshots of real TUI sessions (1.6.0 and 0.73.1, each with its
-truth: the state and the processes at that moment), through the board; and on this
-machine's own /proc with real processes named `pi`, given only the test's own."""
+truth: the state and the processes at that moment) with their recorded processes, through
+the board (from the files alone: tests/test_conformance.py); and on this machine's own
+/proc with real processes named `pi`, given only the test's own."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from huddle.io.proctable import Proc, ProcTable
 from huddle.model.attention import NEEDS_YOU, WORKING, YOUR_TURN
 from huddle.sources import Settings
 from huddle.sources.pi import PiSource
-from huddle.sources.pi.live import DIALOG, FAILED, named
+from huddle.sources.pi.live import ASKS_AFTER, DIALOG, FAILED, named
 from huddle.views.board import board_json
 from huddle.views.states import classify
 
@@ -48,10 +49,6 @@ STATE = {
 # 0.73.1 writes a session's file at its first response: while the first one streams there
 # is no file, so no session to show.
 NO_FILE_YET = {("08-interactive-approval__v0.73.1", "01-working-model-streaming")}
-# The file is the same while an extension's dialog waits and while the approved command
-# runs, and after a final answer whether the TUI is open or has exited: only the
-# processes tell.
-FILES_CANNOT_TELL = {"02-needs-you-approval", "05-ended-after-exit", "02-ended-after-exit"}
 
 
 def recorded(truth: dict) -> ProcTable:
@@ -87,20 +84,6 @@ def test_snapshot_with_its_recorded_processes(scn, snap):
         assert row["doing"] == "running rm -rf tmp-cache; sleep 8; echo slept"
 
 
-@pytest.mark.parametrize("scn,snap", SNAPSHOTS, ids=[f"{a[:5]}{a[-7:] if 'v0' in a else ''}:{b}" for a, b in SNAPSHOTS])
-def test_snapshot_from_its_files_alone(scn, snap):
-    truth = json.loads((PI / scn / "live" / snap / "truth.json").read_text())
-    rows = board(PI / scn / "live" / snap / "home" / ".pi" / "agent", None, truth["at"])
-    if (scn, snap) in NO_FILE_YET:
-        assert rows == []
-        return
-    (row,) = rows
-    if snap in FILES_CANNOT_TELL:
-        assert row["state"] != STATE[truth["state"]]  # keeps the list above honest
-    else:
-        assert row["state"] == STATE[truth["state"]]
-
-
 def read(home: Path, view: ProcTable | None):
     src = PiSource(Settings(folders={"pi": str(home)}))
     src.system.recorded = view
@@ -116,15 +99,21 @@ def test_a_dialog_is_a_guess_said_so_and_needs_an_extension(tmp_path):
     _, handles = read(snap / "home" / ".pi" / "agent", recorded(truth))
     (h,) = handles.values()
     live = h.live()
-    assert live.status == "waiting" and DIALOG in live.guess and live.pid == 100
     (call,) = [e for e in h.session.events if e.kind == "tool_call"]
-    assert not h.live(at=call.t + 0.5).status  # its program may not have started yet
+    (asks,) = live.agents[h.session.id].calls  # a call, not a state: the rules decide when it asks
+    assert (asks.id, asks.since, asks.asks_after, asks.guess, live.pid) == (call.id, call.t, ASKS_AFTER, DIALOG, 100)
+    st, _ = classify(h.session, live, now=call.t + 0.5)  # its program may not have started yet
+    assert st.state == WORKING and st.doing == "running rm -rf tmp-cache; sleep 8; echo slept"
+    assert st.next_change == call.t + ASKS_AFTER  # time alone moves it, and the rules know when
+    st, _ = classify(h.session, live, now=call.t + 2)
+    assert st.state == NEEDS_YOU and st.guess == DIALOG
+    assert st.waiting_for == "approve: bash: rm -rf tmp-cache; sleep 8; echo slept"
     home = tmp_path / "agent"
     shutil.copytree(snap / "home" / ".pi" / "agent", home)
     shutil.rmtree(home / "extensions")  # Pi itself never asks: the call runs (or starts)
     _, handles = read(home, recorded(truth))
     (h,) = handles.values()
-    assert not h.live().status
+    assert not h.live().agents
     st, _ = classify(h.session, h.live(), now=truth["at"])
     assert st.state == WORKING
 

@@ -1,7 +1,7 @@
-"""The Pi source on the real session files of Pi 1.6.0 and 0.73.1 (fifteen scenarios, each
-with the truth the scripted model API recorded): sessions, the extension's sub-agents,
-tokens against a count taken straight from the records, titles, events, forks and
-branches, a read that follows a growing file, hostile lines and the read-only promise."""
+"""The Pi source on the real session files of Pi 1.6.0 and 0.73.1: the quirks of its format
+(the extension's sub-agents, forks and branches, failed tries, Pi's own hostile shapes,
+its folders, the read-only promise). Sessions, trees, tokens against a count of their
+own, live reads and live snapshots over every sample: tests/test_conformance.py."""
 
 from __future__ import annotations
 
@@ -44,95 +44,33 @@ def kinds(s, kind, agent=None, copied=False):
     return [e for e in s.events if e.kind == kind and (agent is None or e.agent == agent) and e.copied == copied]
 
 
-def straight_count(name: str) -> dict[str, dict[str, tuple[int, int, int]]]:
-    """Tokens taken straight from the records, per session and agent: every assistant
-    message with counts (a failed try's zeros add nothing), every summary call's usage,
-    each extension child's responses under `<call id>#<task>`; a fork's entries dated
-    before its header are its parent's copies, left out."""
-    out: dict[str, dict[str, tuple[int, int, int]]] = {}
-    for f in sorted((agent_dir(name) / "sessions").rglob("*.jsonl")):
-        lines = [json.loads(x) for x in f.read_text().splitlines()]
-        head = lines[0]
-        per: dict[str, list[int]] = {}
-
-        def add(agent, u, per=per):
-            c = per.setdefault(agent, [0, 0, 0])
-            c[0] += u["input"]
-            c[1] += u["cacheRead"]
-            c[2] += u["output"]
-
-        for d in lines[1:]:
-            if head.get("parentSession") and d["timestamp"] < head["timestamp"]:
-                continue
-            if d.get("usage"):
-                add(head["id"], d["usage"])
-            m = d.get("message") or {}
-            if m.get("role") == "assistant":
-                add(head["id"], m["usage"])
-            for i, r in enumerate(((m.get("details") or {}).get("results")) or []):
-                for cm in r["messages"]:
-                    if cm["role"] == "assistant":
-                        add(f"{m['toolCallId']}#{i}", cm["usage"])
-        out[head["id"]] = {a: tuple(c) for a, c in per.items()}
-    return out
-
-
 @pytest.mark.parametrize("name,t", TRUTHS, ids=[f"{n}:{t['session_id'][-4:]}" for n, t in TRUTHS])
-def test_every_session_reads_cleanly_with_its_tree(name, t):
+def test_sub_agents_forks_titles_and_responses_as_pi_says_them(name, t):
+    """(Sessions, trees, tokens against a count of their own, tool calls: the conformance
+    suite.) The extension's children under `<call id>#<task>` with their task and report;
+    a fork continues its parent; Pi makes no title; one usage event per response named by
+    its id, in order; a compaction's two calls summed into one record by Pi; every call
+    answered once, every prompt's turn ended."""
     h, s = session(name, t["session_id"])
-    assert s.error is None and s.skipped_lines == 0 and not s.problems, (s.error, s.problems)
-    assert s.cwd == t["cwd"] and s.summary()["project"] == t["project"]
-    assert len(s.agents) == t["agent_count"]
     for ta in t["agents"]:
-        a = s.agents[ta["id"]]
-        assert (a.parent or None) == ta["parent_id"]
         if ta["parent_id"]:
+            a = s.agents[ta["id"]]
             assert a.kind == ta["agent_name"] and a.tool_use_id == ta["spawned_by_call_id"]
             assert a.order == ta["task"] and a.report == ta["final_answer_80"]
-    tree = s.summary()["agents"]
-    assert tree[0]["id"] == s.id and tree[0]["parent"] is None
+        got = [e.id for e in kinds(s, ev.USAGE, ta["id"]) if e.id.startswith("chatcmpl-")]
+        assert got == ta["response_ids"]
     assert (s.continues or None) == t["forked_from_session_id"]
     assert len(h.sessions()) == len(json.loads((PI / name / "truth.json").read_text())["sessions"])
-
-
-@pytest.mark.parametrize("name,t", TRUTHS, ids=[f"{n}:{t['session_id'][-4:]}" for n, t in TRUTHS])
-def test_tokens_equal_a_straight_count_and_the_truth(name, t):
-    _, s = session(name, t["session_id"])
-    for aid, (inp, cached, outp) in straight_count(name)[s.id].items():
-        u = s.agents[aid].usage
-        assert (u.input, u.cache_read, u.output) == (inp, cached, outp), aid
-    tu = t["usage_session_total"]
-    assert (s.usage.input, s.usage.cache_read, s.usage.output) == (
-        tu["input_tokens"],
-        tu["cache_read_input_tokens"],
-        tu["output_tokens"],
-    )
-    assert s.usage.cache_write == 0
-    for ta in t["agents"]:
-        got = [e.id for e in kinds(s, ev.USAGE, ta["id"]) if e.id.startswith("chatcmpl-")]
-        assert got == ta["response_ids"]  # one usage event per response, in order
     summaries = [e for e in kinds(s, ev.USAGE, s.id) if not e.id.startswith("chatcmpl-")]
     recorded = [r for r in t["summary_responses"] if t.get("summary_usage_in_session_total")]
-    # a /compact that splits a turn makes two calls whose usage Pi sums into one entry
     assert len(summaries) == len({r["purpose"].split("_")[0] for r in recorded})
-    assert sum(e.usage.input for e in summaries) == sum(r["usage_converted"]["input_tokens"] for r in recorded)
-
-
-@pytest.mark.parametrize("name,t", TRUTHS, ids=[f"{n}:{t['session_id'][-4:]}" for n, t in TRUTHS])
-def test_titles_prompts_and_tool_calls(name, t):
-    _, s = session(name, t["session_id"])
     if t["expected_title"]:
         assert s.title == t["expected_title"] == s.custom_title and not s.ai_title
     else:
         assert s.title.startswith("[[scn:") and not s.custom_title  # the first prompt: Pi makes no title
-    assert len(kinds(s, ev.PROMPT, s.id)) == t["user_turns"]
-    for ta in t["agents"]:
-        calls = [e.name for e in kinds(s, ev.TOOL_CALL, ta["id"])]
-        calls += ["subagent" for e in kinds(s, ev.ORDER, ta["id"])]
-        assert sorted(calls) == sorted(c["name"] for c in ta["tool_calls"])
     opened = {e.id for e in s.events if e.kind in (ev.TOOL_CALL, ev.ORDER) and not e.copied}
     answered = [e.id for e in s.events if e.kind in (ev.TOOL_RESULT, ev.REPORT) and not e.copied]
-    assert sorted(answered) == sorted(opened)  # every call answered once
+    assert sorted(answered) == sorted(opened)
     assert len(kinds(s, ev.TURN_END, s.id)) == t["user_turns"]
 
 
@@ -178,37 +116,6 @@ def test_a_branch_is_said_where_the_conversation_went_back():
     after = [e.text for e in s.events if e.kind == ev.PROMPT and e.seq > branch.seq]
     assert after == ["[[scn:tree3]] Suggest plan B."]
     assert len(kinds(s, ev.COMPACTION)) == 1
-
-
-def test_a_growing_file_read_line_by_line_equals_a_cold_read(tmp_path):
-    for name in ("06-http-retry", "07-subagent-extension", "11-fork", "12-tree-compact"):
-        home = tmp_path / name
-        shutil.copytree(agent_dir(name), home)
-        files = sorted((home / "sessions").rglob("*.jsonl"))
-        full = {f: f.read_bytes().splitlines(keepends=True) for f in files}
-        for f in files:
-            f.write_bytes(full[f][0])
-        src = PiSource(Settings(folders={"pi": str(home)}))
-        handles = {}
-        for f in files:
-            for line in full[f][1:]:
-                with open(f, "ab") as out:
-                    out.write(line[: len(line) // 2])  # a half-written line waits for its newline
-                handles = src.scan(handles)
-                for hd in handles.values():
-                    hd.refresh()
-                with open(f, "ab") as out:
-                    out.write(line[len(line) // 2 :])
-                for hd in handles.values():
-                    hd.refresh()
-        cold = PiSource(Settings(folders={"pi": str(home)})).scan({})
-        for key, hd in cold.items():
-            hd.refresh()
-            live = handles[key].session
-            assert [(e.kind, e.agent, e.id, e.text, e.copied) for e in live.events] == [
-                (e.kind, e.agent, e.id, e.text, e.copied) for e in hd.session.events
-            ], name
-            assert live.usage.to_dict() == hd.session.usage.to_dict()
 
 
 @pytest.mark.parametrize(

@@ -89,26 +89,15 @@ def parse_answer(body: object, by: str) -> Answer:
     the ask: the host does that, holding the one truth of what is pending)."""
     if not isinstance(body, dict):
         raise BadAnswer('an answer is a JSON object: {"request": N, "choice": "allow|deny|reply", ...}')
-    req = body.get("request")
-    if isinstance(req, str) and req.isdigit():
-        req = int(req)
-    if not isinstance(req, int) or isinstance(req, bool) or req < 1:
-        raise BadAnswer('"request" must name the pending request (its number, as the card shows it)')
+    req = _request(body.get("request"))
     choice = body.get("choice")
     if choice not in CHOICES:
         raise BadAnswer(f'"choice" must be one of {", ".join(CHOICES)}, not {str(choice)[:40]!r}')
-    if by not in SURFACES:
-        by = "api"
-    a = Answer(request=req, choice=str(choice), by=by)
+    a = Answer(request=req, choice=str(choice), by=by if by in SURFACES else "api")
     for k in ("message", "text", "option"):
         v = body.get(k)
-        if v is None:
-            continue
-        if not isinstance(v, str):
-            raise BadAnswer(f'"{k}" must be text')
-        if len(v) > TEXT_MAX:
-            raise BadAnswer(f'"{k}" is longer than {TEXT_MAX:,} characters')
-        setattr(a, k, v)
+        if v is not None:
+            setattr(a, k, _text(k, v))
     if "input" in body and body["input"] is not None:
         if not isinstance(body["input"], dict):
             raise BadAnswer('"input" (the edited tool input) must be a JSON object')
@@ -121,6 +110,23 @@ def parse_answer(body: object, by: str) -> Answer:
     if a.choice == "reply" and not (a.text.strip() or a.answers or a.option):
         raise BadAnswer("a reply needs its text")
     return a
+
+
+def _request(req: object) -> int:
+    """The pending request an answer names (its number, or its number as text)."""
+    if isinstance(req, str) and req.isdigit():
+        req = int(req)
+    if not isinstance(req, int) or isinstance(req, bool) or req < 1:
+        raise BadAnswer('"request" must name the pending request (its number, as the card shows it)')
+    return req
+
+
+def _text(k: str, v: object) -> str:
+    if not isinstance(v, str):
+        raise BadAnswer(f'"{k}" must be text')
+    if len(v) > TEXT_MAX:
+        raise BadAnswer(f'"{k}" is longer than {TEXT_MAX:,} characters')
+    return v
 
 
 def check_offered(ask: Ask, a: Answer) -> None:

@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import click
 
 from huddle.views.usage import GROUPS
+
+
+def _date(given: str | None, option: str, parse: Callable[[str], float | None]) -> float | None:
+    """A --since/--until date as unix seconds (None: not given)."""
+    if given is None:
+        return None
+    when = parse(given)
+    if when is None:
+        raise click.BadParameter(f"not a date: {given!r} (use YYYY-MM-DD or ISO 8601)", param_hint=option)
+    return when
 
 
 @click.command()
@@ -50,16 +61,8 @@ def usage(
     from huddle.sources import Settings
     from huddle.views.usage import parse_since
 
-    when = None
-    if since is not None:
-        when = parse_since(since)
-        if when is None:
-            raise click.BadParameter(f"not a date: {since!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--since")
-    before = None
-    if until is not None:
-        before = parse_since(until)
-        if before is None:
-            raise click.BadParameter(f"not a date: {until!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--until")
+    when = _date(since, "--since", parse_since)
+    before = _date(until, "--until", parse_since)
     if hub is None and (by == "machine" or machine is not None):
         raise click.BadParameter("machines are the hub's: add --hub DSN", param_hint="--by machine / --machine")
     settings = Settings.from_env()

@@ -44,18 +44,12 @@ def _run(
     otlp: tuple[str, int] | None = None,
 ) -> None:
     from huddle.io.heap import return_large_blocks
-    from huddle.live.desktop import open_page
-    from huddle.server import bind, create_app, make_server, url_for
+    from huddle.server import create_app, make_server, url_for
     from huddle.server.security import is_loopback, new_token
 
     return_large_blocks()  # (a server open all day: a page's big read is not kept as its size)
     token = None if is_loopback(host) else new_token()
-    try:
-        sock = bind(host, port)
-    except OSError as exc:
-        if port != DEFAULT_PORT:
-            raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-        sock = bind(host, 0)  # the usual port is taken: any free one will do
+    sock = _listen(host, port)
     port = sock.getsockname()[1]
     app = create_app(h, host=host, port=port, token=token, demo=demo, watcher=watcher)
     server = make_server(app)
@@ -71,12 +65,7 @@ def _run(
         rows.listen(notifier)
     receiver = _otlp(h, otlp) if otlp is not None else None
     if open_browser:
-
-        def opened() -> None:
-            if not open_page(url):
-                click.echo("huddle: no graphical browser to open here: open that address in yours")
-
-        threading.Timer(0.6, opened).start()
+        threading.Timer(0.6, _open, (url,)).start()
     try:  # (said inside: a Ctrl-C right after the line stops it as well as any later)
         click.echo("huddle: press Ctrl+C to stop")
         server.run(sockets=[sock])
@@ -87,6 +76,25 @@ def _run(
             notifier.close_all()
         if receiver is not None:
             receiver.stop()
+
+
+def _listen(host: str, port: int):
+    """The server's socket: on the port asked for, or, the usual one being taken, any free one."""
+    from huddle.server import bind
+
+    try:
+        return bind(host, port)
+    except OSError as exc:
+        if port != DEFAULT_PORT:
+            raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        return bind(host, 0)
+
+
+def _open(url: str) -> None:
+    from huddle.live.desktop import open_page
+
+    if not open_page(url):
+        click.echo("huddle: no graphical browser to open here: open that address in yours")
 
 
 def _otlp(h, where: tuple[str, int]):

@@ -41,6 +41,29 @@ def conditions(
     if not cache.opened or cache.store.stamp() != (stored_at or cache.opened):
         return None  # something new was read and kept, or another process wrote the cache
     usage = h.settings.usage_only
+    heads = _heads(h, stored_at, usage, volatile)
+    found = _source_inputs(h, usage) if heads is not None else None
+    if heads is None or found is None:
+        return None
+    inputs, scans = found
+    inputs.extend([p, ident(p)] for p in also)
+    # every head's stamps, one list of files and one of folders (a project's folder holds
+    # many sessions: it is looked at once); the folder a session's shape is decided in is
+    # the scans' to watch (core.modes.unmoved_but_shaped: a session that came beside it)
+    files = [f for head in heads for f in head.get("files") or ()]
+    folders = list({tuple(f): f for head in heads for f in head.get("dirs") or () if f[0] != _shaped(head)}.values())
+    names = sorted({c.folder_env for c in source_classes().values() if c.folder_env})
+    out = {"inputs": inputs, "scans": scans, "files": files, "folders": folders, "names": names}
+    if volatile:
+        out["volatile"] = sorted(volatile)
+    return out
+
+
+def _heads(h: Huddle, stored_at: list[Any] | None, usage: bool, volatile: list[str] | None) -> list[Any] | None:
+    """Every session's cached head, if each row stands on it (else it is named in
+    `volatile`, when given; None when not)."""
+    cache = h.cache
+    assert cache is not None
     heads = [d.head for d in h.dormant.values()]
     for key in h.handles:
         head = cache.heads.get(key)
@@ -55,9 +78,17 @@ def conditions(
                 return None
             volatile.append(key)
         heads.append(head)
+    return heads
+
+
+def _source_inputs(h: Huddle, usage: bool) -> tuple[list[list[Any]], list[Any]] | None:
+    """The files each source's answer hangs on (its config, its live signals; the roots
+    of one with no sessions folder yet) and its last scan's stamps; None when a source
+    was scanned this run."""
+    assert h.cache is not None
     inputs: list[list[Any]] = []
     scans: list[Any] = []
-    stamps = cache.meta().get("scans") or {}
+    stamps = h.cache.meta().get("scans") or {}
     for src in h.sources:
         inputs.extend([p, ident(p)] for p in src.config_files())
         roots = src.roots()
@@ -72,17 +103,7 @@ def conditions(
             return None
         scans.append(stamps[src.name])
         inputs.extend([p, ident(p)] for p in live)
-    inputs.extend([p, ident(p)] for p in also)
-    # every head's stamps, one list of files and one of folders (a project's folder holds
-    # many sessions: it is looked at once); the folder a session's shape is decided in is
-    # the scans' to watch (core.modes.unmoved_but_shaped: a session that came beside it)
-    files = [f for head in heads for f in head.get("files") or ()]
-    folders = list({tuple(f): f for head in heads for f in head.get("dirs") or () if f[0] != _shaped(head)}.values())
-    names = sorted({c.folder_env for c in source_classes().values() if c.folder_env})
-    out = {"inputs": inputs, "scans": scans, "files": files, "folders": folders, "names": names}
-    if volatile:
-        out["volatile"] = sorted(volatile)
-    return out
+    return inputs, scans
 
 
 def _read_only_for_others(h: Huddle, key: str, head: dict[str, Any], usage: bool = False) -> bool:

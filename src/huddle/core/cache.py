@@ -49,6 +49,19 @@ def cache_dir(huddle_home: str) -> str:
 Row = tuple[Any, dict[str, Any]]
 
 
+def _blob(h: Handle) -> bytes | None:
+    """A handle as the store keeps it: a worker's pickle (a cold read), else pickled here."""
+    blob = pickled(h)
+    if blob is None:
+        import pickle
+
+        try:
+            blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:
+            return None
+    return blob
+
+
 def head_for(
     h: Handle,
     read_at_ns: int,
@@ -306,40 +319,19 @@ class HandleCache:
         for key, h in handles.items():
             if isinstance(h, Dormant):
                 if h.blob is not None:  # read this run, packed by a worker: stored as it came
-                    put[key] = (h.version, h.head, h.raw, h.blob)
-                    responses[key] = h.ids or []
-                    self.versions[key] = h.version
-                    self.heads[key] = h.head
-                    self.raw[key] = h.raw
+                    put[key] = self._packed(key, h, responses)
                     packed.append(h)
                 continue
             version = h.session.version
             row, brief = rows.get(key) or (None, None)
             if self.versions.get(key) == version and key in self.heads:
-                # the same reading state: its files may still have moved (a line that made
-                # no event, a partial line), and its row may have (time, a process)
-                old = self.heads[key]
-                raw = self.raw.get(key)
-                head = head_for(h, self.read_at_ns, brief, key in tangled, key in tangles)
-                if row is None:
-                    if "brief" in old:  # (the row stays as stored)
-                        head["brief"] = old["brief"]
-                elif (new := dumps(row, self.json_rows)) != raw and row != self.row_of(key):
-                    raw = new
-                # (the same row read again: kept as it was)
-                if raw is not self.raw.get(key) or (head != old and {**head, "at": old.get("at")} != old):
-                    heads[key] = (version, head, raw)
-                    self.heads[key] = head
-                    self.raw[key] = raw
+                moved = self._moved_head(key, h, row, brief, key in tangled, key in tangles)
+                if moved is not None:
+                    heads[key] = (version, *moved)
                 continue
-            import pickle
-
-            blob = pickled(h)  # a worker's pickle of it (a cold read in parallel), as it stands
+            blob = _blob(h)
             if blob is None:
-                try:
-                    blob = pickle.dumps(h, protocol=pickle.HIGHEST_PROTOCOL)
-                except Exception:
-                    continue  # a handle that cannot be kept is simply read again next time
+                continue  # a handle that cannot be kept is simply read again next time
             head = head_for(h, self.read_at_ns, brief, key in tangled, key in tangles)
             put[key] = (version, head, dumps(row, self.json_rows), blob)
             responses[key] = response_ids(h)
@@ -355,6 +347,35 @@ class HandleCache:
             self.store.write(put, gone, heads=heads, responses=responses)
         for d in packed:
             d.blob = None  # in the store now (woken from there)
+
+    def _packed(self, key: str, d: Dormant, responses: dict[str, list[str]]) -> tuple[int, Any, bytes | None, bytes]:
+        """A session a worker read and packed this run: its entry, as it came."""
+        assert d.blob is not None
+        responses[key] = d.ids or []
+        self.versions[key] = d.version
+        self.heads[key] = d.head
+        self.raw[key] = d.raw
+        return (d.version, d.head, d.raw, d.blob)
+
+    def _moved_head(
+        self, key: str, h: Handle, row: Row | None, brief: Any, entangled: bool, tangle: bool
+    ) -> tuple[Any, bytes | None] | None:
+        """A session read to its stored state: its files (a line with no event) or its row
+        (time, a process) may have moved. Its head and row, kept here, if they did."""
+        old = self.heads[key]
+        raw = self.raw.get(key)
+        head = head_for(h, self.read_at_ns, brief, entangled, tangle)
+        if row is None:
+            if "brief" in old:  # (the row stays as stored)
+                head["brief"] = old["brief"]
+        elif (new := dumps(row, self.json_rows)) != raw and row != self.row_of(key):
+            raw = new
+        # (the same row read again: kept as it was)
+        if raw is self.raw.get(key) and (head == old or {**head, "at": old.get("at")} == old):
+            return None
+        self.heads[key] = head
+        self.raw[key] = raw
+        return head, raw
 
     def forget(self, key: str) -> None:
         """What is stored for this session is not to be kept: the next save writes it

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from huddle.sources import Handle, Source
 
@@ -115,7 +115,7 @@ def take(blob: bytes, by_name: dict[str, Source]) -> Handle | None:
         return None
     h.source = by_name.get(h.session.source)
     _pickled[h] = (h.session.version, blob)
-    return h
+    return cast(Handle, h)
 
 
 def _size(h: Handle) -> int:

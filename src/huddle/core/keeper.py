@@ -324,7 +324,7 @@ def entangled(core: Huddle) -> set[str]:
 
 def _reshaped(h: Handle, d: Dormant) -> bool:
     try:
-        return h.shape() != d.head["shape"]
+        return bool(h.shape() != d.head["shape"])
     except Exception:  # (an adapter's bug: reading it again is never wrong)
         return True
 

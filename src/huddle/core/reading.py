@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import cast
 
 from huddle.sources import Handle
 
@@ -46,4 +47,4 @@ def cache_form(h: Handle) -> Handle:
     except Exception:
         return h
     small.source = getattr(h, "source", None)  # not pickled: the live source object goes on
-    return small
+    return cast(Handle, small)

@@ -183,23 +183,10 @@ class Store:
         """Every entry's (version, head, row as marshalled or None), blobs left unread; or
         only these `keys`' (those stored). An entry whose head's or row's checksum fails
         is left out (its session is read again)."""
-        if self.db is None:
+        rows = self._head_rows(keys)
+        if rows is None:
             return {}
         out: dict[str, tuple[int, Any, bytes | None]] = {}
-        q = "SELECT key, version, head, head_crc, row, row_crc FROM entries"
-        try:
-            if keys is None:
-                rows = self.db.execute(q).fetchall()
-            else:
-                wanted, rows = list(keys), []
-                for i in range(0, len(wanted), 500):
-                    part = wanted[i : i + 500]
-                    rows += self.db.execute(f"{q} WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
-        except sqlite3.DatabaseError as exc:
-            if not is_damage(exc):
-                return {}
-            self._damaged(exc)
-            return {}
         bad = 0
         hold = _one_answer
         collecting = gc.isenabled()
@@ -224,6 +211,25 @@ class Store:
         if bad:
             self._say(f"{bad} damaged entr{'y' if bad == 1 else 'ies'}")
         return out
+
+    def _head_rows(self, keys: Iterable[str] | None) -> list[Any] | None:
+        """The entries' rows but their blobs (all, or these `keys`'); None without a
+        database or on an error."""
+        if self.db is None:
+            return None
+        q = "SELECT key, version, head, head_crc, row, row_crc FROM entries"
+        try:
+            if keys is None:
+                return self.db.execute(q).fetchall()
+            wanted, rows = list(keys), []
+            for i in range(0, len(wanted), 500):
+                part = wanted[i : i + 500]
+                rows += self.db.execute(f"{q} WHERE key IN ({','.join('?' * len(part))})", part).fetchall()
+            return rows
+        except sqlite3.DatabaseError as exc:
+            if is_damage(exc):
+                self._damaged(exc)
+            return None
 
     def keys(self) -> list[str]:
         """Every entry's key (nothing decoded)."""
@@ -310,30 +316,9 @@ class Store:
         try:
             db = self.db
             db.execute("BEGIN IMMEDIATE")
-            crcs: dict[str, int] = {}
             try:
-                for key, (version, head, row, blob) in put.items():
-                    hb = marshal.dumps(head)
-                    hc, rc = _crc(hb), (_crc(row) if row is not None else None)
-                    crcs[key] = entry_crc(hc, rc)
-                    db.execute(
-                        "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                        (key, version, hb, hc, row, rc, blob, _crc(blob)),
-                    )
-                for key, (version, head, row) in (heads or {}).items():
-                    hb = marshal.dumps(head)
-                    hc, rc = _crc(hb), (_crc(row) if row is not None else None)
-                    crcs[key] = entry_crc(hc, rc)
-                    db.execute(
-                        "UPDATE entries SET version=?, head=?, head_crc=?, row=?, row_crc=? WHERE key=?",
-                        (version, hb, hc, row, rc, key),
-                    )
                 drop = list(drop)
-                for i in range(0, len(drop), 500):
-                    part = drop[i : i + 500]
-                    db.execute(f"DELETE FROM entries WHERE key IN ({','.join('?' * len(part))})", part)
-                for key, rids in (responses or {}).items():
-                    db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", [(r, key) for r in rids])
+                crcs = self._write_entries(db, put, heads or {}, drop, responses or {})
                 for k, v in (meta or {}).items():
                     db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, marshal.dumps(v)))
                     self.meta[k] = v
@@ -350,6 +335,39 @@ class Store:
                 self._damaged(exc)
             elif self.note is None:
                 self.note = f"{self.path}: not written this time ({exc})"
+
+    @staticmethod
+    def _write_entries(
+        db: sqlite3.Connection,
+        put: dict[str, tuple[int, Any, bytes | None, bytes]],
+        heads: dict[str, tuple[int, Any, bytes | None]],
+        drop: list[str],
+        responses: dict[str, list[str]],
+    ) -> dict[str, int]:
+        """The entries' statements of a write (in its transaction); their checksums."""
+        crcs: dict[str, int] = {}
+        for key, (version, head, row, blob) in put.items():
+            hb = marshal.dumps(head)
+            hc, rc = _crc(hb), (_crc(row) if row is not None else None)
+            crcs[key] = entry_crc(hc, rc)
+            db.execute(
+                "INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, version, hb, hc, row, rc, blob, _crc(blob)),
+            )
+        for key, (version, head, row) in heads.items():
+            hb = marshal.dumps(head)
+            hc, rc = _crc(hb), (_crc(row) if row is not None else None)
+            crcs[key] = entry_crc(hc, rc)
+            db.execute(
+                "UPDATE entries SET version=?, head=?, head_crc=?, row=?, row_crc=? WHERE key=?",
+                (version, hb, hc, row, rc, key),
+            )
+        for i in range(0, len(drop), 500):
+            part = drop[i : i + 500]
+            db.execute(f"DELETE FROM entries WHERE key IN ({','.join('?' * len(part))})", part)
+        for key, rids in responses.items():
+            db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", [(r, key) for r in rids])
+        return crcs
 
 
 JSON = b"J"  # the first byte of a row kept as its JSON (else it is marshalled)

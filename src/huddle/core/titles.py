@@ -45,8 +45,23 @@ def tied(core: Huddle, found: dict[str, Handle], r: Round) -> set[str]:
     awake or asleep (the keeper wakes those)."""
     if not r.touched:
         return set()
+    by_folder, tangled = _touched_members(core, found, r)
+    out: set[str] = set()
+    for folder, ties in r.touched.items():
+        members = by_folder.get(folder, {})
+        if folder not in tangled:
+            continue  # (no title there is decided across the folder)
+        out.update(members if ties is None else _tied_through(members, ties))
+    return out
+
+
+def _touched_members(
+    core: Huddle, found: dict[str, Handle], r: Round
+) -> tuple[dict[str, dict[str, list[str]]], set[str]]:
+    """Per touched folder, its sessions (awake or asleep) and their ties; and the folders
+    where a title is decided across the folder at all."""
     by_folder: dict[str, dict[str, list[str]]] = {}  # folder -> key -> its ties
-    tangled: set[str] = set()  # the folders where a title is decided across the folder at all
+    tangled: set[str] = set()
     for key, h in found.items():
         folder = folder_of(h.files())
         if folder in r.touched:
@@ -59,27 +74,25 @@ def tied(core: Huddle, found: dict[str, Handle], r: Round) -> set[str]:
             by_folder.setdefault(folder, {})[key] = list(d.head.get("ties") or ())
             if d.head.get("tangle"):
                 tangled.add(folder)
+    return by_folder, tangled
+
+
+def _tied_through(members: dict[str, list[str]], ties: set[str]) -> set[str]:
+    """The sessions holding one of `ties`, and those holding one of theirs, and so on."""
+    holders: dict[str, list[str]] = {}
+    for key, mine in members.items():
+        for t in mine:
+            holders.setdefault(t, []).append(key)
     out: set[str] = set()
-    for folder, ties in r.touched.items():
-        members = by_folder.get(folder, {})
-        if folder not in tangled:
-            continue  # (no title there is decided across the folder)
-        if ties is None:
-            out.update(members)
-            continue
-        holders: dict[str, list[str]] = {}
-        for key, mine in members.items():
-            for t in mine:
-                holders.setdefault(t, []).append(key)
-        todo, seen = list(ties), set(ties)
-        while todo:
-            for key in holders.get(todo.pop(), ()):
-                if key not in out:
-                    out.add(key)
-                    for t in members[key]:
-                        if t not in seen:
-                            seen.add(t)
-                            todo.append(t)
+    todo, seen = list(ties), set(ties)
+    while todo:
+        for key in holders.get(todo.pop(), ()):
+            if key not in out:
+                out.add(key)
+                for t in members[key]:
+                    if t not in seen:
+                        seen.add(t)
+                        todo.append(t)
     return out
 
 

@@ -168,17 +168,8 @@ def look(
         if len(said) != said_len or len(part) != index_len or zlib.crc32(payload) != crc:
             raise ValueError("torn")
         data = marshal.loads(payload)
-        if data["env"] != environment(os.environ, data["names"]):
-            return None, None, None
-        if any(ident(p) != st for p, st in data["inputs"]):
-            return None, None, None
-        moved = moved_files(data["files"], most)
+        moved = _moved_since(data, most)
         if moved is None:
-            return None, None, None
-        seen: dict[str, int] = {}
-        if not all(dirs_still(s, seen) for s in data["scans"]) or not folders_unmoved(data["folders"], seen):
-            return None, None, None
-        if data["code"] != code():
             return None, None, None
         notes = data["notes"]
         if not isinstance(notes, list) or zlib.crc32(said) != said_crc:
@@ -193,6 +184,23 @@ def look(
     except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote
         return None, None, f"{path}: damaged; worked out again"
     return (said, [str(n) for n in notes]), None, None
+
+
+def _moved_since(data: dict[str, Any], most: int) -> list[Any] | None:
+    """The session files that moved since the answer was worked out (at most `most`),
+    if nothing else it hangs on did: the environment, the inputs, the scanned folders,
+    the code (None: something did)."""
+    if data["env"] != environment(os.environ, data["names"]):
+        return None
+    if any(ident(p) != st for p, st in data["inputs"]):
+        return None
+    moved = moved_files(data["files"], most)
+    if moved is None:
+        return None
+    seen: dict[str, int] = {}
+    if not all(dirs_still(s, seen) for s in data["scans"]) or not folders_unmoved(data["folders"], seen):
+        return None
+    return moved if data["code"] == code() else None
 
 
 def _parts(raw: bytes) -> tuple[tuple[Any, ...], memoryview, memoryview]:

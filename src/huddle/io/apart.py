@@ -59,20 +59,7 @@ def run_apart(
             child.stdin.flush()  # (held open, not closed: the child's lifeline)
         except OSError:
             pass  # (it ended at once: its exit says so)
-        with selectors.DefaultSelector() as sel:
-            sel.register(child.stdout, selectors.EVENT_READ)
-            while True:
-                if stopping():
-                    return "stopped"
-                if not sel.select(0.2):
-                    continue
-                line = child.stdout.readline().decode("utf-8", "replace").rstrip("\n")
-                if not line:
-                    break  # its end: it exited
-                if line == DONE or line.startswith(DONE + " "):
-                    result = line[len(DONE) + 1 :] or None
-                elif heard is not None:
-                    heard(line)
+        result = _listen(child, stopping, heard)
         return result
     finally:
         try:
@@ -86,6 +73,28 @@ def run_apart(
                 pass
         child.wait()
         child.stdout.close()
+
+
+def _listen(
+    child: subprocess.Popen[bytes], stopping: Callable[[], bool], heard: Callable[[str], None] | None
+) -> str | None:
+    """The child's lines until it exits (its last word: None when done) or `stopping()`."""
+    assert child.stdout is not None
+    result: str | None = "ended without a word"
+    with selectors.DefaultSelector() as sel:
+        sel.register(child.stdout, selectors.EVENT_READ)
+        while True:
+            if stopping():
+                return "stopped"
+            if not sel.select(0.2):
+                continue
+            line = child.stdout.readline().decode("utf-8", "replace").rstrip("\n")
+            if not line:
+                return result  # its end: it exited
+            if line == DONE or line.startswith(DONE + " "):
+                result = line[len(DONE) + 1 :] or None
+            elif heard is not None:
+                heard(line)
 
 
 def child_main() -> None:

@@ -145,16 +145,7 @@ class Watcher:
         if apart:
             self._prime_from_cache()
         with h.lock:
-            if self.lazy:
-                # what is read from its start is held as the cache holds it (a page reads it
-                # whole when it opens it), then whatever is settled sleeps again: a first
-                # read of a large history holds one timeline at a time (none, when fresh
-                # worker processes read it: huddle.core.coldread)
-                h.refresh(FirstRead(spawn=True, keep_timelines=False))
-                if h.dormant and h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
-                    h.wake_all()  # rows built with other prices or idle time: built again
-            else:
-                h.refresh()
+            self._first_refresh()
             msgs = self._full_pass(publish=publish)
             self.files = file_counts(h, self.unlisted)
             if apart and publish and self.rows:  # (pages that came early have none of them)
@@ -278,6 +269,19 @@ class Watcher:
         board, ~0.1-0.2 s on a thousand sessions)."""
         return min(1.0, 4 * self._refresh_cost)
 
+    def _first_refresh(self) -> None:
+        """The first read. Lazy: what is read from its start is held as the cache holds it
+        (a page reads it whole when it opens it), then whatever is settled sleeps again: a
+        first read of a large history holds one timeline at a time (none, when fresh worker
+        processes read it: huddle.core.coldread)."""
+        h = self.h
+        if not self.lazy:
+            h.refresh()
+            return
+        h.refresh(FirstRead(spawn=True, keep_timelines=False))
+        if h.dormant and h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
+            h.wake_all()  # rows built with other prices or idle time: built again
+
     def _next_due(self) -> float:
         held = [t + self.debounce.hold for _st, t in self.debounce.pending.values()]
         let_go = [self._let_go_at + self.let_go_every] if self.lazy else []  # (a page may have read one since)
@@ -290,15 +294,7 @@ class Watcher:
         a poll falling due reads the home's stat checks whole."""
         with self.h.lock:
             t0 = time.monotonic()
-            changed: set[str] = set()
-            if refresh:
-                hints = self.notices.take()
-                poll = self.poll_watched if self.notices.watching else self.poll_unwatched
-                got = self.h.read_files(hints) if hints and t0 - self._last_poll < poll else None
-                if got is None:
-                    got = self.h.refresh()
-                    self._last_poll = t0
-                changed = got
+            changed = self._read_changes(t0) if refresh else set()
             now = time.monotonic()
             self.ticks += 1
             if refresh:
@@ -312,17 +308,32 @@ class Watcher:
                 self.due[key] = min(self.due.get(key, now + self.hot_every), now + self.hot_every)
             self.files = file_counts(self.h, self.unlisted) if changed else self.files
         if msgs:
-            self.publish(msgs)
-            for kind, data, _ in msgs:
-                if kind == "board":
-                    for li in self.row_listeners:
-                        li.rows(data["sessions"], data["removed"])
+            self._tell(msgs)
         if refresh:
             for fn in self.listeners:
                 fn(changed)
         if self.lazy:
             self._save()
             self._let_go()
+
+    def _read_changes(self, t0: float) -> set[str]:
+        """What changed on disk: the files a notice named, read in their sessions, else
+        (a new file, a notice without names, a poll falling due) the home's stat checks."""
+        hints = self.notices.take()
+        poll = self.poll_watched if self.notices.watching else self.poll_unwatched
+        got = self.h.read_files(hints) if hints and t0 - self._last_poll < poll else None
+        if got is None:
+            got = self.h.refresh()
+            self._last_poll = t0
+        return got
+
+    def _tell(self, msgs: list) -> None:
+        """The pages (the stream) and the row listeners hear what moved."""
+        self.publish(msgs)
+        for kind, data, _ in msgs:
+            if kind == "board":
+                for li in self.row_listeners:
+                    li.rows(data["sessions"], data["removed"])
 
     def _let_go(self) -> None:
         """Every `let_go_every` seconds: the timelines no page follows, past the last few

@@ -55,23 +55,8 @@ class Activity:
         if e.t is not None:
             self.last_t = e.t
         self.last_kind = k
-        if k == ev.PROMPT or (k == ev.ORDER and e.agent == e.target):
-            self._open_turn(e.t)
-        elif k in (ev.TOOL_CALL, ev.ORDER):
-            self._open_turn(e.t)
-            if e.id:
-                self.open_calls[e.id] = e
-        elif k == ev.TOOL_RESULT:
-            call = self.open_calls.pop(e.id, None)
-            if e.detail == "background":
-                self.background[e.id] = call or e
-            else:
-                self.background.pop(e.id, None)
-            if call is not None:
-                self._open_turn(e.t)
-        elif k == ev.REPORT:
-            self.background.pop(e.id, None)
-            self.open_calls.pop(e.id, None)
+        if k in (ev.TOOL_CALL, ev.ORDER, ev.TOOL_RESULT, ev.REPORT):
+            self._call(e)
         elif k in (ev.TURN_END, ev.INTERRUPT):
             self.ended_by = e.id if k == ev.TURN_END else ""
             self.turn_open = False
@@ -81,8 +66,27 @@ class Activity:
             self.waits[e.id] = e
         elif k == ev.RESOLVED:
             self.waits.pop(e.id, None)
-        elif k in (ev.SAY, ev.THINK) and not (e.id and e.id == self.ended_by):
+        elif k == ev.PROMPT or (k in (ev.SAY, ev.THINK) and not (e.id and e.id == self.ended_by)):
             self._open_turn(e.t)  # (a later block of the response that ended the turn does not)
+
+    def _call(self, e: Event) -> None:
+        """A call opened (an order to itself: a turn of its own), answered (in the
+        background: kept there until it reports), or reported on."""
+        if e.kind == ev.REPORT:
+            self.background.pop(e.id, None)
+            self.open_calls.pop(e.id, None)
+        elif e.kind == ev.TOOL_RESULT:
+            call = self.open_calls.pop(e.id, None)
+            if e.detail == "background":
+                self.background[e.id] = call or e
+            else:
+                self.background.pop(e.id, None)
+            if call is not None:
+                self._open_turn(e.t)
+        else:
+            self._open_turn(e.t)
+            if e.id and not (e.kind == ev.ORDER and e.agent == e.target):
+                self.open_calls[e.id] = e
 
 
 def activity_at(session: Session, at: float) -> dict[str, Activity]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -279,55 +280,83 @@ def _str(inp: dict[str, Any], key: str) -> str:
 
 
 def _phrase(name: str, inp: dict[str, Any]) -> str:
-    desc = _str(inp, "description")
-    if name in ("Agent", "Task"):
-        what = desc or _str(inp, "subagent_type")
-        return f"delegating: {lower_first(what)}" if what else ""
-    if name in ("Bash", "PowerShell"):
-        if desc:
-            return as_done(desc)
-        cmd = _str(inp, "command")
-        return f"running {cmd.splitlines()[0]}" if cmd else ""
+    own = _PHRASES.get(name)
+    if own is not None:
+        return own(name, inp)
     verb = _verb(name)
     if verb in _FILE_VERBS:
         path = _str(inp, "file_path") or _str(inp, "notebook_path") or _str(inp, "path")
         return f"{verb} {file_name(path)}" if path else ""
-    if name == "Grep":
-        pat = _str(inp, "pattern")
-        return f"{_verb(name)} {pat}" if pat else ""
-    if name == "Glob":
-        pat = _str(inp, "pattern")
-        return f"{_verb(name)} {pat}" if pat else ""
-    if name == "LS":
-        path = _str(inp, "path")
-        return f"{_verb(name)} {file_name(path)}" if path else ""
-    if name == "WebFetch":
-        host = urlsplit(_str(inp, "url")).hostname or ""
-        return f"fetching {host}" if host else ""
-    if name == "WebSearch":
-        q = _str(inp, "query")
-        return f"{_verb(name)} {q}" if q else ""
-    if name == "TodoWrite":
-        return _todo_phrase(inp)
-    if name == "TaskCreate":
-        subject = _str(inp, "subject")
-        return f"{_verb(name)} {lower_first(subject)}" if subject else ""
-    if name == "ToolSearch":
-        q = _str(inp, "query")
-        if q.startswith("select:"):
-            return "loading " + ", ".join(t for t in q[len("select:") :].split(",") if t)
-        return f"looking for tools: {q}" if q else ""
-    if name == "AskUserQuestion":
-        qs = inp.get("questions")
-        if isinstance(qs, list) and qs and isinstance(qs[0], dict) and isinstance(qs[0].get("question"), str):
-            return f"{_verb(name)} {qs[0]['question']}"
-        return ""
-    if name == "Skill":
-        skill = _str(inp, "skill") or _str(inp, "command")
-        return f"using the {skill} skill" if skill else ""
     if _words(name) is not None:
         return ""
+    desc = _str(inp, "description")
     return as_done(desc, fallback=f"{_generic(name)}:") if desc else ""
+
+
+def _delegating(name: str, inp: dict[str, Any]) -> str:
+    what = _str(inp, "description") or _str(inp, "subagent_type")
+    return f"delegating: {lower_first(what)}" if what else ""
+
+
+def _running(name: str, inp: dict[str, Any]) -> str:
+    desc = _str(inp, "description")
+    if desc:
+        return as_done(desc)
+    cmd = _str(inp, "command")
+    return f"running {cmd.splitlines()[0]}" if cmd else ""
+
+
+def _verb_and(key: str, shape: Callable[[str], str] = str) -> Callable[[str, dict[str, Any]], str]:
+    """The tool's verb and one field of its input: "searching for TODO"."""
+
+    def phrase(name: str, inp: dict[str, Any]) -> str:
+        v = _str(inp, key)
+        return f"{_verb(name)} {shape(v)}" if v else ""
+
+    return phrase
+
+
+def _fetching(name: str, inp: dict[str, Any]) -> str:
+    host = urlsplit(_str(inp, "url")).hostname or ""
+    return f"fetching {host}" if host else ""
+
+
+def _tool_search(name: str, inp: dict[str, Any]) -> str:
+    q = _str(inp, "query")
+    if q.startswith("select:"):
+        return "loading " + ", ".join(t for t in q[len("select:") :].split(",") if t)
+    return f"looking for tools: {q}" if q else ""
+
+
+def _asking(name: str, inp: dict[str, Any]) -> str:
+    qs = inp.get("questions")
+    if isinstance(qs, list) and qs and isinstance(qs[0], dict) and isinstance(qs[0].get("question"), str):
+        return f"{_verb(name)} {qs[0]['question']}"
+    return ""
+
+
+def _skill(name: str, inp: dict[str, Any]) -> str:
+    skill = _str(inp, "skill") or _str(inp, "command")
+    return f"using the {skill} skill" if skill else ""
+
+
+# Claude Code's tools, each said from its own input.
+_PHRASES: dict[str, Callable[[str, dict[str, Any]], str]] = {
+    "Agent": _delegating,
+    "Task": _delegating,
+    "Bash": _running,
+    "PowerShell": _running,
+    "Grep": _verb_and("pattern"),
+    "Glob": _verb_and("pattern"),
+    "LS": _verb_and("path", file_name),
+    "WebFetch": _fetching,
+    "WebSearch": _verb_and("query"),
+    "TodoWrite": lambda name, inp: _todo_phrase(inp),
+    "TaskCreate": _verb_and("subject", lower_first),
+    "ToolSearch": _tool_search,
+    "AskUserQuestion": _asking,
+    "Skill": _skill,
+}
 
 
 def _todo_phrase(inp: dict[str, Any]) -> str:
@@ -393,19 +422,28 @@ def input_summary(val: object) -> str:
     desc, cmd = val.get("description"), val.get("command")
     if isinstance(desc, str) and desc:
         return one_line(f"{desc}: {cmd}" if isinstance(cmd, str) else desc, SUMMARY_WIDTH)
-    for key in SUMMARY_KEYS:
-        v = val.get(key)
-        if isinstance(v, str) and v:
-            return one_line(v, SUMMARY_WIDTH)
-        if v and isinstance(v, (list, dict)) and key in ("targets", "ids"):
-            return one_line(_compact(v), SUMMARY_WIDTH)
-    qs = val.get("questions")
-    if isinstance(qs, list) and qs and isinstance(qs[0], dict):
-        q = qs[0].get("question") or qs[0].get("header")
-        if isinstance(q, str) and q:
-            return one_line(q, SUMMARY_WIDTH)
+    told = _telling_field(val)
+    if told:
+        return one_line(told, SUMMARY_WIDTH)
     if isinstance(val.get("todos"), list):
         return f"{len(val['todos'])} todos"
     if isinstance(val.get("timeout_ms"), (int, float)):
         return f"up to {val['timeout_ms'] / 1000:g} s"
     return one_line(_compact(val), SUMMARY_WIDTH) if val else ""
+
+
+def _telling_field(val: dict[str, Any]) -> str:
+    """Its most telling field (SUMMARY_KEYS, a list of targets or ids as JSON), else its
+    first question ("" : none)."""
+    for key in SUMMARY_KEYS:
+        v = val.get(key)
+        if isinstance(v, str) and v:
+            return v
+        if v and isinstance(v, (list, dict)) and key in ("targets", "ids"):
+            return _compact(v)
+    qs = val.get("questions")
+    if isinstance(qs, list) and qs and isinstance(qs[0], dict):
+        q = qs[0].get("question") or qs[0].get("header")
+        if isinstance(q, str) and q:
+            return q
+    return ""

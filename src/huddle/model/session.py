@@ -21,6 +21,9 @@ from .times import iso, project_name
 CONVERSATION = (ev.PROMPT, ev.SAY, ev.THINK, ev.TOOL_CALL, ev.TOOL_RESULT, ev.ORDER, ev.REPORT, ev.USAGE, ev.WAITING)
 
 
+_SAID = frozenset({ev.PROMPT, ev.TITLE, ev.REPORT})  # kinds that say something of the session itself
+
+
 class Agent:
     """One participant of a session: the lead or a sub-agent."""
 
@@ -140,7 +143,6 @@ class Session:
         counts = self.counts
         agents = self.agents
         a = None
-        t_min, t_max = self.started_at, self.updated_at
         counted: dict[tuple[Agent, str], Usage] = {}  # (agent, model) -> this batch's usage, added once after
         for e in events:
             e.seq = seq
@@ -153,50 +155,65 @@ class Session:
             a.event_count += 1
             t = e.t
             if t is not None:
-                if t_min is None or t < t_min:
-                    t_min = t
-                if t_max is None or t > t_max:
-                    t_max = t
                 if a.started_at is None or t < a.started_at:
                     a.started_at = t
                 if a.updated_at is None or t > a.updated_at:
                     a.updated_at = t
             if k == ev.USAGE:
-                u = e.usage
-                if u is not None:
-                    bad = u.problem()
-                    if bad:  # counts that are not counts cost their record, never the totals
-                        self.bad_count(e.file, e.offset, bad)
-                        e.usage = None
-                    elif not e.copied and not e.counted_in:
-                        key = (a, e.name)
-                        sum_ = counted.get(key)
-                        if sum_ is None:
-                            counted[key] = Usage(u.input, u.output, u.cache_read, u.cache_write, u.cache_write_1h)
-                        else:
-                            sum_.add(u)
-                        if e.name:
-                            a.model = e.name
+                self._batch_usage(e, a, counted)
                 continue  # (an agent's activity takes nothing from a count)
-            elif k == ev.PROMPT:
-                if not self.first_prompt:
-                    self.first_prompt = e.text
-                self.last_prompt = e.text
-            elif k == ev.TITLE:
-                if e.detail == "ai":
-                    self.ai_title = e.text
-                else:
-                    self.custom_title = e.text
-            elif k == ev.REPORT and e.target:
-                sub = agents.get(e.target)
-                if sub is not None:
-                    sub.report = e.text
+            if k in _SAID:
+                self._said(e)
             a.activity.apply(e)
         for (a, model), u in counted.items():  # (three sums per agent and model, not per response)
             self._add_usage(a, model, u)
         self.next_seq = seq
-        self.started_at, self.updated_at = t_min, t_max
+        self._stretch(events)
         self.version += 1
+
+    def _stretch(self, events: Sequence[Event]) -> None:
+        """The session's first and last times, stretched to a batch's."""
+        ts = [e.t for e in events if e.t is not None]
+        if ts:
+            lo, hi = min(ts), max(ts)
+            self.started_at = lo if self.started_at is None else min(self.started_at, lo)
+            self.updated_at = hi if self.updated_at is None else max(self.updated_at, hi)
+
+    def _batch_usage(self, e: Event, a: Agent, counted: dict[tuple[Agent, str], Usage]) -> None:
+        """A usage event into its batch's sums (counts that are not counts cost their
+        line, never the totals; a copy or a response counted elsewhere adds nothing)."""
+        u = e.usage
+        if u is None:
+            return
+        bad = u.problem()
+        if bad:
+            self.bad_count(e.file, e.offset, bad)
+            e.usage = None
+        elif not e.copied and not e.counted_in:
+            key = (a, e.name)
+            sum_ = counted.get(key)
+            if sum_ is None:
+                counted[key] = Usage(u.input, u.output, u.cache_read, u.cache_write, u.cache_write_1h)
+            else:
+                sum_.add(u)
+            if e.name:
+                a.model = e.name
+
+    def _said(self, e: Event) -> None:
+        """What a prompt, a title or a sub-agent's report says of the session."""
+        if e.kind == ev.PROMPT:
+            if not self.first_prompt:
+                self.first_prompt = e.text
+            self.last_prompt = e.text
+        elif e.kind == ev.TITLE:
+            if e.detail == "ai":
+                self.ai_title = e.text
+            else:
+                self.custom_title = e.text
+        elif e.target:
+            sub = self.agents.get(e.target)
+            if sub is not None:
+                sub.report = e.text
 
     def _count_usage(self, a: Agent, model: str, u: Usage) -> None:
         self._add_usage(a, model, u)

@@ -69,62 +69,81 @@ async def _body(request: Request, cap: int) -> bytes:
 
 
 def create_app(store: Store, token: str | None = None, log: Log | None = None, cap: int = BODY_MAX) -> Starlette:
-    say = log or (lambda m: None)
-    want = f"Bearer {token}".encode() if token else None
+    r = _Routes(store, token, log, cap)
+    routes = [
+        Route("/v1/logs", r.logs, methods=["POST"]),
+        Route("/v1/metrics", r.metrics, methods=["POST"]),
+        Route("/v1/traces", r.traces, methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={404: r.not_found, 405: r.not_found})
+    app.router.redirect_slashes = False
+    return app
 
-    def answer(status: int, ct: str, what: str = "", peer: str = "") -> Response:
+
+def _type_of(request: Request) -> str:
+    return (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+
+
+class _Routes:
+    """What the receiver answers an exporter: its records taken into the store, or why not."""
+
+    def __init__(self, store: Store, token: str | None, log: Log | None, cap: int) -> None:
+        self.store = store
+        self.say: Log = log or (lambda m: None)
+        self.want = f"Bearer {token}".encode() if token else None
+        self.cap = cap
+
+    def answer(self, status: int, ct: str, what: str = "", peer: str = "") -> Response:
         if status >= 400:
-            say(f"otlp: {status} to {peer or 'a client'}: {what}")
+            self.say(f"otlp: {status} to {peer or 'a client'}: {what}")
         if ct == otlp.PROTOBUF:  # an empty Export*ServiceResponse
             return Response(b"", status_code=status, media_type=otlp.PROTOBUF)
         body = {} if status < 400 else {"code": status, "message": what}
         return Response(json.dumps(body), status_code=status, media_type=otlp.JSON)
 
-    async def take(request: Request, kind: str) -> Response:
-        peer = request.client.host if request.client else ""
-        ct = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    def refused(self, request: Request, ct: str, peer: str) -> Response | None:
+        """A browser's request, or one without this receiver's token (when it has one)."""
         if request.headers.get("origin") is not None:
-            return answer(403, ct, "a browser's request (Origin) is not an exporter's", peer)
-        if want is not None:
+            return self.answer(403, ct, "a browser's request (Origin) is not an exporter's", peer)
+        if self.want is not None:
             got = (request.headers.get("authorization") or "").encode()
-            if not hmac.compare_digest(got, want):
-                return answer(401, ct, "no token, or not this receiver's", peer)
+            if not hmac.compare_digest(got, self.want):
+                return self.answer(401, ct, "no token, or not this receiver's", peer)
+        return None
+
+    async def take(self, request: Request, kind: str) -> Response:
+        peer = request.client.host if request.client else ""
+        ct = _type_of(request)
+        no = self.refused(request, ct, peer)
+        if no is not None:
+            return no
         try:
-            body = await _body(request, cap)
+            body = await _body(request, self.cap)
             req = otlp.parse(body, ct, kind)
             records = list(otlp.logs(req) if kind == "logs" else otlp.metrics(req))
         except _TooBig:
-            return answer(413, ct, f"body over {cap:,} bytes", peer)
+            return self.answer(413, ct, f"body over {self.cap:,} bytes", peer)
         except BadRequest as exc:
-            return answer(400 if ct in (otlp.JSON, otlp.PROTOBUF) else 415, ct, str(exc), peer)
+            return self.answer(400 if ct in (otlp.JSON, otlp.PROTOBUF) else 415, ct, str(exc), peer)
         except Exception as exc:  # a body no rule foresaw still costs only itself
-            return answer(400, ct, f"unreadable {kind}: {type(exc).__name__}", peer)
+            return self.answer(400, ct, f"unreadable {kind}: {type(exc).__name__}", peer)
         try:
-            store.take(records, kind)
+            self.store.take(records, kind)
         except OSError as exc:
-            return answer(503, ct, f"cannot keep telemetry: {exc.strerror or exc}", peer)
-        return answer(200, ct)
+            return self.answer(503, ct, f"cannot keep telemetry: {exc.strerror or exc}", peer)
+        return self.answer(200, ct)
 
-    async def logs(request: Request) -> Response:
-        return await take(request, "logs")
+    async def logs(self, request: Request) -> Response:
+        return await self.take(request, "logs")
 
-    async def metrics(request: Request) -> Response:
-        return await take(request, "metrics")
+    async def metrics(self, request: Request) -> Response:
+        return await self.take(request, "metrics")
 
-    async def traces(request: Request) -> Response:  # (taken and dropped: exporters configured for all three)
-        return answer(200, (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower())
+    async def traces(self, request: Request) -> Response:  # (taken and dropped: exporters configured for all three)
+        return self.answer(200, _type_of(request))
 
-    async def not_found(request: Request, exc: Any) -> Response:
-        return answer(404, otlp.JSON, f"no route {request.method} {request.url.path[:80]}")
-
-    routes = [
-        Route("/v1/logs", logs, methods=["POST"]),
-        Route("/v1/metrics", metrics, methods=["POST"]),
-        Route("/v1/traces", traces, methods=["POST"]),
-    ]
-    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
-    app.router.redirect_slashes = False
-    return app
+    async def not_found(self, request: Request, exc: Any) -> Response:
+        return self.answer(404, otlp.JSON, f"no route {request.method} {request.url.path[:80]}")
 
 
 class Receiver:

@@ -109,12 +109,18 @@ class _Builder:
                 self.result(e, t, est)
             elif k in (ev.TURN_END, ev.INTERRUPT):
                 self.stop_calls(e.agent, t, interrupted=k == ev.INTERRUPT)
-            if k in _INPUT_KINDS or (k == ev.ORDER and e.target == e.agent):
-                self.input_t[e.agent] = (t, est)
-            elif k == ev.ORDER and e.target:
-                self.input_t.setdefault(e.target, (t, est))  # a sub-agent's first request
+            self.input_at(e, t, est)
             if self.redact is not None:
                 self.content(e)
+
+    def input_at(self, e: Event, t: float, est: bool) -> None:
+        """When an agent's next request was sent from: its last input (a prompt, a result;
+        a sub-agent's first request, its order)."""
+        k = e.kind
+        if k in _INPUT_KINDS or (k == ev.ORDER and e.target == e.agent):
+            self.input_t[e.agent] = (t, est)
+        elif k == ev.ORDER and e.target:
+            self.input_t.setdefault(e.target, (t, est))
 
     def chat(self, e: Event, t: float, est: bool) -> None:
         model = e.name or self.default_model
@@ -231,8 +237,13 @@ class _Builder:
                 part["response"] = self.text(e.text)
             self.pending_input.setdefault(e.agent, []).append({"role": "tool", "parts": [part]})
             return
-        if k not in _OUTPUT_KINDS:
-            return
+        if k in _OUTPUT_KINDS:
+            self.output(e)
+
+    def output(self, e: Event) -> None:
+        """A text, a thought or a call, on the response that wrote it."""
+        k = e.kind
+        part: dict
         if k == ev.SAY:
             part = {"type": "text", "content": self.text(e.text)}
         elif k == ev.THINK:
@@ -259,61 +270,10 @@ class _Builder:
         order = s.tree_order() or [Agent(lead)]
         first: list[SpanPlan] = []
         for a in order:
-            is_lead = a.id == lead
-            start = a.started_at if a.started_at is not None else (s.started_at if is_lead else None)
-            end = a.updated_at if a.updated_at is not None else (s.updated_at if is_lead else None)
-            if start is None or end is None:
-                continue
-            name = sc.product_of(s.source) if is_lead else (a.kind or a.name or "sub-agent")
-            model = a.model or self.default_model
-            attrs: Attrs = {
-                sc.OPERATION: sc.INVOKE_AGENT,
-                sc.PROVIDER: sc.provider_of(model, s.source),
-                sc.AGENT_NAME: name,
-                sc.AGENT_ID: a.id,
-                sc.CONVERSATION: s.id,
-                "huddle.source": s.source,
-            }
-            if model:
-                attrs[sc.REQUEST_MODEL] = model
-            if is_lead:
-                attrs["huddle.session.key"] = s.key
-                if s.cwd:
-                    attrs["huddle.session.project"] = s.cwd.rstrip("/").rsplit("/", 1)[-1]
-                if s.continues:
-                    attrs["huddle.session.continues"] = s.continues
-                title = (s.custom_title or s.ai_title) if self.redact is None else s.title
-                if title:
-                    attrs["huddle.session.title"] = title if self.redact is None else self.text(title)
-            elif self.redact is not None and a.description:
-                attrs[sc.AGENT_DESCRIPTION] = self.text(a.description)
-            if s.time_estimated:
-                attrs["huddle.time.estimated"] = True
-            p = SpanPlan(
-                f"agent:{a.id}",
-                span_id_of(self.trace_id, f"agent:{a.id}"),
-                f"invoke_agent {name}",
-                INTERNAL,
-                a.id,
-                to_ns(start),
-                attrs,
-            )
-            p.end = max(p.start, to_ns(end))
-            if is_lead:
-                p.closed = self.ended
-            else:
-                p.closed = self.ended or a.report is not None or a.finished is True
-                if self.redact is not None:
-                    if a.order:
-                        attrs[sc.INPUT_MESSAGES] = [
-                            {"role": "user", "parts": [{"type": "text", "content": self.text(a.order)}]}
-                        ]
-                    if a.report:
-                        attrs[sc.OUTPUT_MESSAGES] = [
-                            {"role": "assistant", "parts": [{"type": "text", "content": self.text(a.report)}]}
-                        ]
-            self.agent_spans[a.id] = p
-            first.append(p)
+            p = self.agent_span(a, a.id == lead)
+            if p is not None:
+                self.agent_spans[a.id] = p
+                first.append(p)
         root = self.agent_spans.get(lead)
         for a in order:
             sub = self.agent_spans.get(a.id)
@@ -323,6 +283,72 @@ class _Builder:
             parent = spawn or self.agent_spans.get(a.parent or lead) or root
             sub.parent_id = parent.span_id if parent is not None and parent is not sub else None
         self.spans[:0] = first
+
+    def agent_span(self, a: Agent, is_lead: bool) -> SpanPlan | None:
+        """An agent's invoke_agent span, over its first and last times (None: it has none)."""
+        s = self.s
+        start = a.started_at if a.started_at is not None else (s.started_at if is_lead else None)
+        end = a.updated_at if a.updated_at is not None else (s.updated_at if is_lead else None)
+        if start is None or end is None:
+            return None
+        name = sc.product_of(s.source) if is_lead else (a.kind or a.name or "sub-agent")
+        attrs = self.agent_attrs(a, is_lead, name)
+        p = SpanPlan(
+            f"agent:{a.id}",
+            span_id_of(self.trace_id, f"agent:{a.id}"),
+            f"invoke_agent {name}",
+            INTERNAL,
+            a.id,
+            to_ns(start),
+            attrs,
+        )
+        p.end = max(p.start, to_ns(end))
+        p.closed = self.ended if is_lead else (self.ended or a.report is not None or a.finished is True)
+        if not is_lead and self.redact is not None:
+            if a.order:
+                attrs[sc.INPUT_MESSAGES] = [
+                    {"role": "user", "parts": [{"type": "text", "content": self.text(a.order)}]}
+                ]
+            if a.report:
+                attrs[sc.OUTPUT_MESSAGES] = [
+                    {"role": "assistant", "parts": [{"type": "text", "content": self.text(a.report)}]}
+                ]
+        return p
+
+    def agent_attrs(self, a: Agent, is_lead: bool, name: str) -> Attrs:
+        s = self.s
+        model = a.model or self.default_model
+        attrs: Attrs = {
+            sc.OPERATION: sc.INVOKE_AGENT,
+            sc.PROVIDER: sc.provider_of(model, s.source),
+            sc.AGENT_NAME: name,
+            sc.AGENT_ID: a.id,
+            sc.CONVERSATION: s.id,
+            "huddle.source": s.source,
+        }
+        if model:
+            attrs[sc.REQUEST_MODEL] = model
+        if is_lead:
+            attrs.update(self.session_attrs())
+        elif self.redact is not None and a.description:
+            attrs[sc.AGENT_DESCRIPTION] = self.text(a.description)
+        if s.time_estimated:
+            attrs["huddle.time.estimated"] = True
+        return attrs
+
+    def session_attrs(self) -> Attrs:
+        """What the lead's span says of its session: its key, project, the session it
+        continues, its title (redacted, when text is included)."""
+        s = self.s
+        attrs: Attrs = {"huddle.session.key": s.key}
+        if s.cwd:
+            attrs["huddle.session.project"] = s.cwd.rstrip("/").rsplit("/", 1)[-1]
+        if s.continues:
+            attrs["huddle.session.continues"] = s.continues
+        title = (s.custom_title or s.ai_title) if self.redact is None else s.title
+        if title:
+            attrs["huddle.session.title"] = title if self.redact is None else self.text(title)
+        return attrs
 
     def finish(self) -> list[SpanPlan]:
         lead = self.s.lead_id or self.s.id

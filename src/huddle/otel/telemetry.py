@@ -23,6 +23,7 @@ import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from .otlp import Record
@@ -90,67 +91,15 @@ def line_of(r: Record, agent: str) -> dict[str, Any] | None:
     for prefix in ("claude_code.", "codex."):
         if name.startswith(prefix):
             name = name[len(prefix) :]
+    said = _AGENTS_EVENTS.get((agent, name)) or _EVENTS.get(name)
+    fields = said(r) if said is not None else None
+    if fields is None:
+        return None
     out: dict[str, Any] = {"t": r.t}
     sub = r.get("agent.id", "agent_id")
     if isinstance(sub, str) and sub:
         out["agent"] = sub[:120]
-    if name == "api_request" and agent == "claude":
-        out.update(
-            k="usage",
-            model=_s(r.get("model")),
-            input=_n(r.get("input_tokens")),
-            output=_n(r.get("output_tokens")),
-            cache_read=_n(r.get("cache_read_tokens")),
-            cache_write=_n(r.get("cache_creation_tokens")),
-            cache_write_1h=_n(r.get("cache_creation_1h_tokens")),
-            rid=_s(r.get("request_id")),
-            src=_s(r.get("query_source")),
-        )
-        usd = r.get("cost_usd")
-        if isinstance(usd, (int, float)) and not isinstance(usd, bool) and usd == usd:
-            out["usd"] = float(usd)
-    elif name == "sse_event" and agent == "codex":
-        if r.get("event.kind") != "response.completed" or r.get("input_token_count") is None:
-            return None
-        inp, cached = _n(r.get("input_token_count")), _n(r.get("cached_token_count"))
-        out.update(
-            k="usage",
-            model=_s(r.get("model", "slug")),
-            input=max(inp - cached, 0),  # (OpenAI's input counts the cached part; huddle's is net of it)
-            output=_n(r.get("output_token_count")),
-            cache_read=min(cached, inp) if inp else cached,
-            cache_write=0,
-            cache_write_1h=0,
-            rid="",
-            src="",
-        )
-    elif name == "user_prompt":
-        text = r.get("prompt")
-        out.update(k="prompt", id=_s(r.get("prompt.id")), text=None if text in REDACTED else _s(text, TEXT_MAX))
-    elif name == "tool_decision":
-        out.update(
-            k="tool_call",
-            id=_s(r.get("tool_use_id", "call_id")),
-            name=_s(r.get("tool_name")),
-            decision=_s(r.get("decision")),
-        )
-    elif name == "tool_result":
-        out.update(
-            k="tool_result",
-            id=_s(r.get("tool_use_id", "call_id")),
-            name=_s(r.get("tool_name")),
-            ok=_ok(r.get("success")),
-        )
-    elif name == "assistant_response" and agent == "claude":
-        out.update(k="say", rid=_s(r.get("request_id")), src=_s(r.get("query_source")))
-    elif name in ("api_error", "api_retries_exhausted"):
-        out.update(k="error", text=_s(r.get("error")) or name)
-    elif name == "compaction":
-        out.update(k="compaction")
-    elif name == "conversation_starts":
-        out.update(k="meta", model=_s(r.get("model")))
-    else:
-        return None
+    out.update(fields)
     version = r.resource.get("service.version", r.get("app.version"))
     if isinstance(version, str):
         out["v"] = version[:40]
@@ -158,6 +107,79 @@ def line_of(r: Record, agent: str) -> dict[str, Any] | None:
     if isinstance(host, str) and host:
         out["host"] = host[:80]
     return out
+
+
+def _claude_usage(r: Record) -> dict[str, Any]:
+    out = {
+        "k": "usage",
+        "model": _s(r.get("model")),
+        "input": _n(r.get("input_tokens")),
+        "output": _n(r.get("output_tokens")),
+        "cache_read": _n(r.get("cache_read_tokens")),
+        "cache_write": _n(r.get("cache_creation_tokens")),
+        "cache_write_1h": _n(r.get("cache_creation_1h_tokens")),
+        "rid": _s(r.get("request_id")),
+        "src": _s(r.get("query_source")),
+    }
+    usd = r.get("cost_usd")
+    if isinstance(usd, (int, float)) and not isinstance(usd, bool) and usd == usd:
+        out["usd"] = float(usd)
+    return out
+
+
+def _codex_usage(r: Record) -> dict[str, Any] | None:
+    """A completed response's counts (any other server-sent event says none)."""
+    if r.get("event.kind") != "response.completed" or r.get("input_token_count") is None:
+        return None
+    inp, cached = _n(r.get("input_token_count")), _n(r.get("cached_token_count"))
+    return {
+        "k": "usage",
+        "model": _s(r.get("model", "slug")),
+        "input": max(inp - cached, 0),  # (OpenAI's input counts the cached part; huddle's is net of it)
+        "output": _n(r.get("output_token_count")),
+        "cache_read": min(cached, inp) if inp else cached,
+        "cache_write": 0,
+        "cache_write_1h": 0,
+        "rid": "",
+        "src": "",
+    }
+
+
+def _prompt(r: Record) -> dict[str, Any]:
+    text = r.get("prompt")
+    return {"k": "prompt", "id": _s(r.get("prompt.id")), "text": None if text in REDACTED else _s(text, TEXT_MAX)}
+
+
+# What each event of one agent's telemetry says, by (agent, event) ...
+_AGENTS_EVENTS: dict[tuple[str, str], Callable[[Record], dict[str, Any] | None]] = {
+    ("claude", "api_request"): _claude_usage,
+    ("codex", "sse_event"): _codex_usage,
+    ("claude", "assistant_response"): lambda r: {
+        "k": "say",
+        "rid": _s(r.get("request_id")),
+        "src": _s(r.get("query_source")),
+    },
+}
+# ... and of any agent's, by event.
+_EVENTS: dict[str, Callable[[Record], dict[str, Any] | None]] = {
+    "user_prompt": _prompt,
+    "tool_decision": lambda r: {
+        "k": "tool_call",
+        "id": _s(r.get("tool_use_id", "call_id")),
+        "name": _s(r.get("tool_name")),
+        "decision": _s(r.get("decision")),
+    },
+    "tool_result": lambda r: {
+        "k": "tool_result",
+        "id": _s(r.get("tool_use_id", "call_id")),
+        "name": _s(r.get("tool_name")),
+        "ok": _ok(r.get("success")),
+    },
+    "api_error": lambda r: {"k": "error", "text": _s(r.get("error")) or "api_error"},
+    "api_retries_exhausted": lambda r: {"k": "error", "text": _s(r.get("error")) or "api_retries_exhausted"},
+    "compaction": lambda r: {"k": "compaction"},
+    "conversation_starts": lambda r: {"k": "meta", "model": _s(r.get("model"))},
+}
 
 
 def metric_line(r: Record) -> dict[str, Any] | None:

@@ -208,38 +208,11 @@ class SearchIndex:
         gen: int,
         stop: Callable[[], bool] | None = None,
     ) -> None:
-        # which event of its record each is (the `-n` of a ref), counted over every event
-        by_file: dict[str, list[tuple[Event, int]]] = {}
-        prev: tuple[str, int, int] | None = None
-        nth = 0
-        for e in sn.events:
-            span = (e.file, e.offset, e.length)
-            nth = nth + 1 if span == prev else 0
-            prev = span
-            if indexed(e):
-                by_file.setdefault(e.file, []).append((e, nth))
+        planned = self._plan(sn, res, gen, _events_by_file(sn.events))
+        if planned is None:
+            return  # read it whole first: nothing of it is written now
+        sid, plan = planned
         store = self.store
-        with store.write(expect=gen) as db:
-            sid = store.session(db, sn.key, sn.source, sn.sid, sn.project)
-            known = store.files(db, sid)
-            plan: list[tuple[str, int, list[tuple[Event, int]]]] = []
-            for path, evs in by_file.items():
-                rec = known.get(path)
-                if rec is None:
-                    plan.append((path, store.new_file(db, sid, path), evs))
-                    continue
-                fid, done, tail = rec
-                same = tail == sn.token if sn.token is not None else _unchanged(path, done, tail)
-                if min(e.offset for e, _ in evs) < done and not same:
-                    if not sn.complete:
-                        res.needs_complete.add(sn.key)
-                        return  # read it whole first: nothing of it is written now
-                    store.kill_file(db, fid)
-                    res.rewritten += 1
-                    fid = store.new_file(db, sid, path)
-                plan.append((path, fid, evs))
-            if not plan:
-                store.set_version(db, sid, sn.version)
         for i, (path, fid, evs) in enumerate(plan):
             for chunk in _chunks(evs):
                 if stop is not None and stop():
@@ -255,6 +228,36 @@ class SearchIndex:
         if s is not None:
             self._seen[sn.key] = (sn.session, sn.epoch, sn.start + len(sn.events))
         res.sessions += 1
+
+    def _plan(
+        self, sn: Snapshot, res: Result, gen: int, by_file: dict[str, list[tuple[Event, int]]]
+    ) -> tuple[int, list[tuple[str, int, list[tuple[Event, int]]]]] | None:
+        """The session's row and, per file, the row its events go to (a file rewritten
+        before what was indexed of it is indexed again whole); None when the session
+        must be read whole first. With nothing to index, its version is written now."""
+        store = self.store
+        with store.write(expect=gen) as db:
+            sid = store.session(db, sn.key, sn.source, sn.sid, sn.project)
+            known = store.files(db, sid)
+            plan: list[tuple[str, int, list[tuple[Event, int]]]] = []
+            for path, evs in by_file.items():
+                rec = known.get(path)
+                if rec is None:
+                    plan.append((path, store.new_file(db, sid, path), evs))
+                    continue
+                fid, done, tail = rec
+                same = tail == sn.token if sn.token is not None else _unchanged(path, done, tail)
+                if min(e.offset for e, _ in evs) < done and not same:
+                    if not sn.complete:
+                        res.needs_complete.add(sn.key)
+                        return None
+                    store.kill_file(db, fid)
+                    res.rewritten += 1
+                    fid = store.new_file(db, sid, path)
+                plan.append((path, fid, evs))
+            if not plan:
+                store.set_version(db, sid, sn.version)
+        return sid, plan
 
     def _index_chunk(
         self,
@@ -429,3 +432,18 @@ def _lazy(progress: Callable[[str, int], Progress | None], what: str) -> Progres
             cb(done, total)
 
     return step
+
+
+def _events_by_file(events: list[Event]) -> dict[str, list[tuple[Event, int]]]:
+    """The events to index, by file, each with which event of its record it is (the
+    `-n` of a ref), counted over every event."""
+    by_file: dict[str, list[tuple[Event, int]]] = {}
+    prev: tuple[str, int, int] | None = None
+    nth = 0
+    for e in events:
+        span = (e.file, e.offset, e.length)
+        nth = nth + 1 if span == prev else 0
+        prev = span
+        if indexed(e):
+            by_file.setdefault(e.file, []).append((e, nth))
+    return by_file

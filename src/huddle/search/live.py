@@ -112,42 +112,47 @@ class LiveIndexer:
             if keys is not None and not keys:
                 self.idle.set()
                 continue
-            first = keys is None
-            failed = False
-            try:
-                if first:
-                    self.index.building = True
-                if first and getattr(self.h, "lazy", False):
-                    self._level()
-                else:
-                    with self.h.lock:
-                        snaps = self.index.snapshot(self.h, keys)
-                        handles = set(self.h.handles) | set(getattr(self.h, "dormant", ()))
-                    gone = first or bool(keys and keys - handles)
-                    self.index.index(snaps, present=handles if gone else None, stop=self.stopping.is_set)
-                self.last_error = None
-            except Damaged as exc:
-                self.last_error = str(exc)
-                with self._lock:
-                    self.dirty = None  # build it all again
-            except Exception as exc:  # the thread outlives any one bad round
-                said = str(exc) if isinstance(exc, _BuildFailed) else f"{type(exc).__name__}: {exc}"
-                self.last_error = f"search index: {said}"
-                failed = True
-                with self._lock:
-                    if keys is None:
-                        self.dirty = None
-                    elif self.dirty is not None:
-                        self.dirty |= keys
-            finally:
-                if first:
-                    self.index.building = False
+            failed = not self._round(keys)
             with self._lock:
                 pending = self.dirty is None or bool(self.dirty)
             if not pending:
                 self.idle.set()
             elif not failed:
                 self.wake.set()  # more came in meanwhile (a failure waits CHECK instead)
+
+    def _round(self, keys: set[str] | None) -> bool:
+        """One round: the sessions that moved indexed (`keys`; None: all of them, a first
+        build). False when it failed (what it was to index is left to do again)."""
+        first = keys is None
+        try:
+            if first:
+                self.index.building = True
+            if first and getattr(self.h, "lazy", False):
+                self._level()
+            else:
+                with self.h.lock:
+                    snaps = self.index.snapshot(self.h, keys)
+                    handles = set(self.h.handles) | set(getattr(self.h, "dormant", ()))
+                gone = first or bool(keys and keys - handles)
+                self.index.index(snaps, present=handles if gone else None, stop=self.stopping.is_set)
+            self.last_error = None
+        except Damaged as exc:
+            self.last_error = str(exc)
+            with self._lock:
+                self.dirty = None  # build it all again
+        except Exception as exc:  # the thread outlives any one bad round
+            said = str(exc) if isinstance(exc, _BuildFailed) else f"{type(exc).__name__}: {exc}"
+            self.last_error = f"search index: {said}"
+            with self._lock:
+                if keys is None:
+                    self.dirty = None
+                elif self.dirty is not None:
+                    self.dirty |= keys
+            return False
+        finally:
+            if first:
+                self.index.building = False
+        return True
 
 
 class _BuildFailed(Exception):

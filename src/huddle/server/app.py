@@ -136,27 +136,65 @@ def create_app(
 ) -> Starlette:
     st = State(h, demo=demo, watch_options=watch_options, watcher=watcher)
     answer_token = token or new_token()  # the write's token (security.py): pages read it from /api/info
+    app = Starlette(
+        routes=Handlers(h, st, answer_token).routes(),
+        lifespan=_lifespan(st),
+        exception_handlers={HuddleError: on_error, HTTPException: on_error, Exception: on_error},
+        middleware=[
+            Middleware(Security, hosts=allowed_hosts(host, port), token=token, port=port, answer_token=answer_token)
+        ],
+    )
+    app.router.redirect_slashes = False  # an odd path is a 404, not a redirect to guess at
+    app.state.huddle = st
+    return app
 
-    def call(fn, *args, **kw):
-        with h.lock:
-            return json_response(fn(h, *args, **kw))
 
-    def board(request: Request):
+class Handlers:
+    """The routes, over one core and the server's state: each a thin client of a view."""
+
+    def __init__(self, h, st: State, answer_token: str) -> None:
+        self.h = h
+        self.st = st
+        self.answer_token = answer_token
+
+    def routes(self) -> list:
+        return [
+            Route("/", page("index.html")),
+            Route("/session/{id}", page("session.html")),
+            Route("/search", page("search.html")),
+            Route("/usage", page("usage.html")),
+            Route("/favicon.ico", page("favicon.svg")),
+            Route("/api/info", self.info),
+            Route("/api/doctor", self.doctor),
+            Route("/api/agents", self.agents),
+            Route("/api/sessions", self.board),
+            Route("/api/sessions/{id}", self.detail),
+            Route("/api/sessions/{id}/events", self.events),
+            Route("/api/sessions/{id}/transcripts", self.transcripts),
+            Route("/api/sessions/{id}/transcript", self.transcript),
+            Route("/api/sessions/{id}/content/{ref}", self.content),
+            Route("/api/search", self.search),
+            Route("/api/usage", self.usage),
+            Route("/api/limits", self.limits),
+            Route("/api/sessions/{id}/export", self.export),
+            Route("/api/sessions/{id}/answer", self.answer, methods=["POST"]),
+            Route("/api/stream", self.stream),
+            *extra_routes(self.h, self.st.extras, json_response),
+            Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
+        ]
+
+    def call(self, fn, *args, **kw):
+        with self.h.lock:
+            return json_response(fn(self.h, *args, **kw))
+
+    def board(self, request: Request):
         q = request.query_params
         pick = Select(q.getlist("state") or None, q.get("project"), q.get("since"))
         at = q.get("at")
         if at:
-            when = parse_at(at)
-            if when is None:
-                raise BadRequest(f"not a time: {at[:40]!r} (use ISO 8601 or unix seconds)")
-            if getattr(h, "lazy", False):
-                # a past moment is replayed from whole timelines, which a core from the
-                # cache does not hold: read afresh, as `huddle status --at` does (outside
-                # the core's lock: the board goes on meanwhile)
-                return json_response(pick.apply(api.sessions(_fresh_core(h), at=when)))
-            return call(lambda h, **kw: pick.apply(api.sessions(h, **kw)), at=when)
+            return self._board_at(pick, at)
         t0 = time.perf_counter()
-        data = st.watcher.board()
+        data = self.st.watcher.board()
         machine = request.query_params.get("machine")
         if machine:  # a hub's board: one machine's sessions (those it holds a copy of)
             data = {**data, "sessions": [r for r in data["sessions"] if machine in (r.get("machines") or ())]}
@@ -164,19 +202,31 @@ def create_app(
         response.headers["server-timing"] = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}"
         return response
 
-    def detail(request: Request):
-        return call(api.session_detail, request.path_params["id"])
+    def _board_at(self, pick: Select, at: str):
+        """The board as of a past moment (?at=)."""
+        when = parse_at(at)
+        if when is None:
+            raise BadRequest(f"not a time: {at[:40]!r} (use ISO 8601 or unix seconds)")
+        if getattr(self.h, "lazy", False):
+            # a past moment is replayed from whole timelines, which a core from the
+            # cache does not hold: read afresh, as `huddle status --at` does (outside
+            # the core's lock: the board goes on meanwhile)
+            return json_response(pick.apply(api.sessions(_fresh_core(self.h), at=when)))
+        return self.call(lambda h, **kw: pick.apply(api.sessions(h, **kw)), at=when)
 
-    def events(request: Request):
+    def detail(self, request: Request):
+        return self.call(api.session_detail, request.path_params["id"])
+
+    def events(self, request: Request):
         q = request.query_params
-        return call(api.events, request.path_params["id"], after=q.get("after"), limit=q.get("limit"))
+        return self.call(api.events, request.path_params["id"], after=q.get("after"), limit=q.get("limit"))
 
-    def transcripts(request: Request):
-        return call(api.transcripts, request.path_params["id"])
+    def transcripts(self, request: Request):
+        return self.call(api.transcripts, request.path_params["id"])
 
-    def transcript(request: Request):
+    def transcript(self, request: Request):
         q = request.query_params
-        return call(
+        return self.call(
             api.transcript,
             request.path_params["id"],
             agent=q.get("agent"),
@@ -186,23 +236,23 @@ def create_app(
             around=q.get("around"),
         )
 
-    def usage(request: Request):
+    def usage(self, request: Request):
         q = request.query_params
-        return call(api.usage, by=q.get("by"), since=q.get("since"), until=q.get("until"))
+        return self.call(api.usage, by=q.get("by"), since=q.get("since"), until=q.get("until"))
 
-    def limits(request: Request):
+    def limits(self, request: Request):
         from huddle.views.limits import report_for  # (== huddle usage --limits --json)
 
-        return json_response(report_for(h.settings))
+        return json_response(report_for(self.h.settings))
 
-    def export(request: Request):
+    def export(self, request: Request):
         q = request.query_params
-        with h.lock:
+        with self.h.lock:
             sid = api.check_id(request.path_params["id"])
         from huddle.views import export as export_view  # loaded when first asked: not on a server's start
 
         blob, media, name, summary = export_view.export_file(
-            h, sid, q.get("format"), redact=q.get("redact"), images=q.get("images")
+            self.h, sid, q.get("format"), redact=q.get("redact"), images=q.get("images")
         )
         return Response(
             blob,
@@ -214,13 +264,13 @@ def create_app(
             },
         )
 
-    def search(request: Request):
+    def search(self, request: Request):
         # not under the core's lock: the view takes it only to read snippets back, so a
         # query waiting on the indexing thread's write transaction never holds up refreshes
         q = request.query_params
         return json_response(
             _search_view().search(
-                h,
+                self.h,
                 q.get("q"),
                 source=q.get("source"),
                 project=q.get("project"),
@@ -233,18 +283,19 @@ def create_app(
             )
         )
 
-    def content(request: Request):
-        return call(api.content, request.path_params["id"], request.path_params["ref"])
+    def content(self, request: Request):
+        return self.call(api.content, request.path_params["id"], request.path_params["ref"])
 
-    def doctor(request: Request):
+    def doctor(self, request: Request):
         from huddle.views.doctor import doctor as report
 
-        return call(report)
+        return self.call(report)
 
-    def agents(request: Request):
+    def agents(self, request: Request):
         return json_response({"agents": displays()})
 
-    def info(request: Request):
+    def info(self, request: Request):
+        st = self.st
         return json_response(
             {
                 "version": __version__,
@@ -254,13 +305,13 @@ def create_app(
                 "reading": not getattr(st.watcher, "started", True),
                 # the search index is being built or brought level (its first build: minutes on a big home)
                 "indexing": st.indexer is not None and not st.indexer.idle.is_set(),
-                "notes": board_notes(h),
+                "notes": board_notes(self.h),
                 "error": st.watcher.last_error,
-                "answer_token": answer_token,
+                "answer_token": self.answer_token,
             }
         )
 
-    async def answer(request: Request):
+    async def answer(self, request: Request):
         from huddle.answer.session import answer as answer_session  # loaded when first asked
 
         raw = await request.body()
@@ -271,28 +322,32 @@ def create_app(
         by = body.get("by") if isinstance(body, dict) else None
         by = by if by in ("web", "keyboard", "notification") else "web"
         sid = request.path_params["id"]
-        return json_response(await asyncio.to_thread(answer_session, h, sid, body, by, h.lock))
+        return json_response(await asyncio.to_thread(answer_session, self.h, sid, body, by, self.h.lock))
 
-    async def stream(request: Request):
-        return await st.hub.stream(request)
+    async def stream(self, request: Request):
+        return await self.st.hub.stream(request)
 
-    def page(name: str):
-        path = os.path.join(STATIC, name)
 
-        def endpoint(request: Request):
-            if "id" in request.path_params:
-                api.check_id(request.path_params["id"])
-            return FileResponse(path, headers={"cache-control": "no-store"})
+def page(name: str):
+    path = os.path.join(STATIC, name)
 
-        return endpoint
+    def endpoint(request: Request):
+        if "id" in request.path_params:
+            api.check_id(request.path_params["id"])
+        return FileResponse(path, headers={"cache-control": "no-store"})
 
-    async def on_error(request: Request, exc: Exception):
-        if isinstance(exc, HuddleError):
-            return json_response({"error": str(exc)}, status_of(exc))
-        if isinstance(exc, HTTPException):
-            return json_response({"error": exc.detail or "not found"}, exc.status_code)
-        return json_response({"error": "internal error"}, 500)
+    return endpoint
 
+
+async def on_error(request: Request, exc: Exception):
+    if isinstance(exc, HuddleError):
+        return json_response({"error": str(exc)}, status_of(exc))
+    if isinstance(exc, HTTPException):
+        return json_response({"error": exc.detail or "not found"}, exc.status_code)
+    return json_response({"error": "internal error"}, 500)
+
+
+def _lifespan(st: State):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         st.loop = asyncio.get_running_loop()
@@ -312,38 +367,4 @@ def create_app(
             if st.demo is not None:
                 await asyncio.to_thread(st.demo.stop)
 
-    routes = [
-        Route("/", page("index.html")),
-        Route("/session/{id}", page("session.html")),
-        Route("/search", page("search.html")),
-        Route("/usage", page("usage.html")),
-        Route("/favicon.ico", page("favicon.svg")),
-        Route("/api/info", info),
-        Route("/api/doctor", doctor),
-        Route("/api/agents", agents),
-        Route("/api/sessions", board),
-        Route("/api/sessions/{id}", detail),
-        Route("/api/sessions/{id}/events", events),
-        Route("/api/sessions/{id}/transcripts", transcripts),
-        Route("/api/sessions/{id}/transcript", transcript),
-        Route("/api/sessions/{id}/content/{ref}", content),
-        Route("/api/search", search),
-        Route("/api/usage", usage),
-        Route("/api/limits", limits),
-        Route("/api/sessions/{id}/export", export),
-        Route("/api/sessions/{id}/answer", answer, methods=["POST"]),
-        Route("/api/stream", stream),
-        *extra_routes(h, st.extras, json_response),
-        Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
-    ]
-    app = Starlette(
-        routes=routes,
-        lifespan=lifespan,
-        exception_handlers={HuddleError: on_error, HTTPException: on_error, Exception: on_error},
-        middleware=[
-            Middleware(Security, hosts=allowed_hosts(host, port), token=token, port=port, answer_token=answer_token)
-        ],
-    )
-    app.router.redirect_slashes = False  # an odd path is a 404, not a redirect to guess at
-    app.state.huddle = st
-    return app
+    return lifespan

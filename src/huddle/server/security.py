@@ -104,13 +104,7 @@ class Security:
             return await self.app(scope, receive, send)
         if scope["type"] != "http":
             return  # no websockets here: refuse by closing
-
-        async def send_with_headers(message):
-            if message["type"] == "http.response.start":
-                message = dict(message)
-                message["headers"] = list(message.get("headers", [])) + HEADERS
-            await send(message)
-
+        send_with_headers = _with_headers(send)
         headers: dict[bytes, bytes] = {}
         for k, v in scope.get("headers", []):
             headers.setdefault(k.lower(), v)
@@ -120,7 +114,10 @@ class Security:
             return await _error(send_with_headers, status, text)
         if scope["method"] == "POST" and POSTS.match(scope.get("path", "")):
             return await self._post(scope, headers, receive, send_with_headers)
+        return await self._read(scope, headers, receive, send_with_headers)
 
+    async def _read(self, scope, headers, receive, send_with_headers):
+        """A read: no body, GET or HEAD, and off loopback the token (a link's sets a cookie)."""
         refused = await self._refuse_body(scope, headers, receive)
         if refused is not None:
             status, text = refused
@@ -165,20 +162,7 @@ class Security:
 
     async def _post(self, scope, headers, receive, send) -> None:
         """The one write: refused unless it is huddle's own page asking, with the token."""
-        why = None
-        if headers.get(b"origin") is None:
-            why = 403, "a write must come from huddle's own page (no Origin header)"
-        elif headers.get(b"sec-fetch-site", b"same-origin").lower() != b"same-origin":
-            why = 403, "a write must be a same-origin request"
-        elif headers.get(b"content-type", b"").split(b";")[0].strip().lower() != b"application/json":
-            why = 415, "a write takes a JSON body (content-type: application/json)"
-        else:
-            given = headers.get(TOKEN_HEADER)
-            if given is None or not hmac.compare_digest(given, self.answer_token):
-                why = 403, "a write needs this server's answer token (X-Huddle-Token), as huddle's page sends it"
-        length = headers.get(b"content-length")
-        if why is None and length is not None and (not length.isdigit() or int(length) > self.body_max):
-            why = 413, f"request body over {self.body_max} bytes"
+        why = self._write_refused(headers)
         if why is not None:
             await _drain_quietly(receive)
             return await _error(send, why[0], why[1], close=True)
@@ -188,16 +172,24 @@ class Security:
             return await _error(send, 408, f"request body not sent within {BODY_WAIT:g} s", close=True)
         if body is None:
             return await _error(send, 413, f"request body over {self.body_max} bytes", close=True)
-        sent = False
+        await self.app(scope, _replay(body, receive), send)
 
-        async def replay():
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()  # (a disconnect, when the route waits for one)
-
-        await self.app(scope, replay, send)
+    def _write_refused(self, headers) -> tuple[int, str] | None:
+        """Why a write is refused (None: it is not): not huddle's own page, not JSON, no
+        answer token, a body too big."""
+        if headers.get(b"origin") is None:
+            return 403, "a write must come from huddle's own page (no Origin header)"
+        if headers.get(b"sec-fetch-site", b"same-origin").lower() != b"same-origin":
+            return 403, "a write must be a same-origin request"
+        if headers.get(b"content-type", b"").split(b";")[0].strip().lower() != b"application/json":
+            return 415, "a write takes a JSON body (content-type: application/json)"
+        given = headers.get(TOKEN_HEADER)
+        if given is None or not hmac.compare_digest(given, self.answer_token):
+            return 403, "a write needs this server's answer token (X-Huddle-Token), as huddle's page sends it"
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > self.body_max):
+            return 413, f"request body over {self.body_max} bytes"
+        return None
 
     def _refuse(self, scope, headers) -> tuple[int, str] | None:
         host = headers.get(b"host", b"").decode("latin-1")
@@ -301,3 +293,30 @@ async def _error(send, status: int, text: str, close: bool = False) -> None:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def _with_headers(send):
+    """`send`, adding huddle's security headers to every response's start."""
+
+    async def send_with_headers(message):
+        if message["type"] == "http.response.start":
+            message = dict(message)
+            message["headers"] = list(message.get("headers", [])) + HEADERS
+        await send(message)
+
+    return send_with_headers
+
+
+def _replay(body: bytes, receive):
+    """A `receive` that gives the body read once, then what the client sends (a
+    disconnect, when the route waits for one)."""
+    sent = False
+
+    async def replay():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -316,23 +316,13 @@ def run(argv: list[str], stdin=None) -> str:
     if stale:
         kick_refresh(home)
     if board is None:
-        # First run (or a corrupt cache): wait for the refresher within the budget.
-        while time.monotonic() < deadline - 0.02:
-            time.sleep(0.02)
-            board = load_board(path)
-            if board is not None:
-                break
+        board = _wait_for_board(path, deadline)
     rows = [dict(r) for r in (board or {}).get("sessions", [])]
     claude_dir = ((board or {}).get("folders") or {}).get("claude")
     if claude_dir:  # where the board's Claude sessions were read from
         overlay_registry(rows, claude_dir, deadline, path)
     count = (board or {}).get("count", 0)
-    me = inp.get("session_id")
-    cost = got if isinstance(got := inp.get("cost"), dict) else {}
-    if me and cost.get("total_cost_usd") is None and count > len(rows) and all(r.get("id") != me for r in rows):
-        mine = next((r for r in (read_board(path) or {}).get("sessions") or () if r.get("id") == me), None)
-        if mine is not None:  # (settled long ago: its cost is in the whole board)
-            rows.append(dict(mine))
+    _add_mine(inp, rows, count, path)
     summary = summarise(inp, {"sessions": rows, "count": count} if board is not None or rows else None, stale)
     got = limits(inp, home, time.time())
     if got:
@@ -342,6 +332,27 @@ def run(argv: list[str], stdin=None) -> str:
 
         return json.dumps(summary, ensure_ascii=False)
     return render(summary)
+
+
+def _wait_for_board(path: str, deadline: float) -> dict | None:
+    """First run (or a corrupt cache): wait for the refresher within the budget."""
+    while time.monotonic() < deadline - 0.02:
+        time.sleep(0.02)
+        board = load_board(path)
+        if board is not None:
+            return board
+    return None
+
+
+def _add_mine(inp: dict, rows: list[dict], count: int, path: str) -> None:
+    """This session's row, when Claude Code says no cost and the board file's head left
+    it out (settled long ago: its cost is in the whole board)."""
+    me = inp.get("session_id")
+    cost = got if isinstance(got := inp.get("cost"), dict) else {}
+    if me and cost.get("total_cost_usd") is None and count > len(rows) and all(r.get("id") != me for r in rows):
+        mine = next((r for r in (read_board(path) or {}).get("sessions") or () if r.get("id") == me), None)
+        if mine is not None:
+            rows.append(dict(mine))
 
 
 def main(argv: list[str] | None = None) -> int:

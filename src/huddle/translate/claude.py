@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass
 
 from huddle.model.events import Usage
-from huddle.sources.claude.records import usage_of
+from huddle.sources.claude.records import Message, usage_of
 from huddle.sources.hosted.ledger import StreamLedger
-from huddle.sources.hosted.lines import Message, decode_line
+from huddle.sources.hosted.lines import decode_line
 
 POOL_SIZE = 2
 RECYCLE_AFTER = 20  # messages a worker answers before a fresh one takes over

@@ -146,15 +146,7 @@ def piece(raw: bytes, e: ev.Event) -> dict[str, Any]:
         if found:
             out["input"] = value
     if e.kind in (ev.TOOL_RESULT, ev.REPORT) and e.id:
-        found, value, holder = _result(rec, e.id)
-        if found:
-            out["images"] = _images(value)
-            out["text"], out["truncated"] = _cap(_text_of(value))
-            if isinstance(holder, dict) and holder.get("is_error", holder.get("isError")) is not None:
-                out["is_error"] = bool(holder.get("is_error", holder.get("isError")))
-        structured = rec.get("toolUseResult") if isinstance(rec, dict) else None
-        if isinstance(structured, dict):
-            out["structured"] = structured
+        _result_piece(out, rec, e.id)
     if "text" not in out and e.text:
         head = e.text[:200]
         best = max((s for s in _strings(rec) if s.startswith(head)), key=len, default=e.text)
@@ -164,3 +156,17 @@ def piece(raw: bytes, e: ev.Event) -> dict[str, Any]:
         if imgs:
             out["images"] = imgs
     return out
+
+
+def _result_piece(out: dict[str, Any], rec: Any, call: str) -> None:
+    """A call's result in its record: its text, images, error flag, and the structured
+    result beside it (Claude Code's toolUseResult)."""
+    found, value, holder = _result(rec, call)
+    if found:
+        out["images"] = _images(value)
+        out["text"], out["truncated"] = _cap(_text_of(value))
+        if isinstance(holder, dict) and holder.get("is_error", holder.get("isError")) is not None:
+            out["is_error"] = bool(holder.get("is_error", holder.get("isError")))
+    structured = rec.get("toolUseResult") if isinstance(rec, dict) else None
+    if isinstance(structured, dict):
+        out["structured"] = structured

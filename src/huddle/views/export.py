@@ -202,28 +202,38 @@ def _event(e: Event, raw: bytes | None, opts: Options, cut: _Cutter, stats: Stat
     if e.kind in (ev.TOOL_CALL, ev.ORDER, ev.WAITING) and "input" in p:
         d["input"] = _cut_value(p["input"], cut)
     if e.kind in (ev.TOOL_RESULT, ev.REPORT):
-        text = p.get("text") or ""
-        if e.kind == ev.TOOL_RESULT:
-            d["output"], info = cut(text)
-            if info:
-                d["output_trimmed"] = info
-        elif isinstance(text, str) and len(text) > len(e.text):
-            d["text"] = text
-            d["truncated"] = False
-        if p.get("is_error") is not None:
-            d["is_error"] = p["is_error"]
+        _answer(d, e, p, cut)
     elif e.truncated and isinstance(p.get("text"), str):
         d["text"], info = cut(p["text"], "text") if len(p["text"]) > 20 * opts.max_output else (p["text"], None)
         d["truncated"] = bool(info)
     imgs = p.get("images") or []
     if imgs:
-        if opts.images:
-            d["images"] = imgs
-            stats.images_kept += len(imgs)
-        else:
-            d["images_dropped"] = len(imgs)
-            stats.images_dropped += len(imgs)
+        _images(d, imgs, opts, stats)
     return d
+
+
+def _images(d: dict, imgs: list[Any], opts: Options, stats: Stats) -> None:
+    """A record's images, kept or counted as dropped, as the options say."""
+    if opts.images:
+        d["images"] = imgs
+        stats.images_kept += len(imgs)
+    else:
+        d["images_dropped"] = len(imgs)
+        stats.images_dropped += len(imgs)
+
+
+def _answer(d: dict, e: Event, p: dict, cut: _Cutter) -> None:
+    """A result's output as its record holds it (trimmed), a report's whole text."""
+    text = p.get("text") or ""
+    if e.kind == ev.TOOL_RESULT:
+        d["output"], info = cut(text)
+        if info:
+            d["output_trimmed"] = info
+    elif isinstance(text, str) and len(text) > len(e.text):
+        d["text"] = text
+        d["truncated"] = False
+    if p.get("is_error") is not None:
+        d["is_error"] = p["is_error"]
 
 
 def _needs_record(e: Event) -> bool:

@@ -73,21 +73,7 @@ def _order(entry: str) -> list[str]:
 
 def _transform(name: str, src: str) -> str:
     names: list[str] = []
-
-    def imp(m: re.Match[str]) -> str:
-        parts = []
-        for item in m.group(1).split(","):
-            item = item.strip()
-            if not item:
-                continue
-            if " as " in item:
-                a, b = (x.strip() for x in item.split(" as "))
-                parts.append(f"{a}: {b}")
-            else:
-                parts.append(item)
-        return f"const {{ {', '.join(parts)} }} = __m[{name_js(m.group(2))}];"
-
-    src = _IMPORT.sub(imp, src)
+    src = _IMPORT.sub(lambda m: _named_import(m, name), src)
     src = _IMPORT_DEFAULT.sub(lambda m: f"const {m.group(1)} = __m[{name_js(m.group(2))}].default;", src)
     left = _IMPORT_ANY.search(src)
     if left:
@@ -98,18 +84,34 @@ def _transform(name: str, src: str) -> str:
         return f"{m.group(1)} {m.group(2)}"
 
     src = _EXPORT_DECL.sub(decl, src)
-
-    def lst(m: re.Match[str]) -> str:
-        for x in m.group(1).split(","):
-            local, _, public = (p.strip() for p in x.partition(" as "))
-            if local:
-                names.append(f"{public}: {local}" if public else local)  # `vr as default`: default: vr
-        return ""
-
-    src = _EXPORT_LIST.sub(lst, src)
+    src = _EXPORT_LIST.sub(lambda m: _export_list(m, names), src)
     if re.search(r"^export\b", src, re.M):
         raise BundleError(f"{name}: an export the bundler does not know")
     return f'__m[{name_js(name)}] = (() => {{\n"use strict";\n{src}\nreturn {{ {", ".join(names)} }};\n}})();\n'
+
+
+def _named_import(m: re.Match[str], name: str) -> str:
+    """`import { a, b as c } from "./x.js"`, as a module of the bundle takes them."""
+    parts = []
+    for item in m.group(1).split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if " as " in item:
+            a, b = (x.strip() for x in item.split(" as "))
+            parts.append(f"{a}: {b}")
+        else:
+            parts.append(item)
+    return f"const {{ {', '.join(parts)} }} = __m[{name_js(m.group(2))}];"
+
+
+def _export_list(m: re.Match[str], names: list[str]) -> str:
+    """`export { a, vr as default }`: the names the module's scope returns."""
+    for x in m.group(1).split(","):
+        local, _, public = (p.strip() for p in x.partition(" as "))
+        if local:
+            names.append(f"{public}: {local}" if public else local)  # `vr as default`: default: vr
+    return ""
 
 
 def name_js(s: str) -> str:

@@ -65,59 +65,142 @@ def _name(a: dict | None, lead: str) -> str:
 
 
 def markdown(data: dict) -> str:
-    s = data["session"]
-    lead = s["lead"]
-    agents = {a["id"]: a for a in data["agents"]}
-    lanes: dict[str, list[dict]] = {}
-    results: dict[tuple[str, str], dict] = {}
-    for e in data["events"]:
-        if e["kind"] == "tool_result":
-            results[(e["agent"], e.get("id", ""))] = e
-        if e["kind"] in QUIET:
-            continue
-        lanes.setdefault(e["agent"], []).append(e)
-    turns = {t["start_seq"]: t for t in data["turns"]}
-    out: list[str] = []
-    r = data["redaction"]
-    out.append(f"# {_heading(s['title'] or s['id'])}\n")
-    meta = [
-        f"- Session {_code(s['id'])} · {_prose(s['source'])}"
-        + (f" · project {_code(s['project'])}" if s["project"] else ""),
-        f"- {s['started_at'] or '?'} to {s['updated_at'] or '?'}",
-        f"- {_tokens(s['tokens'])} tokens · {_usd((s.get('cost') or {}).get('usd'))}",
-        f"- {len(agents)} agent{'s' if len(agents) != 1 else ''} · exported {data['exported_at']} by huddle {data['huddle']}",
-        (
-            f"- Redaction: {r['replaced']} secret{'s' if r['replaced'] != 1 else ''} replaced"
-            if r["enabled"]
-            else "- Not redacted"
-        ),
-    ]
-    if data["trimmed"]["pieces"]:
-        meta.append(
-            f"- {data['trimmed']['pieces']} heavy tool outputs trimmed (their full size is stated where they stand)"
-        )
-    out.append("\n".join(meta) + "\n")
-    shown: set[str] = set()
+    return _Markdown(data).write()
 
-    def emit(lines: list[str], depth: int) -> None:
+
+# what an event kind says on a line of its own, with no words of the event's
+_MARKS = {"interrupt": "*Interrupted*", "compaction": "*Conversation compacted*"}
+
+
+class _Markdown:
+    """One export written: the lead's lane, each sub-agent's inlined under its order."""
+
+    def __init__(self, data: dict) -> None:
+        self.data = data
+        self.lead = data["session"]["lead"]
+        self.agents = {a["id"]: a for a in data["agents"]}
+        self.lanes: dict[str, list[dict]] = {}
+        self.results: dict[tuple[str, str], dict] = {}
+        for e in data["events"]:
+            if e["kind"] == "tool_result":
+                self.results[(e["agent"], e.get("id", ""))] = e
+            if e["kind"] not in QUIET:
+                self.lanes.setdefault(e["agent"], []).append(e)
+        self.turns = {t["start_seq"]: t for t in data["turns"]}
+        self.out: list[str] = []
+        self.shown: set[str] = set()
+
+    def write(self) -> str:
+        data, lead = self.data, self.lead
+        s = data["session"]
+        self.out.append(f"# {_heading(s['title'] or s['id'])}\n")
+        self.out.append("\n".join(self._meta()) + "\n")
+        first = (self.lanes.get(lead) or [{}])[0].get("seq")
+        if data["turns"] and first not in self.turns:
+            t = data["turns"][0]
+            self.out.append(f"## Turn {t['n']} · {_tokens(t['tokens'])} tokens · {_usd(t['cost_usd'])}\n")
+        self.lane(lead, 0)
+        rest = [a for a in self.agents if a not in self.shown and a in self.lanes]
+        if rest:
+            self.out.append("## Other agents\n")
+            for a in rest:
+                self.emit([f"### {_heading(_name(self.agents[a], lead))}"], 1)
+                self.lane(a, 1)
+        return "\n".join(self.out).rstrip() + "\n"
+
+    def _meta(self) -> list[str]:
+        data = self.data
+        s, r, n = data["session"], data["redaction"], len(self.agents)
+        meta = [
+            f"- Session {_code(s['id'])} · {_prose(s['source'])}"
+            + (f" · project {_code(s['project'])}" if s["project"] else ""),
+            f"- {s['started_at'] or '?'} to {s['updated_at'] or '?'}",
+            f"- {_tokens(s['tokens'])} tokens · {_usd((s.get('cost') or {}).get('usd'))}",
+            f"- {n} agent{'s' if n != 1 else ''} · exported {data['exported_at']} by huddle {data['huddle']}",
+            (
+                f"- Redaction: {r['replaced']} secret{'s' if r['replaced'] != 1 else ''} replaced"
+                if r["enabled"]
+                else "- Not redacted"
+            ),
+        ]
+        if data["trimmed"]["pieces"]:
+            meta.append(
+                f"- {data['trimmed']['pieces']} heavy tool outputs trimmed (their full size is stated where they stand)"
+            )
+        return meta
+
+    def emit(self, lines: list[str], depth: int) -> None:
         prefix = "> " * depth
         for block in lines:
             for line in block.split("\n"):
-                out.append((prefix + line).rstrip() if line else prefix.rstrip())
-            out.append(prefix.rstrip())
+                self.out.append((prefix + line).rstrip() if line else prefix.rstrip())
+            self.out.append(prefix.rstrip())
 
-    def who(e: dict) -> str:
-        return "You" if e["kind"] == "prompt" else _prose(_name(agents.get(e["agent"]), lead))
+    def who(self, e: dict) -> str:
+        return "You" if e["kind"] == "prompt" else _prose(_name(self.agents.get(e["agent"]), self.lead))
 
+    @staticmethod
     def when(e: dict) -> str:
         t = e.get("t")
         return f" · {(iso(t) or '')[11:19]}" if t is not None else ""
 
-    def tool(e: dict) -> list[str]:
-        res = results.get((e["agent"], e.get("id", "")))
-        blocks = [
-            f"**{who(e)}** ran `{one_line(e.get('doing') or e.get('name') or 'a tool', 100).replace('`', '')}`{when(e)}"
-        ]
+    def lane(self, agent: str, depth: int) -> None:
+        self.shown.add(agent)
+        for e in self.lanes.get(agent, []):
+            if depth == 0 and e["seq"] in self.turns:
+                t = self.turns[e["seq"]]
+                unpriced = " (+ unpriced)" if t["unpriced"] else ""
+                self.emit(
+                    [f"## Turn {t['n']} · {_tokens(t['tokens'])} tokens · {_usd(t['cost_usd'])}{unpriced}"], depth
+                )
+            if e["kind"] == "order":
+                if e["agent"] != e.get("target") and depth < 12:
+                    self._order(e, depth)
+                continue
+            lines = self._lines(e)
+            if lines:
+                self.emit(lines, depth)
+
+    def _lines(self, e: dict) -> list[str]:
+        """What one event says (but an order: its sub-agent's lane follows it)."""
+        k = e["kind"]
+        if k == "prompt":
+            return [f"**You**{self.when(e)}", _prose(e.get("text", ""))]
+        if k == "say":
+            return [f"**{self.who(e)}**{self.when(e)}", _prose(e.get("text", ""))]
+        if k == "think":
+            return [f"*{self.who(e)} thought:*", _prose(e.get("text", ""))]
+        if k == "tool_call":
+            return self.tool(e)
+        if k == "report":
+            sub = _prose(_name(self.agents.get(e.get("target", "")), self.lead))
+            return [f"*Report from {sub}:*", _prose(e.get("text", ""))]
+        if k == "waiting":
+            return [f"*Waiting for you: {_prose(e.get('detail') or e.get('name') or '')}*"]
+        if k == "error":
+            return [f"*Error: {_prose(e.get('text', ''))}*"]
+        return [_MARKS[k]] if k in _MARKS else []
+
+    def _order(self, e: dict, depth: int) -> None:
+        sub = self.agents.get(e.get("target", ""))
+        u = (sub or {}).get("usage") or {}
+        tokens = sum(u.get(x, 0) for x in ("input", "output", "cache_read", "cache_write"))
+        kind = f" ({sub['type']})" if sub and sub.get("type") else ""
+        self.emit(
+            [
+                f"### ↳ {_heading(_name(sub, self.lead) + kind)} · {_tokens(tokens)} tokens",
+                f"*Asked by {self.who(e)}:*",
+                _prose(e.get("text") or e.get("detail") or ""),
+            ],
+            depth,
+        )
+        if e.get("target"):
+            self.lane(e["target"], depth + 1)
+
+    def tool(self, e: dict) -> list[str]:
+        res = self.results.get((e["agent"], e.get("id", "")))
+        what = one_line(e.get("doing") or e.get("name") or "a tool", 100).replace("`", "")
+        blocks = [f"**{self.who(e)}** ran `{what}`{self.when(e)}"]
         if e.get("input") is not None:
             blocks.append(_fence(json.dumps(e["input"], indent=2, ensure_ascii=False), "json"))
         if res is not None:
@@ -130,67 +213,3 @@ def markdown(data: dict) -> str:
             if res.get("images"):
                 blocks.append(f"*{len(res['images'])} image(s) not shown in Markdown*")
         return blocks
-
-    def lane(agent: str, depth: int) -> None:
-        shown.add(agent)
-        for e in lanes.get(agent, []):
-            if depth == 0 and e["seq"] in turns:
-                t = turns[e["seq"]]
-                unpriced = " (+ unpriced)" if t["unpriced"] else ""
-                emit(
-                    [f"## Turn {t['n']} · {_tokens(t['tokens'])} tokens · {_usd(t['cost_usd'])}{unpriced}"],
-                    depth,
-                )
-            k = e["kind"]
-            if k == "prompt":
-                emit([f"**You**{when(e)}", _prose(e.get("text", ""))], depth)
-            elif k == "say":
-                emit([f"**{who(e)}**{when(e)}", _prose(e.get("text", ""))], depth)
-            elif k == "think":
-                emit([f"*{who(e)} thought:*", _prose(e.get("text", ""))], depth)
-            elif k == "tool_call":
-                emit(tool(e), depth)
-            elif k == "order" and e["agent"] != e.get("target") and depth < 12:
-                sub = agents.get(e.get("target", ""))
-                u = (sub or {}).get("usage") or {}
-                tokens = sum(u.get(x, 0) for x in ("input", "output", "cache_read", "cache_write"))
-                kind = f" ({sub['type']})" if sub and sub.get("type") else ""
-                emit(
-                    [
-                        f"### ↳ {_heading(_name(sub, lead) + kind)} · {_tokens(tokens)} tokens",
-                        f"*Asked by {who(e)}:*",
-                        _prose(e.get("text") or e.get("detail") or ""),
-                    ],
-                    depth,
-                )
-                if e.get("target"):
-                    lane(e["target"], depth + 1)
-            elif k == "report":
-                emit(
-                    [
-                        f"*Report from {_prose(_name(agents.get(e.get('target', '')), lead))}:*",
-                        _prose(e.get("text", "")),
-                    ],
-                    depth,
-                )
-            elif k == "waiting":
-                emit([f"*Waiting for you: {_prose(e.get('detail') or e.get('name') or '')}*"], depth)
-            elif k == "error":
-                emit([f"*Error: {_prose(e.get('text', ''))}*"], depth)
-            elif k == "interrupt":
-                emit(["*Interrupted*"], depth)
-            elif k == "compaction":
-                emit(["*Conversation compacted*"], depth)
-
-    first = (lanes.get(lead) or [{}])[0].get("seq")
-    if data["turns"] and first not in turns:
-        t = data["turns"][0]
-        out.append(f"## Turn {t['n']} · {_tokens(t['tokens'])} tokens · {_usd(t['cost_usd'])}\n")
-    lane(lead, 0)
-    rest = [a for a in agents if a not in shown and a in lanes]
-    if rest:
-        out.append("## Other agents\n")
-        for a in rest:
-            emit([f"### {_heading(_name(agents[a], lead))}"], 1)
-            lane(a, 1)
-    return "\n".join(out).rstrip() + "\n"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .redact_rules import RULES, Rule
 
@@ -224,21 +225,9 @@ def strings_of(v: object, out: list[str]) -> list[str]:
     if t is str:
         out.append(v)  # type: ignore[arg-type]
     elif t is dict:
-        for k, x in v.items():  # type: ignore[attr-defined]
-            if type(k) is str:
-                out.append(k)
-            tx = type(x)
-            if tx is str:
-                out.append(x)
-            elif tx is dict or tx is list or tx is tuple:
-                strings_of(x, out)
+        _dict_strings(v, out)  # type: ignore[arg-type]
     elif t is list or t is tuple:
-        for x in v:  # type: ignore[attr-defined]
-            tx = type(x)
-            if tx is str:
-                out.append(x)
-            elif tx is dict or tx is list or tx is tuple:
-                strings_of(x, out)
+        _items_strings(v, out)  # type: ignore[arg-type]
     elif isinstance(v, str):  # a str subclass
         out.append(str(v))
     elif isinstance(v, dict):
@@ -246,6 +235,26 @@ def strings_of(v: object, out: list[str]) -> list[str]:
     elif isinstance(v, (list, tuple)):
         strings_of(list(v), out)
     return out
+
+
+def _dict_strings(d: dict[Any, Any], out: list[str]) -> None:
+    for k, x in d.items():
+        if type(k) is str:
+            out.append(k)
+        tx = type(x)
+        if tx is str:
+            out.append(x)
+        elif tx is dict or tx is list or tx is tuple:
+            strings_of(x, out)
+
+
+def _items_strings(items: list[Any] | tuple[Any, ...], out: list[str]) -> None:
+    for x in items:
+        tx = type(x)
+        if tx is str:
+            out.append(x)
+        elif tx is dict or tx is list or tx is tuple:
+            strings_of(x, out)
 
 
 _MARKS = re.compile(r"\[REDACTED:([a-z-]+)\]")
@@ -268,35 +277,41 @@ def _replace(v: object, changed: dict[str, str]) -> object:
     if t is str:
         return changed.get(v, v)  # type: ignore[call-overload]
     if t is dict:
-        d: dict = v  # type: ignore[assignment]
-        if any(type(k) is str and k in changed for k in d):
-            items = list(d.items())
-            d.clear()
-            for k, x in items:
-                d[changed.get(k, k) if type(k) is str else k] = x
-        for k, x in d.items():
-            tx = type(x)
-            if tx is str:
-                if x in changed:
-                    d[k] = changed[x]
-            elif tx is dict or tx is list:
-                _replace(x, changed)
-            elif tx is tuple:
-                d[k] = _replace(list(x), changed)
-        return d
+        return _replace_in_dict(v, changed)  # type: ignore[arg-type]
     if t is list:
-        lst: list = v  # type: ignore[assignment]
-        for i, x in enumerate(lst):
-            tx = type(x)
-            if tx is str:
-                if x in changed:
-                    lst[i] = changed[x]
-            elif tx is dict or tx is list:
-                _replace(x, changed)
-            elif tx is tuple:
-                lst[i] = _replace(list(x), changed)
-        return lst
+        return _replace_in_list(v, changed)  # type: ignore[arg-type]
     return _rebuild_with(v, changed)
+
+
+def _replace_in_dict(d: dict[Any, Any], changed: dict[str, str]) -> dict[Any, Any]:
+    if any(type(k) is str and k in changed for k in d):
+        items = list(d.items())
+        d.clear()
+        for k, x in items:
+            d[changed.get(k, k) if type(k) is str else k] = x
+    for k, x in d.items():
+        tx = type(x)
+        if tx is str:
+            if x in changed:
+                d[k] = changed[x]
+        elif tx is dict or tx is list:
+            _replace(x, changed)
+        elif tx is tuple:
+            d[k] = _replace(list(x), changed)
+    return d
+
+
+def _replace_in_list(lst: list[Any], changed: dict[str, str]) -> list[Any]:
+    for i, x in enumerate(lst):
+        tx = type(x)
+        if tx is str:
+            if x in changed:
+                lst[i] = changed[x]
+        elif tx is dict or tx is list:
+            _replace(x, changed)
+        elif tx is tuple:
+            lst[i] = _replace(list(x), changed)
+    return lst
 
 
 def redact(text: str) -> tuple[str, int]:

@@ -127,6 +127,15 @@ def _agent_name(s: Any, agent: str) -> str:
     return s.label_of(a) or agent  # the one name every view gives it (a Codex sub-agent: "Zeno (/root/review)")
 
 
+def _source(source: object) -> str | None:
+    """The `source` filter, checked (None: every source)."""
+    if source in (None, ""):
+        return None
+    if not isinstance(source, str) or not _SOURCE.match(source):
+        raise BadRequest(f"bad source: {str(source)[:40]!r}")
+    return source
+
+
 def search(
     h: Huddle,
     q: object = None,
@@ -147,11 +156,7 @@ def search(
     if len(text) > 2000:
         raise BadRequest("the query is too long (2,000 characters at most)")
     kinds = _kinds(kind)
-    src = None
-    if source not in (None, ""):
-        if not isinstance(source, str) or not _SOURCE.match(source):
-            raise BadRequest(f"bad source: {str(source)[:40]!r}")
-        src = source
+    src = _source(source)
     proj = project if isinstance(project, str) and project else None
     sess = check_id(session) if session not in (None, "") else None
     if sess is not None:

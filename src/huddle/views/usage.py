@@ -232,47 +232,57 @@ def aggregate(
     total = Line()
     by_source: dict[str, int] = {}
     for s in counted["sessions"]:
-        key_s = s["key"]
-        src = s["source"]
-        info = None
-        if by == "session":
-            info = {k: s[k] for k in ("source", "id", "title", "project", "started_at")}
-            info["session"] = info.pop("id")
-        elif by == "project":
-            key = s["project"] or "(no project)"
-        grouped = "groups" in s  # sums per day, agent and model (the usage index)
-        if grouped:
-            items = [
-                (g[10], g[0], g[1], g[2], Usage(*g[3:8]), g[9], g[8])
-                for g in (s["groups"] if bounded else groups_in(s["groups"], since, until))
-            ]
-        else:
-            items = []
-            for r in s["rows"]:
-                when = r[0]
-                if since is not None and (when is None or when < since):
-                    continue
-                if until is not None and (when is None or when >= until):
-                    continue
-                u = Usage(*r[3:8])
-                items.append((when, _day(when), r[1], r[2], u, t.cost(r[2], u), 1))
-        for when, day, agent, model, u, cost, n in items:
-            if by == "day":
-                key = day
-            elif by == "session":
-                key = key_s
-            elif by == "model":
-                key = model
-            elif by == "agent":
-                key = f"{src}:{agent}"
-                info = {"source": src, "agent": agent}
+        key_s, src = s["key"], s["source"]
+        for when, day, agent, model, u, cost, n in _items(s, since, until, bounded, t):
+            key = _line_key(by, s, day, agent, model)
             line = lines.get(key)
             if line is None:
-                line = lines[key] = Line(info)
+                line = lines[key] = Line(_line_info(by, s, agent))
             line.add(key_s, when, model, u, cost, n)
             total.add(key_s, when, model, u, cost, n)
             by_source[src] = by_source.get(src, 0) + n
     return shaped(by, lines, total, by_source, counted.get("duplicates", 0), t, since, until, notes)
+
+
+def _items(s: dict, since: float | None, until: float | None, bounded: bool, t: Table) -> list[tuple[Any, ...]]:
+    """A session's usage inside the bounds: (time, day, agent, model, usage, cost, responses),
+    from its sums per day, agent and model (the usage index) or from its rows."""
+    if "groups" in s:
+        kept = s["groups"] if bounded else groups_in(s["groups"], since, until)
+        return [(g[10], g[0], g[1], g[2], Usage(*g[3:8]), g[9], g[8]) for g in kept]
+    items = []
+    for r in s["rows"]:
+        when = r[0]
+        if since is not None and (when is None or when < since):
+            continue
+        if until is not None and (when is None or when >= until):
+            continue
+        u = Usage(*r[3:8])
+        items.append((when, _day(when), r[1], r[2], u, t.cost(r[2], u), 1))
+    return items
+
+
+def _line_key(by: str, s: dict, day: str, agent: str, model: str) -> str:
+    if by == "day":
+        return day
+    if by == "session":
+        return str(s["key"])
+    if by == "model":
+        return model
+    if by == "agent":
+        return f"{s['source']}:{agent}"
+    return s["project"] or "(no project)"
+
+
+def _line_info(by: str, s: dict, agent: str) -> dict | None:
+    """What a line names beside its key: its session's, or its agent's."""
+    if by == "session":
+        info = {k: s[k] for k in ("source", "id", "title", "project", "started_at")}
+        info["session"] = info.pop("id")
+        return info
+    if by == "agent":
+        return {"source": s["source"], "agent": agent}
+    return None
 
 
 def shaped(

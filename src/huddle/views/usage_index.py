@@ -114,14 +114,7 @@ def counted_from_index(
     from huddle.core import FirstRead, Huddle, Keeper, UsageMode
     from huddle.core.answering import conditions
 
-    notes: list[str] = []
-    legacy = os.path.join(settings.huddle_home, "cache", LEGACY)
-    if os.path.exists(legacy):
-        try:
-            os.unlink(legacy)
-            notes.append(f"{legacy}: from an older version; counted again from the session files")
-        except OSError:
-            pass
+    notes = _drop_legacy(settings.huddle_home)
     # Only token counts are needed: the sources may pass over everything else unread.
     h = Huddle(dataclasses.replace(settings, usage_only=True), keep=Keeper(UsageMode(), CACHE_NAME))
     if h.keeper is not None:
@@ -141,14 +134,7 @@ def counted_from_index(
     for s in loaded:  # a session with nothing counted is kept too (as nothing)
         if s.key not in fresh:
             fresh[s.key] = _entry({**session_info(s), "rows": []}, table)
-    sums = None
-    if cache is not None:
-        if want_rows:
-            _kept(h, fresh)  # (the kept sums are added up again next time)
-        else:
-            sums = _summed(h, fresh, table, notes)
-        if not priced:
-            cache.set_meta(pricing=pricing_key(table))
+    sums = _store(h, fresh, table, notes, want_rows, priced) if cache is not None else None
     if want_rows:
         return counted, notes
     if keep is not None and settings.huddle_home:
@@ -163,6 +149,33 @@ def counted_from_index(
     if sums is not None:
         out["sums"] = sums
     return out, notes
+
+
+def _drop_legacy(huddle_home: str) -> list[str]:
+    """An older version's usage cache goes (said, once)."""
+    legacy = os.path.join(huddle_home, "cache", LEGACY)
+    if os.path.exists(legacy):
+        try:
+            os.unlink(legacy)
+            return [f"{legacy}: from an older version; counted again from the session files"]
+        except OSError:
+            pass
+    return []
+
+
+def _store(
+    h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[str], want_rows: bool, priced: bool
+) -> dict[str, Any] | None:
+    """The rows read this run kept (with the report's sums, unless rows are wanted: then
+    the kept sums are added up again next time), and the prices they were priced at."""
+    sums = None
+    if want_rows:
+        _kept(h, fresh)
+    else:
+        sums = _summed(h, fresh, table, notes)
+    if not priced:
+        h.cache.set_meta(pricing=pricing_key(table))
+    return sums
 
 
 def _summed(h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[str]) -> dict[str, Any] | None:

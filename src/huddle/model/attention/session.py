@@ -171,6 +171,8 @@ def _own_signals(session: Session, per: dict[str, State], acts: dict[str, Activi
             st = agent_signal_state(own, act.last_t, aid == session.lead_id, now)
             if st is not None:
                 st.since = st.since or per[aid].since
+                if st.state == per[aid].state and not st.doing:  # (a call seen at work: as its transcript says it)
+                    st.doing = per[aid].doing
                 per[aid] = st
 
 

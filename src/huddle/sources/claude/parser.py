@@ -1,8 +1,11 @@
 """Claude Code transcript lines -> events: the parser of one file (state.py holds what
 spans a session's files while they are read; records.py the decoded shapes and the text
-helpers; skips.py the lines a read passes over)."""
+helpers; skips.py the lines a read passes over; users.py the user records, responses.py
+a response's counts)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 
@@ -16,30 +19,19 @@ from huddle.model.tools import HANDBACK_TOOLS, SPAWN_TOOLS
 
 from .records import (
     ATTACHMENT_KEY,
-    INTERRUPT,
     QUIET_ATTACHMENTS,
-    RESULT_TAG,
     SKIP_TYPES,
-    STATUS_TAG,
-    SUMMARY_TAG,
-    TASK_ID_TAG,
-    TOOL_USE_ID_TAG,
-    WARMUP,
     Block,
+    Message,
     Record,
     Response,
     ResponseBlock,
     agent_input,
-    agent_result,
     compact_detail,
-    decode_bash_result,
     decode_record,
     error_text,
-    first_match,
-    harness_blocks,
     input_summary,
     order_text,
-    report_of,
     str_of,
     summary_text,
     typed_command,
@@ -47,9 +39,20 @@ from .records import (
 from .responses import ResponseCounts
 from .skips import UsageFilter, compact, meta_skips
 from .state import SessionState, claims
+from .users import UserRecords
 
 
-class FileParser(ResponseCounts):
+def _quiet_attachment(line: bytes) -> bool:
+    """An attachment record of a kind said nowhere, told by its head (not decoded)."""
+    i = line.find(ATTACHMENT_KEY, 0, 300)
+    if i < 0:
+        return False
+    start = i + len(ATTACHMENT_KEY)
+    end = line.find(b'"', start, start + 64)
+    return end > 0 and line[start:end].decode("ascii", "replace") in QUIET_ATTACHMENTS
+
+
+class FileParser(UserRecords, ResponseCounts):
     """Turns the lines of one transcript file into events for one agent.
 
     State that spans lines (which call ids are Agent calls, the last time seen,
@@ -83,7 +86,7 @@ class FileParser(ResponseCounts):
 
     # -- helpers -------------------------------------------------------------------
 
-    def emit(self, kind: str, off: int, ln: int, **kw) -> Event:
+    def emit(self, kind: str, off: int, ln: int, **kw: Any) -> Event:
         e = Event(kind=kind, agent=self.agent, t=self.last_t, file=self.path, offset=off, length=ln, **kw)
         self.out.append(e)
         return e
@@ -104,37 +107,13 @@ class FileParser(ResponseCounts):
 
     def feed_kept(self, off: int, line: bytes) -> None:
         """`feed` for a line `skip` kept."""
-        i = line.find(ATTACHMENT_KEY, 0, 300)
-        if i >= 0:
-            start = i + len(ATTACHMENT_KEY)
-            end = line.find(b'"', start, start + 64)
-            if end > 0 and line[start:end].decode("ascii", "replace") in QUIET_ATTACHMENTS:
-                return
-        r: Response | None = self._response_of(line) if self.usage_only else None
-        if r is None:
-            try:
-                r = decode_record(line)
-            except msgspec.ValidationError as exc:  # a subclass of DecodeError: first
-                self.session.problem(self.path, off, f"unexpected shape ({exc})")
-                return
-            except msgspec.DecodeError as exc:
-                self.session.problem(self.path, off, f"not JSON ({exc})")
-                return
-            t = r.type
-            if not t and r.message is not None and r.message.role in ("assistant", "user"):
-                t = r.message.role  # a record that names no type (tools' fixtures): its message says
-            if t in SKIP_TYPES:
-                return
-        else:
-            t = "assistant"
-        if r.timestamp:
-            ts = parse_time(r.timestamp)
-            if ts is not None:
-                self.last_t = ts
-            elif times.out_of_range(r.timestamp):  # year 9999: kept out of the times, and said
-                self.session.note(self.path, off, times.odd(r.timestamp))
-        if r.cwd and not self.session.cwd:
-            self.session.cwd = r.cwd
+        if _quiet_attachment(line):
+            return
+        got = self._decoded(off, line)
+        if got is None:
+            return
+        r, t = got
+        self._stamp(r, off)
         mark = len(self.out)
         try:
             if type(r) is Record:
@@ -145,10 +124,45 @@ class FileParser(ResponseCounts):
             del self.out[mark:]
             self.session.problem(self.path, off, f"unexpected {t or 'record'}: {type(exc).__name__}: {exc}")
         if self.quick_later and self.filter is not None:
-            if not compact(line):  # a file in another hand than Claude Code's: read whole
-                self.quick_later = False
-            elif self.last_t is not None and len(self.out) > mark:  # the file's first time is in
-                self.quick_later, self.usage_only, self.filter.whole = False, True, False
+            self._quick_from(line, mark, self.filter)
+
+    def _stamp(self, r: Record | Response, off: int) -> None:
+        """A record's time (one out of range said, and kept out of the times) and folder."""
+        if r.timestamp:
+            ts = parse_time(r.timestamp)
+            if ts is not None:
+                self.last_t = ts
+            elif times.out_of_range(r.timestamp):  # year 9999
+                self.session.note(self.path, off, times.odd(r.timestamp))
+        if r.cwd and not self.session.cwd:
+            self.session.cwd = r.cwd
+
+    def _quick_from(self, line: bytes, mark: int, filter: UsageFilter) -> None:
+        """A usage-only read goes quick once the file's first time is in (a file in another
+        hand than Claude Code's, its lines not compact, is read whole)."""
+        if not compact(line):
+            self.quick_later = False
+        elif self.last_t is not None and len(self.out) > mark:
+            self.quick_later, self.usage_only, filter.whole = False, True, False
+
+    def _decoded(self, off: int, line: bytes) -> tuple[Record | Response, str] | None:
+        """The line as a record and its type (a usage-only read's assistant response, the
+        few fields it needs); None when it does not decode (said) or is passed over."""
+        r: Response | None = self._response_of(line) if self.usage_only else None
+        if r is not None:
+            return r, "assistant"
+        try:
+            rec = decode_record(line)
+        except msgspec.ValidationError as exc:  # a subclass of DecodeError: first
+            self.session.problem(self.path, off, f"unexpected shape ({exc})")
+            return None
+        except msgspec.DecodeError as exc:
+            self.session.problem(self.path, off, f"not JSON ({exc})")
+            return None
+        t = rec.type
+        if not t and rec.message is not None and rec.message.role in ("assistant", "user"):
+            t = rec.message.role  # a record that names no type (tools' fixtures): its message says
+        return None if t in SKIP_TYPES else (rec, t)
 
     def _record(self, r: Record, t: str, off: int, line: bytes) -> None:
         if r.isSidechain and self.inline_sidechains:
@@ -165,11 +179,31 @@ class FileParser(ResponseCounts):
             self._user(r, off, n)
         elif t == "system":
             self._system(r, off, n)
-        elif t == "attachment":
+        elif t in ("custom-title", "summary", "ai-title"):
+            self._title(r, t, off, line)
+        else:
+            self._mark(r, t, off, n)
+
+    def _mark(self, r: Record, t: str, off: int, n: int) -> None:
+        """What marks the session beside its turns: an attachment, the last prompt, an
+        exit, the permission mode."""
+        if t == "attachment":
             a = r.attachment.type if r.attachment else ""
             if a not in QUIET_ATTACHMENTS:
                 self.emit(ev.CONTEXT, off, n, name=a or "attachment", text=a)
-        elif t == "custom-title" and r.customTitle:
+        elif t == "last-prompt" and r.lastPrompt:
+            self.session.last_prompt = r.lastPrompt
+        elif t == "cost-state":
+            # Interactive sessions write cost-state only at exit; -p runs at their end.
+            # After the last turn it means the process is gone (a new prompt revives it).
+            self.emit(ev.CONTEXT, off, n, name="session_end", text="session ended")
+        elif t == "permission-mode" and r.permissionMode:
+            self.shared.permission_mode = r.permissionMode
+
+    def _title(self, r: Record, t: str, off: int, line: bytes) -> None:
+        """A title the user gave, one Claude Code made, or an older version's summary."""
+        n = len(line)
+        if t == "custom-title" and r.customTitle:
             if r.customTitle != self.shared.custom_title:
                 self.shared.custom_title = r.customTitle
                 self.emit(ev.TITLE, off, n, text=r.customTitle)
@@ -186,14 +220,6 @@ class FileParser(ResponseCounts):
             if title and title != self.shared.ai_title:
                 self.shared.ai_title = title
                 self.emit(ev.TITLE, off, n, text=title, detail="ai")
-        elif t == "last-prompt" and r.lastPrompt:
-            self.session.last_prompt = r.lastPrompt
-        elif t == "cost-state":
-            # Interactive sessions write cost-state only at exit; -p runs at their end.
-            # After the last turn it means the process is gone (a new prompt revives it).
-            self.emit(ev.CONTEXT, off, n, name="session_end", text="session ended")
-        elif t == "permission-mode" and r.permissionMode:
-            self.shared.permission_mode = r.permissionMode
 
     def _sidechain(self, r: Record) -> str:
         """The inline sub-agent a sidechain record belongs to. A sidechain starts at a
@@ -240,25 +266,11 @@ class FileParser(ResponseCounts):
             # (what the output count is worth: said by a session's page, not by usage)
             self.shared.check_output(mid, m.content)
         if self.usage_only:  # of the blocks, only the Agent calls: they name the agents they start
-            if isinstance(m.content, list):
-                for b in m.content:
-                    if b.type == "tool_use" and b.name in SPAWN_TOOLS:
-                        self._tool_use(b, off, n, copied)
+            for b in m.content if isinstance(m.content, list) else ():
+                if b.type == "tool_use" and b.name in SPAWN_TOOLS:
+                    self._tool_use(b, off, n, copied)
             return
-        blocks = m.content if isinstance(m.content, list) else []
-        if isinstance(m.content, str) and m.content:
-            blocks = [Block(type="text", text=m.content)]
-        for b in blocks:
-            bt = b.type
-            if bt == "text" and b.text:
-                text, cut = cap(b.text)
-                kind = ev.ERROR if m.model == "<synthetic>" and "error" in b.text.lower()[:40] else ev.SAY
-                self.emit(kind, off, n, text=text, truncated=cut, copied=copied, id=mid)
-            elif bt == "thinking" and b.thinking:
-                text, cut = cap(b.thinking)
-                self.emit(ev.THINK, off, n, text=text, truncated=cut, copied=copied)
-            elif bt in ("tool_use", "server_tool_use"):
-                self._tool_use(b, off, n, copied)
+        self._blocks(m, off, n, copied)
         if m.stop_reason == "end_turn" and not (mid and mid in self.shared.turn_ended):
             # Each block record repeats stop_reason: one turn end per response, at its first
             # record. Not "after the last block": a live read cannot know which is last (a
@@ -267,6 +279,23 @@ class FileParser(ResponseCounts):
             if mid:
                 self.shared.turn_ended.add(mid)
             self.emit(ev.TURN_END, off, n, id=mid, copied=copied)
+
+    def _blocks(self, m: Message, off: int, n: int, copied: bool) -> None:
+        """A response's blocks: texts (a synthetic error's as an error), thinking, calls."""
+        blocks = m.content if isinstance(m.content, list) else []
+        if isinstance(m.content, str) and m.content:
+            blocks = [Block(type="text", text=m.content)]
+        for b in blocks:
+            bt = b.type
+            if bt == "text" and b.text:
+                text, cut = cap(b.text)
+                kind = ev.ERROR if m.model == "<synthetic>" and "error" in b.text.lower()[:40] else ev.SAY
+                self.emit(kind, off, n, text=text, truncated=cut, copied=copied, id=m.id or "")
+            elif bt == "thinking" and b.thinking:
+                text, cut = cap(b.thinking)
+                self.emit(ev.THINK, off, n, text=text, truncated=cut, copied=copied)
+            elif bt in ("tool_use", "server_tool_use"):
+                self._tool_use(b, off, n, copied)
 
     def _tool_use(self, b: ResponseBlock, off: int, n: int, copied: bool) -> None:
         name = b.name or ""
@@ -294,135 +323,6 @@ class FileParser(ResponseCounts):
             self.emit(ev.REPORT, off, n, id=cid, name=name, text=text, truncated=cut, target=self.agent, copied=copied)
             return
         self.emit(ev.TOOL_CALL, off, n, id=cid, name=name, detail=input_summary(name, b.input), copied=copied)
-
-    def _user(self, r: Record, off: int, n: int) -> None:
-        m = r.message
-        if m is None:
-            return
-        c = m.content
-        if isinstance(c, str):
-            self._user_text(r, self._unwrap(c, off, n), off, n)
-            return
-        if not c:
-            return
-        # One user record is one prompt: its text blocks and images together, minus the
-        # harness context riding along (IDE blocks, reminders).
-        texts: list[str] = []
-        images = 0
-        for b in c:
-            if b.type == "tool_result":
-                self._tool_result(r, b, off, n)
-            elif b.type == "text" and b.text:
-                if INTERRUPT.match(b.text):
-                    self.emit(ev.INTERRUPT, off, n, text=b.text)
-                    continue
-                rest = self._unwrap(b.text, off, n)
-                if rest.strip():
-                    texts.append(rest)
-            elif b.type == "image":
-                images += 1
-        if images:
-            texts.append("[image]" if images == 1 else f"[{images} images]")
-        if texts:
-            self._user_text(r, "\n\n".join(texts), off, n, name="image" if images and len(texts) == 1 else "")
-
-    def _unwrap(self, text: str, off: int, n: int) -> str:
-        """Harness wrappers at the start of a user text (`<ide_opened_file>`,
-        `<ide_selection>`, `<system-reminder>`...) go to the context lane; the rest is returned."""
-        if not text.startswith("<") and not text.lstrip().startswith("<"):
-            return text
-        for tag, inner, rest in harness_blocks(text):
-            t, cut = cap(inner)
-            self.emit(ev.CONTEXT, off, n, name=tag, text=t, truncated=cut)
-            text = rest
-        return text
-
-    def _user_text(self, r: Record, text: str, off: int, n: int, name: str = "") -> None:
-        if not text.strip():
-            return
-        if r.isCompactSummary:
-            t, cut = cap(text)
-            self.emit(ev.CONTEXT, off, n, name="compact_summary", text=t, truncated=cut)
-            return
-        stripped = text.lstrip()
-        if (r.origin and r.origin.kind == "task-notification") or stripped.startswith("<task-notification>"):
-            self._notification(stripped, off, n)
-            return
-        if r.isMeta or stripped.startswith(("<local-command", "<system-reminder>", "<command-", "<bash-")):
-            name = "meta"
-            cmd = typed_command(stripped)
-            if cmd:
-                name, text = "command", cmd
-            t, cut = cap(text)
-            self.emit(ev.CONTEXT, off, n, name=name, text=t, truncated=cut)
-            return
-        if INTERRUPT.match(stripped):
-            self.emit(ev.INTERRUPT, off, n, text=stripped)
-            return
-        t, cut = cap(text)
-        if self.is_sub:
-            # A sub-agent's prompts come from its lead, not from the human.
-            first = self.agent not in self.prompted and r.parentUuid is None
-            self.prompted.add(self.agent)
-            if first:
-                self.shared.sub_orders.setdefault(self.agent, t)
-                if t.strip() == WARMUP:
-                    self.shared.warmups.add(self.agent)
-                return  # the lead's ORDER event already carries this text
-            self.emit(ev.ORDER, off, n, text=t, truncated=cut, target=self.agent)
-            return
-        agent, at, path = self.agent, self.last_t, self.path  # (emit's event without a **kw: ~8k instructions)
-        self.out.append(
-            Event(kind=ev.PROMPT, agent=agent, t=at, file=path, offset=off, length=n, name=name, text=t, truncated=cut)
-        )
-        if self.filter is not None:
-            self.filter.prompted = True  # the title is a prompt's now: a last-prompt record cannot change it
-
-    def _tool_result(self, r: Record, b: Block, off: int, n: int) -> None:
-        cid = b.tool_use_id or ""
-        ok = not b.is_error
-        size = len(b.content)
-        lead = self.shared.agent_calls.get(cid)
-        detail = ""
-        if lead is None and self.usage_only:
-            return
-        if lead is not None:
-            res = agent_result(r.toolUseResult)
-            if res is not None and res.agentId:  # the link before meta.json existed (2.0.x, 2.1.50)
-                self.shared.agent_by_call.setdefault(cid, res.agentId)
-            if res is not None and (res.isAsync or res.status == "async_launched"):
-                detail = "background"
-                if res.agentId:
-                    self.shared.background_agents.add(res.agentId)
-            self.emit(ev.TOOL_RESULT, off, n, id=cid, name="Agent", ok=ok, size=size, detail=detail)
-            if detail != "background":
-                report = report_of(res, b.content)
-                text, cut = cap(report)
-                target = (res.agentId if res and res.agentId else "") or self.shared.agent_by_call.get(cid, "")
-                self.emit(ev.REPORT, off, n, id=cid, text=text, truncated=cut, ok=ok, target=target)
-            return
-        if ok and len(r.toolUseResult) < 4096:
-            try:
-                bg = decode_bash_result(r.toolUseResult)
-            except msgspec.MsgspecError:
-                bg = None
-            if bg is not None and bg.backgroundTaskId:
-                detail = "background"
-                self.shared.background_shells[bg.backgroundTaskId] = cid
-        self.emit(ev.TOOL_RESULT, off, n, id=cid, ok=ok, size=size, detail=detail)
-
-    def _notification(self, text: str, off: int, n: int) -> None:
-        task = first_match(TASK_ID_TAG, text)
-        call = first_match(TOOL_USE_ID_TAG, text) or self.shared.background_shells.get(task, "")
-        status = first_match(STATUS_TAG, text)
-        ok = status in ("completed", "")
-        result = first_match(RESULT_TAG, text) or first_match(SUMMARY_TAG, text)
-        t, cut = cap(result)
-        if call in self.shared.agent_calls or task in self.shared.background_agents:
-            target = task or self.shared.agent_by_call.get(call, "")
-            self.emit(ev.REPORT, off, n, id=call, text=t, truncated=cut, ok=ok, target=target, name="task-notification")
-        else:
-            self.emit(ev.TOOL_RESULT, off, n, id=call, ok=ok, size=len(result), detail="notified")
 
     def _system(self, r: Record, off: int, n: int) -> None:
         st = r.subtype or ""

@@ -89,7 +89,12 @@ def settled(candidates: list[str], parent: str, sizes: dict[str, int]) -> bool:
 
 
 def place(
-    source: ClaudeSource, f: os.DirEntry[str], files: dict[str, Any], known: dict, was: tuple[dict, dict], found: dict
+    source: ClaudeSource,
+    f: os.DirEntry[str],
+    files: dict[str, Any],
+    known: dict[str, Handle],
+    was: tuple[dict[str, Any], dict[str, Any]],
+    found: dict[str, Any],  # (ClaudeHandles, as the scan makes them)
 ) -> None:
     """A 2.0.x agent file: into its parent session's handle, or an orphan session.
     `files`: the folder's session files by id; `was`: where the held handles had agent
@@ -131,7 +136,7 @@ def place(
     found[key] = orphan
 
 
-def regroup(source: ClaudeSource, placed: dict[str, str], known: dict[str, Any], found: dict) -> None:
+def regroup(source: ClaudeSource, placed: dict[str, str], known: dict[str, Any], found: dict[str, Any]) -> None:
     """A held session that lost an agent file to another is read again from its start
     (as a first read gives it), not kept with what it read from that file. `placed`:
     agent file -> the key of the held session it was in before this scan."""

@@ -180,7 +180,12 @@ QUIET_ATTACHMENTS = frozenset(
 ATTACHMENT_KEY = b'"attachment":{"type":"'
 
 INTERRUPT = re.compile(r"^\[Request interrupted by user[^\]]*\]")
-_TAG = lambda name: re.compile(rf"<{name}>(.*?)</{name}>", re.S)  # noqa: E731
+
+
+def _TAG(name: str) -> re.Pattern[str]:
+    return re.compile(rf"<{name}>(.*?)</{name}>", re.S)
+
+
 TASK_ID_TAG = _TAG("task-id")
 TOOL_USE_ID_TAG = _TAG("tool-use-id")
 STATUS_TAG = _TAG("status")
@@ -288,7 +293,7 @@ def agent_input(raw: Raw) -> dict[str, Any]:
 
 
 def agent_result(raw: Raw) -> AgentResult | None:
-    if len(raw) < 2 or memoryview(raw)[:1] != b"{":
+    if len(raw) < 2 or memoryview(raw)[0] != ord("{"):
         return None
     try:
         return _decode_agent_result(raw)

@@ -33,6 +33,12 @@ class HasCalls(Protocol):
     agent_calls: dict[str, str]  # Agent call id -> the agent calling (state.SessionState)
 
 
+def _sidechain(buf: bytes, i: int, head: int, end: int) -> bool:
+    """Whether the record buf[i:end] is a sidechain's (1.0.x inline sub-agents), by its head."""
+    s = buf.find(_SIDECHAIN, i, head)
+    return s >= 0 and not buf.startswith(b":false", s + _AFTER_SIDECHAIN, end)
+
+
 class UsageFilter:
     """What the usage-only filter of one file has learnt from the lines read before."""
 
@@ -55,20 +61,16 @@ class UsageFilter:
         LineReader.lines's `skip`): metadata records, tool results, anything but a
         response, a prompt or a title. (A bound method: Python 3.11 calls it inline,
         where a functools.partial costs a C call and a new frame per line.)"""
-        if end - i > 2 and buf[i + 2] == 116:  # `{"t`: a record that opens with its type (a byte, not a search)
-            if buf.startswith(SKIP_PREFIXES, i):
-                return True
-            if self.whole:
-                return False
-            if buf.startswith(b'{"type":"last-prompt"', i):
-                return self.prompted
-        elif self.whole:
+        typed = end - i > 2 and buf[i + 2] == 116  # `{"t`: a record that opens with its type (a byte, not a search)
+        if typed and buf.startswith(SKIP_PREFIXES, i):
+            return True
+        if self.whole:
             return False
+        if typed and buf.startswith(b'{"type":"last-prompt"', i):
+            return self.prompted
         head = i + 768 if i + 768 < end else end
-        if self.sidechains:
-            s = buf.find(_SIDECHAIN, i, head)
-            if s >= 0 and not buf.startswith(b":false", s + _AFTER_SIDECHAIN, end):
-                return False  # each links the next to its sub-agent (kept too: a flag in another hand)
+        if self.sidechains and _sidechain(buf, i, head, end):
+            return False  # each links the next to its sub-agent (kept too: a flag in another hand)
         r = buf.find(b'"role":"', i, head)  # a message's, early in a response or a user record
         if r >= 0:
             r += 8
@@ -76,18 +78,7 @@ class UsageFilter:
             if c == 97:
                 return False  # a response (`assistant`: the API's one role with an a)
             if c == 117 and buf.startswith(_USER_CONTENT, r, end):
-                j = r + _AFTER_USER_CONTENT
-                if not buf.startswith(_RESULTS, j, end):
-                    return False  # a prompt (text, images; or content these checks do not know)
-                calls = self.shared.agent_calls if self.shared is not None else None
-                if calls:  # tool results: kept only for an Agent call (its result names the agent)
-                    k = buf.find(_CALL_ID, j, head)
-                    if k < 0:
-                        return False  # whose result it is, the head does not say
-                    k += _AFTER_CALL_ID
-                    q = buf.find(b'"', k, head)
-                    return q >= 0 and buf[k:q].decode("utf-8", "replace") not in calls  # (an id cut: kept)
-                return True
+                return self._user_skip(buf, r + _AFTER_USER_CONTENT, end, head)
         elif buf.find(ATTACHMENT_KEY, i, i + 300 if i + 300 < end else end) >= 0:
             return True  # context sent with a request (a third of a transcript's bytes): never counted
         return not (
@@ -96,6 +87,22 @@ class UsageFilter:
             or buf.find(b'"user"', i, end) >= 0  # (a role is one string: no spacing changes it)
             or not opens_compact(buf, i, end)  # a title in another hand (`{"type": "summary"`)
         )
+
+    def _user_skip(self, buf: bytes, j: int, end: int, head: int) -> bool:
+        """`skip` of a user record whose content starts at buf[j]: a prompt is kept (text,
+        images; or content these checks do not know); tool results only for an Agent
+        call (its result names the agent)."""
+        if not buf.startswith(_RESULTS, j, end):
+            return False
+        calls = self.shared.agent_calls if self.shared is not None else None
+        if not calls:
+            return True
+        k = buf.find(_CALL_ID, j, head)
+        if k < 0:
+            return False  # whose result it is, the head does not say
+        k += _AFTER_CALL_ID
+        q = buf.find(b'"', k, head)
+        return q >= 0 and buf[k:q].decode("utf-8", "replace") not in calls  # (an id cut: kept)
 
     def skips_head(self, head: bytes) -> bool:
         """`skip` of a long line by its first bytes (LineReader.lines's `cut`): true only

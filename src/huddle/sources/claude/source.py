@@ -8,43 +8,28 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
-from huddle.io.safefile import listdir, plain_file, read_json, stamp
+from huddle.io.safefile import listdir, stamp
 from huddle.model import events as ev
 from huddle.model.files import SIDE, UNKNOWN, Files
+from huddle.model.session import Agent
 from huddle.model.signals import Live
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
+from huddle.sources.settings import Settings
 
 from . import summaries
-from .folders import is_dir, project, subfolders
+from .folders import is_dir, project
 from .project_agents import is_agent_file, lone_folder, place, regroup
 from .registry import Registry
 from .state import SessionState, claims
+from .subfiles import SubAgentFiles, SubFile, read_small_json
 from .summaries import SummarySearch
 
 if TYPE_CHECKING:  # the parser (and its records) loads when a transcript is read, not for a board that sleeps
     from .parser import FileParser
 
 
-def _read_json(path: str) -> dict[str, Any] | None:
-    """Small JSON files that may be rewritten in place (safefile: capped, regular files only)."""
-    val = read_json(path)
-    return val if isinstance(val, dict) else None
-
-
-class SubFile:
-    """One sub-agent transcript with its meta.json."""
-
-    def __init__(self, path: str, agent_id: str):
-        self.path = path
-        self.agent_id = agent_id
-        self.reader = LineReader(path)
-        self.meta_path = path[: -len(".jsonl")] + ".meta.json"
-        self.meta_mtime: tuple[int, ...] | None = None
-        self.parser: FileParser | None = None
-
-
-class ClaudeHandle(Handle):
+class ClaudeHandle(SubAgentFiles, Handle):
     # Whether the session has a <session>/ folder (sub-agents, tool results); the scan's
     # listing sets it. A class default, so a handle from an older cache reads True.
     has_dir = True
@@ -113,18 +98,9 @@ class ClaudeHandle(Handle):
     def refresh(self) -> bool:
         s = self.session
         before = s.version
-        if self.reader.tail_waits or not self.reader.cursor.ino:  # (reader.py: a last line without newline)
-            self.reader.writing = self._writer_alive()
-        status = self.reader.check()
-        # the session's own transcript not there (deleted, or never copied): what its folder
-        # holds of its sub-agents is still read, and that said while it lasts
-        if status == GONE:
-            if not self.has_dir:
-                return False
-            if self._missing() not in s.problems:
-                s.problems.append(self._missing())
-        elif s.problems and self._missing() in s.problems:
-            s.problems.remove(self._missing())
+        status = self._check_main()
+        if status == GONE and not self.has_dir:
+            return False
         if status == RESET:
             s.reset()
             self._fresh()
@@ -137,24 +113,47 @@ class ClaudeHandle(Handle):
         if status not in (SAME, GONE):
             self._drain(self.parser, self.reader)
         self._read_custom_title()  # one stat: /rename appends to the main file, but the file is its own
-        for sf in sorted(self.subs.values(), key=lambda x: x.path):
-            if sf.reader.tail_waits or not sf.reader.cursor.ino:
-                sf.reader.writing = self._writer_alive()
-            st = sf.reader.check()
-            if st == RESET:  # a sub-agent file rewritten: rebuild the whole session
-                s.reset()
-                self._fresh()
-                return self.refresh()
-            if sf.parser is None:
-                from .parser import FileParser
-
-                sf.parser = FileParser(s, self.state, sf.path, sf.agent_id, is_sub=True, usage_only=self.usage_only)
-            if st != SAME:
-                self._drain(sf.parser, sf.reader)
+        if not self._read_subs():  # a sub-agent file rewritten: rebuild the whole session
+            s.reset()
+            self._fresh()
+            return self.refresh()
         if s.version != before:
             self._link()
             s.usage_note = self.state.usage_note()
         return s.version != before
+
+    def _check_main(self) -> str:
+        """The session's own transcript checked (reader.py: a last line without its newline
+        waits while its writer lives). One not there (deleted, or never copied) is said
+        while it lasts, if its folder holds sub-agents: they are still read."""
+        s = self.session
+        if self.reader.tail_waits or not self.reader.cursor.ino:
+            self.reader.writing = self._writer_alive()
+        status = self.reader.check()
+        if status == GONE:
+            if self.has_dir and self._missing() not in s.problems:
+                s.problems.append(self._missing())
+        elif s.problems and self._missing() in s.problems:
+            s.problems.remove(self._missing())
+        return status
+
+    def _read_subs(self) -> bool:
+        """What the sub-agent files appended; False when one was rewritten (read none on)."""
+        for sf in sorted(self.subs.values(), key=lambda x: x.path):
+            if sf.reader.tail_waits or not sf.reader.cursor.ino:
+                sf.reader.writing = self._writer_alive()
+            st = sf.reader.check()
+            if st == RESET:
+                return False
+            if sf.parser is None:
+                from .parser import FileParser
+
+                sf.parser = FileParser(
+                    self.session, self.state, sf.path, sf.agent_id, is_sub=True, usage_only=self.usage_only
+                )
+            if st != SAME:
+                self._drain(sf.parser, sf.reader)
+        return True
 
     def _missing(self) -> str:
         return f"{self.path}: not there: the session's sub-agents are read without it"
@@ -189,66 +188,6 @@ class ClaudeHandle(Handle):
                 self.report_events.setdefault(e.id, []).append(e)
         out.clear()
 
-    def _find_subs(self) -> None:
-        for path, agent_id in self.project_agents.items():
-            if path not in self.subs:
-                self.subs[path] = SubFile(path, agent_id)
-                self.session.agent(agent_id, parent=self.session.id, file=path).name = agent_id
-        if not self.has_dir:
-            return
-        base = os.path.join(self.dir, "subagents")
-        try:
-            st = os.stat(base)
-        except OSError:
-            return
-        mtime: tuple[int, ...] = (st.st_mtime_ns, st.st_ctime_ns)  # ctime: a chmod back, readable again
-        wf = os.path.join(base, "workflows")
-        try:
-            st = os.stat(wf)
-            mtime += (st.st_mtime_ns, st.st_ctime_ns)
-        except OSError:
-            pass
-        if mtime == self.sub_dir_mtime:
-            return
-        self.sub_dir_mtime = mtime
-        for folder in [base] + subfolders(wf):
-            for entry in listdir(folder):
-                name = entry.name
-                if entry.path in self.subs:
-                    continue  # known: its reader says what is wrong with it now
-                # Never a FIFO or a symlink out of the agent's folder (a note says it was skipped).
-                if name.startswith("agent-") and name.endswith(".jsonl") and plain_file(entry):
-                    path = entry.path
-                    if path not in self.subs:
-                        agent_id = name[len("agent-") : -len(".jsonl")]
-                        self.subs[path] = SubFile(path, agent_id)
-                        a = self.session.agent(agent_id, parent=self.session.id, file=path)
-                        a.name = agent_id
-
-    def _read_meta(self, sf: SubFile) -> None:
-        mtime = stamp(sf.meta_path)
-        if mtime is None or mtime == sf.meta_mtime:
-            return
-        meta = _read_json(sf.meta_path)
-        if meta is None:
-            return  # half-written: next round
-        sf.meta_mtime = mtime
-        a = self.session.agent(sf.agent_id)
-        a.kind = str(meta.get("agentType") or a.kind or "")
-        a.description = str(meta.get("description") or a.description or "")
-        a.name = f"{a.kind}: {a.description}" if a.description else (a.kind or sf.agent_id)
-        parent = meta.get("parentAgentId")
-        a.parent = str(parent) if parent else self.session.id
-        a.background = meta.get("requestShape") == "background"
-        a.finished = bool(meta.get("finished")) if "finished" in meta else False
-        if meta.get("model") and not a.model:
-            a.model = str(meta["model"])
-        call = meta.get("toolUseId")
-        if call:
-            a.tool_use_id = str(call)
-            self.state.agent_by_call[a.tool_use_id] = sf.agent_id
-        self.session.version += 1
-
     def _link(self) -> None:
         """Tie each Agent call to the sub-agent it started, whichever was read first.
         Costs one step per sub-agent, not per event."""
@@ -259,17 +198,7 @@ class ClaudeHandle(Handle):
                 continue
             order = self.order_events.get(call)
             if order is not None:
-                order.target = sub_id
-                sub.order_seq = order.seq
-                sub.order = sub.order or order.text
-                if not sub.tool_use_id:
-                    sub.tool_use_id = call
-                if not sub.kind:  # no meta.json (before 2.1.105): the call says what it is
-                    sub.kind = order.name
-                    sub.description = sub.description or order.detail
-                    sub.name = f"{sub.kind}: {sub.description}" if sub.description else sub.kind
-                if sub.parent == s.id and order.agent != s.id and order.agent in s.agents:
-                    sub.parent = order.agent
+                self._ordered(sub, call, order)
             for report in self.report_events.get(call, ()):
                 report.target = sub_id
                 sub.report = report.text
@@ -286,6 +215,21 @@ class ClaudeHandle(Handle):
                 sub.quiet = True
                 sub.kind = sub.kind or "warmup"
                 sub.name = "warm-up"
+
+    def _ordered(self, sub: Agent, call: str, order: ev.Event) -> None:
+        """A sub-agent and the Agent call that started it (its lead, kind and order)."""
+        s = self.session
+        order.target = sub.id
+        sub.order_seq = order.seq
+        sub.order = sub.order or order.text
+        if not sub.tool_use_id:
+            sub.tool_use_id = call
+        if not sub.kind:  # no meta.json (before 2.1.105): the call says what it is
+            sub.kind = order.name
+            sub.description = sub.description or order.detail
+            sub.name = f"{sub.kind}: {sub.description}" if sub.description else sub.kind
+        if sub.parent == s.id and order.agent != s.id and order.agent in s.agents:
+            sub.parent = order.agent
 
     def summaries(self) -> dict[str, str]:
         return self.state.summaries
@@ -315,7 +259,7 @@ class ClaudeHandle(Handle):
         mtime = stamp(path)
         if mtime is None or mtime == self.title_mtime:
             return
-        meta = _read_json(path)
+        meta = read_small_json(path)
         if meta and meta.get("customTitle"):
             self.title_mtime = mtime
             self.session.custom_title = str(meta["customTitle"])
@@ -344,7 +288,7 @@ class ClaudeSource(Source):
     rows_from_files = True  # the registry (a process it names makes a row that is never stored)
     handle_class = ClaudeHandle  # (project_agents makes and tells handles by it, without importing this module)
 
-    def __init__(self, settings):
+    def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.projects = self.under("projects")
         self.registry = Registry(self.under("sessions"))

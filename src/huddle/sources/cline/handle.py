@@ -27,6 +27,8 @@ from huddle.sources.base import Handle
 from . import records as rec
 from .parser import DocParser, Links
 
+Stamp = tuple[int, int, int, int]  # safefile.stamp()
+
 if TYPE_CHECKING:
     from .source import ClineSource
 
@@ -41,8 +43,8 @@ class Doc:
         self.path = path
         self.agent = agent
         self.parser = parser
-        self.stamp: tuple | None = None  # when last read well
-        self.broken: tuple | None = None  # the stamp that could not be read (said once)
+        self.stamp: Stamp | None = None  # when last read well
+        self.broken: Stamp | None = None  # the stamp that could not be read (said once)
 
 
 class ClineHandle(Handle):
@@ -53,8 +55,8 @@ class ClineHandle(Handle):
         self.folder = folder
         self.record_path = os.path.join(folder, f"{sid}.json")
         self.record: rec.Record | None = None
-        self.record_stamp: tuple | None = None
-        self.record_broken: tuple | None = None
+        self.record_stamp: Stamp | None = None
+        self.record_broken: Stamp | None = None
         self.shown_prompt = False  # the record's prompt shown while the messages held none
         self._fresh(agent_files)
 
@@ -102,21 +104,9 @@ class ClineHandle(Handle):
                 return self._start_over(_again)  # a document that could not be read moved: its line goes
             if st is None or st == d.stamp or st == d.broken:
                 continue
-            data = self._read(d.path)
-            if data is None:
+            ok = self._feed(d, st)
+            if ok is None:
                 continue
-            try:
-                ok = d.parser.feed(data)
-            except (msgspec.DecodeError, RecursionError):
-                data = self._read(d.path)  # read again at once: Cline may have been writing it
-                try:
-                    ok = data is None or d.parser.feed(data)
-                except (msgspec.DecodeError, RecursionError) as exc:
-                    if not _stood_still(d.path, st):
-                        continue  # still being written: the next refresh reads it
-                    d.broken = st
-                    s.problem(d.path, 0, f"not a messages document ({' '.join(str(exc).split())[:200]})")
-                    continue
             if not ok:
                 return self._start_over(_again)  # rewritten: read again from the start
             d.stamp = st
@@ -127,6 +117,25 @@ class ClineHandle(Handle):
             self._show_prompt()
             self._link()
         return s.version != before
+
+    def _feed(self, d: Doc, st: Stamp) -> bool | None:
+        """A document that moved, to its parser (read again at once if it does not decode:
+        Cline may have been writing it; one that stood still so is said, once). None:
+        nothing read this time; False: rewritten before its end (read again whole)."""
+        data = self._read(d.path)
+        if data is None:
+            return None
+        try:
+            return d.parser.feed(data)
+        except (msgspec.DecodeError, RecursionError):
+            data = self._read(d.path)
+        try:
+            return data is None or d.parser.feed(data)
+        except (msgspec.DecodeError, RecursionError) as exc:
+            if _stood_still(d.path, st):  # (else still being written: the next refresh reads it)
+                d.broken = st
+                self.session.problem(d.path, 0, f"not a messages document ({' '.join(str(exc).split())[:200]})")
+            return None
 
     def _read(self, path: str) -> bytes | None:
         try:
@@ -234,7 +243,7 @@ class ClineHandle(Handle):
         return live_signals(self, at)
 
 
-def _stood_still(path: str, st: tuple) -> bool:
+def _stood_still(path: str, st: Stamp) -> bool:
     """A file that does not decode is broken only once it stood still for a while: Cline
     writes in place, and two reads in a row may both catch it half-written."""
     return safefile.stamp(path) == st and time.time_ns() - st[0] > SETTLE_NS

@@ -14,17 +14,21 @@ a live pid, which nothing on disk tells (said in `guess`).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from huddle.model.signals import NOTHING, Live, Pending
 from huddle.model.times import parse_time
 
 from . import records as rec
 
+if TYPE_CHECKING:
+    from .handle import ClineHandle
+
 PROCESS_STATUS = {"running": "busy", "pending": "waiting", "idle": "idle"}  # Cline's word -> attention.PROCESS
 ENDED = frozenset({"completed", "failed", "cancelled", "aborted", "error"})
 
 
-def live_signals(handle, at: float | None) -> Live:
+def live_signals(handle: ClineHandle, at: float | None) -> Live:
     r: rec.Record | None = handle.record
     if r is None:
         return NOTHING

@@ -15,6 +15,7 @@ calls no tool ends the turn.
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import msgspec
 
@@ -85,7 +86,7 @@ class DocParser:
         self.end = pos
         return True
 
-    def emit(self, kind: str, t: float | None, off: int, n: int, **kw) -> Event:
+    def emit(self, kind: str, t: float | None, off: int, n: int, **kw: Any) -> Event:
         e = Event(kind=kind, agent=self.agent, t=t, file=self.path, offset=off, length=n, **kw)
         self.out.append(e)
         return e

@@ -14,14 +14,16 @@ unexpected shape costs that message. An odd number (null, a float, negative) cou
 
 from __future__ import annotations
 
-import math
 import re
+from typing import Any
 
 import msgspec
 from msgspec import Raw
 
 from huddle.model.doing import input_summary
 from huddle.model.events import Usage, one_line
+from huddle.sources.values import count as count
+from huddle.sources.values import loose as loose
 
 Number = int | float | None
 
@@ -97,14 +99,6 @@ _decode_any = msgspec.json.Decoder().decode
 _USER_INPUT = re.compile(r"^\s*<user_input(?: [^>]*)?>(.*)</user_input>\s*$", re.S)
 
 
-def count(v: Number) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return 0
-    if isinstance(v, float):
-        return int(v) if math.isfinite(v) and v > 0 else 0
-    return v if v > 0 else 0
-
-
 def usage_of(m: Metrics | None) -> Usage | None:
     """Huddle's meaning: input net of the cached part (Cline's `inputTokens` includes it);
     output already includes reasoning."""
@@ -127,16 +121,7 @@ def typed(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def loose(raw: Raw, limit: int = 1 << 22):
-    if not raw or len(raw) > limit:
-        return None
-    try:
-        return _decode_any(raw)
-    except msgspec.DecodeError:
-        return None
-
-
-def result_of(content) -> tuple[bool, str]:
+def result_of(content: Any) -> tuple[bool, str]:
     """A tool result's outcome and text. Errors carry no flag: items `{query, result, error}`
     or `success: false`, or (editor, spawn_agent) the same as a JSON string."""
     if isinstance(content, str) and content[:1] == "{":
@@ -159,7 +144,7 @@ def result_of(content) -> tuple[bool, str]:
     return ok, "\n".join(texts)
 
 
-def detail_of(name: str, args) -> str:
+def detail_of(name: str, args: Any) -> str:
     """A call's input in a few words, under Cline's tool shapes (run_commands' list of
     commands, read_files' list of files)."""
     if isinstance(args, dict):

@@ -15,6 +15,7 @@ when its mtime moved (a sub-agent's document appearing).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from huddle.io import safefile
 from huddle.io.proctable import ProcCache
@@ -45,7 +46,9 @@ class ClineSource(Source):
         self.sessions_dir = env if env and os.path.isabs(env) else self.under("sessions")
         self.system = ProcCache()  # the process table, for liveness (a recorded one in tests)
         self._dirs: dict[str, tuple[int, tuple[list[str], list[str]]]] = {}  # folder -> (mtime, (folders, files))
-        self._sessions: dict[str, tuple] = {}  # session folder -> (its listing, sub-agent files, other entries)
+        self._sessions: dict[
+            str, tuple[Any, list[str] | None, dict[str, tuple[str, str]]]
+        ] = {}  # session folder -> (its listing, sub-agent files, other entries)
         # every entry looked at and not read as a session: path -> (verdict, why)
         self.accounts: dict[str, tuple[str, str]] = {}
 

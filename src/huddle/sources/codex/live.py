@@ -33,7 +33,9 @@ from huddle.model.signals import TURN_OPEN, TURN_OVER, AgentLive, Call, Live
 from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, WAIT_TOOLS
 
 if TYPE_CHECKING:
-    from .source import ThreadFile
+    from huddle.model.activity import Activity
+
+    from .source import CodexHandle, ThreadFile
 
 PATCH_WAIT = 1.0  # apply_patch applies in milliseconds; open longer than this, it waits for approval
 
@@ -124,7 +126,7 @@ def load_capture(path: str, codex_home: str) -> SystemView:
 # -- per-thread signals ----------------------------------------------------------------
 
 
-def live_signals(handle, at: float | None) -> Live:
+def live_signals(handle: CodexHandle, at: float | None) -> Live:
     """The live() answer for one Codex session (see the module doc)."""
     s = handle.session
     view = handle.source.system.view(at)
@@ -148,7 +150,7 @@ def live_signals(handle, at: float | None) -> Live:
         status, holder = view.lock(os.path.join(locks_dir, f"{tid}.lock"))
         locks[tid] = status
         if tid == handle.root:
-            alive = {"held": True, "absent": False, "stale": False}.get(status)
+            alive = {"held": True, "absent": False, "stale": False}.get(status or "")
             pid = holder
         act = acts.get(tid)
         if act is None or status is None:
@@ -161,7 +163,14 @@ def live_signals(handle, at: float | None) -> Live:
 
 
 def thread_signals(
-    tf, act, status: str, holder: int | None, view: SystemView, now: float, at: float | None, children: str = ""
+    tf: ThreadFile,
+    act: Activity,
+    status: str,
+    holder: int | None,
+    view: SystemView,
+    now: float,
+    at: float | None,
+    children: str = "",
 ) -> AgentLive:
     """What a thread's lock, markers and processes say of it (a thread lock absent or
     left by a dead process: the thread has ended)."""

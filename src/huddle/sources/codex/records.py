@@ -365,7 +365,7 @@ def odd_kind(line: bytes) -> str | None:
     return t if t in KNOWN_TYPES or not t else None
 
 
-def unix(ts) -> float | None:
+def unix(ts: Any) -> float | None:
     """Unix seconds of a line's timestamp (a datetime, or the text of an odd one);
     None when it is no time between 1970 and 2200 (model/times)."""
     if isinstance(ts, datetime):
@@ -386,7 +386,7 @@ def parts_text(content: list[Part] | str | None, kinds: tuple[str, ...] = ("inpu
 
 def raw_str(raw: Raw) -> str:
     """A raw JSON string value as text ("" if it is not a string)."""
-    if not len(raw) or memoryview(raw)[:1] != b'"':
+    if not len(raw) or memoryview(raw)[0] != ord('"'):
         return ""
     try:
         return _decode_str(raw)
@@ -394,7 +394,7 @@ def raw_str(raw: Raw) -> str:
         return ""
 
 
-def raw_json(raw: Raw):
+def raw_json(raw: Raw) -> Any:
     if not len(raw):
         return None
     try:
@@ -419,7 +419,7 @@ def output_text(raw: Raw, limit: int = 0) -> str:
     only its start is built: outputs can be megabytes."""
     if not len(raw):
         return ""
-    if limit and len(raw) > limit + 64 and memoryview(raw)[:1] == b'"':
+    if limit and len(raw) > limit + 64 and memoryview(raw)[0] == ord('"'):
         head = bytes(memoryview(raw)[:limit])
         for cut in range(8):  # step back out of a cut escape or UTF-8 sequence
             try:

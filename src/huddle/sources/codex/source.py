@@ -29,6 +29,8 @@ from .live import SystemCache, live_signals
 from .names import SessionIndex
 
 if TYPE_CHECKING:  # the records and the parser load when a rollout is read, not for a board that sleeps
+    from huddle.sources.settings import Settings
+
     from .records import ThreadInfo
     from .thread import ThreadParser
 
@@ -54,7 +56,7 @@ class CodexHandle(Handle):
         self._fresh()
 
     def _fresh(self) -> None:
-        from .thread import Links
+        from .results import Links
 
         s = self.session
         s.archived = self.archived
@@ -154,7 +156,7 @@ class CodexHandle(Handle):
             s.version += 1
         return s.version != before
 
-    def _read_order(self, tf: ThreadFile):
+    def _read_order(self, tf: ThreadFile) -> tuple[bool, str, str]:
         return (tf.info.id != self.root, tf.info.started, tf.info.id)
 
     def _drain(self, tf: ThreadFile) -> None:
@@ -253,7 +255,7 @@ class CodexSource(Source):
     default_folder = "~/.codex"
     resume = "codex resume {id}"
 
-    def __init__(self, settings):
+    def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.home = self.folder
         self.sessions_dir = self.under("sessions")

@@ -50,7 +50,7 @@ def changes_list(changes: dict[str, Change] | None, cwd: str = "") -> list[str]:
     return out
 
 
-def command_text(cmd) -> str:
+def command_text(cmd: Any) -> str:
     """A command given as argv (`["bash", "-lc", "ls"]`) or a string, as one line."""
     if isinstance(cmd, str):
         return cmd

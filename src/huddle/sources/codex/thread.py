@@ -10,6 +10,7 @@ record that settles it (a UI item with its exit code, else the output text). Wha
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import msgspec
 
@@ -36,7 +37,9 @@ _SKIP_RECORDS, _SKIP_EVENTS = rec.SKIP_RECORDS, rec.SKIP_EVENTS
 class ThreadParser(ForkCopy, LegacyLines):
     legacy = False  # (a class default: a parser from an older cache has none)
 
-    def __init__(self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool, usage=False):
+    def __init__(
+        self, session: Session, links: Links, info: rec.ThreadInfo, path: str, is_lead: bool, usage: bool = False
+    ) -> None:
         self.session = session
         self.usage_only = usage  # `huddle usage`: lines no count, title or time needs pass undecoded
         self.links = links
@@ -124,7 +127,7 @@ class ThreadParser(ForkCopy, LegacyLines):
             Event(kind=ev.USAGE, agent=agent, t=t, file=path, offset=off, length=n, id=mid, name=model, usage=u)
         )
 
-    def _turn_end(self, off: int, n: int, **kw) -> None:
+    def _turn_end(self, off: int, n: int, **kw: Any) -> None:
         # a usage-only read past its first event passes over turn markers: no turn ends then
         if not (self.usage_only and self.out_seen):
             self.emit(ev.TURN_END, off, n, **kw)
@@ -180,7 +183,7 @@ class ThreadParser(ForkCopy, LegacyLines):
             del self.out[mark:]  # it costs its own line, never the session
             self.session.problem(self.path, off, f"unexpected {t or 'line'}: {type(exc).__name__}: {exc}")
 
-    def _dispatch(self, t: str, ln, p, off: int, n: int) -> None:
+    def _dispatch(self, t: str, ln: rec.Line | rec.LooseLine, p: Any, off: int, n: int) -> None:
         if t == "session_meta":
             self._meta(p)
         elif (self.copying or self.info.history_start is not None) and self._copied(t, ln.ordinal, p):

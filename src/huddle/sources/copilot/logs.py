@@ -19,6 +19,7 @@ import json
 import os
 import re
 from bisect import bisect_left, bisect_right
+from typing import Any
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
 from huddle.model import events as ev
@@ -117,7 +118,7 @@ class SessionLogs:
     def _failure(self, path: str, off: int, line: bytes) -> Event:
         t = parse_time(line[:24].decode("ascii", "replace"))
         brace = line.find(b"{")
-        detail: dict = {}
+        detail: dict[str, Any] = {}
         if brace >= 0:
             try:
                 got = json.loads(line[brace:])

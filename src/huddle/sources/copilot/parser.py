@@ -76,7 +76,7 @@ class EventsParser:
         self.out.append(e)
         return e
 
-    def _text(self, kind: str, agent: str, t, off: int, n: int, text: str, **kw: Any) -> None:
+    def _text(self, kind: str, agent: str, t: float | None, off: int, n: int, text: str, **kw: Any) -> None:
         body, cut = cap(text)
         self.emit(kind, agent, t, off, n, text=body, truncated=cut, **kw)
 
@@ -108,7 +108,7 @@ class EventsParser:
 
     # -- the lifecycle ------------------------------------------------------------------
 
-    def _start(self, r, t, off, n) -> None:
+    def _start(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.Start = rec.data(r.data, rec.Start)
         self.version = d.version
         self.cli = d.copilotVersion or self.cli
@@ -120,11 +120,11 @@ class EventsParser:
         words = f"Copilot CLI {self.cli}" if self.cli else "Copilot CLI"
         self.emit(ev.CONTEXT, self.lead, t, off, n, name="session_start", text=words + (f" in {cwd}" if cwd else ""))
 
-    def _resume(self, r, t, off, n) -> None:
+    def _resume(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         self.marks.append((t, RESUMED))
         self.emit(ev.CONTEXT, self.lead, t, off, n, name="resume", text="resumed")
 
-    def _shutdown(self, r, t, off, n) -> None:
+    def _shutdown(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.Shutdown = rec.data(r.data, rec.Shutdown)
         self.marks.append((t, SHUT))
         self.responses.shutdown(self, t, off, n, d)
@@ -135,7 +135,7 @@ class EventsParser:
 
     # -- the conversation ---------------------------------------------------------------
 
-    def _user(self, r, t, off, n) -> None:
+    def _user(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.UserMessage = rec.data(r.data, rec.UserMessage)
         text = d.content or ""
         source = d.source or ""
@@ -153,27 +153,27 @@ class EventsParser:
             self.emit(ev.CONTEXT, agent, t, off, n, name=source or "notification", text=text[:CONTEXT_KEEP])
         self.tools_asked.pop(agent, None)
 
-    def _turn_start(self, r, t, off, n) -> None:
+    def _turn_start(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.Turn = rec.data(r.data, rec.Turn)
         agent = self.who(r, d.parentToolCallId)
         self.answered[agent] = False
         self.tools_asked[agent] = False
 
-    def _turn_end(self, r, t, off, n) -> None:
+    def _turn_end(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.Turn = rec.data(r.data, rec.Turn)
         agent = self.who(r, d.parentToolCallId)
         if not self.tools_asked.get(agent):
             self.emit(ev.TURN_END, agent, t, off, n)  # no tool asked for: the model is done
         self.answered.pop(agent, None)
 
-    def _reasoning(self, r, t, off, n) -> None:
+    def _reasoning(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.Reasoning = rec.data(r.data, rec.Reasoning)
         agent = self.who(r)
         if d.content and d.content != self.thought.get(agent):
             self.thought[agent] = d.content
             self._text(ev.THINK, agent, t, off, n, d.content)
 
-    def _message(self, r, t, off, n) -> None:
+    def _message(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         m: rec.AssistantMessage = rec.data(r.data, rec.AssistantMessage)
         agent = self.who(r, m.parentToolCallId)
         rid = m.apiCallId or m.messageId or ""
@@ -195,14 +195,14 @@ class EventsParser:
         self.answered[agent] = True
         self.responses.message(self, agent, t, off, n, m)
 
-    def _usage(self, r, t, off, n) -> None:
+    def _usage(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.UsageRecord = rec.data(r.data, rec.UsageRecord)
         if d.usage is not None:
             self.responses.record(self, self.who(r, d.usage.parentToolCallId), t, off, n, d.usage)
 
     # -- tools and sub-agents -------------------------------------------------------------
 
-    def _call(self, agent: str, cid: str, name: str, args: Any, t, off: int, n: int) -> None:
+    def _call(self, agent: str, cid: str, name: str, args: Any, t: float | None, off: int, n: int) -> None:
         A = self.agents
         if cid in A.caller:
             return  # asked for once, started once: one call
@@ -228,12 +228,12 @@ class EventsParser:
             return
         self.emit(ev.TOOL_CALL, agent, t, off, n, id=cid, name=name, detail=input_summary(args))
 
-    def _tool_start(self, r, t, off, n) -> None:
+    def _tool_start(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.ToolStart = rec.data(r.data, rec.ToolStart)
         if d.toolCallId:  # a call no response asked for (a user's, an older CLI's)
             self._call(self.who(r, d.parentToolCallId), d.toolCallId, d.toolName or "", d.arguments, t, off, n)
 
-    def _tool_done(self, r, t, off, n) -> None:
+    def _tool_done(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.ToolComplete = rec.data(r.data, rec.ToolComplete)
         cid = d.toolCallId or ""
         if not cid:
@@ -255,7 +255,7 @@ class EventsParser:
             return
         self.emit(ev.TOOL_RESULT, agent, t, off, n, id=cid, name=A.tool.get(cid, ""), ok=ok, size=len(out.encode()))
 
-    def _sub_started(self, r, t, off, n) -> None:
+    def _sub_started(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.Subagent = rec.data(r.data, rec.Subagent)
         cid = d.toolCallId or ""
         if not cid:
@@ -276,7 +276,7 @@ class EventsParser:
         a.model = d.model or a.model
         self.session.version += 1
 
-    def _sub_done(self, r, t, off, n) -> None:
+    def _sub_done(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.Subagent = rec.data(r.data, rec.Subagent)
         cid = d.toolCallId or ""
         if cid not in self.agents.orders:
@@ -298,7 +298,7 @@ class EventsParser:
 
     # -- waiting for the human ----------------------------------------------------------
 
-    def _ask(self, r, t, off, n) -> None:
+    def _ask(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.PermissionRequested = rec.data(r.data, rec.PermissionRequested)
         req = d.permissionRequest if isinstance(d.permissionRequest, dict) else {}
         cid = rec.field(req, "toolCallId") or rec.field(d.promptRequest, "toolCallId")
@@ -310,20 +310,20 @@ class EventsParser:
         self.asks[d.requestId or wid] = (wid, agent)
         self.pending[wid] = self.emit(ev.WAITING, agent, t, off, n, id=wid, name=tool, detail=detail)
 
-    def _answered(self, r, t, off, n) -> None:
+    def _answered(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.PermissionCompleted = rec.data(r.data, rec.PermissionCompleted)
         wid, _ = self.asks.pop(d.requestId or "", (d.toolCallId or "", ""))
         how = rec.field(d.result, "kind") or "answered"
         self._resolved(wid, t, off, n, how)
 
-    def _resolved(self, wid: str, t, off: int, n: int, how: str) -> None:
+    def _resolved(self, wid: str, t: float | None, off: int, n: int, how: str) -> None:
         w = self.pending.pop(wid, None)
         if w is not None:
             self.emit(ev.RESOLVED, w.agent, t, off, n, id=wid, name=w.name, detail=w.detail, text=how)
 
     # -- what else is said --------------------------------------------------------------
 
-    def _said(self, r, t, off, n) -> None:
+    def _said(self, r: rec.Envelope, t: float | None, off: int, n: int) -> None:
         d: rec.Said = rec.data(r.data, rec.Said)
         agent = self.who(r)
         k = r.type

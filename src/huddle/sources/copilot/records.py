@@ -177,7 +177,7 @@ class Said(msgspec.Struct):
 
 
 _envelope = msgspec.json.Decoder(Envelope)
-_decoders: dict[type, msgspec.json.Decoder] = {}
+_decoders: dict[type, msgspec.json.Decoder[Any]] = {}
 
 
 def envelope(line: bytes) -> Envelope:

@@ -57,7 +57,7 @@ class CopilotHandle(Handle):
         self.unknown = ""  # an event log format this reader does not know: not read
         self._fresh()
 
-    def __setstate__(self, d: dict) -> None:
+    def __setstate__(self, d: dict[str, Any]) -> None:
         self.__dict__.update(d)
         self.parser.responses.relink(self.session.events)
 
@@ -241,7 +241,9 @@ class CopilotSource(Source):
         self.files = Files.of(self.accounts, self.roots())
         return set()
 
-    def _session(self, sid: str, folder: str, old: Handle | None, accounts: dict) -> CopilotHandle | None:
+    def _session(
+        self, sid: str, folder: str, old: Handle | None, accounts: dict[str, tuple[str, str]]
+    ) -> CopilotHandle | None:
         _, files = self._listing(folder)
         if EVENTS not in files:
             why = "no events.jsonl (the CLI prunes old transcripts; a CLI before 0.0.380 wrote none)"

@@ -18,7 +18,7 @@ exit has its output only, and the session says so (`usage_note`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from huddle.model import events as ev
 from huddle.model.events import Usage
@@ -75,7 +75,18 @@ class Responses:
             self.open_output = True
         self._one(p, agent, t, off, n, rid, model, Usage(output=out), "")
 
-    def _one(self, p, agent, t, off, n, rid: str, model: str, usage: Usage, origin: str) -> None:
+    def _one(
+        self,
+        p: EventsParser,
+        agent: str,
+        t: float | None,
+        off: int,
+        n: int,
+        rid: str,
+        model: str,
+        usage: Usage,
+        origin: str,
+    ) -> None:
         e = self.by_id.get(rid)
         if e is not None:
             p.session.raise_usage(e, usage)  # the same response again: its largest counts
@@ -105,7 +116,7 @@ class Responses:
         self.given.clear()
         self.open_output = False
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         # The cache keeps a session's usage events apart (Session.__getstate__): keep only
         # their place here, and find them again on load (`relink`).
         d = self.__dict__.copy()
@@ -115,7 +126,7 @@ class Responses:
     def relink(self, events: list[ev.Event]) -> None:
         """After a load from the cache: the usage events again, by their place."""
         by_seq = {e.seq: e for e in events if e.kind == ev.USAGE}
-        places: dict = self.by_id  # seq numbers, as the cache kept them
+        places: dict[str, Any] = self.by_id  # seq numbers, as the cache kept them
         self.by_id = {rid: by_seq[seq] for rid, seq in places.items() if seq in by_seq}
 
     def note(self) -> str:

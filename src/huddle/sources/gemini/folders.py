@@ -23,6 +23,7 @@ folder's mtime stands; a file's head is read once (again while it grows from emp
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import NamedTuple
 
 import msgspec
@@ -50,7 +51,7 @@ class ChatFolders:
         self._roots: dict[str, str] = {}  # project folder -> its project path
 
     def groups(
-        self, chats: str, plain, account: Files
+        self, chats: str, plain: Callable[[str], bool], account: Files
     ) -> tuple[dict[str, list[File]], list[tuple[str, str]], set[str]]:
         """One project's chats folder: {lead session id: its files}, the top-level files
         that are no chat (path, why), and the session ids that have a lead file; what

@@ -15,12 +15,19 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
 from huddle.model.signals import NOTHING, TURN_OVER, AgentLive, Call, Live
 
 from .parser import ANSWERED, TOOLS
+
+if TYPE_CHECKING:
+    from huddle.model.session import Session
+
+    from .parser import ChatParser
+    from .source import GeminiHandle
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _WRAPPED = re.compile(r"trap '[^\n]*' EXIT\n(.*)\n\)\n__code=", re.S)  # run_shell_command's wrapper script
@@ -88,7 +95,7 @@ def running_command(view: ProcTable, pid: int) -> str | None:
     return " ".join(named[-1].argv) if named else "a tool"
 
 
-def lead_mark(parser, at: float | None) -> tuple[float | None, str]:
+def lead_mark(parser: ChatParser, at: float | None) -> tuple[float | None, str]:
     marks = parser.marks
     if at is None:
         return marks[-1] if marks else (None, "")
@@ -98,7 +105,7 @@ def lead_mark(parser, at: float | None) -> tuple[float | None, str]:
     return None, ""
 
 
-def live_signals(handle, at: float | None) -> Live:
+def live_signals(handle: GeminiHandle, at: float | None) -> Live:
     s = handle.session
     cf = handle.lead_chat()
     if cf is None or cf.parser is None:
@@ -128,6 +135,6 @@ def live_signals(handle, at: float | None) -> Live:
     return Live(alive=True, pid=proc.pid, agents={handle.lead: lead} if lead is not None else {})
 
 
-def _waits_on_sub_agent(s, lead: str) -> bool:
+def _waits_on_sub_agent(s: Session, lead: str) -> bool:
     a = s.agents.get(lead)
     return a is not None and any(c.kind == ev.ORDER for c in a.activity.open_calls.values())

@@ -19,6 +19,8 @@ What the file says, and what it leaves out:
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from huddle.model import events as ev
@@ -76,7 +78,7 @@ class ChatParser:
 
     # -- helpers -----------------------------------------------------------------------
 
-    def emit(self, kind: str, t: float | None, off: int, n: int, agent: str | None = None, **kw) -> Event:
+    def emit(self, kind: str, t: float | None, off: int, n: int, agent: str | None = None, **kw: Any) -> Event:
         if t is None:
             t = self.last_t
         else:
@@ -347,7 +349,18 @@ class ChatParser:
         if handback:
             self.emit(ev.TURN_END, done_t, off, n, id=cid)
 
-    def _agent_call(self, tc, cid: str, args, out: str, ok: bool, t, done_t, off: int, n: int) -> None:
+    def _agent_call(
+        self,
+        tc: rec.ToolCall,
+        cid: str,
+        args: Any,
+        out: str,
+        ok: bool,
+        t: float | None,
+        done_t: float | None,
+        off: int,
+        n: int,
+    ) -> None:
         """The lead's invoke_agent: an order to a sub-agent, and what it reported."""
         L = self.links
         child = tc.agentId or ""
@@ -392,7 +405,7 @@ class ChatParser:
         self.emit(ev.REPORT, done_t, off, n, id=oid, text=body, truncated=cut, ok=ok and reached, target=child)
 
 
-def _result_text(result) -> str:
+def _result_text(result: Any) -> str:
     """The output text of a toolCall's `result: [{functionResponse: {response}}]`."""
     if isinstance(result, list):
         for p in result:

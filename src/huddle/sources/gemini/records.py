@@ -9,14 +9,15 @@ parts (`text`, `functionCall`, `functionResponse`, ...), decoded per message.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
 import msgspec
 from msgspec import Raw
 
-from huddle.model.times import parse_time
+from huddle.sources.values import count as count
+from huddle.sources.values import loose as loose
+from huddle.sources.values import when as when
 
 Number = int | float | None
 
@@ -116,31 +117,6 @@ _RESULT = re.compile(r"\nResult:\n(.*)\Z", re.S)
 _TERMINATION = re.compile(r"Termination Reason: (\w+)")
 
 
-def count(v: Number) -> int:
-    """A token count: odd values (null, negative, NaN, a float) as what they can mean."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return 0
-    if isinstance(v, float):
-        if not math.isfinite(v) or v < 0:
-            return 0
-        return int(v)
-    return v if v > 0 else 0
-
-
-def loose(raw: Raw | bytes, limit: int = 1 << 22):
-    """A JSON value, or None when absent, too big to build, or broken."""
-    if not raw or len(raw) > limit:
-        return None
-    try:
-        return _decode_any(raw)
-    except msgspec.DecodeError:
-        return None
-
-
-def when(s: object) -> float | None:
-    return parse_time(s) if isinstance(s, str) else None
-
-
 def parts(raw: Raw) -> list[Part] | None:
     """A message's content as parts (a plain string is one text part); None when it is not
     content at all (that message's content is lost, said in one line)."""
@@ -174,7 +150,7 @@ def thought_text(raw: Raw) -> str:
     return "\n".join(x for x in out if x)
 
 
-def response_text(val) -> str:
+def response_text(val: Any) -> str:
     """The text of a functionResponse's `response` ({output} or {error})."""
     if isinstance(val, dict):
         for key in ("output", "error", "content"):

@@ -63,21 +63,7 @@ class Asked:
             d = {}
         if not isinstance(d, dict):
             d = {}
-        shown: dict[str, Any] = {"request": req, "at": iso(e.t)}
-        for k in ("type", "tool", "summary", "call"):  # (what the host wrote; a hand-made log may say anything)
-            if isinstance(d.get(k), str):
-                shown[k] = d[k]
-        for k in ("offers", "questions", "options"):
-            v = d.get(k)
-            if isinstance(v, list):
-                shown[k] = [x for x in v if isinstance(x, str if k == "offers" else dict)]
-        inp = d.get("input")
-        if inp is not None:
-            if len(msgspec.json.encode(inp)) <= SHOWN_MAX:
-                shown["input"] = inp
-            else:
-                shown["input_cut"] = True  # too big to edit on a card: allow or deny as it is
-                shown["offers"] = [o for o in shown.get("offers") or [] if o != "allow_edit"]
+        shown = _shown(d, req, e.t)
         shown["wait"] = str(d.get("call") or f"ask:{req}")
         self.pending[req] = shown
         while len(self.pending) > PENDING_MAX:
@@ -102,3 +88,25 @@ class Asked:
             if a.get("type") in ("permission", "question"):
                 return str(a.get("summary") or a.get("tool") or "your answer")
         return None
+
+
+def _shown(d: dict[str, Any], req: int, t: float | None) -> dict[str, Any]:
+    """What an ask says, as a card shows it: the fields the host writes, of the types it
+    writes them in (a hand-made log may say anything); an input too big to edit on a
+    card is allowed or denied as it is."""
+    shown: dict[str, Any] = {"request": req, "at": iso(t)}
+    for k in ("type", "tool", "summary", "call"):
+        if isinstance(d.get(k), str):
+            shown[k] = d[k]
+    for k in ("offers", "questions", "options"):
+        v = d.get(k)
+        if isinstance(v, list):
+            shown[k] = [x for x in v if isinstance(x, str if k == "offers" else dict)]
+    inp = d.get("input")
+    if inp is not None:
+        if len(msgspec.json.encode(inp)) <= SHOWN_MAX:
+            shown["input"] = inp
+        else:
+            shown["input_cut"] = True
+            shown["offers"] = [o for o in shown.get("offers") or [] if o != "allow_edit"]
+    return shown

@@ -6,6 +6,7 @@ stream format: the hosted source and `huddle run`'s live line both decode with i
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -159,7 +160,7 @@ def given(raw: Raw) -> bool:
     return bytes(raw) != b"null"
 
 
-def user_text(val) -> str | None:
+def user_text(val: Any) -> str | None:
     """The text of a stream-json user message written to stdin, if it is one."""
     if not isinstance(val, dict) or val.get("type") != "user":
         return None

@@ -76,7 +76,7 @@ class RpcMapper:
 
     # -- ACP -------------------------------------------------------------------------------
 
-    def _acp(self, m: Mapper, v: dict) -> None:
+    def _acp(self, m: Mapper, v: dict[str, Any]) -> None:
         if v.get("method") == "session/update":
             u = _d(_d(v.get("params")).get("update"))
             what = u.get("sessionUpdate")
@@ -107,19 +107,35 @@ class RpcMapper:
                 m.emit(ev.ERROR, text=cap(str(_d(v.get("error")).get("message") or "error"))[0], name="result")
             m.emit(ev.TURN_END, text=str(r.get("stopReason") or ""))
 
-    def _acp_call(self, m: Mapper, cid: str, u: dict) -> None:
+    def _acp_call(self, m: Mapper, cid: str, u: dict[str, Any]) -> None:
         name = str(u.get("kind") or u.get("title") or "tool")
         detail = str(u.get("title") or "") or input_summary(u.get("rawInput"))
         m.emit(ev.TOOL_CALL, id=cid, name=name, detail=detail)
         self._acp_done(m, cid, u)
 
-    def _acp_done(self, m: Mapper, cid: str, u: dict) -> None:
+    def _acp_done(self, m: Mapper, cid: str, u: dict[str, Any]) -> None:
         if u.get("status") in ("completed", "failed"):
             m.emit(ev.TOOL_RESULT, id=cid, ok=u.get("status") == "completed", size=len(str(u.get("content") or "")))
 
     # -- codex app-server ------------------------------------------------------------------
 
-    def _codex(self, m: Mapper, v: dict) -> None:
+    def _codex_done(self, m: Mapper, kind: object, iid: str, item: dict[str, Any]) -> None:
+        """An item completed: a whole message (it replaces its pieces), a reasoning
+        summary, a call's result."""
+        if kind == "agentMessage":
+            self.text.pop(ev.SAY, None)
+            text, cut = cap(str(item.get("text") or ""))
+            if text:
+                m.emit(ev.SAY, text=text, truncated=cut)
+        elif kind == "reasoning":
+            words = "\n".join(str(s) for s in item.get("summary") or [] if s)
+            if words:
+                m.emit(ev.THINK, text=cap(words)[0])
+        elif kind in ("commandExecution", "fileChange", "mcpToolCall"):
+            ok = item.get("status") == "completed" and not item.get("exitCode")
+            m.emit(ev.TOOL_RESULT, id=iid, ok=ok, size=len(str(item.get("aggregatedOutput") or "")))
+
+    def _codex(self, m: Mapper, v: dict[str, Any]) -> None:
         method = v.get("method")
         p = _d(v.get("params"))
         item = _d(p.get("item"))
@@ -129,26 +145,19 @@ class RpcMapper:
             self._piece(m, ev.SAY, p.get("delta"))
         elif method == "item/started" and kind in ("commandExecution", "fileChange", "mcpToolCall"):
             self.flush(m)
-            if kind == "commandExecution":
-                m.emit(ev.TOOL_CALL, id=iid, name="shell", detail=str(item.get("command") or ""))
-            elif kind == "fileChange":
-                files = [str(_d(c).get("path") or "") for c in item.get("changes") or []]
-                m.emit(ev.TOOL_CALL, id=iid, name="apply_patch", detail=", ".join(f for f in files if f))
-            else:
-                m.emit(ev.TOOL_CALL, id=iid, name=str(item.get("tool") or "mcp"), detail=str(item.get("server") or ""))
+            m.emit(ev.TOOL_CALL, id=iid, **_codex_call(kind, item))
         elif method == "item/completed":
-            if kind == "agentMessage":
-                self.text.pop(ev.SAY, None)  # the whole message replaces its pieces
-                text, cut = cap(str(item.get("text") or ""))
-                if text:
-                    m.emit(ev.SAY, text=text, truncated=cut)
-            elif kind == "reasoning":
-                words = "\n".join(str(s) for s in item.get("summary") or [] if s)
-                if words:
-                    m.emit(ev.THINK, text=cap(words)[0])
-            elif kind in ("commandExecution", "fileChange", "mcpToolCall"):
-                ok = item.get("status") == "completed" and not item.get("exitCode")
-                m.emit(ev.TOOL_RESULT, id=iid, ok=ok, size=len(str(item.get("aggregatedOutput") or "")))
+            self._codex_done(m, kind, iid, item)
         elif method == "turn/completed":
             self.flush(m)
             m.emit(ev.TURN_END, text=str(_d(p.get("turn")).get("status") or ""))
+
+
+def _codex_call(kind: object, item: dict[str, Any]) -> dict[str, str]:
+    """A started item's call: a command, a file change (its files), an MCP tool's call."""
+    if kind == "commandExecution":
+        return {"name": "shell", "detail": str(item.get("command") or "")}
+    if kind == "fileChange":
+        files = [str(_d(c).get("path") or "") for c in item.get("changes") or []]
+        return {"name": "apply_patch", "detail": ", ".join(f for f in files if f)}
+    return {"name": str(item.get("tool") or "mcp"), "detail": str(item.get("server") or "")}

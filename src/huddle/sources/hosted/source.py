@@ -21,6 +21,7 @@ from huddle.model.files import UNKNOWN, UNREADABLE, Files
 from huddle.model.signals import Live, Pending
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
+from huddle.sources.settings import Settings
 
 
 class HostedHandle(Handle):
@@ -71,12 +72,7 @@ class HostedHandle(Handle):
             facts["exited"] = {k: exited[k] for k in ("status", "reason", "stopped")}
         pid, began = run.get("pid"), run.get("t")
         if at is not None:
-            ended = (exited or {}).get("t")
-            if began is None or at < began:
-                return Live(pid=pid, started=began, facts=facts)
-            if ended is not None and at >= ended:
-                return Live(alive=False, pid=pid, started=began, ended_at=ended, facts=facts)
-            return Live(alive=True, pid=pid, started=began, facts=facts)
+            return _as_of(at, pid, began, (exited or {}).get("t"), facts)
         host_up = bool(host.get("host_pid")) and alive(host["host_pid"], host.get("host_start"))
         facts["host"] = {"pid": host.get("host_pid"), "alive": host_up}
         if exited is not None:
@@ -108,6 +104,15 @@ class HostedHandle(Handle):
         return facts
 
 
+def _as_of(at: float, pid: Any, began: float | None, ended: float | None, facts: dict[str, Any]) -> Live:
+    """A hosted run as of a past time: not started yet, running, or ended (its log's word)."""
+    if began is None or at < began:
+        return Live(pid=pid, started=began, facts=facts)
+    if ended is not None and at >= ended:
+        return Live(alive=False, pid=pid, started=began, ended_at=ended, facts=facts)
+    return Live(alive=True, pid=pid, started=began, facts=facts)
+
+
 @register
 class HostedSource(Source):
     name = "hosted"
@@ -115,7 +120,7 @@ class HostedSource(Source):
     short = "run"
     colour = "#64748b"
 
-    def __init__(self, settings):
+    def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.runs = runs_dir(settings.huddle_home) if settings.huddle_home else ""
 

@@ -23,6 +23,7 @@ from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
 from huddle.model.tools import SPAWN_TOOLS
 from huddle.sources.claude.records import (
+    Block,
     Message,
     agent_input,
     input_summary,
@@ -37,6 +38,7 @@ from .ledger import StreamLedger
 from .lines import (
     Entry,
     Line,
+    StreamEvent,
     argv_prompt,
     claude_usage,
     compact_detail,
@@ -77,12 +79,12 @@ class Mapper:
 
     # -- helpers -------------------------------------------------------------------
 
-    def emit(self, kind: str, agent: str | None = None, **kw) -> Event:
+    def emit(self, kind: str, agent: str | None = None, **kw: Any) -> Event:
         e = Event(kind=kind, agent=agent or self.lead, t=self.t, file=self.path, offset=self.off, length=self.n, **kw)
         self.s.add(e)
         return e
 
-    def _usage(self, agent: str, mid: str, u: Usage, **kw) -> None:
+    def _usage(self, agent: str, mid: str, u: Usage, **kw: Any) -> None:
         if u.total:
             self.emit(ev.USAGE, agent, id=mid, name=self.model, usage=u, **kw)
 
@@ -101,26 +103,35 @@ class Mapper:
         self.t, self.off, self.n = t, off, len(raw)
         k = e.kind
         if k == "stdout":
-            if e.text is not None:
-                self._plain(e.text, "stdout")
-            elif self.rpc is not None:
-                self._rpc_out(e.json)
-            else:
-                self._stream(e.json, off)
+            self._stdout(e, off)
         elif k == "stdin":
             self._stdin(e.json)
         elif k == "stderr":
             self._plain(e.text or "", "stderr")
-        elif k == "host":
-            self.host = {"host_pid": e.host_pid, "host_start": e.host_start}
-        elif k == "started":
-            self._started(e)
-        elif k == "exited":
-            self._exited(e)
+        elif k in ("host", "started", "exited"):
+            self._lifecycle(e)
         elif k in ("stopping", "note"):
             self.emit(ev.CONTEXT, name=k, text=e.step or e.text or k)
         elif k in ("ask", "answer", "gone"):
             self.asked.feed(self, e, raw)
+
+    def _stdout(self, e: Entry, off: int) -> None:
+        """What the agent printed: plain text, a protocol's message, or stream-json."""
+        if e.text is not None:
+            self._plain(e.text, "stdout")
+        elif self.rpc is not None:
+            self._rpc_out(e.json)
+        else:
+            self._stream(e.json, off)
+
+    def _lifecycle(self, e: Entry) -> None:
+        """The host's own records: itself, the agent's process started, exited."""
+        if e.kind == "host":
+            self.host = {"host_pid": e.host_pid, "host_start": e.host_start}
+        elif e.kind == "started":
+            self._started(e)
+        else:
+            self._exited(e)
 
     def _plain(self, text: str, where: str) -> None:
         self.plain = (self.plain + [text])[-20:]
@@ -229,7 +240,17 @@ class Mapper:
                 self.ledger.started(e.message.id or d.api_message_id or "", usage_of(e.message.usage))
             if e.message.model:
                 self.model = e.message.model
-        elif e.type == "content_block_start" and e.content_block is not None:
+        elif e.type.startswith("content_block_"):
+            self._partial(e)
+        elif e.type == "message_delta" and e.usage is not None:
+            mid = d.api_message_id or ""
+            u = self.ledger.delta(mid, usage_of(e.usage))
+            if u is not None:
+                self._usage(self.lead, mid, u)
+
+    def _partial(self, e: StreamEvent) -> None:
+        """The lead's text or thinking as it streams (what the live line shows)."""
+        if e.type == "content_block_start" and e.content_block is not None:
             kind = {"text": ev.SAY, "thinking": ev.THINK}.get(e.content_block.type)
             self.partial = {"agent": self.lead, "kind": kind, "text": ""} if kind else None
         elif e.type == "content_block_delta" and e.delta is not None and self.partial is not None:
@@ -238,11 +259,6 @@ class Mapper:
                 self.partial["text"] = (self.partial["text"] + piece)[-ev.TEXT_KEEP :]
         elif e.type == "content_block_stop":
             self.partial = None
-        elif e.type == "message_delta" and e.usage is not None:
-            mid = d.api_message_id or ""
-            u = self.ledger.delta(mid, usage_of(e.usage))
-            if u is not None:
-                self._usage(self.lead, mid, u)
 
     def _assistant(self, d: Line) -> None:
         m = d.message
@@ -274,7 +290,7 @@ class Mapper:
         else:
             self.emit(kind, who, text=t, truncated=cut)
 
-    def _tool_use(self, who: str, b) -> None:
+    def _tool_use(self, who: str, b: Block) -> None:
         cid, name = b.id or "", b.name or ""
         if name in SPAWN_TOOLS:
             inp = agent_input(b.input)
@@ -315,7 +331,7 @@ class Mapper:
             else:
                 self.emit(ev.ORDER, who, text=cap(text)[0], target=who)
 
-    def _tool_result(self, who: str, b) -> None:
+    def _tool_result(self, who: str, b: Block) -> None:
         cid = b.tool_use_id or ""
         size = len(b.content)
         if cid in self.callers:
@@ -338,12 +354,7 @@ class Mapper:
     def _system(self, d: Line) -> None:
         st = d.subtype or ""
         if st == "init":
-            if d.session_id and d.session_id not in self.agent_sessions:
-                self.agent_sessions.append(d.session_id)
-            if d.cwd:
-                self.s.cwd = d.cwd
-            if d.model:
-                self.model = d.model
+            self._init(d)
         elif st == "session_title_changed" and d.title:
             self.emit(ev.TITLE, text=d.title)
         elif st == "compact_boundary":
@@ -351,16 +362,29 @@ class Mapper:
         elif st == "task_started":
             self._task_started(d)
         elif st in ("task_progress", "task_notification") and d.task_id:
-            u = task_usage(d.usage) if given(d.usage) else None
-            if u is not None and u.total_tokens:
-                self.ledger.task(d.task_id, u.total_tokens)
-            if st == "task_notification":
-                self._task_done(d)
+            self._task_news(d, d.task_id)
         elif st == "api_retry":
             why = str_of(d.error) or "error"
             self.emit(ev.CONTEXT, name="api_retry", text=f"retrying after {why} {d.error_status or ''}".strip())
         elif st in ("permission_denied", "informational"):
             self.emit(ev.CONTEXT, name=st, text=cap(str_of(d.content) or d.tool_name or st)[0])
+
+    def _init(self, d: Line) -> None:
+        """The agent's first word: its own session id, its folder, its model."""
+        if d.session_id and d.session_id not in self.agent_sessions:
+            self.agent_sessions.append(d.session_id)
+        if d.cwd:
+            self.s.cwd = d.cwd
+        if d.model:
+            self.model = d.model
+
+    def _task_news(self, d: Line, task: str) -> None:
+        """A sub-agent's progress (its tokens so far) or its end."""
+        u = task_usage(d.usage) if given(d.usage) else None
+        if u is not None and u.total_tokens:
+            self.ledger.task(task, u.total_tokens)
+        if d.subtype == "task_notification":
+            self._task_done(d)
 
     def _task_started(self, d: Line) -> None:
         sub, call = d.task_id or "", d.tool_use_id or ""

@@ -186,7 +186,7 @@ class Database:
         self._copy = d
         return _uri(os.path.join(d, "opencode.db"), "mode=ro")
 
-    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple]:
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         try:
             with self.lock:
                 return self.conn().execute(sql, args).fetchall()

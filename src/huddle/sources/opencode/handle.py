@@ -90,7 +90,7 @@ class Member:
 class OpenCodeHandle(Handle):
     created_title: str | None = None  # the lead's title when it was created (from the event log)
 
-    def __init__(self, source: OpenCodeSource, path: str, ident, root: str, rows: list[Row]):
+    def __init__(self, source: OpenCodeSource, path: str, ident: Any, root: str, rows: list[Row]) -> None:
         super().__init__(source.name, root)
         self.source = source
         self.path = path
@@ -392,7 +392,7 @@ def _created_title(db: Database, sid: str) -> str | None:
     return rows[0][0] if rows and isinstance(rows[0][0], str) else None
 
 
-def row_int(v) -> int:
+def row_int(v: Any) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
 
 

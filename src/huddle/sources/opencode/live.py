@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from huddle.io import safefile
 from huddle.io.proctable import Proc, ProcTable
 from huddle.model.signals import AgentLive, Call, Live
 from huddle.model.tools import QUESTION_TOOLS, SHELL_TOOLS, SPAWN_TOOLS
+
+if TYPE_CHECKING:
+    from .handle import OpenCodeHandle
+    from .parser import Running
 
 START_WAIT = 1.0  # a non-shell tool still unstarted after this long waits for permission
 DAEMONS = frozenset({"serve", "web", "acp"})
@@ -77,7 +82,9 @@ def lock_pids(state_dir: str) -> list[int]:
 class Processes:
     """The OpenCode processes at one moment and the sessions they work on."""
 
-    def __init__(self, view: ProcTable, lock_pids: list[int], newest: dict[str, str], names=OPENCODE):
+    def __init__(
+        self, view: ProcTable, lock_pids: list[int], newest: dict[str, str], names: tuple[str, ...] = OPENCODE
+    ) -> None:
         self.view = view
         self.names = names
         self.by_session: dict[str, Proc] = {}
@@ -106,7 +113,7 @@ class Processes:
         return [" ".join(c.argv) for c in self.view.below(p.pid) if not is_opencode(c, self.names)]
 
 
-def session_process(handle, at: float | None) -> tuple[Processes | None, Proc | None]:
+def session_process(handle: OpenCodeHandle, at: float | None) -> tuple[Processes | None, Proc | None]:
     """The CLI's processes at `at` (None: no process table for that moment) and the one
     working on this session, if any."""
     src = handle.source
@@ -117,7 +124,7 @@ def session_process(handle, at: float | None) -> tuple[Processes | None, Proc | 
     return procs, procs.by_session.get(handle.root)
 
 
-def live_signals(handle, at: float | None) -> Live:
+def live_signals(handle: OpenCodeHandle, at: float | None) -> Live:
     alive: bool | None = None
     pid = None
     procs, proc = session_process(handle, at)
@@ -140,7 +147,7 @@ def live_signals(handle, at: float | None) -> Live:
     return Live(alive=alive, pid=pid, agents=agents)
 
 
-def _running(r, commands: list[str] | None) -> Call | None:
+def _running(r: Running, commands: list[str] | None) -> Call | None:
     """A running tool part as the database and the processes show it: a part not
     started (no `metadata` yet) waits for permission, a fragile sign the process table
     overrules for shell commands."""

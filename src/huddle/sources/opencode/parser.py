@@ -125,7 +125,7 @@ class SessionParser:
         self.model = ""
         self.born = rec.ms(born)
 
-    def emit(self, kind: str, t: float | None, off: int, n: int = 1, agent: str | None = None, **kw) -> Event:
+    def emit(self, kind: str, t: float | None, off: int, n: int = 1, agent: str | None = None, **kw: Any) -> Event:
         if t is None:
             t = self.last_t
         elif self.last_t is None or t > self.last_t:
@@ -273,7 +273,7 @@ class SessionParser:
         else:
             self.emit(ev.ORDER, t, off, text=body, truncated=cut, target=self.agent)
 
-    def _tool(self, p: rec.Part, pid: str, mid: str, off: int, given: int, t0, t1) -> int:
+    def _tool(self, p: rec.Part, pid: str, mid: str, off: int, given: int, t0: float | None, t1: float | None) -> int:
         s = p.state
         if s is None or s.status not in ("running", "completed", "error"):
             return given  # pending: its input is still streaming in
@@ -304,7 +304,17 @@ class SessionParser:
             self.emit(ev.TOOL_RESULT, rec.ms(times.end) or t1, off, 2, id=call, ok=ok, size=len(out.encode()))
         return given
 
-    def _task(self, s: rec.ToolState, call: str, args, meta, off: int, given: int, start, end) -> int:
+    def _task(
+        self,
+        s: rec.ToolState,
+        call: str,
+        args: Any,
+        meta: Any,
+        off: int,
+        given: int,
+        start: float | None,
+        end: float | None,
+    ) -> int:
         """The task tool: an order to a child session, and its report."""
         L = self.links
         args = args if isinstance(args, dict) else {}
@@ -367,12 +377,14 @@ class SessionParser:
         return st is not None and st.completed is None and st.error is None
 
 
-def _err(val) -> str:
+def _err(val: Any) -> str:
     if isinstance(val, dict):
         for key in ("message", "name"):
-            if isinstance(val.get(key), str):
-                return val[key]
+            v = val.get(key)
+            if isinstance(v, str):
+                return v
         data = val.get("data")
-        if isinstance(data, dict) and isinstance(data.get("message"), str):
-            return data["message"]
+        said = data.get("message") if isinstance(data, dict) else None
+        if isinstance(said, str):
+            return said
     return rec.text_of(val)[:200] if val is not None else "an error"

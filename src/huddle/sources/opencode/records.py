@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 import msgspec
 from msgspec import Raw
 
 from huddle.model.events import Usage
+from huddle.sources.values import count as count
+from huddle.sources.values import loose as loose
 
 Number = int | float | None
 
@@ -89,28 +92,11 @@ _decode_any = msgspec.json.Decoder().decode
 _TASK_RESULT = re.compile(r"<task_result>\n?(.*?)\n?</task_result>", re.S)
 
 
-def count(v: Number) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return 0
-    if isinstance(v, float):
-        return int(v) if math.isfinite(v) and v > 0 else 0
-    return v if v > 0 else 0
-
-
 def ms(v: Number) -> float | None:
     """OpenCode's times are unix milliseconds."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
         return None
     return v / 1000.0
-
-
-def loose(raw: Raw | bytes, limit: int = 1 << 22):
-    if not raw or len(raw) > limit:
-        return None
-    try:
-        return _decode_any(raw)
-    except (msgspec.DecodeError, RecursionError):  # (RecursionError: nested too deep)
-        return None
 
 
 def usage_of(t: Tokens | None) -> Usage | None:
@@ -127,7 +113,7 @@ def usage_of(t: Tokens | None) -> Usage | None:
     return u if u.total else None
 
 
-def text_of(val) -> str:
+def text_of(val: Any) -> str:
     if isinstance(val, str):
         return val
     if val is None:

@@ -11,18 +11,18 @@ What the file cannot tell, the processes can, in part: a tool call waiting in an
 extension's dialog (Pi itself never asks: only an extension such as the example
 `permission-gate` does) and the same call running look the same in the file; a shell
 tool runs its command as a child of `pi`, so a pending shell call with nothing running
-below `pi` is taken for a dialog. A failed request with no retry written after it ends
+below `pi` is reported as a call that asks once its program had time to start
+(`Call.asks_after`: the attention rules decide when it is a dialog). A failed request with no retry written after it ends
 the turn: the process's status is then idle. Each of these is a guess, said in `guess`.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from typing import TYPE_CHECKING
 
 from huddle.io.proctable import Proc, ProcTable
-from huddle.model.signals import IDLE, WAITING, Live, Pending
+from huddle.model.signals import IDLE, AgentLive, Call, Live
 from huddle.model.tools import SHELL_TOOLS
 
 if TYPE_CHECKING:
@@ -118,8 +118,8 @@ def signals(handle: PiHandle, at: float | None) -> Live:
     p = handle.parser
     guesses: list[str] = []
     view = src.system.view(at)
-    alive, pid, status, since = None, None, "", None
-    pending: Pending | None = None
+    alive, pid = None, None
+    calls: tuple[Call, ...] = ()
     if view is not None:
         claims = src.claims(view)
         pid = claims.pid.get(handle.sid)
@@ -130,14 +130,26 @@ def signals(handle: PiHandle, at: float | None) -> Live:
             guesses.append(BY_FOLDER)
         proc = view.get(pid)
         headless = proc is not None and any(a in HEADLESS for a in proc.argv)
-        now = at if at is not None else time.time()
-        # (its program starts within milliseconds, and the table may be a second old)
-        asking = [t for tool, t in p.calls.values() if tool in CHILD_TOOLS and t is not None and now - t > ASKS_AFTER]
-        if asking and not headless and not runs_below(view, pid) and src.may_ask(handle.session.cwd):
-            status, pending = WAITING, Pending(words="approve")
-            guesses.append(DIALOG)
+        if not headless and not runs_below(view, pid) and src.may_ask(handle.session.cwd):
+            calls = _may_be_asking(handle)
+    status, since = "", None
     failed = p.failed_at(at)
-    if failed is not None and not status:
+    if failed is not None and not calls:
         status, since = IDLE, failed
         guesses.append(FAILED)
-    return Live(alive=alive, pid=pid, status=status, status_since=since, pending=pending, guess="; ".join(guesses))
+    agents = {handle.session.lead_id: AgentLive(calls=calls)} if calls else {}
+    return Live(alive=alive, pid=pid, status=status, status_since=since, agents=agents, guess="; ".join(guesses))
+
+
+def _may_be_asking(handle: PiHandle) -> tuple[Call, ...]:
+    """The lead's open calls of tools that run a program, with nothing running below pi:
+    each waits in an extension's dialog once its program had time to start (the rules
+    decide when: `asks_after`), newest first."""
+    opened = handle.session.agents[handle.session.lead_id].activity.open_calls
+    out = []
+    for cid, (tool, t) in handle.parser.calls.items():
+        if tool in CHILD_TOOLS and t is not None:
+            e = opened.get(cid)
+            words = f"approve: {tool}: {e.detail}" if e is not None and e.detail else f"approve: {tool}"
+            out.append(Call(id=cid, tool=tool, since=t, asks_after=ASKS_AFTER, words=words, guess=DIALOG))
+    return tuple(sorted(out, key=lambda c: -(c.since or 0)))

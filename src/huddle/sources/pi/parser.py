@@ -20,6 +20,8 @@ What the file says, and what a reader must get right:
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from huddle.model import events as ev
@@ -60,7 +62,7 @@ class Parser:
 
     # -- helpers -------------------------------------------------------------------
 
-    def emit(self, kind: str, t: float | None, off: int, n: int, agent: str | None = None, **kw) -> Event:
+    def emit(self, kind: str, t: float | None, off: int, n: int, agent: str | None = None, **kw: Any) -> Event:
         if t is None:
             t = self.last_t
         elif agent is None:
@@ -96,7 +98,9 @@ class Parser:
         except msgspec.DecodeError as exc:
             self.session.problem(self.path, off, f"not JSON ({exc})")
             return
-        n = len(line)
+        self._entry(r, off, len(line))
+
+    def _entry(self, r: rec.Entry, off: int, n: int) -> None:
         t = rec.when(r.timestamp)
         if t is None and times.out_of_range(r.timestamp):  # year 9999: kept out of the times, and said
             self.session.note(self.path, off, times.odd(r.timestamp))
@@ -120,6 +124,10 @@ class Parser:
                 text += "\n\nPi's summary of the branch left:\n" + r.summary
             self.emit(ev.CONTEXT, t, off, n, id=r.id or "", name="branch", text=cap(text)[0], detail="another branch")
             self.calls.clear()
+        self._kind(r, kind, jump is not None, t, off, n)
+
+    def _kind(self, r: rec.Entry, kind: str, branched: bool, t: float | None, off: int, n: int) -> None:
+        """An entry of the tree, by its type."""
         if kind == "message":
             if r.message is not None:
                 self._message(r, r.message, t, off, n)
@@ -131,16 +139,20 @@ class Parser:
                 self.titled = True
                 self.emit(ev.TITLE, t, off, n, text=one_line(name, 200))
         elif kind in ("branch_summary", "compaction"):
-            self._summary(r, kind, jump is not None, t, off, n)
+            self._summary(r, kind, branched, t, off, n)
         elif kind == "context_edit":
             self._context_edit(r, t, off, n)
-        elif kind == "custom_message":
+        elif kind in ("custom_message", "usage"):
+            self._extension(r, kind, t, off, n)
+
+    def _extension(self, r: rec.Entry, kind: str, t: float | None, off: int, n: int) -> None:
+        """What an extension wrote: a message of its own, a call's usage (cache warming)."""
+        if kind == "custom_message":
             text = rec.texts(rec.parts(r.content) or [])
             if text:
-                self.emit(
-                    ev.CONTEXT, t, off, n, id=r.id or "", name=r.customType or "extension", text=text[:CONTEXT_KEEP]
-                )
-        elif kind == "usage" and r.usage is not None and rec.spent(r.usage):
+                name = r.customType or "extension"
+                self.emit(ev.CONTEXT, t, off, n, id=r.id or "", name=name, text=text[:CONTEXT_KEEP])
+        elif r.usage is not None and rec.spent(r.usage):
             u = rec.usage_of(r.usage)
             self.emit(ev.USAGE, t, off, n, id=f"usage:{r.id}@{r.timestamp}", name=r.model or self.model, usage=u)
 
@@ -185,22 +197,7 @@ class Parser:
                 body, cut = cap(text)
                 self.emit(ev.PROMPT, t, off, n, id=r.id or "", text=body, truncated=cut)
         elif role == "toolResult":
-            cid = m.toolCallId or ""
-            if not cid:
-                raise ValueError("a tool result that names no call")
-            name = self.calls.pop(cid, (m.toolName or "", None))[0]
-            if name == TOOL and self.subs.result(cid, m, t, off, n):
-                return
-            self.emit(
-                ev.TOOL_RESULT,
-                t,
-                off,
-                n,
-                id=cid,
-                name=m.toolName or name,
-                ok=not m.isError,
-                size=rec.size_of(m.content),
-            )
+            self._tool_result(m, t, off, n)
         elif role == "bashExecution":  # `!command`: the human ran it, Pi only kept its output
             text = f"$ {m.command or ''}\n{m.output or ''}".strip()
             self.emit(ev.CONTEXT, t, off, n, id=r.id or "", name="user_shell", text=text[:CONTEXT_KEEP])
@@ -209,6 +206,16 @@ class Parser:
             if text:
                 self.emit(ev.CONTEXT, t, off, n, id=r.id or "", name=m.customType or role, text=text[:CONTEXT_KEEP])
         # `system` (1.6.0): the system prompt Pi sends, no turn of anyone's
+
+    def _tool_result(self, m: rec.Message, t: float | None, off: int, n: int) -> None:
+        cid = m.toolCallId or ""
+        if not cid:
+            raise ValueError("a tool result that names no call")
+        name = self.calls.pop(cid, (m.toolName or "", None))[0]
+        if name == TOOL and self.subs.result(cid, m, t, off, n):
+            return
+        size = rec.size_of(m.content)
+        self.emit(ev.TOOL_RESULT, t, off, n, id=cid, name=m.toolName or name, ok=not m.isError, size=size)
 
     def _response(self, r: rec.Entry, m: rec.Message, t: float | None, off: int, n: int) -> None:
         ps = rec.parts(m.content)
@@ -226,14 +233,7 @@ class Parser:
             self.emit(ev.SAY, t, off, n, id=r.id or "", text=body, truncated=cut)
         calls = [p for p in ps if p.type == "toolCall"]
         for c in calls:
-            cid, name = c.id or "", c.name or ""
-            args = rec.loose(c.arguments)
-            if name == TOOL and self.subs.order(cid, args, t, off, n):
-                self.calls[cid] = (name, t)
-                continue
-            if cid:
-                self.calls[cid] = (name, t)
-            self.emit(ev.TOOL_CALL, t, off, n, id=cid, name=name, detail=input_summary(args))
+            self._call(c, t, off, n)
         stop = m.stopReason or ""
         if m.usage is not None and (stop != "error" or rec.spent(m.usage)):
             rid = m.responseId or f"{r.id}@{r.timestamp}"
@@ -249,6 +249,17 @@ class Parser:
             self.calls.clear()
         elif not calls:
             self.emit(ev.TURN_END, t, off, n, id=r.id or "")
+
+    def _call(self, c: rec.Part, t: float | None, off: int, n: int) -> None:
+        """A tool call (the extension's `subagent` call: an order to its children)."""
+        cid, name = c.id or "", c.name or ""
+        args = rec.loose(c.arguments)
+        if name == TOOL and self.subs.order(cid, args, t, off, n):
+            self.calls[cid] = (name, t)
+            return
+        if cid:
+            self.calls[cid] = (name, t)
+        self.emit(ev.TOOL_CALL, t, off, n, id=cid, name=name, detail=input_summary(args))
 
     # -- other entries -------------------------------------------------------------
 

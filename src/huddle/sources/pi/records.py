@@ -12,13 +12,14 @@ stay raw until they are needed.
 
 from __future__ import annotations
 
-import math
-
 import msgspec
 from msgspec import Raw
 
 from huddle.model.events import Usage
-from huddle.model.times import millis, parse_time
+from huddle.model.times import millis
+from huddle.sources.values import count as count
+from huddle.sources.values import loose as loose
+from huddle.sources.values import when as when
 
 Number = int | float | None
 
@@ -121,7 +122,6 @@ class SubDetails(msgspec.Struct):
 decode_entry = msgspec.json.Decoder(Entry).decode
 decode_details = msgspec.json.Decoder(SubDetails).decode
 _decode_parts = msgspec.json.Decoder(str | list[Part] | None).decode
-_decode_any = msgspec.json.Decoder().decode
 
 KNOWN = frozenset(
     {
@@ -142,15 +142,6 @@ KNOWN = frozenset(
 VERSION = 3  # the newest session format huddle knows (Pi 0.x to 1.6.0)
 
 
-def count(v: Number) -> int:
-    """A token count: odd values (null, negative, NaN, a float) as what they can mean."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return 0
-    if isinstance(v, float):
-        return int(v) if math.isfinite(v) and v > 0 else 0
-    return v if v > 0 else 0
-
-
 def usage_of(t: Tokens) -> Usage:
     return Usage(
         input=count(t.input), output=count(t.output), cache_read=count(t.cacheRead), cache_write=count(t.cacheWrite)
@@ -160,10 +151,6 @@ def usage_of(t: Tokens) -> Usage:
 def spent(t: Tokens | None) -> bool:
     """Whether a usage holds any count (a failed request leaves all zeros)."""
     return t is not None and bool(count(t.input) or count(t.output) or count(t.cacheRead) or count(t.cacheWrite))
-
-
-def when(s: object) -> float | None:
-    return parse_time(s) if isinstance(s, str) else None
 
 
 def when_ms(v: Number) -> float | None:
@@ -193,16 +180,6 @@ def thinking(ps: list[Part]) -> str:
 
 def has_image(ps: list[Part]) -> bool:
     return any(p.type == "image" for p in ps)
-
-
-def loose(raw: Raw | bytes, limit: int = 1 << 22) -> object:
-    """A JSON value, or None when absent, too big to build, or broken."""
-    if not raw or len(raw) > limit:
-        return None
-    try:
-        return _decode_any(raw)
-    except msgspec.DecodeError:
-        return None
 
 
 def size_of(raw: Raw) -> int:

@@ -5,8 +5,12 @@ session (with why), for `huddle doctor` and the file-accounting contract."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from huddle.io import safefile
+
+if TYPE_CHECKING:
+    from .live import Registry
 
 # Files and folders of a Qwen home that hold no session, and what they are.
 KNOWN = {
@@ -81,7 +85,7 @@ class Listings:
         return dirs, files
 
 
-class Accounts(dict):
+class Accounts(dict[str, tuple[str, str]]):
     """path -> (verdict, reason): "not a session" (a side file, a lock, a registry entry),
     "not read yet" (a file still empty), rebuilt by every scan."""
 
@@ -106,6 +110,6 @@ class Accounts(dict):
             why = PROJECT_KNOWN.get(name) or "not a Qwen Code session file"
             self.add(os.path.join(pdir, name), "not a session", why)
 
-    def registry(self, registry) -> None:
+    def registry(self, registry: Registry) -> None:
         for name in registry.names:
             self.add(os.path.join(registry.folder, name), "not a session", "a running TUI's registry entry")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -28,6 +29,9 @@ from huddle.io.proctable import Proc, ProcTable
 from huddle.model import events as ev
 from huddle.model.activity import Activity, activity_at
 from huddle.model.signals import BUSY, WAITING, Live, Pending
+
+if TYPE_CHECKING:
+    from .source import QwenHandle
 
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 NO_ASKING = ("--yolo", "-y", "--approval-mode=yolo")
@@ -190,50 +194,75 @@ def pending_call(acts: dict[str, Activity]) -> ev.Event | None:
     return max(calls, key=lambda c: (c.t or 0.0, c.seq), default=None)
 
 
-def live_signals(handle, at: float | None) -> Live:
+def live_signals(handle: QwenHandle, at: float | None) -> Live:
     s = handle.session
     src = handle.source
     entry = src.registry.by_session.get(handle.lead)
-    recorded = src.system.recorded
     view = src.system.view(at)
-    pid: int | None = None
-    guess = ""
-    alive: bool | None = None
-    proc: Proc | None = None
-    if entry is not None and isinstance(entry.pid, int):
-        if recorded is not None:
-            proc = recorded.get(entry.pid)
-            alive = proc is not None
-        elif at is not None:
-            alive = True  # as of a past time, the entry is trusted as it stands
-        else:
-            alive = entry_alive(entry)
-            proc = view.get(entry.pid) if view is not None and alive else None
-        if alive:
-            pid = entry.pid
-    if not alive and view is not None:
-        found = find_process(view, handle.lead, s.cwd, src.latest(s.cwd), src.qwens(view))
-        if found is not None:
-            alive, proc, pid = True, found, found.pid
-        elif alive is None:
-            alive = False
-    if alive is None and view is None and entry is None and handle.runtime:
-        alive, guess = False, GUESS_QUIT
+    alive, proc, pid, guess = _process(handle, entry, view, at)
     if alive is False:
         return Live(alive=False, pid=pid, guess=guess)
     acts = activity_at(s, at) if at is not None else {a.id: a.activity for a in s.agents.values()}
-    call = pending_call(acts)
-    status, pending = "", None
-    if call is not None:
-        if view is None or proc is None:
-            guess = GUESS_NO_TABLE
-        elif running_below(view, proc.pid, call.t, recorded is not None):
-            status = BUSY  # a process the call started runs
-        elif can_ask(entry, proc.argv):
-            status, pending, guess = WAITING, Pending(words="permission"), GUESS_APPROVAL
-    else:
-        lead = acts.get(handle.lead)
-        if lead is not None and lead.turn_open and not any(c.kind == ev.ORDER for c in lead.open_calls.values()):
-            guess = GUESS_ANSWER
+    status, pending, guess = _call_signals(handle, acts, entry, view, proc)
     background = handle.background_running() if alive else ()
     return Live(alive=alive, pid=pid, status=status, pending=pending, background=background, guess=guess)
+
+
+def _process(
+    handle: QwenHandle, entry: Entry | None, view: ProcTable | None, at: float | None
+) -> tuple[bool | None, Proc | None, int | None, str]:
+    """The session's process (alive, its Proc, its pid, a guess): its registry entry's,
+    else one the process table shows working on it; a TUI's session with no entry left
+    and no table to look in, taken as quit."""
+    alive: bool | None = None
+    proc: Proc | None = None
+    pid: int | None = None
+    if entry is not None and isinstance(entry.pid, int):
+        alive, proc = _entry_process(entry, entry.pid, handle.source.system.recorded, view, at)
+        if alive:
+            pid = entry.pid
+    if not alive and view is not None:
+        s = handle.session
+        found = find_process(view, handle.lead, s.cwd, handle.source.latest(s.cwd), handle.source.qwens(view))
+        if found is not None:
+            return True, found, found.pid, ""
+        if alive is None:
+            alive = False
+    if alive is None and view is None and entry is None and handle.runtime:
+        return False, None, pid, GUESS_QUIT
+    return alive, proc, pid, ""
+
+
+def _entry_process(
+    entry: Entry, pid: int, recorded: ProcTable | None, view: ProcTable | None, at: float | None
+) -> tuple[bool | None, Proc | None]:
+    """Whether the pid a registry entry names runs (as of a past time, the entry is
+    trusted as it stands), and its Proc where the table shows it."""
+    if recorded is not None:
+        proc = recorded.get(pid)
+        return proc is not None, proc
+    if at is not None:
+        return True, None
+    alive = entry_alive(entry)
+    return alive, view.get(pid) if view is not None and alive else None
+
+
+def _call_signals(
+    handle: QwenHandle, acts: dict[str, Activity], entry: Entry | None, view: ProcTable | None, proc: Proc | None
+) -> tuple[str, Pending | None, str]:
+    """What the newest pending call and the processes say (status, a prompt, a guess):
+    a process it started runs (busy); nothing runs and the CLI may ask (an approval,
+    said as a guess); no call pending but the lead's turn open (a streaming answer)."""
+    call = pending_call(acts)
+    if call is None:
+        lead = acts.get(handle.lead)
+        if lead is not None and lead.turn_open and not any(c.kind == ev.ORDER for c in lead.open_calls.values()):
+            return "", None, GUESS_ANSWER
+        return "", None, ""
+    if view is None or proc is None:
+        return "", None, GUESS_NO_TABLE
+    if running_below(view, proc.pid, call.t, handle.source.system.recorded is not None):
+        return BUSY, None, ""  # a process the call started runs
+    if can_ask(entry, proc.argv):
+        return WAITING, Pending(words="permission"), GUESS_APPROVAL
+    return "", None, ""

@@ -18,6 +18,8 @@ What the file says, and what it leaves out:
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from huddle.model import events as ev
@@ -59,7 +61,7 @@ class ChatParser:
         self.origin = ""
         self.nameless: list[Event] = []  # usage whose model no record named yet (a sub-agent's)
 
-    def emit(self, kind: str, t: float | None, off: int, n: int, agent: str | None = None, **kw) -> Event:
+    def emit(self, kind: str, t: float | None, off: int, n: int, agent: str | None = None, **kw: Any) -> Event:
         if t is None:
             t = self.last_t
         else:
@@ -189,7 +191,18 @@ class ChatParser:
         if not given and tcr is not None and tcr.callId:  # the CLI's account alone
             self.emit(ev.TOOL_RESULT, t, off, n, id=tcr.callId, ok=tcr.status != "error")
 
-    def _agent_result(self, tcr, cid: str, name: str, out: str, ok: bool, size: int, t, off: int, n: int) -> None:
+    def _agent_result(
+        self,
+        tcr: rec.CallResult | None,
+        cid: str,
+        name: str,
+        out: str,
+        ok: bool,
+        size: int,
+        t: float | None,
+        off: int,
+        n: int,
+    ) -> None:
         shown = _display(tcr.resultDisplay) if tcr is not None else None
         background = shown is not None and "background" in (shown.executionMode, shown.status)
         if shown is not None and shown.status in ("failed", "cancelled", "error"):
@@ -307,6 +320,6 @@ def _display(raw: msgspec.Raw) -> rec.Display | None:
     return val if isinstance(val, rec.Display) else None
 
 
-def _str(d: dict, key: str) -> str:
+def _str(d: dict[str, Any], key: str) -> str:
     v = d.get(key)
     return v if isinstance(v, str) else ""

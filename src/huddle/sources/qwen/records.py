@@ -10,13 +10,14 @@ it held, never the record's usage.
 
 from __future__ import annotations
 
-import math
 import re
 
 import msgspec
 from msgspec import Raw
 
-from huddle.model.times import parse_time
+from huddle.sources.values import count as count
+from huddle.sources.values import loose as loose
+from huddle.sources.values import when as when
 
 Number = int | float | None
 
@@ -127,33 +128,9 @@ decode_message = msgspec.json.Decoder(Message).decode
 decode_display = msgspec.json.Decoder(Display | str | None).decode
 decode_payload = msgspec.json.Decoder(Payload).decode
 decode_ui_event = msgspec.json.Decoder(UiEvent).decode
-_decode_any = msgspec.json.Decoder().decode
 
 _EXIT_CODE = re.compile(r"\nExit Code: (-?\d+)")
 _TAG = {name: re.compile(rf"<{name}>(.*?)</{name}>", re.S) for name in ("task-id", "tool-use-id", "status", "result")}
-
-
-def count(v: object) -> int:
-    """A token count: odd values (null, negative, NaN, a float) as what they can mean."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return 0
-    if isinstance(v, float):
-        return int(v) if math.isfinite(v) and v > 0 else 0
-    return v if v > 0 else 0
-
-
-def loose(raw: Raw | bytes, limit: int = 1 << 22):
-    """A JSON value, or None when absent, too big to build, or broken."""
-    if not raw or len(raw) > limit:
-        return None
-    try:
-        return _decode_any(raw)
-    except msgspec.DecodeError:
-        return None
-
-
-def when(s: object) -> float | None:
-    return parse_time(s) if isinstance(s, str) else None
 
 
 def response_text(val: object) -> str:
@@ -163,8 +140,9 @@ def response_text(val: object) -> str:
             v = val.get(key)
             if isinstance(v, str):
                 return v
-            if isinstance(v, dict) and isinstance(v.get("message"), str):
-                return v["message"]
+            m = v.get("message") if isinstance(v, dict) else None
+            if isinstance(m, str):
+                return m
         return msgspec.json.encode(val).decode()
     return val if isinstance(val, str) else ""
 
@@ -191,6 +169,7 @@ def error_words(raw: Raw) -> str:
         return val
     if isinstance(val, dict):
         for key in ("message", "error", "type"):
-            if isinstance(val.get(key), str):
-                return val[key]
+            v = val.get(key)
+            if isinstance(v, str):
+                return v
     return ""

@@ -16,6 +16,7 @@ appended bytes, and a stamp of each sub-agent's meta.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from huddle.io import safefile
@@ -288,20 +289,8 @@ class QwenSource(Source):
             dirs, files = self.listings.get(pdir)
             acc.project(pdir, dirs, files)
             chats = os.path.join(pdir, "chats")
-            leads: dict[str, str] = {}
-            runtimes: dict[str, str] = {}
             _, names = self.listings.get(chats) if "chats" in dirs else ([], [])
-            for name in sorted(names):
-                path = os.path.join(chats, name)
-                if name.endswith(".runtime.json"):
-                    runtimes[name[: -len(".runtime.json")]] = path
-                    acc.add(path, "not a session", "the TUI's runtime note (pid, start)")
-                elif name.endswith(".jsonl") and plain(path):
-                    leads.setdefault(name[: -len(".jsonl")], path)
-                elif name.endswith(".jsonl"):
-                    acc.add(path, "not read", "not a regular file in its folder (said in the notes)")
-                else:
-                    acc.add(path, "not a session", "not a chat file (.jsonl)")
+            leads, runtimes = _chat_files(chats, names, plain, acc)
             groups: dict[str, list[FileSpec]] = {sid: [(sid, None, p)] for sid, p in leads.items()}
             subdir = os.path.join(pdir, "subagents")
             sids, _ = self.listings.get(subdir) if "subagents" in dirs else ([], [])
@@ -311,14 +300,7 @@ class QwenSource(Source):
                 key = f"qwen:{sid}"
                 if key in found:
                     continue  # (the same id in two project folders: the first)
-                old = known.get(key)
-                if isinstance(old, QwenHandle):
-                    h = old
-                    h.source = self
-                    h.runtime = runtimes.get(sid, "")
-                    h.set_files(specs)
-                else:
-                    h = QwenHandle(self, sid, specs, runtimes.get(sid, ""))
+                h = self._handle(known.get(key), sid, specs, runtimes.get(sid, ""))
                 found[key] = h
                 if sid in leads and h.session.cwd:
                     by_cwd.setdefault(h.session.cwd, []).append(h)
@@ -326,7 +308,16 @@ class QwenSource(Source):
         self.files = Files.of(self.accounts, self.roots())  # (huddle doctor reads these)
         return found
 
-    def _subs(self, folder: str, sid: str, plain) -> list[FileSpec]:
+    def _handle(self, old: Handle | None, sid: str, specs: list[FileSpec], runtime: str) -> QwenHandle:
+        """The session's handle: the one held, given its files now, or a new one."""
+        if isinstance(old, QwenHandle):
+            old.source = self
+            old.runtime = runtime
+            old.set_files(specs)
+            return old
+        return QwenHandle(self, sid, specs, runtime)
+
+    def _subs(self, folder: str, sid: str, plain: Callable[[str], bool]) -> list[FileSpec]:
         """A session's sub-agent files, each with its id and its parent agent's."""
         _, names = self.listings.get(folder)
         got: dict[str, tuple[str, str | None, str]] = {}  # meta agentId -> (id, parent agentId, path)
@@ -355,3 +346,24 @@ class QwenSource(Source):
             up = got.get(parent) if parent else None  # a sub-agent's own sub-agent names its agentId
             out.append((own, up[0] if up is not None else sid, path))
         return out
+
+
+def _chat_files(
+    chats: str, names: Iterable[str], plain: Callable[[str], bool], acc: Accounts
+) -> tuple[dict[str, str], dict[str, str]]:
+    """A chats folder's lead files and the TUI's runtime notes, by session id; every
+    other file accounted for."""
+    leads: dict[str, str] = {}
+    runtimes: dict[str, str] = {}
+    for name in sorted(names):
+        path = os.path.join(chats, name)
+        if name.endswith(".runtime.json"):
+            runtimes[name[: -len(".runtime.json")]] = path
+            acc.add(path, "not a session", "the TUI's runtime note (pid, start)")
+        elif name.endswith(".jsonl") and plain(path):
+            leads.setdefault(name[: -len(".jsonl")], path)
+        elif name.endswith(".jsonl"):
+            acc.add(path, "not read", "not a regular file in its folder (said in the notes)")
+        else:
+            acc.add(path, "not a session", "not a chat file (.jsonl)")
+    return leads, runtimes

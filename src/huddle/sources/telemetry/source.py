@@ -26,6 +26,7 @@ from huddle.model import events as ev
 from huddle.model.events import Event, Usage
 from huddle.sources.base import Handle, Source, drain
 from huddle.sources.registry import register
+from huddle.sources.settings import Settings
 
 FOLDER = "telemetry"
 AGENTS = {"claude": "Claude Code", "codex": "Codex"}
@@ -175,37 +176,50 @@ class TelemetryHandle(Handle):
 
     def _emit(self, new: list[tuple[int, int, Line]]) -> None:
         s = self.session
-        out: list[Event] = []
         for off, n, line in new:
-            k, at = line.k, (line, off, n)
-            if k == "usage":
-                self.has_usage = True
-                out.append(self._usage(line, off, n))
-            elif k == "prompt":
-                if not self.titled:
-                    self.titled = True
-                    if not line.text:  # (the prompts' words are not sent unless the user allows it)
-                        out.append(self._event(ev.TITLE, *at, text=f"{AGENTS.get(self.agent, self.agent)} (telemetry)"))
-                out.append(self._event(ev.PROMPT, *at, text=line.text or "", id=line.id))
-            elif k == "tool_call":
-                out.append(self._event(ev.TOOL_CALL, *at, id=line.id, name=line.name))
-                if line.decision in ("reject", "denied", "abort"):
-                    out.append(self._event(ev.TOOL_RESULT, *at, id=line.id, name=line.name, ok=False))
-            elif k == "tool_result":
-                out.append(self._event(ev.TOOL_RESULT, *at, id=line.id, name=line.name, ok=line.ok))
-            elif k == "say" and line.src in MAIN and self._agent(line) == s.id:
-                # the model answered: the turn is over unless a tool call follows (which opens it again)
-                out.append(self._event(ev.TURN_END, *at, id=line.rid))
-            elif k == "error":
-                out.append(self._event(ev.ERROR, *at, text=line.text or ""))
-            elif k == "compaction":
-                out.append(self._event(ev.COMPACTION, *at, text=""))
-            elif k == "metric":
-                self.metrics[(line.model, line.type)] = (line.t, line.value)
-        for e in out:
-            s.add(e)
+            for e in self._events_of(line, off, n):
+                s.add(e)
         if self.metrics and not self.has_usage:
             self._from_metrics()
+
+    def _events_of(self, line: Line, off: int, n: int) -> list[Event]:
+        """What one line of telemetry says, as events (a metric is kept, for `_from_metrics`)."""
+        k, at = line.k, (line, off, n)
+        if k == "usage":
+            self.has_usage = True
+            return [self._usage(line, off, n)]
+        if k == "prompt":
+            return self._prompt(line, off, n)
+        if k == "tool_call":
+            call = self._event(ev.TOOL_CALL, *at, id=line.id, name=line.name)
+            if line.decision in ("reject", "denied", "abort"):
+                return [call, self._event(ev.TOOL_RESULT, *at, id=line.id, name=line.name, ok=False)]
+            return [call]
+        if k == "tool_result":
+            return [self._event(ev.TOOL_RESULT, *at, id=line.id, name=line.name, ok=line.ok)]
+        if k == "say" and line.src in MAIN and self._agent(line) == self.session.id:
+            # the model answered: the turn is over unless a tool call follows (which opens it again)
+            return [self._event(ev.TURN_END, *at, id=line.rid)]
+        if k == "error":
+            return [self._event(ev.ERROR, *at, text=line.text or "")]
+        if k == "compaction":
+            return [self._event(ev.COMPACTION, *at, text="")]
+        if k == "metric":
+            self.metrics[(line.model, line.type)] = (line.t, line.value)
+        return []
+
+    def _prompt(self, line: Line, off: int, n: int) -> list[Event]:
+        """A prompt (the first one titles a session whose prompts' words were not sent:
+        they are not, unless the user allows it)."""
+        out = []
+        if not self.titled:
+            self.titled = True
+            if not line.text:
+                out.append(
+                    self._event(ev.TITLE, line, off, n, text=f"{AGENTS.get(self.agent, self.agent)} (telemetry)")
+                )
+        out.append(self._event(ev.PROMPT, line, off, n, text=line.text or "", id=line.id))
+        return out
 
     def _from_metrics(self) -> None:
         """A session whose logs were not sent: its usage from the cumulative counts, one
@@ -232,7 +246,7 @@ class TelemetryHandle(Handle):
 class TelemetrySource(Source):
     name = FOLDER
 
-    def __init__(self, settings) -> None:
+    def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self.root = os.path.join(settings.huddle_home, FOLDER) if settings.huddle_home else ""
 
@@ -246,20 +260,9 @@ class TelemetrySource(Source):
         if not base or not wanted:
             return out
         if agent == "claude":
-            for proj in listdir(os.path.join(base, "projects")):
-                if not proj.is_dir(follow_symlinks=False):
-                    continue
-                for f in listdir(proj.path):
-                    sid = f.name[:-6] if f.name.endswith(".jsonl") else ""
-                    if sid in wanted:
-                        subs = os.path.join(proj.path, sid, "subagents")
-                        extra = [x.path for x in listdir(subs) if x.name.endswith(".jsonl")]
-                        out[sid] = [f.path, *sorted(extra)]
-        elif agent == "codex":
-            for dirpath, _dirs, names in os.walk(os.path.join(base, "sessions")):
-                for name in names:
-                    if name.startswith("rollout-") and name.endswith(".jsonl") and name[-42:-6] in wanted:
-                        out[name[-42:-6]] = [os.path.join(dirpath, name)]
+            return _claude_files(base, wanted)
+        if agent == "codex":
+            return _codex_files(base, wanted)
         return out
 
     def scan(self, known: dict[str, Handle]) -> dict[str, Handle]:
@@ -275,3 +278,28 @@ class TelemetrySource(Source):
                     h = TelemetryHandle(path, agent, sid, covered)
                 found[key] = h
         return found
+
+
+def _claude_files(base: str, wanted: set[str]) -> dict[str, list[str]]:
+    """Claude Code's transcripts of these sessions, each with its sub-agents' files."""
+    out: dict[str, list[str]] = {}
+    for proj in listdir(os.path.join(base, "projects")):
+        if not proj.is_dir(follow_symlinks=False):
+            continue
+        for f in listdir(proj.path):
+            sid = f.name[:-6] if f.name.endswith(".jsonl") else ""
+            if sid in wanted:
+                subs = os.path.join(proj.path, sid, "subagents")
+                extra = [x.path for x in listdir(subs) if x.name.endswith(".jsonl")]
+                out[sid] = [f.path, *sorted(extra)]
+    return out
+
+
+def _codex_files(base: str, wanted: set[str]) -> dict[str, list[str]]:
+    """Codex's rollouts of these sessions (their ids end the file names)."""
+    out: dict[str, list[str]] = {}
+    for dirpath, _dirs, names in os.walk(os.path.join(base, "sessions")):
+        for name in names:
+            if name.startswith("rollout-") and name.endswith(".jsonl") and name[-42:-6] in wanted:
+                out[name[-42:-6]] = [os.path.join(dirpath, name)]
+    return out

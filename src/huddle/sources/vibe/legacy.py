@@ -218,24 +218,29 @@ class LegacyAgent:
         if meta_changed and start is not None and self.untimed:
             raise Rewritten(self.meta_path)  # messages spread with no start time: a start now, so read again
         if msgs:
-            first = self.last_t is None
-            times = spread(start if first else self.last_t, end, len(msgs), first)
-            for (m, off, n), t in zip(msgs, times):
-                mark = len(self.out)
-                try:
-                    self._message(m, off, n, t)
-                except Exception as exc:  # decoded, but not what the code expects: it costs its line
-                    del self.out[mark:]
-                    self.session.problem(self.path, off, f"message of unexpected shape ({type(exc).__name__}: {exc})")
-            self.last_t = times[-1]
-            if self.last_t is not None:
-                self.session.time_estimated = True
-            else:
-                self.untimed = True
+            self._messages(msgs, start, end)
         if meta is not None and meta_changed:
             self._meta(meta, end)
 
-    def emit(self, kind: str, off: int, n: int, t: float | None, **kw) -> Event:
+    def _messages(self, msgs: list[tuple[Message, int, int]], start: float | None, end: float | None) -> None:
+        """New messages, their times spread between the last known and the session's end
+        (each that is not what the code expects costs its line)."""
+        first = self.last_t is None
+        times = spread(start if first else self.last_t, end, len(msgs), first)
+        for (m, off, n), t in zip(msgs, times):
+            mark = len(self.out)
+            try:
+                self._message(m, off, n, t)
+            except Exception as exc:
+                del self.out[mark:]
+                self.session.problem(self.path, off, f"message of unexpected shape ({type(exc).__name__}: {exc})")
+        self.last_t = times[-1]
+        if self.last_t is not None:
+            self.session.time_estimated = True
+        else:
+            self.untimed = True
+
+    def emit(self, kind: str, off: int, n: int, t: float | None, **kw: Any) -> Event:
         e = Event(kind=kind, agent=self.agent, t=t, estimated=t is not None, file=self.path, offset=off, length=n, **kw)
         self.out.append(e)
         return e

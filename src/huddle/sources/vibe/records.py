@@ -8,7 +8,8 @@ journal and runtime state).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import Raw
@@ -278,7 +279,10 @@ class CallbackResolved(msgspec.Struct):
     result: Raw = Raw(b"null")
 
 
-def decoder(t):
+T = TypeVar("T")
+
+
+def decoder(t: type[T]) -> Callable[[bytes | str], T]:
     return msgspec.json.Decoder(t).decode
 
 

@@ -21,6 +21,7 @@ from huddle.model.files import DAMAGED, LOCK, SIDE, UNKNOWN, Files
 from huddle.model.signals import TURN_OPEN, AgentLive, Live
 from huddle.sources.base import Handle, Source
 from huddle.sources.registry import register
+from huddle.sources.settings import Settings
 
 from .family import Family
 from .locks import Locks
@@ -310,10 +311,11 @@ class VibeSource(Source):
     default_folder = "~/.vibe"
     resume = "vibe --resume {id}"
 
-    def __init__(self, settings):
+    def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
         self._config_key: tuple[Any, ...] = ()
-        self.root, self.config_note = "", None
+        self.root = ""
+        self.config_note: str | None = None
         self.locks = Locks("")
         self._read_config()
         self._legacy_ids: dict[str, str] = {}  # legacy folder -> full session id

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -29,6 +30,7 @@ from huddle.sources.base import drain
 
 from . import records as vr
 
+T = TypeVar("T")
 _GENERATION = re.compile(r"^\d{16}$")
 _CHUNK = re.compile(r"^[0-9a-f]{16,128}$")
 _RETRIES = 5
@@ -88,7 +90,7 @@ def _read(path: str, cap: int = SIDE_MAX) -> bytes:
         raise StoreError(f"{path}: {exc.strerror or exc}") from None
 
 
-def _decode(decode, data: bytes, path: str):
+def _decode(decode: Callable[[bytes], T], data: bytes, path: str) -> T:
     try:
         return decode(data)
     except msgspec.ValidationError as exc:  # a DecodeError too: caught first

@@ -6,6 +6,7 @@ names differ (`file_system.bash` / `bash`); which tool does what is `huddle.mode
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import msgspec
 from msgspec import Raw
@@ -16,7 +17,7 @@ _decode = msgspec.json.Decoder().decode
 _RETURN_CODE = re.compile(r"Return code: (-?\d+)")
 
 
-def decode(raw: Raw | bytes | str | None, limit: int = 1 << 20):
+def decode(raw: Raw | bytes | str | None, limit: int = 1 << 20) -> Any:
     """A JSON value, or None when absent, too big to be worth building, or broken."""
     if raw is None or len(raw) > limit:
         return None
@@ -26,7 +27,7 @@ def decode(raw: Raw | bytes | str | None, limit: int = 1 << 20):
         return None
 
 
-def question_text(detail) -> str:
+def question_text(detail: Any) -> str:
     """The question(s) of a user_input callback's detail."""
     req = detail.get("request") if isinstance(detail, dict) else None
     qs = req.get("questions") if isinstance(req, dict) else None
@@ -37,7 +38,7 @@ def question_text(detail) -> str:
     return ""
 
 
-def exit_code(output) -> int | None:
+def exit_code(output: Any) -> int | None:
     """A shell result's exit code from its structured output (unified or legacy)."""
     if not isinstance(output, dict):
         return None
@@ -61,7 +62,7 @@ def agent_path_name(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def content_text(content) -> str:
+def content_text(content: Any) -> str:
     """A message's text: a string, or its text parts (other parts as `[image]` etc.)."""
     if isinstance(content, str):
         return content

@@ -13,6 +13,8 @@ Usage is counted by `usage.py`, callbacks and the agent's current state by
 
 from __future__ import annotations
 
+from typing import Any
+
 from huddle.model import events as ev
 from huddle.model import times
 from huddle.model.doing import input_summary
@@ -60,7 +62,7 @@ class StoreParser:
 
     # -- helpers -------------------------------------------------------------------
 
-    def emit(self, kind: str, t: float | None, **kw) -> Event:
+    def emit(self, kind: str, t: float | None, **kw: Any) -> Event:
         f, off, n = self.where
         e = Event(kind=kind, agent=self.agent, t=t, file=f, offset=off, length=n, **kw)
         self.out.append(e)
@@ -149,37 +151,44 @@ class StoreParser:
     def record(self, path: str, off: int, n: int, rec: vr.Record, usage_only: bool = False) -> None:
         self.where = (path, off, n)
         t = rec.type
-        if not usage_only and rec.sequence > self.applied + SEQUENCE_JUMP:  # 2^63: every later one "out of order"
-            self.problem(path, off, f"journal sequence {rec.sequence} is far past {self.applied}: skipped")
-            return
-        if not usage_only and 0 <= rec.sequence <= self.applied:
-            if rec.sequence < self.applied:
-                self.problem(path, off, f"journal sequence {rec.sequence} after {self.applied}: out of order, skipped")
+        if not usage_only and not self._in_order(rec.sequence, path, off):
             return
         mark = len(self.out)
-        try:
-            if usage_only:
-                if t == "action_result":
-                    self._action_result(rec, path, off)
-                elif t == "core_input":
-                    self._core_input(rec, path, off)
-                return
+        if not usage_only:
             self.applied = max(self.applied, rec.sequence)
-            if t == "projection_delta":
-                for op in vr.decode_delta(rec.payload).delta:
-                    self._op(op)
-            elif t == "action_result":
+        try:
+            if t == "action_result":
                 self._action_result(rec, path, off)
             elif t == "core_input":
                 self._core_input(rec, path, off)
-            elif t == "callback_registered":
-                self.callbacks.registered(vr.decode_callback(rec.payload), estimated=False)
-            elif t == "callback_resolved":
-                r = vr.decode_callback_resolved(rec.payload)
-                self.callbacks.resolved(r.callback_id, r.result, self.clock.last_t, estimated=False)
+            elif not usage_only:
+                self._projected(rec, t)
         except Exception as exc:  # msgspec errors, odd values: one bad record costs that record
             del self.out[mark:]
             self.problem(path, off, f"{t} record of unexpected shape ({type(exc).__name__}: {exc})")
+
+    def _in_order(self, seq: int, path: str, off: int) -> bool:
+        """Whether a record comes after those applied (one far past them, or before them,
+        is skipped: said, but for a repeat of the last)."""
+        if seq > self.applied + SEQUENCE_JUMP:  # 2^63: every later one "out of order"
+            self.problem(path, off, f"journal sequence {seq} is far past {self.applied}: skipped")
+            return False
+        if 0 <= seq <= self.applied:
+            if seq < self.applied:
+                self.problem(path, off, f"journal sequence {seq} after {self.applied}: out of order, skipped")
+            return False
+        return True
+
+    def _projected(self, rec: vr.Record, t: str) -> None:
+        """A record of what the store's projection and callbacks became."""
+        if t == "projection_delta":
+            for op in vr.decode_delta(rec.payload).delta:
+                self._op(op)
+        elif t == "callback_registered":
+            self.callbacks.registered(vr.decode_callback(rec.payload), estimated=False)
+        elif t == "callback_resolved":
+            r = vr.decode_callback_resolved(rec.payload)
+            self.callbacks.resolved(r.callback_id, r.result, self.clock.last_t, estimated=False)
 
     def _op(self, op: vr.Op) -> None:
         if op.op in ("append_entry", "replace_entry") and op.entry is not None:
@@ -326,7 +335,7 @@ class StoreParser:
         st: vr.EffectState,
         status: str,
         t: float | None,
-        inp,
+        inp: Any,
         name: str,
         d: vr.EffectDetail,
     ) -> None:
