@@ -42,14 +42,18 @@ INSTALLERS = ("python3", "pip", "pipx", "./scripts/test", ".venv/bin/pip")
 
 
 def command_lines() -> list[str]:
-    """The lines of the README's sh blocks (a line per command; `\\` never continues one)."""
-    out, inside = [], False
+    """The lines of the README's sh blocks (a line per command; one ending in `\\` goes on
+    on the next, as in a shell)."""
+    out, inside, held = [], False, ""
     for line in README.splitlines():
         if line.startswith("```"):
             inside = line.strip() == "```sh"
             continue
         if inside and line.strip() and not line.lstrip().startswith("#"):
-            out.append(line.strip())
+            line = held + line.strip()
+            held = line[:-1] if line.endswith("\\") else ""
+            if not held:
+                out.append(line)
     return out
 
 
