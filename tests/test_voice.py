@@ -129,6 +129,7 @@ def test_a_crashed_worker_is_started_again(tmp_path):
         first = sp.speak(Line("first"))
         pid = sp.status()["pid"]
         os.kill(pid, signal.SIGKILL)
+        assert sp.worker is not None and sp.worker.proc.wait(timeout=60) == -signal.SIGKILL  # gone before the next line
         second = sp.speak(Line("second"))
         assert sp.status()["pid"] not in (None, pid)
     finally:
