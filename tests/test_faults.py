@@ -22,7 +22,6 @@ SLOW = [
 ]
 
 
-
 def _one_per_reader() -> list[tuple[str, str]]:
     """Each reader's first file of lines (else its first side file), with a content
     fault the `huddle status --json` CLI runs on too (faults.CLI_FAULTS)."""
