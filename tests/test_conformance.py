@@ -24,7 +24,10 @@ from huddle.views.board import board_json
 from huddle.views.usage import report
 
 # Registered sources this suite does not read, and why.
-EXEMPT = {"hosted": "huddle's own log of a run it hosts (test_hosted_source, test_host)"}
+EXEMPT = {
+    "hosted": "huddle's own log of a run it hosts (test_hosted_source, test_host)",
+    "telemetry": "huddle's own files, written by its OTLP receiver (test_otlp_receiver, test_otlp_claude)",
+}
 CASES = [(a.source, f) for a in AGENTS.values() for f in a.samples]
 IDS = [name_of(f) for _, f in CASES]
 NOWHERE = "/nonexistent-huddle-conformance"

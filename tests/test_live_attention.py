@@ -351,7 +351,7 @@ def test_a_hosted_run_is_seen_from_its_log(tmp_path, page, served):  # noqa: F81
         seen_everywhere(srv, stream, page, key, "your_turn", logged["t"], late=srv.state.watcher.debounce.hold)
         arm(page, key, "ended")
         stopper = subprocess.Popen([*HUDDLE, "stop", str(d)])  # its own start-up is not the figure
-        exited = wait_until(lambda: [e for e in entries(d) if e["kind"] == "exited"], time.time() + 30, "exited")
+        exited = wait_until(lambda: [e for e in entries(d) if e["kind"] == "exited"], time.time() + 120, "exited")
         seen_everywhere(srv, stream, page, key, "ended", exited[0]["t"])
         assert stopper.wait(30) == 0
     finally:

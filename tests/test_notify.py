@@ -260,7 +260,7 @@ def test_huddle_serve_notifies_and_ctrl_c_exits_0(bus, live_claude):
             except httpx.HTTPError:
                 return False
 
-        wait_until(up, time.time() + 30, "the server")
+        wait_until(up, time.time() + 120, "the server")
         claude.set("waiting", "permission prompt")
         (first,) = bus.wait("Notify", 1)
         assert first["summary"].endswith("needs you")

@@ -153,9 +153,16 @@ class Home:
         (self.cwd / "mine.txt").write_text("hunter2-[a-z]+\n")
         bin_dir = root / "bin"
         bin_dir.mkdir()
-        fake = bin_dir / "claude"  # `huddle run -- claude -p ...`: a stand-in replaying a real stream
+        # `huddle run -- claude -p ...`: a stand-in replaying a real stream; as the real one,
+        # with --input-format stream-json it takes the prompt from stdin and then waits
+        # there for the next message until stdin closes
+        fake = bin_dir / "claude"
         stream = SAMPLES / "claude-stream" / "01-basic-tools" / "basic.jsonl"
-        fake.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {REPLAY} {stream} --pause 0.001\n")
+        replay = f"{shlex.quote(sys.executable)} {REPLAY} {stream} --pause 0.001"
+        fake.write_text(
+            f'#!/bin/sh\ncase " $* " in *" --input-format stream-json "*) exec {replay} --wait-stdin --hold stdin;; esac\n'
+            f"exec {replay}\n"
+        )
         fake.chmod(0o755)
         self.player = bin_dir / "pw-play"  # `huddle say ID` plays through the first player it finds
         self.player.write_text(f"#!{sys.executable}\n{PLAYER}")
@@ -494,22 +501,19 @@ def _filled(value: str, extra: dict[str, str]) -> str:
 
 
 def waits_for_its_human(argv: list[str], home: Home) -> None:
-    """`huddle run --prompt ...`: the agent takes the prompt and ends its turn; one that
-    ends with it ends the run (exit 0), one that waits for its next message runs until
-    Ctrl-C (exit 0)."""
+    """`huddle run --prompt ...`: the agent takes the prompt, ends its turn and waits for
+    its next message (the run offers a reply); the run goes on until Ctrl-C (exit 0)."""
     before = home.runs()
     r = Running(argv, home)
     try:
 
         def turn_over():
-            if r.p.poll() is not None:
-                return True
             return any(
                 e["kind"] == "ask" and e.get("type") == "turn" for d in home.runs() - before for e in hosting.entries(d)
             )
 
-        wait_until(turn_over, time.time() + 120, f"{argv[-2:]}: its first turn to end")
-        rc = r.ctrl_c() if r.p.poll() is None else r.p.wait()
+        r.up(lambda r: turn_over(), f"{argv[-2:]}: its first turn over")
+        rc = r.ctrl_c()
     finally:
         r.close()
     err = "".join(r.err)
