@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import incli
 import web_corpus
 from helpers import wait_for
 from huddle.core import Huddle, Keeper, WholeMode
@@ -191,13 +191,7 @@ def test_the_route_and_the_command_give_the_same_dict(tmp_path):
         for q, extra in cases:
             params = [("q", q)] + [("kind", k) for k in extra[1::2]]
             api = httpx.get(srv.url + "api/search", params=params, timeout=30).json()
-            out = subprocess.run(
-                [sys.executable, "-m", "huddle", "search", q, "--json", *extra],
-                capture_output=True,
-                text=True,
-                env=env,
-                timeout=120,
-            )
+            out = incli.huddle("search", q, "--json", *extra, env=env)
             assert out.returncode == 0, out.stderr
             cli = json.loads(out.stdout)
             api["index"].pop("bytes"), cli["index"].pop("bytes")  # the write-ahead log's size moves

@@ -13,6 +13,7 @@ import time
 import httpx
 import pytest
 
+import incli
 import web_corpus
 from conftest import fingerprint
 from helpers import wait_for
@@ -239,7 +240,7 @@ def test_a_page_too_far_behind_gets_a_reset(live):
 
 def _cli(settings, *args):
     env = {**os.environ, **web_corpus.env_of(settings)}
-    out = subprocess.run([sys.executable, "-m", "huddle", *args], capture_output=True, text=True, env=env, timeout=120)
+    out = incli.huddle(*args, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
