@@ -118,14 +118,14 @@ def latency(engine: str, home: str, n: int) -> list[float]:
 
 
 def translation(n: int) -> dict:
-    import claude_cli
+    import agent_clis
     from fake_model import FakeModel
     from huddle.translate.translator import Translator
 
     cold, warm = [], []
     rss = 0
     with FakeModel() as fm:
-        env = claude_cli.env_for(fm.url, Path(tempfile.mkdtemp()) / "cfg")
+        env = agent_clis.translation_env(fm.url, Path(tempfile.mkdtemp()) / "cfg")
         os.environ.update(env)
         for i in range(n):
             tr = Translator(tempfile.mkdtemp(), "fr")

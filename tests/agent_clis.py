@@ -1,13 +1,18 @@
-"""The real agent CLIs for the answering tests, installed from npm at test time.
+"""The real agent CLIs the tests drive (answering, translation, telemetry, the README's
+lines): one installer, one cache folder, one version pin per CLI.
 
-Each package is installed once into a cache folder outside the repository
-($HUDDLE_TEST_AGENTS, default ~/.cache/huddle-test-agents/<package>@<version>) and run
-against the scripted model server of `fake_models` on 127.0.0.1, with its config and
-data folders in the test's own temp folder: nothing reads or writes the real ones.
+Each package is installed once from npm into $HUDDLE_TEST_AGENTS (default
+~/.cache/huddle-test-agents/<package>@<version>), outside the repository and shared by
+every checkout and every test run (an exclusive lock: parallel runs install it once).
+`scripts/test` runs this module first (`python tests/agent_clis.py`), so a clean clone's
+run fetches each CLI once, not once per test module. They run against the scripted model
+servers (`fake_models`, `fake_model`, `fake_anthropic`) on 127.0.0.1, with their config
+and data folders in the test's own temp folder: nothing reads or writes the real ones.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -21,13 +26,17 @@ import hosting
 CLAUDE = ("@anthropic-ai/claude-code", "2.1.332", "claude")
 OPENCODE = ("opencode-ai", "1.18.33", "opencode")
 CODEX = ("@openai/codex", "0.171.0", "codex")
+ALL = (CLAUDE, OPENCODE, CODEX)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("HUDDLE_TEST_AGENTS") or _real_home() / ".cache" / "huddle-test-agents")
 
 
 def installed(pkg: tuple[str, str, str]) -> str:
     """The CLI's executable, installed with npm if it is not yet (a failure says why)."""
     name, version, exe = pkg
-    root = Path(os.environ.get("HUDDLE_TEST_AGENTS") or _real_home() / ".cache" / "huddle-test-agents")
-    d = root / f"{name.replace('/', '+')}@{version}"
+    d = cache_root() / f"{name.replace('/', '+')}@{version}"
     path = d / "node_modules" / ".bin" / exe
     if path.exists():
         return str(path)
@@ -35,12 +44,16 @@ def installed(pkg: tuple[str, str, str]) -> str:
     if npm is None:
         raise AssertionError("npm is needed for the real agent tests (Debian: apt-get install npm)")
     d.mkdir(parents=True, exist_ok=True)
-    out = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(d), f"{name}@{version}"],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    with open(d.parent / f".{d.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run may be installing it: wait for that one
+        if path.exists():
+            return str(path)
+        out = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix", str(d), f"{name}@{version}"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     if out.returncode != 0 or not path.exists():
         raise AssertionError(f"npm install {name}@{version} failed: {out.stderr.strip()[-2000:]}")
     return str(path)
@@ -179,3 +192,25 @@ stream_max_retries = 0
 '''
     )
     return {**os.environ, "HOME": str(tmp / "agent-home"), "CODEX_HOME": str(home), "FAKE_OPENAI_API_KEY": "test-key"}
+
+
+def translation_env(model_url: str, config: Path) -> dict[str, str]:
+    """The environment huddle's translation workers (`claude -p`, HUDDLE_CLAUDE) run in:
+    the fake model API, a config folder of the test's, no traffic anywhere else."""
+    config.mkdir(parents=True, exist_ok=True)
+    return {
+        **os.environ,
+        "HUDDLE_CLAUDE": installed(CLAUDE),
+        "CLAUDE_CONFIG_DIR": str(config),
+        "ANTHROPIC_BASE_URL": model_url,
+        "ANTHROPIC_API_KEY": "sk-ant-test-not-a-real-key",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+
+if __name__ == "__main__":  # scripts/test: every CLI in place before the suite starts
+    for pkg in ALL:
+        print(f"{pkg[0]}@{pkg[1]}: {installed(pkg)}")

@@ -9,6 +9,11 @@ from pathlib import Path
 
 import pytest
 
+# The run sees only its own processes (io/procs.py): this process and what it starts,
+# never another suite's fake agents on a shared machine. Set here, before any test, so
+# every process a test starts inherits it (each xdist worker: its own tree).
+os.environ["HUDDLE_PROCS_BELOW"] = str(os.getpid())
+
 FIXTURES = Path(__file__).parent / "fixtures"
 SAMPLES = FIXTURES / "samples"
 

@@ -44,7 +44,7 @@ def grow_in_pieces(config: Path, steps) -> Huddle:
     return h
 
 
-def wait_for(fn, what: object = None, deadline: float = 20.0):
+def wait_for(fn, what: object = None, deadline: float = 120.0):
     """Poll `fn()` until it gives something true (returned), failing after `deadline`
     seconds: a deadline to wait on, never a timed assertion."""
     end = time.monotonic() + deadline

@@ -11,6 +11,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
+import incli
 import web_corpus
 from conftest import SAMPLES
 from huddle.core import Huddle
@@ -140,8 +141,6 @@ def test_the_board_filter_matches_agent_programs_and_agent_names(tmp_path, page)
 
 def test_codex_sub_agents_have_one_name_in_the_web_app_and_the_cli(tmp_path):
     import os
-    import subprocess
-    import sys
 
     home = SAMPLES / "codex" / "subagents_v2" / "codex_home"
     none = str(tmp_path / "none")
@@ -153,11 +152,5 @@ def test_codex_sub_agents_have_one_name_in_the_web_app_and_the_cli(tmp_path):
     web = {a["id"]: a["label"] for a in api.transcripts(h, s.id)["agents"]}
     tree = {a["id"]: a["label"] for a in api.session_detail(h, s.id)["tree"]}
     assert web == tree and "Bacon (/root/count_files)" in web.values()
-    out = subprocess.run(
-        [sys.executable, "-m", "huddle", "show", s.id[:8]],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **settings.env()},
-        timeout=60,
-    ).stdout
+    out = incli.huddle("show", s.id[:8], env={**os.environ, **settings.env()}).stdout
     assert all(label in out for label in web.values()), out

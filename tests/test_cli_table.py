@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 
 import httpx
@@ -15,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.cells import cell_len
 
+import incli
 import web_corpus
 from huddle.server import ServerThread
 from live_agents import ClaudeProcess, claude_live
@@ -23,13 +23,7 @@ OLD = "2026-01-01"  # before every sample was recorded
 
 
 def huddle(env: dict, *args: str, columns: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "huddle", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **env, "COLUMNS": str(columns)},
-        timeout=120,
-    )
+    return incli.huddle(*args, env={**os.environ, **env, "COLUMNS": str(columns)})
 
 
 @pytest.fixture(scope="module")

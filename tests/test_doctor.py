@@ -8,11 +8,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
+import incli
 from conftest import SAMPLES
 from huddle.core import Huddle
 from huddle.model.files import EMPTY, UNKNOWN, UNKNOWN_VERSION, UNREADABLE
@@ -95,7 +95,7 @@ def test_a_file_that_turns_into_a_session_leaves_the_list(tmp_path):
 
 def _huddle(settings: Settings, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, **settings.env()}
-    return subprocess.run([sys.executable, "-m", "huddle", *args], capture_output=True, text=True, env=env, timeout=120)
+    return incli.huddle(*args, env=env)
 
 
 def test_doctor_json_is_the_route_and_status_json_carries_the_counts(tmp_path):

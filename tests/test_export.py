@@ -9,8 +9,6 @@ import copy
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -19,6 +17,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+import incli
 import web_corpus
 from huddle.server import ServerThread
 from huddle.views.export import Options, export_data, render
@@ -167,25 +166,13 @@ def test_user_patterns_and_the_command(planted, tmp_path):
     pats.write_text("ACME-[0-9]{6}\n")
     env = {**os.environ, **web_corpus.env_of(cfg)}
     out = tmp_path / "s.md"
-    run = subprocess.run(
-        [sys.executable, "-m", "huddle", "export", sid, "--format", "md", "-o", str(out), "--redact-file", str(pats)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    run = incli.huddle("export", sid, "--format", "md", "-o", str(out), "--redact-file", str(pats), env=env)
     assert run.returncode == 0, run.stderr
     text = out.read_text()
     assert "ACME-998877" not in text and "[REDACTED:user-pattern]" in text
     _no_secret(text)
     assert "secrets replaced" in run.stderr and str(out) in run.stderr
-    bad = subprocess.run(
-        [sys.executable, "-m", "huddle", "export", sid, "--redact-file", str(tmp_path / "nope.txt")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    bad = incli.huddle("export", sid, "--redact-file", str(tmp_path / "nope.txt"), env=env)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
 
 

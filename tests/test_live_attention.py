@@ -82,7 +82,7 @@ def served():
         h = Huddle(settings)
         srv = ServerThread(h, watch_options=SLOW_NETS).start()
         made.append(srv)
-        assert srv.state.watcher.watching or wait_until(lambda: srv.state.watcher.watching, time.time() + 10, "watch")
+        assert srv.state.watcher.watching or wait_until(lambda: srv.state.watcher.watching, time.time() + 120, "watch")
         stream = Stream(srv.url)
         made.append(stream)
         pg.goto(srv.url)
@@ -103,7 +103,7 @@ def claude_working(tmp_path, page, served):  # noqa: F811
     try:
         srv, stream = served(settings, page)
         key = f"claude:{sid}"
-        wait_until(lambda: (r := api_row(srv.url, key)) and r["state"] == "working", time.time() + 10, "working")
+        wait_until(lambda: (r := api_row(srv.url, key)) and r["state"] == "working", time.time() + 120, "working")
         yield srv, stream, key, claude
     finally:
         claude.stop()
@@ -303,7 +303,7 @@ def test_the_demo_shows_its_needs_you_moment_on_the_board(page):  # noqa: F811
     d = Demo(speed=4.0)
     try:
         with ServerThread(d.huddle(), watch_options=SLOW_NETS) as srv:
-            assert wait_until(lambda: srv.state.watcher.watching, time.time() + 10, "watch")
+            assert wait_until(lambda: srv.state.watcher.watching, time.time() + 120, "watch")
             page.goto(srv.url)
             page.wait_for_selector("#rows", state="attached")
             player = threading.Thread(target=d.play, kwargs={"until": "permission"}, daemon=True)
@@ -351,7 +351,7 @@ def test_a_hosted_run_is_seen_from_its_log(tmp_path, page, served):  # noqa: F81
         seen_everywhere(srv, stream, page, key, "your_turn", logged["t"], late=srv.state.watcher.debounce.hold)
         arm(page, key, "ended")
         stopper = subprocess.Popen([*HUDDLE, "stop", str(d)])  # its own start-up is not the figure
-        exited = wait_until(lambda: [e for e in entries(d) if e["kind"] == "exited"], time.time() + 30, "exited")
+        exited = wait_until(lambda: [e for e in entries(d) if e["kind"] == "exited"], time.time() + 120, "exited")
         seen_everywhere(srv, stream, page, key, "ended", exited[0]["t"])
         assert stopper.wait(30) == 0
     finally:

@@ -39,7 +39,7 @@ class Bus:
             ["dbus-run-session", "--", sys.executable, str(HELPER), str(self.record), str(addr)],
             stdin=subprocess.PIPE,
         )
-        wait_until(lambda: addr.exists(), time.time() + 20, "the recording notification server")
+        wait_until(lambda: addr.exists(), time.time() + 120, "the recording notification server")
         self.address = addr.read_text()
 
     def calls(self, kind: str | None = None) -> list[dict]:
@@ -166,7 +166,7 @@ def test_waits_already_there_at_start_are_not_news(bus, tmp_path):
         w, _n = follow(settings, backend)
         assert w.rows[f"claude:{sid}"]["state"] == "needs_you"
         claude.set("busy")
-        wait_until(lambda: w.rows[f"claude:{sid}"]["state"] == "working", time.time() + 10, "working")
+        wait_until(lambda: w.rows[f"claude:{sid}"]["state"] == "working", time.time() + 120, "working")
         claude.set("waiting", "permission prompt")
         bus.wait("Notify", 1)  # the next wait is news
         w.stop()
@@ -260,7 +260,7 @@ def test_huddle_serve_notifies_and_ctrl_c_exits_0(bus, live_claude):
             except httpx.HTTPError:
                 return False
 
-        wait_until(up, time.time() + 30, "the server")
+        wait_until(up, time.time() + 120, "the server")
         claude.set("waiting", "permission prompt")
         (first,) = bus.wait("Notify", 1)
         assert first["summary"].endswith("needs you")

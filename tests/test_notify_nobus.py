@@ -50,9 +50,9 @@ def test_watch_notify_with_no_bus_says_it_once_and_never_a_traceback(tmp_path, b
             err.append(line)
         for _ in range(2):  # two waits, each answered: the why is said once for both
             claude.set("waiting", "permission prompt")
-            wait_until(lambda: "needs you" in p.stdout.readline(), time.time() + 30, "the wait")
+            wait_until(lambda: "needs you" in p.stdout.readline(), time.time() + 120, "the wait")
             claude.set("busy")
-            wait_until(lambda: "working" in p.stdout.readline(), time.time() + 30, "the answer")
+            wait_until(lambda: "working" in p.stdout.readline(), time.time() + 120, "the answer")
     finally:
         p.send_signal(signal.SIGINT)
         _out, rest = p.communicate(timeout=30)

@@ -96,7 +96,7 @@ def test_a_graphical_opener_gets_the_page_in_its_own_session(tmp_path):
     p, said = serve_and_open(bin_dir, display=":99")
     try:
         url = said.split(" at ")[1].split()[0]
-        line = wait_until(lambda: record.exists() and record.read_text(), time.time() + 20, "xdg-open")
+        line = wait_until(lambda: record.exists() and record.read_text(), time.time() + 120, "xdg-open")
     finally:
         stop(p)
     (only,) = line.splitlines()

@@ -8,20 +8,19 @@ transcript, the session is the transcript's, and the telemetry adds only the req
 it does not hold (Claude Code's side calls), each response counted once by its request
 id; the board shows one row.
 
-The CLI is installed once into a cache folder (`npm install` of @anthropic-ai/
-claude-code@VERSION; HUDDLE_TEST_CLAUDE names another binary)."""
+The CLI is the one tests/agent_clis.py installs (HUDDLE_TEST_CLAUDE names another binary)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import httpx
 import pytest
 
+import agent_clis
 from fake_anthropic import FakeAnthropic
 from huddle.core import Huddle
 from huddle.otel.receiver import Receiver
@@ -30,39 +29,14 @@ from huddle.views.board import board_json
 from huddle.views.usage import collect, report
 from test_otlp_receiver import api_request, claude_logs
 
-VERSION = "2.1.332"
-
 
 @pytest.fixture(scope="session")
 def claude_bin() -> str:
     named = os.environ.get("HUDDLE_TEST_CLAUDE")
-    if named:
-        return named
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huddle-tests" / f"claude-code-{VERSION}"
-    exe = cache / "node_modules" / ".bin" / "claude"
-    if not exe.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.fail("the real Claude Code CLI comes from npm: install Node.js and npm (scripts/test says how)")
-        cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(cache),
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                f"@anthropic-ai/claude-code@{VERSION}",
-            ],
-            check=True,
-            timeout=900,
-            capture_output=True,
-        )
-    out = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60)
-    assert VERSION in out.stdout, out
-    return str(exe)
+    exe = named or agent_clis.installed(agent_clis.CLAUDE)
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    assert named or agent_clis.CLAUDE[1] in out.stdout, out
+    return exe
 
 
 SCRIPT = [

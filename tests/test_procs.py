@@ -93,3 +93,25 @@ def test_the_process_table_holds_this_process_and_its_parent():
     table = procs.table()
     assert table[me].ppid == os.getppid()
     assert procs.argv(me) and procs.cwd(me) == os.getcwd()
+
+
+def test_a_suite_sees_only_its_own_processes(monkeypatch):
+    """HUDDLE_PROCS_BELOW (conftest sets it to this run's pid) hides every process outside
+    the run's tree: another suite's fake agents are not ours to find."""
+    assert procs.scope() == int(os.environ[procs.SCOPE_ENV])
+    # a process that left our tree (its parent exited: it now hangs below init, as another
+    # suite's agents do), and one of ours
+    code = "import os, sys, time\nif os.fork():\n    os._exit(0)\nprint(os.getpid(), flush=True)\ntime.sleep(120)"
+    orphan = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert orphan.stdout is not None
+    pid = int(orphan.stdout.readline())
+    orphan.wait()
+    orphan.stdout.close()
+    try:
+        wait_until(lambda: getattr(procs.stat(pid), "ppid", None) not in (None, orphan.pid), "the orphan's new parent")
+        assert procs.alive(pid) is False and pid not in procs.table()
+        assert os.getpid() in procs.table() and procs.alive(os.getpid()) is True
+        monkeypatch.delenv(procs.SCOPE_ENV)  # no scope: the machine's whole table
+        assert procs.alive(pid) is True and pid in procs.table()
+    finally:
+        os.kill(pid, 9)

@@ -13,6 +13,7 @@ import time
 import httpx
 import pytest
 
+import incli
 import web_corpus
 from conftest import fingerprint
 from helpers import wait_for
@@ -80,7 +81,7 @@ def test_paging_cursors_over_http(live):
     web_corpus.lengthen(main, 120)
     srv.state.watcher.wake.set()
     with httpx.Client(base_url=srv.url) as c:
-        deadline = time.time() + 10
+        deadline = time.time() + 120
         while c.get(f"/api/sessions/{sid}/transcript").json()["total"] < 120 and time.time() < deadline:
             time.sleep(0.1)
         page = c.get(f"/api/sessions/{sid}/transcript", params={"limit": 50}).json()
@@ -171,7 +172,7 @@ def test_a_page_resumes_with_last_event_id(live):
     # the page is gone while two more lines arrive
     web_corpus.append_say(main, "two")
     srv.state.watcher.wake.set()
-    deadline = time.time() + 10
+    deadline = time.time() + 120
     while srv.state.hub.last_id <= last and time.time() < deadline:
         time.sleep(0.05)
     web_corpus.append_say(main, "three")
@@ -239,7 +240,7 @@ def test_a_page_too_far_behind_gets_a_reset(live):
 
 def _cli(settings, *args):
     env = {**os.environ, **web_corpus.env_of(settings)}
-    out = subprocess.run([sys.executable, "-m", "huddle", *args], capture_output=True, text=True, env=env, timeout=120)
+    out = incli.huddle(*args, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -391,7 +392,7 @@ def test_serve_prints_the_real_url_and_a_token_off_loopback(tmp_path):
             assert m and m.group(2) != "0", line
             assert bool(m.group(4)) == wants_token
             url = f"http://127.0.0.1:{m.group(2)}/api/sessions"
-            deadline = time.time() + 20
+            deadline = time.time() + 120
             while True:  # up, and its first read done (a first start reads in a child process)
                 try:
                     info = httpx.get(url.replace("sessions", "info"), headers={"x-huddle-token": m.group(4) or ""})

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
+import incli
 from conftest import SAMPLES
 from helpers import claude_huddle
 from huddle.model.attention import debounce
@@ -31,14 +30,8 @@ def expected(state: str) -> str:
 def test_status_at_snapshot_time_matches_truth(name):
     t = truth(name)
     env = {**os.environ, "CLAUDE_CONFIG_DIR": str(LIVE / name / "config")}
-    out = subprocess.run(
-        [sys.executable, "-m", "huddle", "status", "--json", "--at", t["taken_at"]],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=True,
-    )
+    out = incli.huddle("status", "--json", "--at", t["taken_at"], env=env)
+    assert out.returncode == 0, out.stderr
     rows = {r["id"]: r for r in json.loads(out.stdout)["sessions"]}
     for s in t["sessions"]:
         row = rows[s["session_id"]]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import claude_cli
+import agent_clis
 from fake_model import FakeModel, fake_fr
 from huddle.translate.claude import ClaudePool
 from huddle.translate.protect import shield, unshield, worth
@@ -28,7 +28,7 @@ from huddle.translate.translator import SYSTEM, Translator
 def model(tmp_path, monkeypatch):
     """The fake model API, and an environment whose `claude` asks it (and nothing else)."""
     with FakeModel() as fm:
-        for k, v in claude_cli.env_for(fm.url, tmp_path / "claude-config").items():
+        for k, v in agent_clis.translation_env(fm.url, tmp_path / "claude-config").items():
             monkeypatch.setenv(k, v)
         yield fm
 

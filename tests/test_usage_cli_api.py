@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import httpx
 import pytest
 
+import incli
 from conftest import SAMPLES
 from huddle.core import Huddle
 from huddle.server import ServerThread
@@ -43,9 +42,7 @@ def served(tmp_path_factory):
 
 
 def _cli(env: dict[str, str], *args: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-m", "huddle", "usage", "--json", *args], capture_output=True, text=True, env=env, timeout=120
-    )
+    out = incli.huddle("usage", "--json", *args, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

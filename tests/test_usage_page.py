@@ -7,14 +7,13 @@ import csv
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from playwright.sync_api import expect
 
+import incli
 import web_corpus
 from huddle.server import ServerThread
 from test_browser import browser, page  # noqa: F401 (the shared browser fixtures)
@@ -31,9 +30,7 @@ def served(tmp_path_factory):
 
 def _cli(cfg, *args):
     env = {**os.environ, **web_corpus.env_of(cfg)}
-    out = subprocess.run(
-        [sys.executable, "-m", "huddle", "usage", "--json", *args], capture_output=True, text=True, env=env, timeout=120
-    )
+    out = incli.huddle("usage", "--json", *args, env=env)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 

@@ -17,6 +17,8 @@ from huddle.voice import models
 from huddle.voice.lines import Cast, latest_line, line_of, spoken
 from huddle.voice.speaker import Clip, Line, Speaker, WorkerError
 
+HOUR = 3600.0  # how long a line may wait where staleness is not what is tested (a loaded machine is slow)
+
 
 def loudness(pcm: bytes) -> tuple[float, int]:
     """(RMS, peak) of 16-bit PCM."""
@@ -56,7 +58,7 @@ def kokoro_files(tmp_path_factory) -> Path:
 
 def test_espeak_speaks_each_line_aloud_in_order_and_in_distinct_voices():
     got = Collect()
-    sp = Speaker("espeak", on_clip=got)
+    sp = Speaker("espeak", on_clip=got, stale_after=HOUR)
     lines = [
         Line("The tests pass.", "s1", "lead", 0),
         Line(
@@ -84,7 +86,8 @@ def test_kokoro_speaks_with_the_registry_model(kokoro_files, tmp_path):
     voice_assets.install_registry_kokoro(home, kokoro_files)
     assert models.installed(str(home)) is not None
     got = Collect()
-    sp = Speaker("kokoro", on_clip=got, env={**os.environ, "HUDDLE_HOME": str(home), "HUDDLE_VOICE_THREADS": "2"})
+    env = {**os.environ, "HUDDLE_HOME": str(home), "HUDDLE_VOICE_THREADS": "2"}
+    sp = Speaker("kokoro", on_clip=got, env=env, stale_after=HOUR)
     try:
         sp.say(Line("The tests pass.", "s", "lead", 0))
         sp.say(Line("Needs you: approve the install.", "s", "sub", 1))
@@ -103,7 +106,7 @@ def test_kokoro_speaks_with_the_registry_model(kokoro_files, tmp_path):
 
 def test_the_queue_drops_stale_lines_and_says_needs_you_first():
     got = Collect()
-    sp = Speaker("espeak", on_clip=got, pending_max=3)
+    sp = Speaker("espeak", on_clip=got, pending_max=3, stale_after=HOUR)
     try:
         with sp.cond:  # the speaker's thread waits on this lock: the queue is exactly what is added
             for t in ("one", "two", "three", "four", "five"):
@@ -113,7 +116,7 @@ def test_the_queue_drops_stale_lines_and_says_needs_you_first():
         assert sp.dropped == 2  # "one" and "two": over the queue's length
         with sp.cond:
             stale = Line("too late")
-            stale.born -= 60  # it waited past its time
+            stale.born -= 2 * HOUR  # it waited past its time
             sp.say(stale)
             sp.say(Line("fresh"))
         got.wait(5)
@@ -129,6 +132,7 @@ def test_a_crashed_worker_is_started_again(tmp_path):
         first = sp.speak(Line("first"))
         pid = sp.status()["pid"]
         os.kill(pid, signal.SIGKILL)
+        assert sp.worker is not None and sp.worker.proc.wait(timeout=60) == -signal.SIGKILL  # gone before the next line
         second = sp.speak(Line("second"))
         assert sp.status()["pid"] not in (None, pid)
     finally:
@@ -310,7 +314,7 @@ def test_a_line_is_spoken_sentence_by_sentence():
     ]
     assert sentences("Done. The notes are written.") == ["Done. The notes are written."]
     got = Collect()
-    sp = Speaker("espeak", on_clip=got)
+    sp = Speaker("espeak", on_clip=got, stale_after=HOUR)
     try:
         sp.say(Line("The tests pass. I read the parser and found the bug.", "s", "lead", 0))
         clips = got.wait(2)

@@ -191,13 +191,13 @@ def test_one_window_plays_the_call(live, browser, request):
 
 @pytest.mark.browser
 def test_the_conversation_in_another_language(tmp_path, browser, monkeypatch, request):
-    import claude_cli
+    import agent_clis
     from fake_model import FakeModel, fake_fr
 
     settings, sid, main = web_corpus.one_session(tmp_path)
     web_corpus.append_say(main, "The tests pass.")
     with FakeModel() as fm:
-        for k, v in claude_cli.env_for(fm.url, tmp_path / "claude-config").items():
+        for k, v in agent_clis.translation_env(fm.url, tmp_path / "claude-config").items():
             monkeypatch.setenv(k, v)
         monkeypatch.setenv("HUDDLE_TRANSLATE", "fr")
         with ServerThread(web_corpus.core(settings), watch_options=FAST) as srv:

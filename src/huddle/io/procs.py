@@ -12,12 +12,19 @@ Vibe's locks, the host's process tree, the status line, the demo):
   permitted" (another user's process, /proc mounted with hidepid) means it exists:
   alive, or unknown when its start time should have been checked and cannot be.
 
+A test suite sees only its own processes: with HUDDLE_PROCS_BELOW=<pid> in the
+environment (tests/conftest.py sets it to the test run's own pid, and every process it
+starts inherits it), the table and `alive()` show only that process and those below
+it, so another suite's fake agents on the same machine are not ours to find.
+
 Read-only, standard library only: the status line imports it.
 """
 
 from __future__ import annotations
 
 import os
+
+SCOPE_ENV = "HUDDLE_PROCS_BELOW"
 
 
 class Stat:
@@ -58,6 +65,36 @@ def own_pid_namespace() -> str:
         return ""
 
 
+def scope() -> int | None:
+    """The pid whose process tree is all this process may see (HUDDLE_PROCS_BELOW), or None."""
+    raw = os.environ.get(SCOPE_ENV, "")
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+
+def in_scope(pid: int, root: int | None = None, parents: dict[int, int] | None = None) -> bool:
+    """Whether `pid` is the scope's root or below it (always, without a scope). Read from
+    /proc, a chain that cannot be read to its end (a process /proc hides) is not filtered
+    out; from a table's `parents`, one that leaves the table is."""
+    root = scope() if root is None else root
+    if root is None:
+        return True
+    seen: set[int] = set()
+    while pid > 1 and pid not in seen:
+        if pid == root:
+            return True
+        seen.add(pid)
+        if parents is not None:
+            if pid not in parents:
+                return False
+            pid = parents[pid]
+        else:
+            st = stat(pid)
+            if st is None:
+                return True
+            pid = st.ppid
+    return pid == root
+
+
 def alive(pid: object, start: object = None, pid_domain: object = None) -> bool | None:
     """True, False, or None when it cannot be told (see the module doc). `start` is
     the start time as recorded (ticks, as int or text); `pid_domain` the pid namespace
@@ -70,6 +107,8 @@ def alive(pid: object, start: object = None, pid_domain: object = None) -> bool 
             return None
     want = None if start is None or start == "" else str(start)
     st = stat(pid)
+    if st is not None and not in_scope(pid):
+        return False  # another suite's process (HUDDLE_PROCS_BELOW): not there for us
     if st is not None:
         if st.state in ("Z", "X"):
             return False
@@ -118,6 +157,10 @@ def table() -> dict[int, Stat]:
             st = stat(int(name))
             if st is not None:
                 out[int(name)] = st
+    root = scope()
+    if root is not None:
+        parents = {pid: st.ppid for pid, st in out.items()}
+        out = {pid: st for pid, st in out.items() if in_scope(pid, root, parents)}
     return out
 
 

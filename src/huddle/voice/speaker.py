@@ -274,8 +274,12 @@ class Speaker:
         if self.stopped:
             raise WorkerError(self.stopped)
         w = self.worker
-        if w is not None and w.alive():
-            return w
+        if w is not None:
+            if w.alive():
+                return w
+            self._failed(f"the worker ended ({w.proc.returncode})")  # a crash between lines counts too
+            if self.stopped:
+                raise WorkerError(self.stopped)
         try:
             self.worker = _Worker(self.engine, self.env)
         except Unavailable as exc:
