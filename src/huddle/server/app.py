@@ -188,7 +188,14 @@ def create_app(
 
     def usage(request: Request):
         q = request.query_params
-        return call(api.usage, by=q.get("by"), since=q.get("since"), until=q.get("until"))
+        return call(
+            api.usage,
+            by=q.get("by"),
+            since=q.get("since"),
+            until=q.get("until"),
+            agent=q.get("agent"),
+            project=q.get("project"),
+        )
 
     def limits(request: Request):
         from huddle.views.limits import report_for  # (== huddle usage --limits --json)
