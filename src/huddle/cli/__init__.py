@@ -23,6 +23,7 @@ LAZY = {
     **dict.fromkeys(("host", "attach", "send", "stop", "run", "answer"), "host"),
     "watch": "watch",
     "usage": "usage",
+    "overview": "overview",
     "search": "search",
     "export": "export",
     "otel": "otel",

@@ -197,6 +197,27 @@ def create_app(
             project=q.get("project"),
         )
 
+    def overview(request: Request):
+        from huddle.views.overview import PARAMS, served  # loaded when first asked: not on a server's start
+
+        q = request.query_params  # (not under the core's lock: it reads from its own caches)
+        data = served(h.settings, **{k: q.get(k) for k in PARAMS})
+        if request.url.path.endswith(".csv"):
+            from huddle.views.overview_tables import TABLES, to_csv
+
+            name = q.get("table")
+            if name not in TABLES:
+                raise BadRequest(f"bad table: {str(name)[:40]!r} (want {', '.join(TABLES)})")
+            return Response(
+                to_csv(data, name),
+                media_type="text/csv; charset=utf-8",
+                headers={
+                    "content-disposition": f'attachment; filename="huddle-{name}.csv"',
+                    "cache-control": "no-store",
+                },
+            )
+        return json_response(data)
+
     def limits(request: Request):
         from huddle.views.limits import report_for  # (== huddle usage --limits --json)
 
@@ -324,6 +345,7 @@ def create_app(
         Route("/session/{id}", page("session.html")),
         Route("/search", page("search.html")),
         Route("/usage", page("usage.html")),
+        Route("/overview", page("overview.html")),
         Route("/favicon.ico", page("favicon.svg")),
         Route("/api/info", info),
         Route("/api/doctor", doctor),
@@ -336,6 +358,8 @@ def create_app(
         Route("/api/sessions/{id}/content/{ref}", content),
         Route("/api/search", search),
         Route("/api/usage", usage),
+        Route("/api/overview", overview),
+        Route("/api/overview.csv", overview),
         Route("/api/limits", limits),
         Route("/api/sessions/{id}/export", export),
         Route("/api/sessions/{id}/answer", answer, methods=["POST"]),
