@@ -24,6 +24,7 @@ LAZY = {
     "watch": "watch",
     "usage": "usage",
     "overview": "overview",
+    **dict.fromkeys(("pin", "unpin", "pins"), "pins"),
     "search": "search",
     "export": "export",
     "otel": "otel",

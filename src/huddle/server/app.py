@@ -301,6 +301,21 @@ def create_app(
         sid = request.path_params["id"]
         return json_response(await asyncio.to_thread(answer_session, h, sid, body, by, h.lock))
 
+    async def pin(request: Request):
+        from huddle.views.pins import pin as pin_session  # loaded when first asked
+
+        raw = await request.body()
+        try:
+            body = msgspec.json.decode(raw) if raw else None
+        except msgspec.DecodeError as exc:
+            raise BadRequest(f"not JSON: {exc}") from None
+        return await asyncio.to_thread(call, pin_session, request.path_params["id"], body)
+
+    def pins(request: Request):
+        from huddle.views.pins import pins_json
+
+        return json_response(pins_json(h.settings))
+
     async def stream(request: Request):
         return await st.hub.stream(request)
 
@@ -363,6 +378,8 @@ def create_app(
         Route("/api/limits", limits),
         Route("/api/sessions/{id}/export", export),
         Route("/api/sessions/{id}/answer", answer, methods=["POST"]),
+        Route("/api/sessions/{id}/pin", pin, methods=["POST"]),
+        Route("/api/pins", pins),
         Route("/api/stream", stream),
         *extra_routes(h, st.extras, json_response),
         Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
