@@ -258,6 +258,7 @@ def create_app(
                 until=q.get("until"),
                 limit=q.get("limit"),
                 rank=q.get("rank"),
+                exact=q.get("exact"),
             )
         )
 
