@@ -237,3 +237,34 @@ def test_projects_are_named_as_usage_names_them(home):
     h.refresh()
     named = {project_name(s.cwd) or "(no project)" for s in h.sessions() if s.has_conversation}
     assert named <= set(as_json(env_of(home), "overview")["choices"]["projects"])
+
+
+def test_a_file_naming_thousands_of_tools_costs_its_row_no_more(tmp_path):
+    from huddle.views.overview_index import NAME_MAX, OTHER, TOOLS_MAX, summaries
+
+    settings = one_session_at(tmp_path, "2026-03-10T22:20:00.000Z")
+    main = next(Path(settings.folders["claude"]).glob("projects/*/*.jsonl"))
+    call = next(json.loads(x) for x in main.read_text().splitlines() if '"type":"tool_use"' in x)
+    lines = []
+    for i in range(TOOLS_MAX + 200):
+        rec = json.loads(json.dumps(call))
+        block = rec["message"]["content"][0]
+        block["id"] = f"toolu_{i:08d}"
+        block["name"] = ("x" * 100_000) if i == 0 else f"tool_{i}"
+        rec["message"]["id"] = f"msg_many{i}"
+        rec["uuid"] = f"00000000-0000-4000-8000-{i:012d}"
+        lines.append(json.dumps(rec))
+    with open(main, "a") as f:
+        f.write("\n".join(lines) + "\n")
+    rows, _ = summaries(settings)
+    (row,) = rows.values()
+    (tools,) = row["tools"].values()
+    assert len(tools) <= TOOLS_MAX + 1 and tools[OTHER][0] >= 200
+    assert max(map(len, tools)) <= NAME_MAX
+    assert sum(c for c, _ in tools.values()) == sum(e.kind == "tool_call" for e in by_hand_events(settings))
+
+
+def by_hand_events(settings: Settings) -> list:
+    h = Huddle(settings)
+    h.refresh()
+    return [e for s in h.sessions() for e in s.events if not e.copied]

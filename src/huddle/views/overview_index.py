@@ -41,6 +41,9 @@ BUCKET = 900  # seconds in a bucket
 PROMPTS, REPLIES, CALLS, ERRORS, MINUTES = range(5)
 SPAWN = "sub-agent"  # the tool an order (a lead starting a sub-agent) is counted under
 OPEN_MAX = 500  # calls kept waiting for their results, per session (the oldest go first)
+NAME_MAX = 120  # characters of a tool's name kept
+TOOLS_MAX = 300  # tools named per session and day; past them, OTHER
+OTHER = "(other tools)"
 GAP = 300  # seconds: events this close are one stretch of work (the minutes between them were active)
 
 
@@ -107,11 +110,13 @@ def add_events(row: dict[str, Any], s: Session, upto: int | None = None) -> dict
         elif k == ev.SAY:
             cell[REPLIES] += 1
         elif k == ev.TOOL_CALL or k == ev.ORDER:
-            name = (e.name or "?") if k == ev.TOOL_CALL else SPAWN
+            name = (e.name[:NAME_MAX] or "?") if k == ev.TOOL_CALL else SPAWN
             cell[CALLS] += 1
             dn = n // 96  # (the day of a bucket: 96 buckets a day)
             day = days.get(dn) or days.setdefault(dn, _day(dn * 86400))
             per = tools.setdefault(day, {})
+            if name not in per and len(per) >= TOOLS_MAX:
+                name = OTHER  # (a file naming thousands of tools costs its row no more than this)
             got = per.get(name)
             if got is None:
                 per[name] = [1, 0]
@@ -128,7 +133,8 @@ def add_events(row: dict[str, Any], s: Session, upto: int | None = None) -> dict
                 dn = n // 96
                 day = days.get(dn) or days.setdefault(dn, _day(dn * 86400))
                 per = tools.setdefault(day, {})
-                got = per.setdefault(called or "?", [0, 0])
+                called = called or "?"
+                got = per.setdefault(called if called in per or len(per) < TOOLS_MAX else OTHER, [0, 0])
                 got[1] += 1
     row.update(seq=end, last=last, first=first, end=latest)
     return row
