@@ -41,7 +41,9 @@ def test_the_page_draws_what_the_api_says(served, page):  # noqa: F811
     _ready(page)
     tz = page.evaluate("Intl.DateTimeFormat().resolvedOptions().timeZone")
     api = httpx.get(f"{served.url}api/overview", params={"tz": tz}, timeout=60).json()
-    stats = page.eval_on_selector_all("#stats .stat", "ss => ss.map(s => [s.querySelector('span').textContent, s.querySelector('b').textContent])")
+    stats = page.eval_on_selector_all(
+        "#stats .stat", "ss => ss.map(s => [s.querySelector('span').textContent, s.querySelector('b').textContent])"
+    )
     shown = dict(stats)
     assert shown["sessions"] == f"{api['stats']['sessions']:,}"
     assert shown["messages"] == f"{api['stats']['messages']:,}"
@@ -129,7 +131,9 @@ def test_ctrl_k_finds_a_session_by_title_id_or_words(tmp_path, page):  # noqa: F
         expect(item).to_contain_text("quokkaplanet")
         expect(item).to_have_attribute("aria-selected", "true")  # (no title holds the word: the hit comes first)
         page.keyboard.press("ArrowDown")
-        expect(page.locator(".palette-item", has_text="Search every message")).to_have_attribute("aria-selected", "true")
+        expect(page.locator(".palette-item", has_text="Search every message")).to_have_attribute(
+            "aria-selected", "true"
+        )
         page.keyboard.press("ArrowUp")
         expect(item).to_have_attribute("aria-selected", "true")
         page.keyboard.press("Enter")
