@@ -31,10 +31,12 @@ export function heatmap(box, days, first, last) {
   const shade = levels(days.map((d) => d.activity));
   const lead = (new Date(start).getUTCDay() + 6) % 7; // Monday = 0
   const weeks = Math.ceil((lead + (end - start) / DAY + 1) / 7);
-  const C = 12, G = 3, L = 28, T = 16;
+  // cells as big as the card lets them (a few weeks fill it), 12 px at least (a long range scrolls)
+  const G = 3, L = 28, T = 16;
+  const C = Math.max(12, Math.min(20, Math.floor(((box.clientWidth || 600) - L) / weeks) - G));
   const W = L + weeks * (C + G), H = T + 7 * (C + G);
   const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img", "aria-label": `Activity per day, ${first} to ${last}`, class: "heat" });
-  ["Mon", "", "Wed", "", "Fri", "", ""].forEach((d, i) => d && g.append(svg("text", { x: 0, y: T + i * (C + G) + C - 2, class: "axis" }, d)));
+  ["Mon", "", "Wed", "", "Fri", "", ""].forEach((d, i) => d && g.append(svg("text", { x: 0, y: T + i * (C + G) + C / 2 + 4, class: "axis" }, d)));
   for (let t = start, i = lead; t <= end; t += DAY, i++) {
     const k = iso(t), w = Math.floor(i / 7), wd = i % 7;
     const d = by.get(k);

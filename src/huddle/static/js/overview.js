@@ -91,7 +91,8 @@ function table(box, head, rows) {
 }
 
 function agentCell(source) {
-  return el("td", { class: "ov-agent" }, agentDot(source), SOURCE_LABEL[source] || source);
+  const name = SOURCE_LABEL[source] || source;
+  return el("td", { class: "ov-agent", title: name }, agentDot(source), el("span", { class: "ov-agent-name", text: name }));
 }
 
 function top(d) {
@@ -117,7 +118,7 @@ function tools(d) {
   const all = d.tools;
   const shown = allTools ? all : all.slice(0, TOOLS_SHOWN);
   const most = Math.max(1, ...all.map((r) => r.calls));
-  table($("tools"), [["Tool", "u-left"], ["Agent", "u-left"], ["Calls"], ["Failed"], ["Failed %"], ["Sessions", "hide-narrow"]],
+  table($("tools"), [["Tool", "u-left"], ["Agent", "u-left"], ["Calls"], ["Failed"], ["Failed %", "hide-narrow"], ["Sessions", "hide-narrow"]],
     shown.map((r) => {
       const bar = el("span", { class: "share" });
       bar.style.width = `${Math.round((100 * r.calls) / most)}%`;
@@ -126,7 +127,7 @@ function tools(d) {
         agentCell(r.agent),
         el("td", { text: count(r.calls) }),
         el("td", { text: count(r.errors), class: r.errors ? "ov-bad" : "" }),
-        el("td", { text: r.calls ? `${((100 * r.errors) / r.calls).toFixed(1)}%` : "—" }),
+        el("td", { class: "hide-narrow", text: r.calls ? `${((100 * r.errors) / r.calls).toFixed(1)}%` : "—" }),
         el("td", { class: "hide-narrow", text: count(r.sessions) }));
     }));
   $("tools-more").hidden = allTools || all.length <= TOOLS_SHOWN;
