@@ -60,7 +60,7 @@ def _texts(h):
 
 
 def _found(h, q: str, **kw) -> set[tuple[str, str]]:
-    d = search(h, q, limit=500, **kw)
+    d = search(h, q, limit=500, exact=True, **kw)
     return {(r["key"], r["ref"]) for r in d["results"]}
 
 

@@ -58,7 +58,7 @@ def test_the_search_page_narrows_and_says_when_nothing_is_found(tmp_path, page):
         expect(page.locator(".result").first).to_be_visible()
         n = page.locator(".result").count()
         page.select_option("#source", "codex")
-        expect(page.locator("#state")).to_contain_text("result")
+        expect(page.locator("#state")).to_contain_text("session")  # (one row per session)
         page.wait_for_function("() => location.search.includes('source=codex')")
         metas = page.eval_on_selector_all(".r-meta", "ms => ms.map(m => m.textContent)")
         assert all(m.startswith("Codex") for m in metas) and len(metas) <= n

@@ -5,6 +5,7 @@ rebuilds itself when removed or damaged; no query makes it fail."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ from huddle.io.reader import read_span
 from huddle.search import SearchIndex, attach
 from huddle.search.index import one_shot
 from huddle.search.query import matches, parse
+from huddle.search.stem import stems
 from huddle.search.store import index_path
 from huddle.search.text import DEFAULT_SCOPE, KIND_GROUP, event_text, indexed, needs_record, word_list
 from huddle.server import ServerThread
@@ -70,9 +72,30 @@ def _brute(texts, q: str, scope) -> set[tuple[str, str]]:
 
 
 def _found(h, q: str, **kw) -> set[tuple[str, str]]:
+    d = search(h, q, limit=500, exact=True, **kw)
+    assert not d["more"], "a test query must fit in one page"
+    assert {r["match"] for r in d["results"]} <= {"exact"}
+    return {(r["key"], r["ref"]) for r in d["results"]}
+
+
+def _brute_stem(texts, q: str, scope) -> set[tuple[str, str]]:
+    """What only the stems match (the stemmed table holds messages, not tool pieces)."""
+    query = parse(q)
+    stemmed = dataclasses.replace(
+        query, terms=[dataclasses.replace(t, words=tuple(stems(list(t.words)))) for t in query.terms]
+    )
+    scope = tuple(scope) + (("tool",) if query.tool and scope == DEFAULT_SCOPE else ())
+    return {
+        (k, ref)
+        for k, ref, group, words in texts
+        if group in scope and group != "tool" and matches(stemmed, stems(words)) and not matches(query, words)
+    }
+
+
+def _found_stem(h, q: str, **kw) -> set[tuple[str, str]]:
     d = search(h, q, limit=500, **kw)
     assert not d["more"], "a test query must fit in one page"
-    return {(r["key"], r["ref"]) for r in d["results"]}
+    return {(r["key"], r["ref"]) for r in d["results"] if r["match"] == "stem"}
 
 
 def test_results_equal_a_brute_force_scan(corpus):
@@ -105,23 +128,30 @@ def test_results_equal_a_brute_force_scan(corpus):
         "C++",
         "naïve café",
     ]
-    checked = 0
+    checked = stemmed = 0
+    stemming = {"files", "tests", "running", "reading", *common, phrase, f"{common[0]} -{common[1]}", "naïve café"}
+    queries += ["files", "tests", "running", "reading"]
     for q in queries:
         for scope in (DEFAULT_SCOPE, ("tool",), ("prompt",), ("say", "think")):
             want = _brute(texts, q, scope)
             kind = None if scope == DEFAULT_SCOPE else ",".join(scope)
             assert _found(h, q, kind=kind) == want, (q, scope)
             checked += len(want)
+            if scope in (DEFAULT_SCOPE, ("prompt",)) and q in stemming:
+                want = _brute_stem(texts, q, scope)
+                assert _found_stem(h, q, kind=kind) == want, (q, scope, "stemmed")
+                stemmed += len(want)
     assert checked > 200, "the queries find something"
+    assert stemmed > 5, "the stems find more"
 
 
 def test_newest_first_and_by_relevance(corpus):
     _cfg, h, _index = corpus
-    d = search(h, "the", limit=200)
+    d = search(h, "the", limit=200, exact=True)
     times = [r["t"] for r in d["results"]]
     assert len(times) > 20 and times == sorted(times, reverse=True)
-    ranked = search(h, "the", limit=500, rank=True)
-    newest = search(h, "the", limit=500)
+    ranked = search(h, "the", limit=500, rank=True, exact=True)
+    newest = search(h, "the", limit=500, exact=True)
     assert ranked["order"] == "rank" and {r["ref"] + r["key"] for r in ranked["results"]} == {
         r["ref"] + r["key"] for r in newest["results"]
     }
@@ -152,7 +182,7 @@ def test_tool_output_is_indexed_but_out_of_the_default_scope(corpus):
     talk = {w for _, _, g, ws in texts if g != "tool" for w in ws}
     only_tool = sorted({w for _, _, g, ws in texts if g == "tool" for w in ws} - talk)
     word = next(w for w in only_tool if len(w) > 5 and w.isalpha())
-    assert search(h, word)["results"] == []
+    assert search(h, word, exact=True)["results"] == []
     assert search(h, word, kind="tool")["results"]
     assert search(h, f"tool:{word}")["results"]
     assert search(h, f"tool: {word}")["scope"] == ["prompt", "say", "think", "tool"]

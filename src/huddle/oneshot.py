@@ -267,17 +267,21 @@ def usage(
     when: float | None,
     before: float | None,
     keep: list[Any] | None = None,
+    agent: str | None = None,
+    project: str | None = None,
 ) -> dict[str, Any]:
     """The usage report from the usage index (it reads only what moved since the last
-    run), its notes said on stderr. `keep`: told what the report hangs on when it may be
-    kept as a stored answer (views.usage_index.counted_from_index)."""
+    run), its notes said on stderr; of one agent and/or project when given. `keep`: told
+    what the report hangs on when it may be kept as a stored answer
+    (views.usage_index.counted_from_index)."""
     from huddle.views.own_usage import with_own
-    from huddle.views.usage import aggregate
+    from huddle.views.usage import aggregate, only
     from huddle.views.usage_index import counted_from_index
 
-    summed = by == "day" and when is None and before is None
+    summed = by == "day" and when is None and before is None and not agent and not project
     with FewCollections():
         counted, notes = counted_from_index(settings, table, when, before, keep=keep, summed=summed)
+    counted = only(counted, agent, project)
     for note in notes:
         echo(f"huddle: {note}", err=True)
     if summed and counted.get("sums") is not None:

@@ -24,6 +24,8 @@ LAZY = {
     **dict.fromkeys(("host", "attach", "send", "stop", "run", "answer"), "host"),
     "watch": "watch",
     "usage": "usage",
+    "overview": "overview",
+    **dict.fromkeys(("pin", "unpin", "pins"), "pins"),
     "search": "search",
     "export": "export",
     "otel": "otel",

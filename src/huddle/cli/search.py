@@ -69,7 +69,9 @@ def _progress_factory(console):
 @click.option("--until", default=None, metavar="DATE", help="Only messages before DATE.")
 @click.option("--limit", default=None, help="At most this many results (default 20).")
 @click.option("--rank", is_flag=True, help="Most relevant first (default: newest first).")
-def search(query, as_json, source, project, session_id, kinds, since, until, limit, rank) -> None:
+@click.option("--exact", is_flag=True, help="Only the words as typed (by default their stems match too: tests, test).")
+@click.option("--sessions", "by_session", is_flag=True, help="One line per session, with its hits counted.")
+def search(query, as_json, source, project, session_id, kinds, since, until, limit, rank, exact, by_session) -> None:
     """Find messages in every session: words (all must be there), "a phrase",
     prefix*, -word to leave out; tool: to include tool inputs and outputs."""
     from rich.console import Console
@@ -105,13 +107,34 @@ def search(query, as_json, source, project, session_id, kinds, since, until, lim
             until=until,
             limit=limit,
             rank=rank,
+            exact=exact,
         )
     except HuddleError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    print_results(data, Console())
+    if by_session:
+        print_sessions(data, Console())
+    else:
+        print_results(data, Console())
+
+
+def print_sessions(data: dict, console) -> None:
+    from rich.text import Text
+
+    for note in data["notes"]:
+        console.print(Text(f"huddle: {note}", style="yellow"))
+    if not data["sessions"]:
+        console.print(Text("No messages found.", style="dim"))
+    for g in data["sessions"]:
+        head = Text(f"{(g['last'] or '')[:16].replace('T', ' ')}  ", style="dim")
+        head.append(g["title"] or g["session"], style="bold")
+        hits = f"{g['hits']} hit{'s' if g['hits'] != 1 else ''}" + (f" ({g['stem']} by stem)" if g["stem"] else "")
+        head.append(f"  {g['source']} · {g['project'] or '(no project)'} · {hits}", style="dim")
+        console.print(head)
+        console.print(Text(f"  {g['hit']['snippet']['text']}"))
+        console.print(Text(f"  huddle show {g['session']}", style="dim"))
 
 
 def print_results(data: dict, console) -> None:
@@ -127,7 +150,9 @@ def print_results(data: dict, console) -> None:
         head = Text(f"{when}  ", style="dim")
         head.append(visible(f"{r['source']} · {r['project'] or '(no project)'} · "), style="dim")
         head.append(visible(r["title"] or r["session"]), style="bold")
-        head.append(visible(f"  {r['agent_name']} · {r['kind']}"), style="cyan")
+        head.append(
+            visible(f"  {r['agent_name']} · {r['kind']}" + (" · by stem" if r["match"] == "stem" else "")), style="cyan"
+        )
         console.print(head)
         console.print(_snippet(r["snippet"]))
         console.print(Text(visible(f"  huddle show {r['session']}   (ref {r['ref']})"), style="dim"))

@@ -38,6 +38,8 @@ def _date(given: str | None, option: str, parse: Callable[[str], float | None]) 
     help="Only usage at or after DATE (YYYY-MM-DD, UTC) or an ISO 8601 time.",
 )
 @click.option("--until", "until", default=None, metavar="DATE", help="Only usage before DATE (same forms as --since).")
+@click.option("--agent", default=None, metavar="NAME", help="Only this agent's sessions (claude, codex, vibe...).")
+@click.option("--project", default=None, metavar="NAME", help="Only sessions of this project (the folder's name).")
 @click.option("--hub", "hub", default=None, metavar="DSN", help="Every machine's usage, from a PostgreSQL hub.")
 @click.option("--machine", default=None, metavar="NAME", help="With --hub: only the sessions this machine holds.")
 @click.option("--limits", is_flag=True, help="Each agent's plan quota (5-hour, 7-day): used, reset, pace.")
@@ -48,6 +50,8 @@ def usage(
     by: str,
     since: str | None,
     until: str | None,
+    agent: str | None = None,
+    project: str | None = None,
     hub: str | None = None,
     machine: str | None = None,
     limits: bool = False,
@@ -63,6 +67,8 @@ def usage(
 
     when = _date(since, "--since", parse_since)
     before = _date(until, "--until", parse_since)
+    if hub is not None and (agent or project):
+        raise click.BadParameter("not with --hub yet", param_hint="--agent / --project")
     if hub is None and (by == "machine" or machine is not None):
         raise click.BadParameter("machines are the hub's: add --hub DSN", param_hint="--by machine / --machine")
     settings = Settings.from_env()
@@ -85,7 +91,8 @@ def usage(
         else:
             print_report(data)
         return
-    data = report(settings, table, by, when, before)  # (huddle.oneshot: `usage --json` is answered there)
+    # (huddle.oneshot: `usage --json` is answered there)
+    data = report(settings, table, by, when, before, agent=agent or None, project=project or None)
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:

@@ -6,6 +6,10 @@
     -flaky              without this word (or -"a phrase")
     tool: npm  /  tool:npm
                         include tool inputs and outputs (outside the default scope)
+    登录                a word of a script written without spaces: its characters in a row
+
+Each term is looked for as typed and, beside that, stemmed (`tests` finds "test",
+`reinstal` finds "reinstall": search/stem.py); the index says which way a hit matched.
 
 Every user string reaches FTS5 only inside double quotes (quotes in it doubled), so a
 hyphen, a colon, a bracket or a word like NEAR or OR is just text: no input gives a
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .text import word_list
+from .text import spaced, word_list
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,7 @@ class Term:
     negate: bool = False
 
     def fts(self) -> str:
-        return '"' + self.text.replace('"', '""') + '"' + ("*" if self.prefix else "")
+        return '"' + spaced(self.text).replace('"', '""') + '"' + ("*" if self.prefix else "")
 
     def to_dict(self) -> dict:
         return {"text": self.text, "words": list(self.words), "phrase": self.phrase, "prefix": self.prefix}

@@ -2,7 +2,8 @@
 agent's folder), derived, safe to delete.
 
 - `fts` is a contentless FTS5 table (the words, no copy of the text: about a tenth
-  of the transcripts' size). Its rowid is the event's time in milliseconds shifted
+  of the transcripts' size); `stem` holds the messages' words again, stemmed by
+  FTS5's porter tokenizer (tool pieces are not stemmed). Their rowid is the event's time in milliseconds shifted
   left 21 bits plus a counter, so "newest first" is FTS5's own rowid order (it stops
   after `limit` hits) and `--since` is a rowid range.
 - `rows` says where each indexed event lives (file, offset, length, which event of
@@ -31,7 +32,7 @@ from collections.abc import Iterator, Sequence
 from huddle.errors import InputError
 from huddle.io import private
 
-FORMAT = "huddle-search/1"
+FORMAT = "huddle-search/2"  # 2: a stemmed table beside the exact one; CJK characters as words
 TAIL = 64  # bytes before a file's indexed length, to notice a rewrite
 COUNTER_BITS = 21
 MS_MAX = (1 << 42) - 1
@@ -52,7 +53,10 @@ CREATE TABLE IF NOT EXISTS rows(
   rowid INTEGER PRIMARY KEY, file INTEGER, off INTEGER, len INTEGER, nth INTEGER, kind INTEGER, agent INTEGER);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
   prompt, say, think, tool, content='', tokenize='unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS stem USING fts5(
+  prompt, say, think, tool, content='', tokenize='porter unicode61 remove_diacritics 2');
 """
+TABLES = ("fts", "stem")  # the words as written; the same words stemmed (messages only, not tool pieces)
 
 
 class Damaged(InputError):
@@ -251,6 +255,8 @@ class Store:
         except sqlite3.IntegrityError:
             raise
         db.executemany("INSERT INTO fts(rowid, prompt, say, think, tool) VALUES (?,?,?,?,?)", texts)
+        said = [t[:4] for t in texts if t[4] is None]  # (tool pieces are not stemmed: mostly code and output)
+        db.executemany("INSERT INTO stem(rowid, prompt, say, think) VALUES (?,?,?,?)", said)
 
     def taken(self, db: sqlite3.Connection, rowids: Sequence[int]) -> set[int]:
         out: set[int] = set()
@@ -290,15 +296,84 @@ class Store:
         rank: bool = False,
         limit: int = 20,
         offset: int = 0,
+        table: str = "fts",
+        besides: str | None = None,
     ) -> list[tuple]:
-        """Hits: (rowid, path, off, len, nth, kind, agent, session key)."""
-        where = ["fts MATCH ?", "f.dead = 0", "s.absent = 0"]
+        """Hits: (rowid, path, off, len, nth, kind, agent, session key). `table`: "fts"
+        (the words as written) or "stem" (stemmed); `besides`: an exact match whose hits
+        are left out (the stemmed hits that are not exact ones)."""
+        where, args = self._where(match, since_ms, until_ms, sources, project, session, table, besides)
+        order = f"{table}.rank" if rank else f"{table}.rowid DESC"
+        sql = (
+            f"SELECT {table}.rowid, f.path, r.off, r.len, r.nth, r.kind, a.agent, s.key "
+            f"FROM {table} JOIN rows r ON r.rowid = {table}.rowid JOIN files f ON f.id = r.file "
+            "JOIN sessions s ON s.id = f.session LEFT JOIN agents a ON a.id = r.agent "
+            f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ? OFFSET ?"
+        )
+        args.extend([limit, offset])
+        with self.lock:
+            return self.open().execute(sql, args).fetchall()
+
+    def per_session(
+        self,
+        match: str,
+        *,
+        since_ms: int | None = None,
+        until_ms: int | None = None,
+        sources: Sequence[str] = (),
+        project: str | None = None,
+        session: str | None = None,
+        table: str = "fts",
+        besides: str | None = None,
+    ) -> list[tuple]:
+        """Per session holding hits: (session key, hits, the newest hit's rowid, its best rank)."""
+        where, args = self._where(match, since_ms, until_ms, sources, project, session, table, besides)
+        sql = (
+            f"SELECT s.key, COUNT(*), MAX({table}.rowid), MIN({table}.rank) "
+            f"FROM {table} JOIN rows r ON r.rowid = {table}.rowid JOIN files f ON f.id = r.file "
+            f"JOIN sessions s ON s.id = f.session WHERE {' AND '.join(where)} GROUP BY s.id"
+        )
+        with self.lock:
+            return self.open().execute(sql, args).fetchall()
+
+    def located(self, rowids: Sequence[int]) -> dict[int, tuple]:
+        """Where these indexed rows are: rowid -> (rowid, path, off, len, nth, kind, agent, session key)."""
+        out: dict[int, tuple] = {}
+        with self.lock:
+            db = self.open()
+            for i in range(0, len(rowids), 500):
+                part = list(rowids[i : i + 500])
+                sql = (
+                    "SELECT r.rowid, f.path, r.off, r.len, r.nth, r.kind, a.agent, s.key FROM rows r "
+                    "JOIN files f ON f.id = r.file JOIN sessions s ON s.id = f.session "
+                    f"LEFT JOIN agents a ON a.id = r.agent WHERE r.rowid IN ({','.join('?' * len(part))})"
+                )
+                out.update((row[0], row) for row in db.execute(sql, part))
+        return out
+
+    @staticmethod
+    def _where(
+        match: str,
+        since_ms: int | None,
+        until_ms: int | None,
+        sources: Sequence[str],
+        project: str | None,
+        session: str | None,
+        table: str,
+        besides: str | None,
+    ) -> tuple[list[str], list]:
+        if table not in TABLES:
+            raise ValueError(table)
+        where = [f"{table} MATCH ?", "f.dead = 0", "s.absent = 0"]
         args: list = [match]
+        if besides is not None:
+            where.append(f"{table}.rowid NOT IN (SELECT rowid FROM fts WHERE fts MATCH ?)")
+            args.append(besides)
         if since_ms is not None:
-            where.append("fts.rowid >= ?")
+            where.append(f"{table}.rowid >= ?")
             args.append(rowid_for(since_ms, 0))
         if until_ms is not None:
-            where.append("fts.rowid < ?")
+            where.append(f"{table}.rowid < ?")
             args.append(rowid_for(until_ms, 0))
         if sources:
             where.append(f"s.source IN ({','.join('?' * len(sources))})")
@@ -309,16 +384,7 @@ class Store:
         if session:
             where.append("(s.sid = ? OR s.key = ?)")
             args.extend([session, session])
-        order = "fts.rank" if rank else "fts.rowid DESC"
-        sql = (
-            "SELECT fts.rowid, f.path, r.off, r.len, r.nth, r.kind, a.agent, s.key "
-            "FROM fts JOIN rows r ON r.rowid = fts.rowid JOIN files f ON f.id = r.file "
-            "JOIN sessions s ON s.id = f.session LEFT JOIN agents a ON a.id = r.agent "
-            f"WHERE {' AND '.join(where)} ORDER BY {order} LIMIT ? OFFSET ?"
-        )
-        args.extend([limit, offset])
-        with self.lock:
-            return self.open().execute(sql, args).fetchall()
+        return where, args
 
 
 def settings_key(folders: dict[str, str]) -> str:

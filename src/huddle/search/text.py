@@ -9,6 +9,9 @@ agent's file (the event keeps only a capped text); base64 runs are never indexed
 `words()` cuts text the way SQLite's unicode61 tokenizer does (letters, digits and
 private-use characters are word characters; case and diacritics folded), so the
 highlights a page draws and the brute-force check in the tests agree with the index.
+Chinese and Japanese characters (and Korean syllables) are words of their own
+(`spaced()` sets them apart before the tokenizer sees them): a word of theirs is
+looked for as a phrase of characters.
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ def event_text(e: Event, piece: dict | None = None) -> str:
         elif k == ev.ORDER and e.detail and e.detail not in text:
             text = e.detail + "\n" + text
         limit = TEXT_MAX
-    return strip_base64(text[:limit])
+    return spaced(strip_base64(text[:limit]))
 
 
 # -- words, as unicode61 cuts them ----------------------------------------------------------
@@ -111,6 +114,8 @@ def fold(word: str) -> str:
     w = word.lower()
     if w.isascii():
         return w
+    if _HANGUL.search(w):  # (a syllable stays one character, as SQLite keeps it: NFD would take it apart)
+        return "".join(c if _HANGUL.match(c) else fold(c) for c in w)
     return "".join(c for c in unicodedata.normalize("NFD", w) if not unicodedata.combining(c))
 
 
@@ -125,12 +130,42 @@ def _word_char(c: str) -> bool:
     return c.isalnum() or (not c.isascii() and unicodedata.category(c) == "Co")
 
 
+# Scripts written without spaces between words (Chinese, Japanese) and Korean's syllables
+# (its words carry their particles): each character is a word of its own, so a word of
+# any length is found as a phrase of characters inside a run ("登录" in "修复登录错误").
+ALONE = (
+    "\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f"
+)
+_ALONE = re.compile(f"[{ALONE}]")
+_HANGUL = re.compile("[\uac00-\ud7a3]")
+_ALONE_RUN = re.compile(f"([{ALONE}])")
+
+
+def alone(c: str) -> bool:
+    """Whether `c` is a word by itself (see ALONE)."""
+    return not c.isascii() and _ALONE.match(c) is not None
+
+
+def spaced(text: str) -> str:
+    """The text as the index takes it: each ALONE character set apart by spaces (SQLite's
+    unicode61 tokenizer would take a whole run of them for one word)."""
+    if text.isascii() or not _ALONE.search(text):
+        return text
+    return _ALONE_RUN.sub(r" \1 ", text)
+
+
 def words(text: str) -> Iterator[tuple[str, int, int]]:
-    """(folded word, start, end) for every word of `text`."""
+    """(folded word, start, end) for every word of `text` (an ALONE character is one)."""
     start = -1
     for i, c in enumerate(text):
         if _word_char(c):
-            if start < 0:
+            if not c.isascii() and alone(c):
+                if start >= 0:
+                    yield fold(text[start:i]), start, i
+                    start = -1
+                yield fold(c), i, i + 1
+            elif start < 0:
                 start = i
         elif start >= 0:
             yield fold(text[start:i]), start, i

@@ -163,6 +163,7 @@ class Handlers:
             Route("/session/{id}", page("session.html")),
             Route("/search", page("search.html")),
             Route("/usage", page("usage.html")),
+            Route("/overview", page("overview.html")),
             Route("/favicon.ico", page("favicon.svg")),
             Route("/api/info", self.info),
             Route("/api/doctor", self.doctor),
@@ -175,9 +176,13 @@ class Handlers:
             Route("/api/sessions/{id}/content/{ref}", self.content),
             Route("/api/search", self.search),
             Route("/api/usage", self.usage),
+            Route("/api/overview", self.overview),
+            Route("/api/overview.csv", self.overview),
             Route("/api/limits", self.limits),
             Route("/api/sessions/{id}/export", self.export),
             Route("/api/sessions/{id}/answer", self.answer, methods=["POST"]),
+            Route("/api/sessions/{id}/pin", self.pin, methods=["POST"]),
+            Route("/api/pins", self.pins),
             Route("/api/stream", self.stream),
             *extra_routes(self.h, self.st.extras, json_response),
             Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
@@ -238,7 +243,35 @@ class Handlers:
 
     def usage(self, request: Request):
         q = request.query_params
-        return self.call(api.usage, by=q.get("by"), since=q.get("since"), until=q.get("until"))
+        return self.call(
+            api.usage,
+            by=q.get("by"),
+            since=q.get("since"),
+            until=q.get("until"),
+            agent=q.get("agent"),
+            project=q.get("project"),
+        )
+
+    def overview(self, request: Request):
+        from huddle.views.overview import PARAMS, served  # loaded when first asked: not on a server's start
+
+        q = request.query_params  # (not under the core's lock: it reads from its own caches)
+        data = served(self.h.settings, **{k: q.get(k) for k in PARAMS})
+        if request.url.path.endswith(".csv"):
+            from huddle.views.overview_tables import TABLES, to_csv
+
+            name = q.get("table")
+            if name not in TABLES:
+                raise BadRequest(f"bad table: {str(name)[:40]!r} (want {', '.join(TABLES)})")
+            return Response(
+                to_csv(data, name),
+                media_type="text/csv; charset=utf-8",
+                headers={
+                    "content-disposition": f'attachment; filename="huddle-{name}.csv"',
+                    "cache-control": "no-store",
+                },
+            )
+        return json_response(data)
 
     def limits(self, request: Request):
         from huddle.views.limits import report_for  # (== huddle usage --limits --json)
@@ -280,6 +313,7 @@ class Handlers:
                 until=q.get("until"),
                 limit=q.get("limit"),
                 rank=q.get("rank"),
+                exact=q.get("exact"),
             )
         )
 
@@ -323,6 +357,21 @@ class Handlers:
         by = by if by in ("web", "keyboard", "notification") else "web"
         sid = request.path_params["id"]
         return json_response(await asyncio.to_thread(answer_session, self.h, sid, body, by, self.h.lock))
+
+    async def pin(self, request: Request):
+        from huddle.views.pins import pin as pin_session  # loaded when first asked
+
+        raw = await request.body()
+        try:
+            body = msgspec.json.decode(raw) if raw else None
+        except msgspec.DecodeError as exc:
+            raise BadRequest(f"not JSON: {exc}") from None
+        return await asyncio.to_thread(self.call, pin_session, request.path_params["id"], body)
+
+    def pins(self, request: Request):
+        from huddle.views.pins import pins_json
+
+        return json_response(pins_json(self.h.settings))
 
     async def stream(self, request: Request):
         return await self.st.hub.stream(request)

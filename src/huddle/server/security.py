@@ -5,9 +5,9 @@ did not hand out itself:
 - the Host must be the loopback name and port it serves (DNS rebinding);
 - a cross-origin request (a foreign Origin, Sec-Fetch-Site cross-site/same-site) is refused;
 - a request body is refused (400, 413 over 256 KB) and its connection closed: no
-  route takes one, but for the one write (below);
-- the one write, POST /api/sessions/{id}/answer (huddle.answer), passes only as a
-  same-origin request from huddle's own page: an Origin equal to the Host it serves,
+  route takes one, but for the writes (below);
+- the writes, POST /api/sessions/{id}/answer (huddle.answer) and .../pin (views.pins),
+  pass only as a same-origin request from huddle's own page: an Origin equal to the Host it serves,
   Sec-Fetch-Site same-origin when the browser sends it, a JSON body (no form can
   send one without a preflight, and no preflight is answered), and this server's
   answer token in the X-Huddle-Token header (never a cookie: a cookie comes with any
@@ -32,7 +32,7 @@ BODY_MAX = 256 * 1024
 DRAIN_MAX = 4 << 20  # past this a body is not even read to the end
 BODY_WAIT = 5.0  # seconds a refused body may take to arrive
 TOKEN_HEADER = b"x-huddle-token"
-POSTS = re.compile(r"^/api/sessions/[^/]+/answer$")  # the only routes that take a body
+POSTS = re.compile(r"^/api/sessions/[^/]+/(answer|pin)$")  # the only routes that take a body
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -161,7 +161,7 @@ class Security:
         return None
 
     async def _post(self, scope, headers, receive, send) -> None:
-        """The one write: refused unless it is huddle's own page asking, with the token."""
+        """A write: refused unless it is huddle's own page asking, with the token."""
         why = self._write_refused(headers)
         if why is not None:
             await _drain_quietly(receive)

@@ -376,9 +376,16 @@ def content(h: Huddle, sid: str, ref: object) -> JSON:
 # -- usage ------------------------------------------------------------------------------
 
 
-def usage(h: Huddle, by: object = None, since: object = None, until: object = None) -> JSON:
-    """GET /api/usage?by=day|session|project|model|agent&since=DATE&until=DATE: what
-    `huddle usage --json` prints (both are `usage.aggregate` over the counted rows)."""
+def usage(
+    h: Huddle,
+    by: object = None,
+    since: object = None,
+    until: object = None,
+    agent: object = None,
+    project: object = None,
+) -> JSON:
+    """GET /api/usage?by=day|session|project|model|agent&since=DATE&until=DATE&agent=&project=:
+    what `huddle usage --json` prints (both are `usage.aggregate` over the counted rows)."""
     from . import usage as u
 
     group = by if by not in (None, "") else "day"
@@ -392,4 +399,15 @@ def usage(h: Huddle, by: object = None, since: object = None, until: object = No
             if t is None:
                 raise BadRequest(f"bad {what}: {str(value)[:40]!r} (use YYYY-MM-DD or ISO 8601)")
         times.append(t)
-    return u.report(h, str(group), times[0], until=times[1])
+    return u.report(
+        h, str(group), times[0], until=times[1], agent=_name(agent, "agent"), project=_name(project, "project")
+    )
+
+
+def _name(value: object, what: str) -> str | None:
+    """An agent's or project's name as a filter (none when empty)."""
+    if value in (None, ""):
+        return None
+    if not isinstance(value, str) or len(value) > 300:
+        raise BadRequest(f"bad {what}: {str(value)[:40]!r}")
+    return value

@@ -19,8 +19,9 @@ from huddle.errors import BadRequest
 from huddle.model.times import iso, project_name
 from huddle.search import Damaged, index_for
 from huddle.search.query import Query, parse
+from huddle.search.stem import stems
 from huddle.search.store import is_damage, ms_of
-from huddle.search.text import CODE_KIND, COLUMNS, DEFAULT_SCOPE, KIND_GROUP, fold_char, string_values
+from huddle.search.text import CODE_KIND, COLUMNS, DEFAULT_SCOPE, KIND_GROUP, alone, fold_char, string_values
 
 from .api import check_id, check_int, files_index
 from .usage import parse_since
@@ -60,12 +61,21 @@ def _when(value: object, what: str) -> float | None:
 # -- snippets -----------------------------------------------------------------------------
 
 
-def _pattern(q: Query) -> re.Pattern[str] | None:
-    """Where the positive terms stand in folded text (any case, any separators)."""
+def _pattern(q: Query, stemmed: bool = False) -> re.Pattern[str] | None:
+    """Where the positive terms stand in folded text (any case, any separators; a
+    character of a script without spaces right after the one before). `stemmed`: any
+    word that starts with a term's stem stands for it."""
     alts = []
     for t in q.positive:
-        body = r"[\W_]+".join(re.escape(w) for w in t.words)
-        alts.append(r"(?<![^\W_])" + body + (r"" if t.prefix else r"(?![^\W_])"))
+        ws = stems(list(t.words)) if stemmed else list(t.words)
+        body = ""
+        for i, w in enumerate(ws):
+            if i:
+                body += r"[\W_]*" if alone(ws[i - 1][-1]) or alone(w[0]) else r"[\W_]+"
+            body += re.escape(w)
+        head = "" if alone(ws[0][0]) else r"(?<![^\W_])"
+        tail = r"[^\W_]*" if stemmed else "" if t.prefix or alone(ws[-1][-1]) else r"(?![^\W_])"
+        alts.append(head + body + tail)
     return re.compile("|".join(alts)) if alts else None
 
 
@@ -74,7 +84,7 @@ def _folded(s: str) -> str:
     return s.lower() if s.isascii() else "".join(map(fold_char, s))
 
 
-def snippet(raw: bytes, q: Query) -> dict:
+def snippet(raw: bytes, q: Query, stemmed: bool = False) -> dict:
     """The string of the record that holds the most of the terms, cut around the first
     hit, with the hits marked: {"text", "marks": [[start, end], ...]}."""
     try:
@@ -82,7 +92,7 @@ def snippet(raw: bytes, q: Query) -> dict:
         strings = string_values(rec, [])
     except msgspec.DecodeError:
         strings = [raw.decode("utf-8", "replace")]
-    pat = _pattern(q)
+    pat = _pattern(q, stemmed)
     best, best_hits, best_score = "", [], (-1, 0)
     for s in strings:
         if len(s) < 2:
@@ -148,10 +158,13 @@ def search(
     until: object = None,
     limit: object = None,
     rank: object = False,
+    exact: object = False,
 ) -> dict:
     """GET /api/search?q=...: messages matching the query, newest first (or by
-    relevance with `rank`). The caller brings the index level first (the server's
-    indexing thread, or the command before it asks)."""
+    relevance with `rank`): the words as typed first, then (unless `exact`) the
+    messages only their stems match (`tests` finds "test"); `sessions` says the same
+    one row per session, with its hits counted. The caller brings the index level
+    first (the server's indexing thread, or the command before it asks)."""
     text = q if isinstance(q, str) else ""
     if len(text) > 2000:
         raise BadRequest("the query is too long (2,000 characters at most)")
@@ -164,15 +177,17 @@ def search(
     t_since, t_until = _when(since, "since"), _when(until, "until")
     n = check_int(limit, "limit", lo=1, hi=LIMIT_MAX, default=LIMIT)
     by_rank = rank in (True, "1", "true", "yes")
+    only_exact = exact in (True, "1", "true", "yes")
     query = parse(text)
     scope = kinds or (DEFAULT_SCOPE + (("tool",) if query.tool else ()))
     notes = [f"ignored {d!r}: no word in it to look for" for d in query.dropped]
     out: dict = {
         "query": text,
-        "terms": [t.to_dict() for t in query.positive],
+        "terms": [{**t.to_dict(), "stems": stems(list(t.words))} for t in query.positive],
         "excluded": [t.to_dict() for t in query.negative],
         "scope": list(scope),
         "order": "rank" if by_rank else "newest",
+        "match": "exact" if only_exact else "exact+stem",
         "filters": {
             "source": src,
             "project": proj,
@@ -181,6 +196,7 @@ def search(
             "until": iso(t_until),
         },
         "results": [],
+        "sessions": [],
         "more": False,
         "notes": notes,
     }
@@ -194,17 +210,21 @@ def search(
         if text.strip():
             notes.append("nothing to look for: give at least one word that must be there")
         return out
+    where: dict[str, Any] = {
+        "since_ms": None if t_since is None else int(t_since * 1000),
+        "until_ms": None if t_until is None else int(t_until * 1000),
+        "sources": (src,) if src else (),
+        "project": proj,
+        "session": sess,
+    }
     try:
-        hits = index.store.search(
-            match,
-            since_ms=None if t_since is None else int(t_since * 1000),
-            until_ms=None if t_until is None else int(t_until * 1000),
-            sources=(src,) if src else (),
-            project=proj,
-            session=sess,
-            rank=by_rank,
-            limit=n + 1,
-        )
+        hits = [(hit, False) for hit in index.store.search(match, **where, rank=by_rank, limit=n + 1)]
+        if not only_exact and len(hits) <= n:
+            more = index.store.search(
+                match, **where, rank=by_rank, limit=n + 1 - len(hits), table="stem", besides=match
+            )
+            hits += [(hit, True) for hit in more]
+        groups = _groups(index.store, match, where, by_rank, only_exact, n)
     except sqlite3.Error as exc:
         if not is_damage(exc):
             raise
@@ -217,7 +237,55 @@ def search(
         return out
     out["more"] = len(hits) > n
     with h.lock:  # (only here: the index query above never holds up the board's refresh)
-        out["results"] = [r for r in (_result(h, hit, query) for hit in hits[:n]) if r is not None]
+        out["results"] = [r for r in (_result(h, hit, query, stem) for hit, stem in hits[:n]) if r is not None]
+        out["sessions"] = _session_rows(h, index.store, groups, query)
+    return out
+
+
+def _groups(store: Any, match: str, where: dict, by_rank: bool, only_exact: bool, n: int) -> list[dict]:
+    """The sessions holding hits, one each: its exact and stemmed hits counted, the hit
+    to show (its newest, an exact one when it has any); those with exact hits first,
+    then newest (or most relevant) first; `n` of them."""
+    got: dict[str, dict] = {}
+    for key, count, newest, best in store.per_session(match, **where):
+        got[key] = {"key": key, "exact": count, "stem": 0, "show": (newest, False), "newest": newest, "best": best}
+    if not only_exact:
+        for key, count, newest, best in store.per_session(match, **where, table="stem", besides=match):
+            g = got.get(key)
+            if g is None:
+                got[key] = {
+                    "key": key,
+                    "exact": 0,
+                    "stem": count,
+                    "show": (newest, True),
+                    "newest": newest,
+                    "best": best,
+                }
+            else:
+                g["stem"] = count
+                g["newest"] = max(g["newest"], newest)
+    order = (lambda g: (g["exact"] == 0, g["best"])) if by_rank else (lambda g: (g["exact"] == 0, -g["newest"]))
+    return sorted(got.values(), key=order)[:n]
+
+
+def _session_rows(h: Huddle, store: Any, groups: list[dict], q: Query) -> list[dict]:
+    where = store.located([g["show"][0] for g in groups])
+    out = []
+    for g in groups:
+        hit = where.get(g["show"][0])
+        shown = _result(h, hit, q, g["show"][1]) if hit is not None else None
+        if shown is None:
+            continue  # (gone since it was indexed: the next update sees to it)
+        out.append(
+            {
+                **{k: shown[k] for k in ("session", "key", "source", "title", "project")},
+                "hits": g["exact"] + g["stem"],
+                "exact": g["exact"],
+                "stem": g["stem"],
+                "last": iso(ms_of(g["newest"]) / 1000),
+                "hit": shown,
+            }
+        )
     return out
 
 
@@ -230,7 +298,7 @@ def _index_state(index: Any) -> dict:
     return st
 
 
-def _result(h: Huddle, hit: tuple, q: Query) -> dict | None:
+def _result(h: Huddle, hit: tuple, q: Query, stemmed: bool = False) -> dict | None:
     rowid, path, off, ln, nth, kind_code, agent, key = hit
     handle = h.handles.get(key)
     if handle is None and key in (getattr(h, "dormant", None) or ()):
@@ -261,5 +329,6 @@ def _result(h: Huddle, hit: tuple, q: Query) -> dict | None:
         "group": KIND_GROUP.get(kind, ""),
         "t": iso(ms_of(rowid) / 1000),
         "ref": ref,
-        "snippet": snippet(raw, q),
+        "match": "stem" if stemmed else "exact",
+        "snippet": snippet(raw, q, stemmed),
     }

@@ -129,6 +129,23 @@ def collect(sessions: list[Session], per_session: bool = False) -> dict:
     return {"sessions": out, "duplicates": stats.get("duplicates", 0)}
 
 
+NO_PROJECT = "(no project)"  # a session with no folder, as --by project and the board name it
+
+
+def only(counted: dict, agent: str | None = None, project: str | None = None) -> dict:
+    """The counted usage of one agent (its source: claude, codex...) and/or one project
+    (the folder's name; NO_PROJECT for none): what `huddle usage --agent/--project` and
+    the overview count."""
+    if not agent and not project:
+        return counted
+    sessions = [
+        s
+        for s in counted["sessions"]
+        if (not agent or s["source"] == agent) and (not project or (s["project"] or NO_PROJECT) == project)
+    ]
+    return {"sessions": sessions, "duplicates": sum(s.get("duplicates", 0) for s in sessions)}
+
+
 def add_exact(partials: list[float], x: float) -> None:
     """Add `x` to a sum kept exactly, as non-overlapping partials (Shewchuk, as
     math.fsum): the sum of many costs is then the same whatever their order or
@@ -271,7 +288,7 @@ def _line_key(by: str, s: dict, day: str, agent: str, model: str) -> str:
         return model
     if by == "agent":
         return f"{s['source']}:{agent}"
-    return s["project"] or "(no project)"
+    return s["project"] or NO_PROJECT
 
 
 def _line_info(by: str, s: dict, agent: str) -> dict | None:
@@ -322,14 +339,17 @@ def report(
     since: float | None = None,
     table: Table | None = None,
     until: float | None = None,
+    agent: str | None = None,
+    project: str | None = None,
 ) -> dict[str, Any]:
     """Token totals and cost grouped `by` day (UTC), session, project, model or agent,
-    from usage at or after `since` and before `until` (unix seconds). Reads what
-    `huddle` holds: call `huddle.refresh()` first."""
+    from usage at or after `since` and before `until` (unix seconds), of one agent and/or
+    project when given. Reads what `huddle` holds: call `huddle.refresh()` first."""
     from .own_usage import with_own
 
     t = table or current(huddle.settings.huddle_home)
-    data = aggregate(_collected(huddle), by, since, t, getattr(huddle, "notes", None), until)
+    counted = only(_collected(huddle), agent, project)
+    data = aggregate(counted, by, since, t, getattr(huddle, "notes", None), until)
     return with_own(data, huddle.settings.huddle_home, t, since, until)
 
 

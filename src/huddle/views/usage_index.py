@@ -102,6 +102,7 @@ def counted_from_index(
     until: float | None = None,
     keep: list[Any] | None = None,
     summed: bool = False,
+    first: Any = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """The counted usage for `huddle usage`: per-session sums (`groups`) from the index,
     the sessions whose files moved read again (their new bytes only); or, when the
@@ -110,7 +111,9 @@ def counted_from_index(
     count hangs on (core.answering.conditions) when this run read nothing and wrote
     nothing: a report from it may be stored (huddle.io.answers). `summed`: the report
     is by day over all time, said from the kept sums when there are any: the sessions'
-    own sums are then left out (not decoded: they are the most of what the index holds)."""
+    own sums are then left out (not decoded: they are the most of what the index holds).
+    `first` (core.FirstRead): how sessions read from their start are read (by default in
+    forked workers; a process with threads, the server, reads them itself)."""
     from huddle.core import FirstRead, Huddle, Keeper, UsageMode
     from huddle.core.answering import conditions
 
@@ -122,7 +125,7 @@ def counted_from_index(
     want_rows = not (day_aligned(since) and day_aligned(until))
     # a first read in workers: each sums its sessions, and those no other session has a
     # say in are never unpickled here (Huddle._leave_packed)
-    h.refresh(FirstRead(pack=None if want_rows else functools.partial(_own_entry, table=table)))
+    h.refresh(first or FirstRead(pack=None if want_rows else functools.partial(_own_entry, table=table)))
     notes += h.notes
     cache = h.cache
     priced = cache is not None and cache.meta().get("pricing") == pricing_key(table)

@@ -1,16 +1,17 @@
-// The board's filters (the words typed, state, project, agent, last active, archived) and grouping by project.
+// The board's filters (the words typed, state, project, agent, last active, pinned, archived) and grouping by project.
 // Archived sessions (a thread its agent put away: Codex's archived_sessions/) are off the
 // default view, as they are off Codex's own resume list; the "archived" box shows them.
 // Kept out of board.js: the board asks `passes(row)` and `groupOf(row)`, and draws
 // the group headers this module makes. The choice lives in the address (?q=&state=...),
 // so a filtered board can be bookmarked or shared.
 import { el, STATE_LABEL, SOURCE_LABEL, parseISO, now } from "./common.js";
+import { isPinned, pinCount } from "./board-pins.js";
 
 const SPANS = { "": "any time", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days", "30d": "last 30 days" };
 const SPAN_SECONDS = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };
 const NO_PROJECT = "(no project)";
 
-const f = { states: new Set(), project: "", agent: "", span: "", group: false, q: "", sort: "", dir: "", archived: false };
+const f = { states: new Set(), project: "", agent: "", span: "", group: false, q: "", sort: "", dir: "", archived: false, pinned: false };
 // The board's sortable columns: a column's first click sorts the way a person looks for
 // most (the newest, the biggest first; names A to Z), the next one the other way.
 const SORTS = { state: "asc", last: "desc", tokens: "desc", cost: "desc", agent: "asc", project: "asc" };
@@ -24,6 +25,7 @@ function read() {
   f.agent = p.get("agent") || "";
   f.span = p.get("active") in SPANS ? p.get("active") : "";
   f.group = p.get("group") === "project";
+  f.pinned = p.get("pinned") === "1";
   f.q = p.get("q") || "";
   f.sort = p.get("sort") in SORTS ? p.get("sort") : "";
   f.dir = f.sort && ["asc", "desc"].includes(p.get("dir")) ? p.get("dir") : f.sort ? SORTS[f.sort] : "";
@@ -38,6 +40,7 @@ function write() {
   set("agent", f.agent);
   set("active", f.span);
   set("group", f.group ? "project" : "");
+  set("pinned", f.pinned ? "1" : "");
   set("q", f.q);
   set("sort", f.sort);
   set("dir", f.sort && f.dir !== SORTS[f.sort] ? f.dir : "");
@@ -47,7 +50,7 @@ function write() {
 }
 
 export function active() {
-  return f.states.size > 0 || !!f.project || !!f.agent || !!f.span || !!f.q;
+  return f.states.size > 0 || !!f.project || !!f.agent || !!f.span || !!f.q || f.pinned;
 }
 
 // The sort: [column, "asc"|"desc"] (the board's own order, needs-you first, when none).
@@ -72,7 +75,7 @@ export function setQuery(q) {
 
 // What the board says when no row passes: the words, and that other filters are set.
 export function noneText() {
-  const others = f.states.size > 0 || !!f.project || !!f.agent || !!f.span;
+  const others = f.states.size > 0 || !!f.project || !!f.agent || !!f.span || f.pinned;
   const words = f.q ? `“${f.q}”` : "";
   if (!words && !others) return "Every session here is archived: tick “archived” to show them.";
   return `No session matches ${[words, others ? "these filters" : ""].filter(Boolean).join(" and ")}.`;
@@ -80,6 +83,7 @@ export function noneText() {
 
 export function passes(r) {
   if (r.archived && !f.archived) return false;
+  if (f.pinned && !isPinned(`${r.source}:${r.id}`)) return false;
   if (f.states.size && !f.states.has(r.state || "idle")) return false;
   if (f.project && (r.project || NO_PROJECT) !== f.project) return false;
   if (f.agent && r.source !== f.agent) return false;
@@ -137,7 +141,7 @@ export function setupFilters(box, rows, changed) {
     const every = rows();
     const all = every.filter((r) => f.archived || !r.archived); // what the choices count
     const nArchived = every.length - every.filter((r) => !r.archived).length;
-    const sig = JSON.stringify([[...f.states], f.project, f.agent, f.span, f.group, f.archived, every.map((r) => [r.project, r.source, r.state, !!r.archived])]);
+    const sig = JSON.stringify([[...f.states], f.project, f.agent, f.span, f.group, f.archived, f.pinned, pinCount(), every.map((r) => [r.project, r.source, r.state, !!r.archived])]);
     if (!force && (sig === drawn || box.contains(document.activeElement))) return; // nothing new, or in use
     drawn = sig;
     const projects = [...new Set(all.map((r) => r.project || NO_PROJECT))].sort();
@@ -151,14 +155,17 @@ export function setupFilters(box, rows, changed) {
       b.addEventListener("click", () => { f.states.has(s) ? f.states.delete(s) : f.states.add(s); write(); onChange(); });
       return b;
     });
+    const pinned = el("button", { type: "button", class: `btn chip-state chip-pinned${f.pinned ? " on" : ""}`, id: "f-pinned", "aria-pressed": f.pinned ? "true" : "false",
+      text: `Pinned ${all.filter((r) => isPinned(`${r.source}:${r.id}`)).length}` });
+    pinned.addEventListener("click", () => { f.pinned = !f.pinned; write(); onChange(); });
     const group = el("input", { type: "checkbox", id: "group-project", checked: f.group });
     group.addEventListener("change", () => { f.group = group.checked; write(); onChange(); });
     const archived = el("input", { type: "checkbox", id: "show-archived", checked: f.archived });
     archived.addEventListener("change", () => { f.archived = archived.checked; write(); onChange(); });
     const clear = el("button", { type: "button", class: "btn", id: "clear-filters", text: "Clear", hidden: !active() });
-    clear.addEventListener("click", () => { f.states.clear(); f.project = f.agent = f.span = f.q = ""; write(); onChange(); });
+    clear.addEventListener("click", () => { f.states.clear(); f.project = f.agent = f.span = f.q = ""; f.pinned = false; write(); onChange(); });
     box.replaceChildren(...[
-      el("div", { class: "chips-states", role: "group", "aria-label": "States" }, chips),
+      el("div", { class: "chips-states", role: "group", "aria-label": "States" }, chips, pinned),
       select("f-project", "Project", [["", "every project"], ...projects.map((p) => [p, p])], f.project, (v) => { f.project = v; }),
       select("f-agent", "Agent", [["", "every agent"], ...agents.map((a) => [a, SOURCE_LABEL[a] || a])], f.agent, (v) => { f.agent = v; }),
       select("f-active", "Last active", Object.entries(SPANS), f.span, (v) => { f.span = v; }),

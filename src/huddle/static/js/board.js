@@ -3,6 +3,7 @@ import { api, el, pill, stream, SOURCE_LABEL, loadAgents, agentDot, fmtDuration,
 import { passes, groupOf, groupOrder, groupRow, setupFilters, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
 import { copyButtons } from "./share.js";
 import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
+import { loadPins, pinButton, pinFirst, togglePin } from "./board-pins.js";
 
 const rows = new Map(); // "source:id" -> row JSON
 const trs = new Map(); // "source:id" -> <tr>
@@ -36,7 +37,7 @@ function sortRows() {
   const sign = dir === "desc" ? -1 : 1;
   order = all
     .filter((r) => (!f || haystack(r).includes(f)) && passes(r))
-    .sort((a, b) => byGroup(a, b) || sign * by(a, b) || urgent(a, b) || newest(a, b));
+    .sort((a, b) => byGroup(a, b) || pinFirst(a, b) || sign * by(a, b) || urgent(a, b) || newest(a, b));
 }
 
 // The headers say which column sorts, and which way (aria-sort); a click sorts by it.
@@ -101,6 +102,7 @@ function renderRow(r, flash) {
     el("td", { class: "c-state" }, pill(r.state)),
     el("td", { class: "c-title" },
       el("div", { class: "t-line" }, // the buttons beside the title, never over it
+        pinButton(r, repin),
         el("a", { class: "t-title", href: `/session/${encodeURIComponent(r.id)}`, text: r.title || r.id, title: r.title || r.id }),
         el("span", { class: "row-copy" }, copyButtons(r))),
       subline(r),
@@ -123,6 +125,13 @@ function renderRow(r, flash) {
   if (focused) focused.focus();
   trs.set(key, tr);
   return tr;
+}
+
+// A pin came or went: every row drawn again (its button), pinned ones first.
+function repin() {
+  for (const r of rows.values()) renderRow(r, false);
+  paint();
+  redrawFilters();
 }
 
 function paint() {
@@ -257,6 +266,7 @@ function keys(ev) {
   if (!ev.ctrlKey && !ev.metaKey && !ev.altKey && answerKey(ev, sel)) { ev.preventDefault(); return; }
   if (ev.key === "j" || ev.key === "ArrowDown") { selected = Math.min(order.length - 1, selected + 1); markSelected(); ev.preventDefault(); }
   else if (ev.key === "k" || ev.key === "ArrowUp") { selected = Math.max(0, selected - 1); markSelected(); ev.preventDefault(); }
+  else if (ev.key === "p" && !ev.ctrlKey && !ev.metaKey && !ev.altKey && order[selected]) { ev.preventDefault(); togglePin(order[selected]).then(repin).catch(() => {}); }
   else if (ev.key === "Enter" && order[selected] && !ev.target.closest("a, button")) location.href = `/session/${encodeURIComponent(order[selected].id)}`; // (a link or a button does its own)
 }
 
@@ -286,7 +296,7 @@ async function main() {
   $("filter").addEventListener("input", () => { setQuery($("filter").value); paint(); });
   document.addEventListener("keydown", keys);
   api.info().then((i) => { $("demo-badge").hidden = !i.demo; }).catch(() => {});
-  const ready = load();
+  const ready = loadPins().catch(() => {}).then(load);
   // Registered on the server at `hello`: reload once then, so no change falls between.
   stream(null, { hello: () => { ready.then(load).catch(() => {}); }, board: (d) => { if (loaded) apply(d); }, reset: () => load() });
   await ready;

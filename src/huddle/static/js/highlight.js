@@ -39,10 +39,27 @@ export function queryWords(q) {
 
 function fold(s) { return s.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase(); }
 
-// Mark every word that starts like one of `words` inside `root`; returns how many.
+// Scripts written without spaces (Chinese, Japanese) and Korean: a word is found inside a run.
+const ALONE = /[\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f]/u;
+
+// A word's rough stem, for marking what the search's stemmed match found ("tests" marks
+// "test", "passing" marks "passed"): a common ending taken off.
+export function roughStem(w) {
+  const m = /^(.{3,}?)(ing|ed|es|s|ly)$/u.exec(w);
+  return m ? m[1] : w;
+}
+
+// Where `word` stands inside `text` (a run of a script without spaces).
+function inside(text, word, marks) {
+  for (let i = text.indexOf(word); i >= 0; i = text.indexOf(word, i + word.length)) marks.push([i, i + word.length]);
+}
+
+// Mark every word that starts like one of `words` (or its rough stem) inside `root`; returns how many.
 export function highlight(root, words) {
   if (!root || !words || !words.length) return 0;
-  const wanted = words.map(fold);
+  const folded = words.map(fold);
+  const runs = folded.filter((w) => ALONE.test(w));
+  const wanted = folded.filter((w) => !ALONE.test(w)).map(roughStem);
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
     acceptNode: (n) => (n.parentNode && n.parentNode.nodeName === "MARK" ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
   });
@@ -52,14 +69,16 @@ export function highlight(root, words) {
   const wordRe = /[\p{L}\p{N}]+/gu;
   for (const node of nodes) {
     const text = node.nodeValue;
-    const marks = [];
+    let marks = [];
     let m;
     wordRe.lastIndex = 0;
     while ((m = wordRe.exec(text))) {
       const w = fold(m[0]);
       if (wanted.some((x) => w.startsWith(x))) marks.push([m.index, m.index + m[0].length]);
     }
+    if (runs.length && text.length === fold(text).length) for (const r of runs) inside(fold(text), r, marks);
     if (!marks.length) continue;
+    marks = marks.sort((a, b) => a[0] - b[0]).filter((x, i, all) => !i || x[0] >= all[i - 1][1]);
     count += marks.length;
     node.replaceWith(...marked(text, marks));
   }

@@ -25,6 +25,8 @@ function params() {
   if ($("source").value) p.set("source", $("source").value);
   if ($("project").value.trim()) p.set("project", $("project").value.trim());
   if ($("order").value) p.set("rank", "1");
+  const session = new URLSearchParams(location.search).get("session");
+  if (session) p.set("session", session);
   return p;
 }
 
@@ -32,6 +34,38 @@ function when(iso) {
   if (!iso) return "";
   const d = new Date(iso);
   return d.toLocaleString([], { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", hour12: false });
+}
+
+const plural = (n, what) => `${n.toLocaleString()} ${what}${n === 1 ? "" : "s"}`;
+const byStem = (r) => (r.match === "stem" ? el("span", { class: "r-stem", text: "similar word", title: "Found by the word's stem (tests finds test)" }) : null);
+
+// One hit: the message, where it was said.
+function hitItem(r, q) {
+  return el("li", { class: "result" },
+    el("a", { href: sessionLink(r, q), class: "r-link" },
+      el("div", { class: "r-head" },
+        el("span", { class: "r-title", text: r.title || r.session }),
+        el("span", { class: "r-meta", text: [SOURCE_LABEL[r.source] || r.source, r.project, r.agent_name, r.kind].filter(Boolean).join(" · ") }),
+        byStem(r),
+        el("span", { class: "r-time", text: when(r.t) })),
+      el("div", { class: `r-snip k-${r.group}` }, marked(r.snippet.text, r.snippet.marks))));
+}
+
+// One session: its hits counted, its newest hit shown, a link to every hit of it.
+function sessionItem(g, q) {
+  const all = new URLSearchParams(params());
+  all.set("session", g.session);
+  const r = g.hit;
+  const count = plural(g.hits, "hit") + (g.stem ? ` (${g.stem} by a similar word)` : "");
+  return el("li", { class: "result r-group" },
+    el("a", { href: sessionLink(r, q), class: "r-link" },
+      el("div", { class: "r-head" },
+        el("span", { class: "r-title", text: g.title || g.session }),
+        el("span", { class: "r-meta", text: [SOURCE_LABEL[g.source] || g.source, g.project].filter(Boolean).join(" · ") }),
+        el("span", { class: "r-time", text: when(g.last) })),
+      el("div", { class: `r-snip k-${r.group}` }, marked(r.snippet.text, r.snippet.marks))),
+    el("div", { class: "r-foot" },
+      g.hits > 1 ? el("a", { href: `/search?${all}`, class: "r-hits", text: `${count}: see them all` }) : el("span", { class: "r-hits", text: count })));
 }
 
 function render(d, q) {
@@ -43,17 +77,19 @@ function render(d, q) {
     bits.push(`The index is being built${pct}: results so far.`);
   }
   for (const n of d.notes || []) bits.push(n);
-  if (!d.results.length && q) bits.push("No messages found.");
-  else if (d.results.length) bits.push(`${d.results.length}${d.more ? "+" : ""} result${d.results.length === 1 ? "" : "s"}, ${d.order === "rank" ? "most relevant" : "newest"} first`);
+  const one = !!d.filters.session; // one session asked for: its hits, one by one
+  const items = one ? d.results : d.sessions;
+  if (!items.length && q) bits.push("No messages found.");
+  else if (one) bits.push(`${plural(d.results.length, "result")}${d.more ? "+" : ""} in this session, ${d.order === "rank" ? "most relevant" : "newest"} first`);
+  else bits.push(`${plural(d.sessions.length, "session")}${d.sessions.length >= Number(params().get("limit") || 20) ? "+" : ""}, ${d.order === "rank" ? "most relevant" : "newest"} first; words as typed first, then similar words`);
   state.textContent = bits.join(" ");
-  $("results").replaceChildren(...d.results.map((r) => el("li", { class: "result" },
-    el("a", { href: sessionLink(r, q), class: "r-link" },
-      el("div", { class: "r-head" },
-        el("span", { class: "r-title", text: r.title || r.session }),
-        el("span", { class: "r-meta", text: [SOURCE_LABEL[r.source] || r.source, r.project, r.agent_name, r.kind].filter(Boolean).join(" · ") }),
-        el("span", { class: "r-time", text: when(r.t) })),
-      el("div", { class: `r-snip k-${r.group}` }, marked(r.snippet.text, r.snippet.marks))))));
-  $("more").hidden = !d.more;
+  if (one) {
+    const every = params();
+    every.delete("session");
+    state.append(" ", el("a", { href: `/search?${every}`, text: "Back to every session" }));
+  }
+  $("results").replaceChildren(...(one ? d.results.map((r) => hitItem(r, q)) : d.sessions.map((g) => sessionItem(g, q))));
+  $("more").hidden = !(one ? d.more : d.sessions.length >= 20);
 }
 
 let seq = 0;
