@@ -41,7 +41,7 @@ def data_sql(json1: bool) -> str:
     return (_SMALL + (_CUT.format(heavy=_HEAVY) if json1 else "") + "END").format(cap=ROW_MAX)
 
 
-def rows_with_data(db: Database, sql: str, args: tuple, json1: bool) -> list[tuple]:
+def rows_with_data(db: Database, sql: str, args: tuple[Any, ...], json1: bool) -> list[tuple[Any, ...]]:
     """`sql` with its `{data}` column: a big row that is not JSON makes SQLite's
     json_remove fail the whole query, so it is asked again without (that row none)."""
     try:

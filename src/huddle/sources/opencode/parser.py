@@ -16,6 +16,7 @@ incremental readers of events, such as the search index, rely on); `length` is 1
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -139,7 +140,7 @@ class SessionParser:
 
     # -- rows --------------------------------------------------------------------------
 
-    def decoded(self, decode, data: bytes | str | None, rowid: int, what: str):
+    def decoded(self, decode: Callable[[bytes | str], Any], data: bytes | str | None, rowid: int, what: str) -> Any:
         """One row's data decoded, or None with the row's problem said: a row costs itself
         only. Text that is not UTF-8 (a cut emoji) is read with replacement characters; a
         row past ROW_MAX comes without its heavy fields (handle.data_sql), and says so."""
