@@ -80,7 +80,7 @@ def test_a_codex_sub_agent_has_one_name_in_every_view(tmp_path, page):  # noqa: 
         expect(page.locator(".node .name", has_text="Zeno")).to_have_text(name)
         page.goto(f"{srv.url}session/{sid}#conversation")
         expect(page.locator(".agents-list .nm", has_text="Zeno")).to_have_text(name)
-        page.goto(f"{srv.url}search?q=README")
+        page.goto(f"{srv.url}search?q=README&session={sid}")  # (a session's every hit: not its best one)
         meta = page.locator(".result .r-meta", has_text="Zeno")
         expect(meta.first).to_contain_text(name)
         assert page.locator(".result .r-meta", has_text="/root/review_readme").count() == meta.count()

@@ -23,10 +23,11 @@ SLOW = [
 
 
 def _one_per_reader() -> list[tuple[str, str]]:
-    """Each reader's first file of lines (else its first side file), with a content
-    fault the `huddle status --json` CLI runs on too (faults.CLI_FAULTS)."""
+    """Each reader's first file of lines (else its first side file, else its database's
+    rows: Kilo's), with a content fault the `huddle status --json` CLI runs on too
+    (faults.CLI_FAULTS)."""
     out: dict[str, tuple[str, str]] = {}
-    for kind in ("lines", "side"):
+    for kind in ("lines", "side", "rows"):
         for name, k in faults.targets_names():
             if k == kind:
                 out.setdefault(name.split(".")[0], (faults.CLI_FAULTS[0], name))

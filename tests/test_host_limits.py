@@ -5,14 +5,19 @@ run's log), never left running unlogged. Real processes."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
 import sys
 
+import pytest
+
 from hosting import Raw, agent, entries, start_host, wait_until
 from huddle.host.serving import STDIN_MAX
 from huddle.io import procs
+
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
 
 DEAF = agent(  # never reads its stdin
     "import sys, time\nprint('ready', flush=True)\nwhile True: time.sleep(1)\n"
@@ -69,7 +74,20 @@ def test_an_agent_dies_with_a_host_killed_outright(tmp_path):
     wait_until(lambda: not procs.alive(pid, start), "the agent to go with its host", limit=20)
 
 
-def test_the_next_host_stops_an_agent_its_host_left_running(tmp_path):
+@pytest.fixture
+def subreaper():
+    """This process adopts its orphans, as init would: an agent whose host was killed
+    stays in the test's own process tree, which is all huddle.io.procs sees in a test
+    run (HUDDLE_PROCS_BELOW)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    assert libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0, os.strerror(ctypes.get_errno())
+    try:
+        yield
+    finally:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+
+
+def test_the_next_host_stops_an_agent_its_host_left_running(tmp_path, subreaper):
     runs = tmp_path / "runs"
     d = runs / "a"
     host = start_host(d, *_pid_agent(ignore_term=True))
@@ -80,6 +98,7 @@ def test_the_next_host_stops_an_agent_its_host_left_running(tmp_path):
     assert procs.alive(pid, start)  # it shrugged off its host's death (SIGTERM ignored)
     other = start_host(runs / "b", sys.executable, "-c", "pass")
     wait_until(lambda: not procs.alive(pid, start), "the next host to stop it", limit=30)
+    os.waitpid(pid, 0)  # (adopted: ours to reap)
     other.wait(timeout=30)
     log = entries(d)
     assert [e["seq"] for e in log] == list(range(1, len(log) + 1))
