@@ -18,6 +18,7 @@ from huddle.model.times import parse_time
 from huddle.model.tools import HANDBACK_TOOLS, SPAWN_TOOLS
 
 from .records import (
+    AGENT_PROGRESS,
     ATTACHMENT_KEY,
     QUIET_ATTACHMENTS,
     SKIP_TYPES,
@@ -162,7 +163,9 @@ class FileParser(UserRecords, ResponseCounts):
         t = rec.type
         if not t and rec.message is not None and rec.message.role in ("assistant", "user"):
             t = rec.message.role  # a record that names no type (tools' fixtures): its message says
-        return None if t in SKIP_TYPES else (rec, t)
+        if t in SKIP_TYPES:  # (but a sub-agent's progress: its responses, mirrored)
+            return (rec, t) if t == "progress" and AGENT_PROGRESS in line else None
+        return rec, t
 
     def _record(self, r: Record, t: str, off: int, line: bytes) -> None:
         if r.isSidechain and self.inline_sidechains:
@@ -181,6 +184,8 @@ class FileParser(UserRecords, ResponseCounts):
             self._system(r, off, n)
         elif t in ("custom-title", "summary", "ai-title"):
             self._title(r, t, off, line)
+        elif t == "progress":
+            self._progress(line, off, n)
         else:
             self._mark(r, t, off, n)
 

@@ -124,6 +124,34 @@ class BashResult(msgspec.Struct):
 
 
 decode_record = msgspec.json.Decoder(Record).decode
+
+
+class MirroredRecord(msgspec.Struct):  # a sub-agent's record, as its caller's file mirrors it
+    type: str = ""
+    timestamp: str | None = None
+    message: ResponseMessage | None = None
+
+
+class AgentProgress(msgspec.Struct):
+    type: str = ""
+    agentId: str | None = None
+    message: MirroredRecord | None = None
+
+
+class Progress(msgspec.Struct):
+    """A `progress` record of type agent_progress (Claude Code 2.1.x): a record of a
+    running sub-agent, copied into its caller's file as the sub-agent writes it. The sub-
+    agent's own file may be gone (a history that kept the main files only): its responses
+    are then known from here alone."""
+
+    data: AgentProgress | None = None
+    parentToolUseID: str | None = None
+    sessionId: str | None = None
+    requestSessionId: str | None = None
+
+
+decode_progress = msgspec.json.Decoder(Progress).decode
+AGENT_PROGRESS = b'"agent_progress"'
 decode_response = msgspec.json.Decoder(Response).decode
 _decode_agent_result = msgspec.json.Decoder(AgentResult).decode
 decode_bash_result = msgspec.json.Decoder(BashResult).decode

@@ -10,9 +10,10 @@ import msgspec
 from huddle.model import events as ev
 from huddle.model.events import Event
 from huddle.model.session import Session
+from huddle.model.times import parse_time
 from huddle.model.tools import SPAWN_TOOLS
 
-from .records import Response, ResponseBlock, ResponseMessage, decode_response, usage_of
+from .records import Progress, Response, ResponseBlock, ResponseMessage, decode_progress, decode_response, usage_of
 from .state import SessionState
 
 
@@ -68,7 +69,35 @@ class ResponseCounts:
                 if b.type == "tool_use" and b.name in SPAWN_TOOLS:
                     self._tool_use(b, off, n, copied)
 
-    def _count(self, r: Response, m: ResponseMessage, off: int, n: int, copied: bool) -> bool:
+    def _progress(self, line: bytes, off: int, n: int) -> None:
+        """A sub-agent's response as its caller's file mirrors it (records.Progress):
+        counted once per message id like any other, as the sub-agent's (its own file, when
+        there, repeats the same ids: the session's `counted` keeps one), and the sub-agent
+        known to the tree even when its own file is gone."""
+        p = decode_progress(line)
+        d = p.data
+        if d is None or d.type != "agent_progress" or not d.agentId or d.message is None:
+            return
+        rec, m = d.message, d.message.message
+        if rec.type != "assistant" or m is None or m.usage is None:
+            return
+        sub, call, st = d.agentId, p.parentToolUseID or "", self.shared
+        if call:
+            st.agent_by_call.setdefault(call, sub)
+        if sub not in self.session.agents:  # (a file of its own, read later, names itself as the file)
+            caller = st.agent_calls.get(call) or self.lead
+            self.session.agent(sub, parent=caller, name=sub, file=self.path)
+        agent, t = self.agent, self.last_t
+        self.agent = sub
+        if rec.timestamp:
+            self.last_t = parse_time(rec.timestamp) or t
+        try:
+            copied = bool(p.requestSessionId) and p.requestSessionId != (p.sessionId or self.session.id)
+            self._count(p, m, off, n, copied)
+        finally:
+            self.agent, self.last_t = agent, t
+
+    def _count(self, r: Response | Progress, m: ResponseMessage, off: int, n: int, copied: bool) -> bool:
         """Count a response's usage once per message id, with its largest counts; whether it had any."""
         mid = m.id or ""
         if m.usage is None or not mid or m.model == "<synthetic>":

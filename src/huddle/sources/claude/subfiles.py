@@ -52,7 +52,8 @@ class SubAgentFiles:
         for path, agent_id in self.project_agents.items():
             if path not in self.subs:
                 self.subs[path] = SubFile(path, agent_id)
-                self.session.agent(agent_id, parent=self.session.id, file=path).name = agent_id
+                a = self.session.agent(agent_id, parent=self.session.id, file=path)
+                a.name, a.file = agent_id, path  # (known before from its caller's progress records)
         if not self.has_dir:
             return
         base = os.path.join(self.dir, "subagents")
@@ -73,7 +74,7 @@ class SubAgentFiles:
                         agent_id = name[len("agent-") : -len(".jsonl")]
                         self.subs[path] = SubFile(path, agent_id)
                         a = self.session.agent(agent_id, parent=self.session.id, file=path)
-                        a.name = agent_id
+                        a.name, a.file = agent_id, path  # (known before from its caller's progress records)
 
     def _read_meta(self, sf: SubFile) -> None:
         mtime = stamp(sf.meta_path)
