@@ -18,7 +18,7 @@ from huddle.search.query import matches, parse
 from huddle.search.text import DEFAULT_SCOPE, KIND_GROUP, event_text, indexed, needs_record, word_list
 from huddle.sources import Settings
 from huddle.views.api import event_json, files_index
-from huddle.views.content import piece
+from huddle.model.pieces import piece
 from huddle.views.export import export_data, render
 from huddle.views.search import search
 from opencode_writer import Writer

@@ -31,7 +31,7 @@ from huddle.search.store import index_path
 from huddle.search.text import DEFAULT_SCOPE, KIND_GROUP, event_text, indexed, needs_record, word_list
 from huddle.server import ServerThread
 from huddle.views.api import event_json, files_index
-from huddle.views.content import piece
+from huddle.model.pieces import piece
 from huddle.views.search import search
 
 FAST = {"poll_watched": 0.5, "poll_unwatched": 0.2}

@@ -8,16 +8,14 @@ import re
 import time
 from contextlib import contextmanager
 
-LOG_NAME = "events.jsonl"
+from huddle.io.folders import RUN_LOG as LOG_NAME
+from huddle.io.folders import runs_dir as runs_dir
+
 SOCK_NAME = "host.sock"
 TRACE_NAME = "trace.jsonl"  # raw stdout lines as `huddle run` parsed them
 HOST_ERR = "host.err"  # what the host said on stderr under `huddle run`
 _MAX_ADDRESS = 100  # under the 108-byte sun_path, with room for the NUL
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
-
-def runs_dir(huddle_home: str) -> str:
-    return os.path.join(huddle_home, "runs")
 
 
 def new_run_id() -> str:

@@ -71,3 +71,12 @@ def huddle_home(env: Mapping[str, str] | None = None) -> str:
     $XDG_DATA_HOME/huddle."""
     env = os.environ if env is None else env
     return env.get("HUDDLE_HOME") or os.path.join(xdg(env, "XDG_DATA_HOME"), "huddle")
+
+
+RUN_LOG = "events.jsonl"  # a hosted run's numbered log, in its folder under runs_dir
+
+
+def runs_dir(huddle_home: str) -> str:
+    """The folder of the runs `huddle run` / `huddle host` keep (one folder each): the
+    host writes them, the hosted source reads them."""
+    return os.path.join(huddle_home, "runs")

@@ -81,7 +81,7 @@ def string_values(value: object, out: list[str], depth: int = 0, limit: int = 50
 
 def event_text(e: Event, piece: dict | None = None) -> str:
     """The text the index holds for `e`. `piece` is its record read back
-    (`huddle.views.content.piece`) when `needs_record(e)`."""
+    (`huddle.model.pieces.piece`) when `needs_record(e)`."""
     k = e.kind
     if k == ev.TOOL_CALL:
         parts = [e.name]

@@ -366,7 +366,7 @@ def content(h: Huddle, sid: str, ref: object) -> JSON:
     except OSError as exc:
         raise NotFound(f"{ref}: cannot read {os.path.basename(path)} ({exc.strerror or exc})") from None
     main = here_nth[0]
-    from .content import piece
+    from huddle.model.pieces import piece
 
     out = piece(raw, main)
     out.update(session=s.id, ref=ref, kinds=[e.kind for e in here], event=event_json(main, {path: fi}, s.events))

@@ -33,7 +33,7 @@ from huddle.model.tools import QUESTION_TOOLS
 from huddle.sources.base import Handle
 
 from . import pricing
-from .content import piece
+from huddle.model.pieces import piece
 from .redact import Redactor
 
 if TYPE_CHECKING:

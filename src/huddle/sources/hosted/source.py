@@ -13,7 +13,7 @@ import os
 import stat
 from typing import Any
 
-from huddle.host.paths import LOG_NAME, runs_dir
+from huddle.io.folders import RUN_LOG, runs_dir
 from huddle.io.procs import alive
 from huddle.io.reader import GONE, RESET, LineReader
 from huddle.io.safefile import forget, remember
@@ -148,7 +148,7 @@ class HostedSource(Source):
             if not d.is_dir(follow_symlinks=False):
                 account.unread(d.path, UNKNOWN)
                 continue
-            path = os.path.join(d.path, LOG_NAME)
+            path = os.path.join(d.path, RUN_LOG)
             key = f"hosted:{d.name}"
             try:
                 st = os.lstat(path)
