@@ -8,7 +8,8 @@ let tokenP = null;
 function token() {
   if (!tokenP) {
     tokenP = fetch("/api/info", { headers: { accept: "application/json" }, credentials: "same-origin" })
-      .then((r) => r.json()).then((i) => i.answer_token || "");
+      .then((r) => r.json())
+      .then((i) => i.answer_token || "");
   }
   return tokenP;
 }
@@ -22,7 +23,11 @@ export async function postAnswer(sessionId, body) {
     body: JSON.stringify(body),
   });
   let data = null;
-  try { data = await r.json(); } catch (e) { data = null; }
+  try {
+    data = await r.json();
+  } catch (e) {
+    data = null;
+  }
   if (!r.ok) throw new Error((data && data.error) || `${r.status} ${r.statusText}`);
   return data;
 }
@@ -64,38 +69,103 @@ function askBox(sessionId, ask, opts) {
   part._send = send;
   const offers = new Set(ask.offers || []);
   const when = parseISO(ask.at);
-  const head = el("div", { class: "ask-head" },
+  const head = el(
+    "div",
+    { class: "ask-head" },
     el("span", { class: "ask-kind", text: ask.type === "turn" ? "your turn" : ask.type === "question" ? "question" : "permission" }),
     el("span", { class: "ask-what", text: oneLine(ask.summary || ask.tool || "", 220), title: ask.summary || "" }),
-    when ? el("span", { class: "ask-when", text: fmtClock(when) }) : null);
+    when ? el("span", { class: "ask-when", text: fmtClock(when) }) : null,
+  );
   part.append(head);
 
   if (ask.type === "permission") {
     const edit = el("textarea", { class: "ask-input", rows: 4, spellcheck: "false", "aria-label": "The tool's input (JSON)", hidden: true });
     edit.value = JSON.stringify(ask.input ?? {}, null, 2);
-    const reason = el("input", { class: "ask-reason", type: "text", placeholder: "Why not, or what to do instead (optional)", "aria-label": "Reason", hidden: true });
+    const reason = el("input", {
+      class: "ask-reason",
+      type: "text",
+      placeholder: "Why not, or what to do instead (optional)",
+      "aria-label": "Reason",
+      hidden: true,
+    });
     const row = el("div", { class: "ask-buttons" });
-    const options = (ask.options || []);
-    if (offers.has("allow")) row.append(el("button", { class: "btn ok", type: "button", dataset: { act: "allow" }, text: "Allow", title: "Allow (a)", onclick: () => send({ choice: "allow" }) }));
+    const options = ask.options || [];
+    if (offers.has("allow"))
+      row.append(
+        el("button", {
+          class: "btn ok",
+          type: "button",
+          dataset: { act: "allow" },
+          text: "Allow",
+          title: "Allow (a)",
+          onclick: () => send({ choice: "allow" }),
+        }),
+      );
     if (offers.has("allow_edit")) {
-      row.append(el("button", { class: "btn", type: "button", dataset: { act: "edit" }, text: "Allow with this edit", title: "Edit the input, then allow (e)", onclick: () => {
-        if (edit.hidden) { edit.hidden = false; edit.focus(); return; }
-        let input;
-        try { input = JSON.parse(edit.value); } catch (e) { status.className = "ask-status refused"; status.textContent = `not JSON: ${e.message}`; return; }
-        send({ choice: "allow", input });
-      } }));
+      row.append(
+        el("button", {
+          class: "btn",
+          type: "button",
+          dataset: { act: "edit" },
+          text: "Allow with this edit",
+          title: "Edit the input, then allow (e)",
+          onclick: () => {
+            if (edit.hidden) {
+              edit.hidden = false;
+              edit.focus();
+              return;
+            }
+            let input;
+            try {
+              input = JSON.parse(edit.value);
+            } catch (e) {
+              status.className = "ask-status refused";
+              status.textContent = `not JSON: ${e.message}`;
+              return;
+            }
+            send({ choice: "allow", input });
+          },
+        }),
+      );
     }
     if (offers.has("deny")) {
-      row.append(el("button", { class: "btn no", type: "button", dataset: { act: "deny" }, text: offers.has("deny_reason") ? "Deny…" : "Deny", title: "Deny (d)", onclick: () => {
-        if (offers.has("deny_reason") && reason.hidden) { reason.hidden = false; reason.focus(); return; }
-        send({ choice: "deny", ...(reason.value.trim() ? { message: reason.value.trim() } : {}) });
-      } }));
+      row.append(
+        el("button", {
+          class: "btn no",
+          type: "button",
+          dataset: { act: "deny" },
+          text: offers.has("deny_reason") ? "Deny…" : "Deny",
+          title: "Deny (d)",
+          onclick: () => {
+            if (offers.has("deny_reason") && reason.hidden) {
+              reason.hidden = false;
+              reason.focus();
+              return;
+            }
+            send({ choice: "deny", ...(reason.value.trim() ? { message: reason.value.trim() } : {}) });
+          },
+        }),
+      );
     }
     for (const o of options) {
       if (!/always/.test(o.kind || "")) continue; // once and reject are Allow and Deny
-      row.append(el("button", { class: "btn", type: "button", dataset: { act: `option-${o.id}` }, text: o.label, title: o.kind, onclick: () => send({ choice: o.kind.startsWith("reject") ? "deny" : "allow", option: o.id }) }));
+      row.append(
+        el("button", {
+          class: "btn",
+          type: "button",
+          dataset: { act: `option-${o.id}` },
+          text: o.label,
+          title: o.kind,
+          onclick: () => send({ choice: o.kind.startsWith("reject") ? "deny" : "allow", option: o.id }),
+        }),
+      );
     }
-    reason.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); send({ choice: "deny", ...(reason.value.trim() ? { message: reason.value.trim() } : {}) }); } });
+    reason.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") {
+        ev.preventDefault();
+        send({ choice: "deny", ...(reason.value.trim() ? { message: reason.value.trim() } : {}) });
+      }
+    });
     if (ask.input_cut) part.append(el("div", { class: "ask-note", text: "The input is too large to edit here: allow or deny it as it is." }));
     part.append(row, edit, reason);
   } else if (ask.type === "question") {
@@ -103,17 +173,33 @@ function askBox(sessionId, ask, opts) {
       const qbox = el("div", { class: "ask-q" }, el("div", { class: "ask-qtext", text: q.question }));
       const row = el("div", { class: "ask-buttons" });
       for (const o of q.options || []) {
-        row.append(el("button", { class: "btn", type: "button", text: o.label, title: o.description || "",
-          onclick: () => send({ choice: "reply", answers: { [q.question]: o.label } }) }));
+        row.append(
+          el("button", {
+            class: "btn",
+            type: "button",
+            text: o.label,
+            title: o.description || "",
+            onclick: () => send({ choice: "reply", answers: { [q.question]: o.label } }),
+          }),
+        );
       }
       qbox.append(row);
       part.append(qbox);
     }
-    part.append(replyRow("Or answer in your own words", (text) => {
-      const first = (ask.questions || [])[0];
-      send(first ? { choice: "reply", answers: { [first.question]: text } } : { choice: "reply", text });
-    }));
-    if (offers.has("deny")) part.append(el("div", { class: "ask-buttons" }, el("button", { class: "btn no", type: "button", dataset: { act: "deny" }, text: "Decline to answer", onclick: () => send({ choice: "deny" }) })));
+    part.append(
+      replyRow("Or answer in your own words", (text) => {
+        const first = (ask.questions || [])[0];
+        send(first ? { choice: "reply", answers: { [first.question]: text } } : { choice: "reply", text });
+      }),
+    );
+    if (offers.has("deny"))
+      part.append(
+        el(
+          "div",
+          { class: "ask-buttons" },
+          el("button", { class: "btn no", type: "button", dataset: { act: "deny" }, text: "Decline to answer", onclick: () => send({ choice: "deny" }) }),
+        ),
+      );
   } else {
     part.append(replyRow("Your next message", (text) => send({ choice: "reply", text })));
   }
@@ -123,9 +209,20 @@ function askBox(sessionId, ask, opts) {
 
 function replyRow(placeholder, go) {
   const text = el("textarea", { class: "ask-reply", rows: 2, placeholder: `${placeholder} (Enter sends, Shift+Enter a new line)`, "aria-label": placeholder });
-  const button = el("button", { class: "btn ok", type: "button", dataset: { act: "reply" }, text: "Send", onclick: () => { if (text.value.trim()) go(text.value); } });
+  const button = el("button", {
+    class: "btn ok",
+    type: "button",
+    dataset: { act: "reply" },
+    text: "Send",
+    onclick: () => {
+      if (text.value.trim()) go(text.value);
+    },
+  });
   text.addEventListener("keydown", (ev) => {
-    if (ev.key === "Enter" && !ev.shiftKey) { ev.preventDefault(); if (text.value.trim()) go(text.value); }
+    if (ev.key === "Enter" && !ev.shiftKey) {
+      ev.preventDefault();
+      if (text.value.trim()) go(text.value);
+    }
   });
   return el("div", { class: "ask-replyrow" }, text, button);
 }
@@ -141,17 +238,37 @@ export function settledLine(answer) {
 }
 
 export function readOnlyNote() {
-  return el("div", { class: "ask-readonly", text: "Read-only: huddle reads this session's files. Answer it where it runs, or start agents with `huddle run` to answer them here." });
+  return el("div", {
+    class: "ask-readonly",
+    text: "Read-only: huddle reads this session's files. Answer it where it runs, or start agents with `huddle run` to answer them here.",
+  });
 }
 
 // Keyboard: a / e / d / r on the box of the first pending ask in `root`.
 export function answerKey(ev, root) {
   const part = root && root.querySelector(".answer .ask:not(.done)");
   if (!part) return false;
-  const click = (act) => { const b = part.querySelector(`button[data-act="${act}"]`); if (b && !b.disabled) { b.click(); return true; } return false; };
-  if (ev.key === "a" && part.querySelector('button[data-act="allow"]')) { part._send({ choice: "allow" }, "keyboard"); return true; }
+  const click = (act) => {
+    const b = part.querySelector(`button[data-act="${act}"]`);
+    if (b && !b.disabled) {
+      b.click();
+      return true;
+    }
+    return false;
+  };
+  if (ev.key === "a" && part.querySelector('button[data-act="allow"]')) {
+    part._send({ choice: "allow" }, "keyboard");
+    return true;
+  }
   if (ev.key === "e") return click("edit");
   if (ev.key === "d") return click("deny");
-  if (ev.key === "r") { const t = part.querySelector(".ask-reply, .ask-reason"); if (t) { t.hidden = false; t.focus(); return true; } }
+  if (ev.key === "r") {
+    const t = part.querySelector(".ask-reply, .ask-reason");
+    if (t) {
+      t.hidden = false;
+      t.focus();
+      return true;
+    }
+  }
   return false;
 }

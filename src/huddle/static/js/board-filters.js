@@ -54,7 +54,9 @@ export function active() {
 }
 
 // The sort: [column, "asc"|"desc"] (the board's own order, needs-you first, when none).
-export function sorting() { return [f.sort || "state", f.sort ? f.dir : "asc"]; }
+export function sorting() {
+  return [f.sort || "state", f.sort ? f.dir : "asc"];
+}
 export function sortBy(key) {
   if (!(key in SORTS)) return;
   const [cur, dir] = sorting();
@@ -64,7 +66,9 @@ export function sortBy(key) {
 }
 
 // The words typed in the filter box: kept in the address (?q=) with the other filters.
-export function query() { return f.q; }
+export function query() {
+  return f.q;
+}
 export function setQuery(q) {
   if (q === f.q) return;
   const was = active();
@@ -107,8 +111,9 @@ export function groupOrder(rows) {
     best.set(g, Math.min(best.get(g) ?? 9, r.urgency ?? 9));
   }
   return (a, b) => {
-    const ga = groupOf(a), gb = groupOf(b);
-    return ga === gb ? 0 : (best.get(ga) - best.get(gb)) || ga.localeCompare(gb);
+    const ga = groupOf(a),
+      gb = groupOf(b);
+    return ga === gb ? 0 : best.get(ga) - best.get(gb) || ga.localeCompare(gb);
   };
 }
 
@@ -127,21 +132,42 @@ export function groupRow(g, rows) {
 }
 
 function select(id, label, options, value, onpick) {
-  const s = el("select", { class: "btn", id, "aria-label": label }, options.map(([v, t]) => el("option", { value: v, text: t, selected: v === value })));
-  s.addEventListener("change", () => { onpick(s.value); write(); onChange(); });
+  const s = el(
+    "select",
+    { class: "btn", id, "aria-label": label },
+    options.map(([v, t]) => el("option", { value: v, text: t, selected: v === value })),
+  );
+  s.addEventListener("change", () => {
+    onpick(s.value);
+    write();
+    onChange();
+  });
   return s;
 }
 
 // Draw the filter bar into `box`; `rows()` gives the board's rows (for the choices).
 export function setupFilters(box, rows, changed) {
-  onChange = () => { changed(); draw(true); };
+  onChange = () => {
+    changed();
+    draw(true);
+  };
   read();
   let drawn = "";
   function draw(force) {
     const every = rows();
     const all = every.filter((r) => f.archived || !r.archived); // what the choices count
     const nArchived = every.length - every.filter((r) => !r.archived).length;
-    const sig = JSON.stringify([[...f.states], f.project, f.agent, f.span, f.group, f.archived, f.pinned, pinCount(), every.map((r) => [r.project, r.source, r.state, !!r.archived])]);
+    const sig = JSON.stringify([
+      [...f.states],
+      f.project,
+      f.agent,
+      f.span,
+      f.group,
+      f.archived,
+      f.pinned,
+      pinCount(),
+      every.map((r) => [r.project, r.source, r.state, !!r.archived]),
+    ]);
     if (!force && (sig === drawn || box.contains(document.activeElement))) return; // nothing new, or in use
     drawn = sig;
     const projects = [...new Set(all.map((r) => r.project || NO_PROJECT))].sort();
@@ -150,28 +176,69 @@ export function setupFilters(box, rows, changed) {
     if (f.agent && !agents.includes(f.agent)) agents.push(f.agent);
     const chips = Object.keys(STATE_LABEL).map((s) => {
       const n = all.filter((r) => (r.state || "idle") === s).length;
-      const b = el("button", { type: "button", class: `btn chip-state s-${s}${f.states.has(s) ? " on" : ""}`, dataset: { state: s }, "aria-pressed": f.states.has(s) ? "true" : "false",
-        text: `${STATE_LABEL[s]} ${n}` });
-      b.addEventListener("click", () => { f.states.has(s) ? f.states.delete(s) : f.states.add(s); write(); onChange(); });
+      const b = el("button", {
+        type: "button",
+        class: `btn chip-state s-${s}${f.states.has(s) ? " on" : ""}`,
+        dataset: { state: s },
+        "aria-pressed": f.states.has(s) ? "true" : "false",
+        text: `${STATE_LABEL[s]} ${n}`,
+      });
+      b.addEventListener("click", () => {
+        f.states.has(s) ? f.states.delete(s) : f.states.add(s);
+        write();
+        onChange();
+      });
       return b;
     });
-    const pinned = el("button", { type: "button", class: `btn chip-state chip-pinned${f.pinned ? " on" : ""}`, id: "f-pinned", "aria-pressed": f.pinned ? "true" : "false",
-      text: `Pinned ${all.filter((r) => isPinned(`${r.source}:${r.id}`)).length}` });
-    pinned.addEventListener("click", () => { f.pinned = !f.pinned; write(); onChange(); });
+    const pinned = el("button", {
+      type: "button",
+      class: `btn chip-state chip-pinned${f.pinned ? " on" : ""}`,
+      id: "f-pinned",
+      "aria-pressed": f.pinned ? "true" : "false",
+      text: `Pinned ${all.filter((r) => isPinned(`${r.source}:${r.id}`)).length}`,
+    });
+    pinned.addEventListener("click", () => {
+      f.pinned = !f.pinned;
+      write();
+      onChange();
+    });
     const group = el("input", { type: "checkbox", id: "group-project", checked: f.group });
-    group.addEventListener("change", () => { f.group = group.checked; write(); onChange(); });
+    group.addEventListener("change", () => {
+      f.group = group.checked;
+      write();
+      onChange();
+    });
     const archived = el("input", { type: "checkbox", id: "show-archived", checked: f.archived });
-    archived.addEventListener("change", () => { f.archived = archived.checked; write(); onChange(); });
+    archived.addEventListener("change", () => {
+      f.archived = archived.checked;
+      write();
+      onChange();
+    });
     const clear = el("button", { type: "button", class: "btn", id: "clear-filters", text: "Clear", hidden: !active() });
-    clear.addEventListener("click", () => { f.states.clear(); f.project = f.agent = f.span = f.q = ""; f.pinned = false; write(); onChange(); });
-    box.replaceChildren(...[
-      el("div", { class: "chips-states", role: "group", "aria-label": "States" }, chips, pinned),
-      select("f-project", "Project", [["", "every project"], ...projects.map((p) => [p, p])], f.project, (v) => { f.project = v; }),
-      select("f-agent", "Agent", [["", "every agent"], ...agents.map((a) => [a, SOURCE_LABEL[a] || a])], f.agent, (v) => { f.agent = v; }),
-      select("f-active", "Last active", Object.entries(SPANS), f.span, (v) => { f.span = v; }),
-      el("label", { class: "muted" }, group, " group by project"),
-      nArchived || f.archived ? el("label", { class: "muted" }, archived, ` archived (${nArchived})`) : null,
-      clear].filter(Boolean));
+    clear.addEventListener("click", () => {
+      f.states.clear();
+      f.project = f.agent = f.span = f.q = "";
+      f.pinned = false;
+      write();
+      onChange();
+    });
+    box.replaceChildren(
+      ...[
+        el("div", { class: "chips-states", role: "group", "aria-label": "States" }, chips, pinned),
+        select("f-project", "Project", [["", "every project"], ...projects.map((p) => [p, p])], f.project, (v) => {
+          f.project = v;
+        }),
+        select("f-agent", "Agent", [["", "every agent"], ...agents.map((a) => [a, SOURCE_LABEL[a] || a])], f.agent, (v) => {
+          f.agent = v;
+        }),
+        select("f-active", "Last active", Object.entries(SPANS), f.span, (v) => {
+          f.span = v;
+        }),
+        el("label", { class: "muted" }, group, " group by project"),
+        nArchived || f.archived ? el("label", { class: "muted" }, archived, ` archived (${nArchived})`) : null,
+        clear,
+      ].filter(Boolean),
+    );
   }
   draw(true);
   return () => draw(false);

@@ -17,11 +17,17 @@ export async function loadPins() {
   for (const p of d.pins || []) pins.add(p.key);
 }
 
-export function isPinned(key) { return pins.has(key); }
-export function pinCount() { return pins.size; }
+export function isPinned(key) {
+  return pins.has(key);
+}
+export function pinCount() {
+  return pins.size;
+}
 
 // Pinned rows first (ties fall to the board's own order).
-export function pinFirst(a, b) { return isPinned(`${b.source}:${b.id}`) - isPinned(`${a.source}:${a.id}`); }
+export function pinFirst(a, b) {
+  return isPinned(`${b.source}:${b.id}`) - isPinned(`${a.source}:${a.id}`);
+}
 
 export async function togglePin(r) {
   const key = `${r.source}:${r.id}`;
@@ -34,7 +40,11 @@ export async function togglePin(r) {
     body: JSON.stringify({ pinned: want }),
   });
   let d = null;
-  try { d = await res.json(); } catch (e) { d = null; }
+  try {
+    d = await res.json();
+  } catch (e) {
+    d = null;
+  }
   if (!res.ok) throw new Error((d && d.error) || `${res.status} ${res.statusText}`);
   pins.clear();
   for (const p of d.pins || []) pins.add(p.key);
@@ -55,11 +65,25 @@ function icon() {
 // The row's pin: shown always on a pinned row, on hover or focus on the others.
 export function pinButton(r, changed) {
   const on = isPinned(`${r.source}:${r.id}`);
-  const b = el("button", { type: "button", class: `pin${on ? " on" : ""}`, "aria-pressed": on ? "true" : "false",
-    title: on ? "Unpin (p)" : "Pin to the top (p)", "aria-label": on ? "Unpin this session" : "Pin this session to the top" }, icon());
+  const b = el(
+    "button",
+    {
+      type: "button",
+      class: `pin${on ? " on" : ""}`,
+      "aria-pressed": on ? "true" : "false",
+      title: on ? "Unpin (p)" : "Pin to the top (p)",
+      "aria-label": on ? "Unpin this session" : "Pin this session to the top",
+    },
+    icon(),
+  );
   b.addEventListener("click", async (ev) => {
     ev.stopPropagation();
-    try { await togglePin(r); changed(); } catch (e) { b.title = `huddle: ${e.message}`; }
+    try {
+      await togglePin(r);
+      changed();
+    } catch (e) {
+      b.title = `huddle: ${e.message}`;
+    }
   });
   return b;
 }

@@ -1,5 +1,22 @@
 // The board: every session, needs-you first, live.
-import { api, el, pill, stream, SOURCE_LABEL, loadAgents, agentDot, fmtDuration, fmtTokens, fmtCost, fmtDay, fmtWhen, parseISO, now, typing, oneLine } from "./common.js";
+import {
+  api,
+  el,
+  pill,
+  stream,
+  SOURCE_LABEL,
+  loadAgents,
+  agentDot,
+  fmtDuration,
+  fmtTokens,
+  fmtCost,
+  fmtDay,
+  fmtWhen,
+  parseISO,
+  now,
+  typing,
+  oneLine,
+} from "./common.js";
 import { passes, groupOf, groupOrder, groupRow, setupFilters, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
 import { copyButtons } from "./share.js";
 import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
@@ -98,26 +115,41 @@ function sinceText(r) {
 
 function renderRow(r, flash) {
   const key = keyOf(r);
-  const tr = el("tr", { class: `r-${r.state || "idle"}`, dataset: { key, id: r.id } },
+  const tr = el(
+    "tr",
+    { class: `r-${r.state || "idle"}`, dataset: { key, id: r.id } },
     el("td", { class: "c-state" }, pill(r.state)),
-    el("td", { class: "c-title" },
-      el("div", { class: "t-line" }, // the buttons beside the title, never over it
+    el(
+      "td",
+      { class: "c-title" },
+      el(
+        "div",
+        { class: "t-line" }, // the buttons beside the title, never over it
         pinButton(r, repin),
         el("a", { class: "t-title", href: `/session/${encodeURIComponent(r.id)}`, text: r.title || r.id, title: r.title || r.id }),
-        el("span", { class: "row-copy" }, copyButtons(r))),
+        el("span", { class: "row-copy" }, copyButtons(r)),
+      ),
       subline(r),
-      answerPart(r)),
+      answerPart(r),
+    ),
     el("td", { class: "c-kind" }, agentDot(r.source), kindOf(r)),
     el("td", { class: "c-project", text: r.project || "—", title: r.cwd || "" }),
     el("td", { class: "c-since", text: sinceText(r) }),
     el("td", { class: "c-last", text: fmtDay(parseISO(r.updated_at)), title: r.updated_at ? fmtWhen(parseISO(r.updated_at)) : "" }),
     el("td", { class: "c-tokens", text: r.usage_unknown ? "?" : fmtTokens(r.tokens ?? 0), title: r.usage_note || "" }),
-    el("td", { class: "c-cost", text: fmtCost(r.cost) }));
+    el("td", { class: "c-cost", text: fmtCost(r.cost) }),
+  );
   if (flash) tr.classList.add("flash");
-  tr.addEventListener("click", (ev) => { if (!ev.target.closest("a, button, .answer")) location.href = `/session/${encodeURIComponent(r.id)}`; });
-  tr.addEventListener("focusin", () => { // the keyboard's place is the selection (j/k go on from it)
+  tr.addEventListener("click", (ev) => {
+    if (!ev.target.closest("a, button, .answer")) location.href = `/session/${encodeURIComponent(r.id)}`;
+  });
+  tr.addEventListener("focusin", () => {
+    // the keyboard's place is the selection (j/k go on from it)
     const i = order.findIndex((x) => keyOf(x) === key);
-    if (i >= 0 && i !== selected) { selected = i; markSelected(); }
+    if (i >= 0 && i !== selected) {
+      selected = i;
+      markSelected();
+    }
   });
   const old = trs.get(key);
   const focused = keepTyping(old, tr);
@@ -139,15 +171,24 @@ function paint() {
   sortHeads();
   const body = $("rows");
   const keep = new Set(order.map(keyOf));
-  for (const [k, tr] of trs) if (!keep.has(k)) { tr.remove(); trs.delete(k); }
+  for (const [k, tr] of trs)
+    if (!keep.has(k)) {
+      tr.remove();
+      trs.delete(k);
+    }
   const want = [];
   let group = null;
   for (const r of order) {
     const g = groupOf(r);
-    if (g !== null && g !== group) { want.push(groupRow(g, order)); group = g; }
+    if (g !== null && g !== group) {
+      want.push(groupRow(g, order));
+      group = g;
+    }
     want.push(trs.get(keyOf(r)) || renderRow(r, false));
   }
-  want.forEach((tr, i) => { if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] || null); });
+  want.forEach((tr, i) => {
+    if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] || null);
+  });
   while (body.children.length > want.length) body.lastChild.remove();
   selected = Math.min(selected, Math.max(0, order.length - 1));
   markSelected();
@@ -180,13 +221,19 @@ function notify(r) {
   if (!notifyOn || !("Notification" in window) || Notification.permission !== "granted") return;
   const body = r.waiting_for ? oneLine(r.waiting_for, 180) : "It is waiting for you.";
   const n = new Notification(`${oneLine(r.title || r.id, 60)} needs you`, { body, tag: keyOf(r) });
-  n.onclick = () => { window.focus(); location.href = `/session/${encodeURIComponent(r.id)}`; };
+  n.onclick = () => {
+    window.focus();
+    location.href = `/session/${encodeURIComponent(r.id)}`;
+  };
   shown.set(keyOf(r), n);
 }
 
 function answered(key) {
   const n = shown.get(key);
-  if (n) { n.close(); shown.delete(key); }
+  if (n) {
+    n.close();
+    shown.delete(key);
+  }
 }
 
 function apply(data) {
@@ -198,7 +245,10 @@ function apply(data) {
     if (r.state !== "needs_you") answered(key);
     renderRow(r, loaded);
   }
-  for (const key of data.removed || []) { rows.delete(key); answered(key); }
+  for (const key of data.removed || []) {
+    rows.delete(key);
+    answered(key);
+  }
   paint();
   redrawFilters();
 }
@@ -235,8 +285,11 @@ async function listUnread() {
   const list = box.querySelector("ul");
   try {
     const d = await api.doctor();
-    list.replaceChildren(...d.agents.flatMap((a) => a.not_read_files.map((f) =>
-      el("li", {}, el("span", { class: "muted", text: `${a.label}: ` }), el("code", { text: f.path }), ` ${f.reason}`))));
+    list.replaceChildren(
+      ...d.agents.flatMap((a) =>
+        a.not_read_files.map((f) => el("li", {}, el("span", { class: "muted", text: `${a.label}: ` }), el("code", { text: f.path }), ` ${f.reason}`)),
+      ),
+    );
   } catch (e) {
     list.replaceChildren(el("li", { text: `huddle doctor: ${e.message}` }));
   }
@@ -244,8 +297,14 @@ async function listUnread() {
 
 function setupNotify() {
   const b = $("notify");
-  const show = () => { b.classList.toggle("on", notifyOn); b.textContent = notifyOn ? "Notifying" : "Notify me"; };
-  if (!("Notification" in window)) { b.hidden = true; return; }
+  const show = () => {
+    b.classList.toggle("on", notifyOn);
+    b.textContent = notifyOn ? "Notifying" : "Notify me";
+  };
+  if (!("Notification" in window)) {
+    b.hidden = true;
+    return;
+  }
   show();
   b.addEventListener("click", async () => {
     if (!notifyOn && Notification.permission !== "granted") {
@@ -259,15 +318,38 @@ function setupNotify() {
 }
 
 function keys(ev) {
-  if (ev.key === "/" && !typing(ev.target)) { ev.preventDefault(); $("filter").focus(); return; }
-  if (ev.key === "Escape" && ev.target === $("filter")) { $("filter").value = ""; setQuery(""); $("filter").blur(); paint(); return; }
+  if (ev.key === "/" && !typing(ev.target)) {
+    ev.preventDefault();
+    $("filter").focus();
+    return;
+  }
+  if (ev.key === "Escape" && ev.target === $("filter")) {
+    $("filter").value = "";
+    setQuery("");
+    $("filter").blur();
+    paint();
+    return;
+  }
   if (typing(ev.target)) return;
   const sel = order[selected] ? trs.get(keyOf(order[selected])) : null;
-  if (!ev.ctrlKey && !ev.metaKey && !ev.altKey && answerKey(ev, sel)) { ev.preventDefault(); return; }
-  if (ev.key === "j" || ev.key === "ArrowDown") { selected = Math.min(order.length - 1, selected + 1); markSelected(); ev.preventDefault(); }
-  else if (ev.key === "k" || ev.key === "ArrowUp") { selected = Math.max(0, selected - 1); markSelected(); ev.preventDefault(); }
-  else if (ev.key === "p" && !ev.ctrlKey && !ev.metaKey && !ev.altKey && order[selected]) { ev.preventDefault(); togglePin(order[selected]).then(repin).catch(() => {}); }
-  else if (ev.key === "Enter" && order[selected] && !ev.target.closest("a, button")) location.href = `/session/${encodeURIComponent(order[selected].id)}`; // (a link or a button does its own)
+  if (!ev.ctrlKey && !ev.metaKey && !ev.altKey && answerKey(ev, sel)) {
+    ev.preventDefault();
+    return;
+  }
+  if (ev.key === "j" || ev.key === "ArrowDown") {
+    selected = Math.min(order.length - 1, selected + 1);
+    markSelected();
+    ev.preventDefault();
+  } else if (ev.key === "k" || ev.key === "ArrowUp") {
+    selected = Math.max(0, selected - 1);
+    markSelected();
+    ev.preventDefault();
+  } else if (ev.key === "p" && !ev.ctrlKey && !ev.metaKey && !ev.altKey && order[selected]) {
+    ev.preventDefault();
+    togglePin(order[selected])
+      .then(repin)
+      .catch(() => {});
+  } else if (ev.key === "Enter" && order[selected] && !ev.target.closest("a, button")) location.href = `/session/${encodeURIComponent(order[selected].id)}`; // (a link or a button does its own)
 }
 
 function tick() {
@@ -288,19 +370,49 @@ async function main() {
   await loadAgents();
   setupNotify();
   $("unread").addEventListener("toggle", listUnread);
-  redrawFilters = setupFilters($("filters"), () => [...rows.values()], () => { $("filter").value = query(); paint(); });
+  redrawFilters = setupFilters(
+    $("filters"),
+    () => [...rows.values()],
+    () => {
+      $("filter").value = query();
+      paint();
+    },
+  );
   $("filter").value = query();
   for (const th of document.querySelectorAll("#board th[data-sort]")) {
-    th.querySelector("button").addEventListener("click", () => { sortBy(th.dataset.sort); paint(); });
+    th.querySelector("button").addEventListener("click", () => {
+      sortBy(th.dataset.sort);
+      paint();
+    });
   }
-  $("filter").addEventListener("input", () => { setQuery($("filter").value); paint(); });
+  $("filter").addEventListener("input", () => {
+    setQuery($("filter").value);
+    paint();
+  });
   document.addEventListener("keydown", keys);
-  api.info().then((i) => { $("demo-badge").hidden = !i.demo; }).catch(() => {});
-  const ready = loadPins().catch(() => {}).then(load);
+  api
+    .info()
+    .then((i) => {
+      $("demo-badge").hidden = !i.demo;
+    })
+    .catch(() => {});
+  const ready = loadPins()
+    .catch(() => {})
+    .then(load);
   // Registered on the server at `hello`: reload once then, so no change falls between.
-  stream(null, { hello: () => { ready.then(load).catch(() => {}); }, board: (d) => { if (loaded) apply(d); }, reset: () => load() });
+  stream(null, {
+    hello: () => {
+      ready.then(load).catch(() => {});
+    },
+    board: (d) => {
+      if (loaded) apply(d);
+    },
+    reset: () => load(),
+  });
   await ready;
   setInterval(tick, 1000);
 }
 
-main().catch((e) => { document.body.append(el("p", { class: "error-box", text: `huddle: ${e.message}` })); });
+main().catch((e) => {
+  document.body.append(el("p", { class: "error-box", text: `huddle: ${e.message}` }));
+});

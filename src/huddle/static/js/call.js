@@ -27,36 +27,79 @@ export function renderStage(box, detail, model, at, server) {
     const doing = nowDoing(a, byId);
     const callAge = doing && doing.since !== null ? at - doing.since : null;
     const quiet = silenceText({ ...a, state }, at);
-    const tile = el("div", { class: `tile t-${state}${a.info.parent ? "" : " lead"}${a === speaker ? " speaking" : ""}${a.left !== null ? " leaving" : ""}${seen.has(a.info.id) ? "" : " joining"}`,
-                             dataset: { agent: a.info.id } },
-      el("div", { class: "tile-head" },
+    const tile = el(
+      "div",
+      {
+        class: `tile t-${state}${a.info.parent ? "" : " lead"}${a === speaker ? " speaking" : ""}${a.left !== null ? " leaving" : ""}${seen.has(a.info.id) ? "" : " joining"}`,
+        dataset: { agent: a.info.id },
+      },
+      el(
+        "div",
+        { class: "tile-head" },
         avatar(label(a.info), a.index),
-        el("div", { class: "tile-id" },
+        el(
+          "div",
+          { class: "tile-id" },
           el("div", { class: "tile-name", text: label(a.info), title: a.info.name }),
-          el("div", { class: "tile-kind", text: [a.info.type && a.info.type !== "main" ? a.info.type : null, a.info.model].filter(Boolean).join(" · ") || "\u00a0" })),
-        pill(state)),
-      a.say ? el("div", { class: "bubble", text: shownText(a.say), title: a.say.text })
-            : el("div", { class: "bubble empty-bubble", text: "hasn't spoken yet" }),
+          el("div", {
+            class: "tile-kind",
+            text: [a.info.type && a.info.type !== "main" ? a.info.type : null, a.info.model].filter(Boolean).join(" · ") || "\u00a0",
+          }),
+        ),
+        pill(state),
+      ),
+      a.say
+        ? el("div", { class: "bubble", text: shownText(a.say), title: a.say.text })
+        : el("div", { class: "bubble empty-bubble", text: "hasn't spoken yet" }),
       st && st.state === "needs_you" && (st.waiting_for || st.waiting_call)
-        ? el("div", { class: "now long" }, el("span", { text: "needs you" }),
-            el("span", { class: "what", text: a.open.has(st.waiting_call) ? waitWords(st.waiting_kind, a.open.get(st.waiting_call)) : st.waiting_for }))
-        : doing ? el("div", { class: `now${callAge !== null && callAge > LONG_CALL ? " long" : ""}` },
-            el("span", { text: "now" }), el("span", { class: "what", text: doing.text, title: doing.text }),
-            el("span", { class: "dur", text: callAge !== null ? fmtDuration(callAge) : "" }))
-        : null,
+        ? el(
+            "div",
+            { class: "now long" },
+            el("span", { text: "needs you" }),
+            el("span", { class: "what", text: a.open.has(st.waiting_call) ? waitWords(st.waiting_kind, a.open.get(st.waiting_call)) : st.waiting_for }),
+          )
+        : doing
+          ? el(
+              "div",
+              { class: `now${callAge !== null && callAge > LONG_CALL ? " long" : ""}` },
+              el("span", { text: "now" }),
+              el("span", { class: "what", text: doing.text, title: doing.text }),
+              el("span", { class: "dur", text: callAge !== null ? fmtDuration(callAge) : "" }),
+            )
+          : null,
       quiet ? el("div", { class: "silence", text: quiet }) : null,
       a.left !== null ? el("div", { class: "now" }, el("span", { text: "reported" }), el("span", { class: "what", text: oneLine(a.report, 140) })) : null,
-      el("div", { class: "tile-foot" },
+      el(
+        "div",
+        { class: "tile-foot" },
         el("span", { text: `${fmtTokens(tokensOf(a.usage))} tokens` }),
         a.joined !== -Infinity && a.joined !== null ? el("span", { text: `joined ${fmtClock(a.joined)}` }) : null,
-        a.say ? el("span", { text: `spoke ${fmtDuration(at - a.say.t)} ago` }) : null));
+        a.say ? el("span", { text: `spoke ${fmtDuration(at - a.say.t)} ago` }) : null,
+      ),
+    );
     stage.append(tile);
   }
   const parts = [stage];
   if (left.length) {
-    parts.push(el("div", { class: "left-call" }, el("h3", { text: "Left the call" }),
-      el("div", { class: "chips" }, left.map((a) => el("span", { class: "chip", title: a.report || "" },
-        avatar(label(a.info), a.index), el("span", { class: "r", text: `${label(a.info)} · ${oneLine(a.report || "done", 80)}` }))))));
+    parts.push(
+      el(
+        "div",
+        { class: "left-call" },
+        el("h3", { text: "Left the call" }),
+        el(
+          "div",
+          { class: "chips" },
+          left.map((a) =>
+            el(
+              "span",
+              { class: "chip", title: a.report || "" },
+              avatar(label(a.info), a.index),
+              el("span", { class: "r", text: `${label(a.info)} · ${oneLine(a.report || "done", 80)}` }),
+            ),
+          ),
+        ),
+      ),
+    );
   }
   box.replaceChildren(...parts);
   return byId;
@@ -69,10 +112,15 @@ export function renderFeed(box, tl, model, byId, n = 12, waits = null) {
     const e = tl[i];
     if (e.kind === "usage" || e.kind === "context" || e.kind === "turn_end") continue;
     const a = byId.get(e.agent);
-    items.push(el("li", { class: i === model.index ? "cur" : "" },
-      el("span", { class: "tm", text: (e.estimated ? "~" : "") + fmtClock(e.tt) }),
-      el("span", { class: "who", text: a ? label(a.info) : e.agent }),
-      el("span", { class: "w", text: words(e, byId, waits) })));
+    items.push(
+      el(
+        "li",
+        { class: i === model.index ? "cur" : "" },
+        el("span", { class: "tm", text: (e.estimated ? "~" : "") + fmtClock(e.tt) }),
+        el("span", { class: "who", text: a ? label(a.info) : e.agent }),
+        el("span", { class: "w", text: words(e, byId, waits) }),
+      ),
+    );
   }
   box.replaceChildren(el("h3", { text: "Latest" }), el("ol", {}, items));
 }
@@ -95,9 +143,22 @@ export function mountCall(box, S) {
     renderFeed(feed, S.timeline, model, byId, 12, waitingCalls(S.detail));
     const live = ["working", "needs_you", "waiting"].includes(S.detail.state);
     const last = model.current ? model.current.tt : null;
-    banner.replaceChildren(live ? el("span", { text: "Live" }) : el("span", { class: "muted", text: `This call is quiet${last ? `: last heard ${fmtDuration(at - last)} ago` : ""}. Replay shows how it went.` }),
-      el("span", { class: "faint", text: `${model.agents.filter((a) => !a.info.quiet).length} participants` }));
+    banner.replaceChildren(
+      live
+        ? el("span", { text: "Live" })
+        : el("span", { class: "muted", text: `This call is quiet${last ? `: last heard ${fmtDuration(at - last)} ago` : ""}. Replay shows how it went.` }),
+      el("span", { class: "faint", text: `${model.agents.filter((a) => !a.info.quiet).length} participants` }),
+    );
   };
   const timer = setInterval(draw, 1000);
-  return { update() { model = null; draw(); }, show: draw, stop() { clearInterval(timer); } };
+  return {
+    update() {
+      model = null;
+      draw();
+    },
+    show: draw,
+    stop() {
+      clearInterval(timer);
+    },
+  };
 }

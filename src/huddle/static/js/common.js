@@ -1,8 +1,12 @@
 // Shared helpers: DOM building (never innerHTML with data), the API, the live stream, formatting.
 
 export const STATE_LABEL = {
-  needs_you: "needs you", waiting: "waiting", working: "working",
-  your_turn: "your turn", idle: "idle", ended: "ended",
+  needs_you: "needs you",
+  waiting: "waiting",
+  working: "working",
+  your_turn: "your turn",
+  idle: "idle",
+  ended: "ended",
 };
 // The agents' names and colours: the server's one table (GET /api/agents, or embedded in
 // an export page), filled by loadAgents() before a page draws. An agent not in it shows its key.
@@ -56,7 +60,11 @@ export function pill(state) {
 export async function getJSON(path) {
   const r = await fetch(path, { headers: { accept: "application/json" }, credentials: "same-origin" });
   let data = null;
-  try { data = await r.json(); } catch (e) { data = null; }
+  try {
+    data = await r.json();
+  } catch (e) {
+    data = null;
+  }
   if (!r.ok) throw new Error((data && data.error) || `${r.status} ${r.statusText}`);
   return data;
 }
@@ -86,7 +94,11 @@ export function stream(session, handlers) {
       const fn = handlers[kind];
       if (!fn) return;
       let data = null;
-      try { data = JSON.parse(ev.data); } catch (e) { return; }
+      try {
+        data = JSON.parse(ev.data);
+      } catch (e) {
+        return;
+      }
       fn(data, ev);
     });
   }
@@ -95,8 +107,12 @@ export function stream(session, handlers) {
   return es;
 }
 
-export function parseISO(s) { return s ? Date.parse(s) / 1000 : null; }
-export function now() { return Date.now() / 1000; }
+export function parseISO(s) {
+  return s ? Date.parse(s) / 1000 : null;
+}
+export function now() {
+  return Date.now() / 1000;
+}
 
 export function fmtDuration(sec) {
   if (sec === null || sec === undefined || !isFinite(sec)) return "—";
@@ -141,7 +157,8 @@ export function fmtWhen(t) {
 // "Tuesday 16:05" within the week, else its date ("Nov 30", with the year when not this one).
 export function fmtDay(t) {
   if (t === null || t === undefined) return "—";
-  const d = new Date(t * 1000), today = new Date();
+  const d = new Date(t * 1000),
+    today = new Date();
   const midnight = (x) => new Date(x.getFullYear(), x.getMonth(), x.getDate()).getTime();
   const days = Math.round((midnight(today) - midnight(d)) / 86400000);
   const hm = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hour12: false });
@@ -169,9 +186,14 @@ export function tokensOf(u) {
 }
 
 const PALETTE = ["#3e63dd", "#30a46c", "#e38c00", "#8e4ec6", "#d6409f", "#0090ff", "#12a594", "#e5484d"];
-export function colorFor(index) { return PALETTE[index % PALETTE.length]; }
+export function colorFor(index) {
+  return PALETTE[index % PALETTE.length];
+}
 export function initials(name) {
-  const words = String(name || "?").replace(/[:_-]/g, " ").split(/\s+/).filter(Boolean);
+  const words = String(name || "?")
+    .replace(/[:_-]/g, " ")
+    .split(/\s+/)
+    .filter(Boolean);
   return ((words[0] || "?")[0] + (words[1] ? words[1][0] : "")).toUpperCase();
 }
 export function avatar(name, index) {
@@ -181,7 +203,9 @@ export function avatar(name, index) {
 }
 
 export function oneLine(text, n) {
-  const s = String(text || "").replace(/\s+/g, " ").trim();
+  const s = String(text || "")
+    .replace(/\s+/g, " ")
+    .trim();
   return s.length > n ? s.slice(0, n - 1) + "…" : s;
 }
 

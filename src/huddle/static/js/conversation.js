@@ -19,29 +19,53 @@ export function mountConversation(box, S) {
   const harnessN = el("span", { class: "n" });
   harness.checked = localStorage.getItem("huddle.harness") === "1";
   const harnessBar = el("label", { class: "harness-toggle", for: "show-harness" }, harness, " harness messages ", harnessN);
-  const showHarness = () => { chat.classList.toggle("show-harness", harness.checked); localStorage.setItem("huddle.harness", harness.checked ? "1" : "0"); };
+  const showHarness = () => {
+    chat.classList.toggle("show-harness", harness.checked);
+    localStorage.setItem("huddle.harness", harness.checked ? "1" : "0");
+  };
   harness.addEventListener("change", showHarness);
   showHarness();
   box.replaceChildren(el("div", { class: "convo" }, el("div", {}, list), el("div", { class: "chat-wrap" }, harnessBar, chat, newBtn)));
 
   let agent = null; // selected agent id
-  let first = null, last = null, hasMore = false, loading = false, epoch = null;
+  let first = null,
+    last = null,
+    hasMore = false,
+    loading = false,
+    epoch = null;
   let hasAfter = false; // opened in the middle (from a search): later messages load on scrolling down
   let terms = []; // words from the search that opened it, marked wherever text appears
   const calls = new Map(); // call id -> its <details>, to attach results that come later
   let names = new Map();
 
   const nearBottom = () => chat.scrollHeight - chat.scrollTop - chat.clientHeight < 60;
-  const toBottom = () => { chat.scrollTop = chat.scrollHeight; newBtn.hidden = true; };
+  const toBottom = () => {
+    chat.scrollTop = chat.scrollHeight;
+    newBtn.hidden = true;
+  };
   newBtn.addEventListener("click", toBottom);
 
   async function agents() {
     const t = await api.transcripts(S.id);
     names = new Map(t.agents.map((a) => [a.id, a]));
     if (!agent || !names.has(agent)) agent = t.lead;
-    list.replaceChildren(...t.agents.filter((a) => !a.quiet).map((a, i) => el("li", {},
-      el("button", { type: "button", class: a.id === agent ? "on" : "", dataset: { agent: a.id }, onclick: () => select(a.id) },
-        avatar(label(a), i), el("span", { class: "nm", text: label(a), title: a.name }), el("span", { class: "n", text: a.messages })))));
+    list.replaceChildren(
+      ...t.agents
+        .filter((a) => !a.quiet)
+        .map((a, i) =>
+          el(
+            "li",
+            {},
+            el(
+              "button",
+              { type: "button", class: a.id === agent ? "on" : "", dataset: { agent: a.id }, onclick: () => select(a.id) },
+              avatar(label(a), i),
+              el("span", { class: "nm", text: label(a), title: a.name }),
+              el("span", { class: "n", text: a.messages }),
+            ),
+          ),
+        ),
+    );
   }
 
   function clear(id) {
@@ -49,7 +73,9 @@ export function mountConversation(box, S) {
     for (const b of list.querySelectorAll("button")) b.classList.toggle("on", b.dataset.agent === id);
     calls.clear();
     chat.replaceChildren();
-    first = last = null; hasMore = false; hasAfter = false;
+    first = last = null;
+    hasMore = false;
+    hasAfter = false;
   }
 
   async function select(id) {
@@ -65,7 +91,12 @@ export function mountConversation(box, S) {
   async function focusOn(f) {
     const id = f.agent && names.has(f.agent) ? f.agent : agent;
     let page;
-    try { page = await api.transcript(S.id, { agent: id, limit: PAGE, around: f.ref }); } catch (e) { await select(id); return; }
+    try {
+      page = await api.transcript(S.id, { agent: id, limit: PAGE, around: f.ref });
+    } catch (e) {
+      await select(id);
+      return;
+    }
     clear(id);
     terms = queryWords(f.q);
     epoch = page.epoch;
@@ -82,7 +113,8 @@ export function mountConversation(box, S) {
   function take(page, where) {
     const nodes = page.messages.map(render).filter(Boolean);
     if (where === "start") {
-      const h = chat.scrollHeight, top = chat.scrollTop;
+      const h = chat.scrollHeight,
+        top = chat.scrollTop;
       const marker = chat.querySelector(".history");
       (marker ? marker.after.bind(marker) : chat.prepend.bind(chat))(...nodes);
       chat.scrollTop = top + (chat.scrollHeight - h); // keep the reader's place
@@ -90,7 +122,10 @@ export function mountConversation(box, S) {
       hasMore = page.has_more;
     } else {
       chat.append(...nodes);
-      if (first === null && page.first_line !== null) { first = page.first_line; hasMore = page.has_more; }
+      if (first === null && page.first_line !== null) {
+        first = page.first_line;
+        hasMore = page.has_more;
+      }
     }
     if (page.last_line !== null && (last === null || page.last_line > last)) last = page.last_line;
     historyMarker();
@@ -101,39 +136,62 @@ export function mountConversation(box, S) {
 
   function historyMarker() {
     let m = chat.querySelector(".history");
-    if (!m) { m = el("div", { class: "history" }); chat.prepend(m); }
+    if (!m) {
+      m = el("div", { class: "history" });
+      chat.prepend(m);
+    }
     m.textContent = hasMore ? "Scroll up for earlier messages" : first === null ? "No messages yet." : "Start of the conversation";
   }
 
   async function older() {
     if (loading || !hasMore || first === null) return;
     loading = true;
-    try { take(await api.transcript(S.id, { agent, limit: PAGE, before: first }), "start"); } finally { loading = false; }
+    try {
+      take(await api.transcript(S.id, { agent, limit: PAGE, before: first }), "start");
+    } finally {
+      loading = false;
+    }
   }
 
   let pending = false;
   async function newer() {
-    if (loading) { pending = true; return; }
+    if (loading) {
+      pending = true;
+      return;
+    }
     loading = true;
     try {
       const history = hasAfter; // reading on from the middle, not new messages arriving
       const stick = nearBottom() && !history;
       const paging = last !== null;
       const page = await api.transcript(S.id, paging ? { agent, limit: 500, after: last } : { agent, limit: PAGE });
-      if (page.epoch !== epoch) { loading = false; await select(agent); return; }
+      if (page.epoch !== epoch) {
+        loading = false;
+        await select(agent);
+        return;
+      }
       const before = chat.children.length;
       take(page, "end");
       if (paging) hasAfter = page.has_more;
-      if (chat.children.length > before && !history) { if (stick) toBottom(); else newBtn.hidden = false; }
+      if (chat.children.length > before && !history) {
+        if (stick) toBottom();
+        else newBtn.hidden = false;
+      }
     } finally {
       loading = false;
-      if (pending) { pending = false; newer(); }
+      if (pending) {
+        pending = false;
+        newer();
+      }
     }
   }
 
   chat.addEventListener("scroll", () => {
     if (chat.scrollTop < 150) older();
-    if (nearBottom()) { newBtn.hidden = true; if (hasAfter) newer(); }
+    if (nearBottom()) {
+      newBtn.hidden = true;
+      if (hasAfter) newer();
+    }
   });
 
   // -- one message -----------------------------------------------------------------
@@ -157,7 +215,13 @@ export function mountConversation(box, S) {
       const more = el("button", { class: "more", type: "button", text: "Show more" });
       more.addEventListener("click", async () => {
         let text = full;
-        if (m.truncated && m.ref) { try { text = (await api.content(S.id, m.ref)).text || full; } catch (e) { /* keep what we have */ } }
+        if (m.truncated && m.ref) {
+          try {
+            text = (await api.content(S.id, m.ref)).text || full;
+          } catch (e) {
+            /* keep what we have */
+          }
+        }
         show(text);
         highlight(body, terms);
       });
@@ -167,8 +231,13 @@ export function mountConversation(box, S) {
   }
 
   function header(m) {
-    return el("div", { class: "who" }, el("span", { text: who(m) }), m.t ? el("span", { text: (m.estimated ? "~" : "") + fmtClock(m.t) }) : null,
-      m.copied ? el("span", { text: "copied from the earlier session" }) : null);
+    return el(
+      "div",
+      { class: "who" },
+      el("span", { text: who(m) }),
+      m.t ? el("span", { text: (m.estimated ? "~" : "") + fmtClock(m.t) }) : null,
+      m.copied ? el("span", { text: "copied from the earlier session" }) : null,
+    );
   }
 
   // The kind of wait ("approval", "answer") when this call is the one its agent waits on
@@ -208,7 +277,9 @@ export function mountConversation(box, S) {
         parts.push(el("h4", { text: r.ok === false ? "Error" : "Result" }), el("pre", { class: "out", text: c.text || "(empty)" }));
         for (const img of c.images || []) parts.push(el("img", { src: `data:${img.media_type};base64,${img.data}`, alt: "image from the tool result" }));
       } else if (!r) parts.push(el("p", { class: "faint", text: "No result yet." }));
-    } catch (e) { parts.push(el("p", { class: "faint", text: `Could not load: ${e.message}` })); }
+    } catch (e) {
+      parts.push(el("p", { class: "faint", text: `Could not load: ${e.message}` }));
+    }
     pane.replaceChildren(...parts);
     highlight(pane, terms);
   }
@@ -225,7 +296,9 @@ export function mountConversation(box, S) {
     const d = el("details", { class: "tool" }, el("summary", {}, el("span", { class: "what", text: callWords(m), title: m.detail || "" }), st), pane);
     d.classList.toggle("waits", !!(!m.result && waitOf(m)));
     d._m = m;
-    d.addEventListener("toggle", () => { if (d.open) fillTool(pane, d._m); });
+    d.addEventListener("toggle", () => {
+      if (d.open) fillTool(pane, d._m);
+    });
     if (m.id) calls.set(m.id, d);
     return d;
   }
@@ -237,35 +310,67 @@ export function mountConversation(box, S) {
       case "say":
         return el("div", { class: `msg agent${m.copied ? " copied" : ""}`, dataset: { line: m.line } }, header(m), textBlock(m, null, true));
       case "think":
-        return el("div", { class: "msg agent wide", dataset: { line: m.line } },
-          el("details", { class: "think" }, el("summary", { text: `Thinking · ${oneLine(plainWords(m.text), 90)}` }), el("div", { class: "pane rich" }, markdown(m.text))));
+        return el(
+          "div",
+          { class: "msg agent wide", dataset: { line: m.line } },
+          el(
+            "details",
+            { class: "think" },
+            el("summary", { text: `Thinking · ${oneLine(plainWords(m.text), 90)}` }),
+            el("div", { class: "pane rich" }, markdown(m.text)),
+          ),
+        );
       case "tool_call":
         return el("div", { class: "msg agent wide", dataset: { line: m.line } }, toolNode(m));
       case "tool_result": {
         const d = calls.get(m.id);
         // Shown on its call (the server attaches it to calls it sends); never on its own.
-        if (d) { d._m = { ...d._m, result: m }; restate(d); }
+        if (d) {
+          d._m = { ...d._m, result: m };
+          restate(d);
+        }
         return null;
       }
       case "order":
         if (m.agent === agent) return el("div", { class: "msg delegation wide", dataset: { line: m.line } }, header(m), toolNode(m));
-        return el("div", { class: "msg delegation", dataset: { line: m.line } }, header(m), el("div", { class: "who", text: `Order from ${who(m)}` }), textBlock(m, null, true));
+        return el(
+          "div",
+          { class: "msg delegation", dataset: { line: m.line } },
+          header(m),
+          el("div", { class: "who", text: `Order from ${who(m)}` }),
+          textBlock(m, null, true),
+        );
       case "report":
-        return el("div", { class: "msg delegation", dataset: { line: m.line } }, header(m),
-          el("div", { class: "who", text: `Report from ${label(names.get(m.target) || { parent: 1, name: "a sub-agent" })}` }), textBlock(m, null, true));
+        return el(
+          "div",
+          { class: "msg delegation", dataset: { line: m.line } },
+          header(m),
+          el("div", { class: "who", text: `Report from ${label(names.get(m.target) || { parent: 1, name: "a sub-agent" })}` }),
+          textBlock(m, null, true),
+        );
       case "context": {
         if (typed(m)) return el("div", { class: "msg human command", dataset: { line: m.line } }, header(m), el("div", { class: "body", text: m.text || "" }));
         const pane = el("div", { class: "pane", text: m.text || "" });
         const d = el("details", { class: "ctx" }, el("summary", { text: `context · ${m.name || "harness"}` }), pane);
-        if (m.ref) d.addEventListener("toggle", async () => {
-          if (!d.open || d._loaded) return;
-          d._loaded = true;
-          try { const c = await api.content(S.id, m.ref); pane.textContent = c.text || m.text || ""; } catch (e) { /* keep the short text */ }
-        });
+        if (m.ref)
+          d.addEventListener("toggle", async () => {
+            if (!d.open || d._loaded) return;
+            d._loaded = true;
+            try {
+              const c = await api.content(S.id, m.ref);
+              pane.textContent = c.text || m.text || "";
+            } catch (e) {
+              /* keep the short text */
+            }
+          });
         return el("div", { class: "msg context", dataset: { line: m.line } }, d);
       }
       case "waiting":
-        return el("div", { class: "msg system k-waiting", dataset: { line: m.line } }, el("div", { class: "body", text: waitWords(m.wait, { detail: m.detail || m.name }).replace(/^w/, "W") }));
+        return el(
+          "div",
+          { class: "msg system k-waiting", dataset: { line: m.line } },
+          el("div", { class: "body", text: waitWords(m.wait, { detail: m.detail || m.name }).replace(/^w/, "W") }),
+        );
       case "resolved":
         return el("div", { class: "msg system", dataset: { line: m.line } }, el("div", { class: "body", text: "Answered" }));
       case "error":
@@ -273,7 +378,11 @@ export function mountConversation(box, S) {
       case "interrupt":
         return el("div", { class: "msg system k-interrupt", dataset: { line: m.line } }, el("div", { class: "body", text: "Interrupted" }));
       case "compaction":
-        return el("div", { class: "msg system k-compaction", dataset: { line: m.line } }, el("div", { class: "body", text: `Conversation compacted ${m.detail ? `(${m.detail})` : ""}` }));
+        return el(
+          "div",
+          { class: "msg system k-compaction", dataset: { line: m.line } },
+          el("div", { class: "body", text: `Conversation compacted ${m.detail ? `(${m.detail})` : ""}` }),
+        );
       default:
         return el("div", { class: "msg system", dataset: { line: m.line } }, el("div", { class: "body", text: m.text || m.kind }));
     }
@@ -282,22 +391,34 @@ export function mountConversation(box, S) {
   // New events for this agent (or an order to it) -> fetch the new messages.
   S.listeners.add((fresh, reset) => {
     if (!agent) return;
-    if (reset) { agents().then(() => select(agent)); return; }
+    if (reset) {
+      agents().then(() => select(agent));
+      return;
+    }
     if (fresh.some((e) => e.agent === agent || e.target === agent)) newer();
-    if (fresh.length && !countsTimer) countsTimer = setTimeout(() => { countsTimer = null; agents().catch(() => {}); }, 500);
+    if (fresh.length && !countsTimer)
+      countsTimer = setTimeout(() => {
+        countsTimer = null;
+        agents().catch(() => {});
+      }, 500);
   });
   let countsTimer = null; // the message counts beside each agent follow, a little behind
 
   let started = false;
   return {
-    update() { // the session's states moved: the call a person is asked about says so
+    update() {
+      // the session's states moved: the call a person is asked about says so
       for (const d of calls.values()) if (!d._m.result) restate(d);
     },
     async show() {
-      if (started) { if (S.focus) await focusOn(S.focus); return; }
+      if (started) {
+        if (S.focus) await focusOn(S.focus);
+        return;
+      }
       started = true;
       await agents();
-      if (S.focus) await focusOn(S.focus); else await select(agent);
+      if (S.focus) await focusOn(S.focus);
+      else await select(agent);
     },
     stop() {},
   };

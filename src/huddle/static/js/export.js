@@ -25,7 +25,9 @@ async function inflate() {
   return JSON.parse(await new Response(stream).text());
 }
 
-function pre(text, cls) { return el("pre", { class: cls || "out", text }); }
+function pre(text, cls) {
+  return el("pre", { class: cls || "out", text });
+}
 
 // -- the nested conversation ---------------------------------------------------------
 
@@ -37,13 +39,19 @@ function conversation(data) {
   const results = new Map();
   for (const e of data.events) {
     if (QUIET.has(e.kind)) continue;
-    if (e.kind === "tool_result") { results.set(`${e.agent} ${e.id}`, e); continue; }
+    if (e.kind === "tool_result") {
+      results.set(`${e.agent} ${e.id}`, e);
+      continue;
+    }
     if (!lanes.has(e.agent)) lanes.set(e.agent, []);
     lanes.get(e.agent).push(e);
   }
   const turns = new Map(data.turns.map((t) => [t.start_seq, t]));
   const shown = new Set();
-  const usageOf = (id) => { const a = agents.get(id); return a ? a.usage : null; };
+  const usageOf = (id) => {
+    const a = agents.get(id);
+    return a ? a.usage : null;
+  };
   // An agent's words as the app draws them: Markdown (raw HTML shown as text, never run).
   const rich = (text) => el("div", { class: "body rich" }, markdown(text || ""));
 
@@ -54,7 +62,12 @@ function conversation(data) {
   }
 
   function head(e) {
-    return el("div", { class: "who" }, el("span", { text: who(e) }), e.t ? el("span", { class: "t-when", text: (e.estimated ? "~" : "") + fmtWhen(e.t) }) : null);
+    return el(
+      "div",
+      { class: "who" },
+      el("span", { text: who(e) }),
+      e.t ? el("span", { class: "t-when", text: (e.estimated ? "~" : "") + fmtWhen(e.t) }) : null,
+    );
   }
 
   function toolPane(e, r) {
@@ -82,8 +95,15 @@ function conversation(data) {
   function tool(e) {
     const r = results.get(`${e.agent} ${e.id}`);
     const [pane, fill] = toolPane(e, r);
-    const d = el("details", { class: "tool" }, el("summary", {}, el("span", { class: "what", text: e.doing || e.name, title: e.detail || "" }), status(r)), pane);
-    d.addEventListener("toggle", () => { if (d.open) fill(); });
+    const d = el(
+      "details",
+      { class: "tool" },
+      el("summary", {}, el("span", { class: "what", text: e.doing || e.name, title: e.detail || "" }), status(r)),
+      pane,
+    );
+    d.addEventListener("toggle", () => {
+      if (d.open) fill();
+    });
     return el("div", { class: "msg agent wide", dataset: { seq: e.seq } }, d);
   }
 
@@ -93,55 +113,111 @@ function conversation(data) {
     const u = usageOf(e.target);
     const name = a ? label(a) : e.name || "a sub-agent";
     const r = results.get(`${e.agent} ${e.id}`);
-    const body = el("div", { class: "sub-body" },
-      el("div", { class: "msg delegation" }, el("div", { class: "who", text: `Asked by ${who(e)}` }), rich(e.text || e.detail)));
+    const body = el(
+      "div",
+      { class: "sub-body" },
+      el("div", { class: "msg delegation" }, el("div", { class: "who", text: `Asked by ${who(e)}` }), rich(e.text || e.detail)),
+    );
     let filled = false;
     const fill = () => {
       if (filled) return;
       filled = true;
       body.append(lane(e.target, depth + 1));
-      if (r && r.output) body.append(el("div", { class: "msg delegation" }, el("div", { class: "who", text: "Result returned to the caller" }), rich(r.output)));
+      if (r && r.output)
+        body.append(el("div", { class: "msg delegation" }, el("div", { class: "who", text: "Result returned to the caller" }), rich(r.output)));
     };
-    const box = el("details", { class: "sub", open: !BIG && depth < 1, dataset: { agent: e.target } },
-      el("summary", {},
+    const box = el(
+      "details",
+      { class: "sub", open: !BIG && depth < 1, dataset: { agent: e.target } },
+      el(
+        "summary",
+        {},
         avatar(name, a ? a.index : 0),
         el("span", { class: "nm", text: `${name}` }),
         a && a.type ? el("span", { class: "badge", text: a.type }) : null,
-        el("span", { class: "faint", text: `${fmtTokens(u ? (u.input || 0) + (u.output || 0) + (u.cache_read || 0) + (u.cache_write || 0) : 0)} tokens` })),
-      body);
-    if (BIG) box.addEventListener("toggle", () => { if (box.open) fill(); }); // a big session draws a sub-agent when it is opened
+        el("span", { class: "faint", text: `${fmtTokens(u ? (u.input || 0) + (u.output || 0) + (u.cache_read || 0) + (u.cache_write || 0) : 0)} tokens` }),
+      ),
+      body,
+    );
+    if (BIG)
+      box.addEventListener("toggle", () => {
+        if (box.open) fill();
+      }); // a big session draws a sub-agent when it is opened
     else fill();
     return el("div", { class: "msg wide", dataset: { seq: e.seq } }, box);
   }
 
   function message(e, depth) {
     switch (e.kind) {
-      case "prompt": return el("div", { class: "msg human", dataset: { seq: e.seq } }, head(e), el("div", { class: "body", text: e.text || "" }),
-        ...(e.images || []).map((img) => el("img", { src: `data:${img.media_type};base64,${img.data}`, alt: "image in the prompt" })));
-      case "say": return el("div", { class: "msg agent", dataset: { seq: e.seq } }, head(e), rich(e.text));
-      case "think": return el("div", { class: "msg agent wide", dataset: { seq: e.seq } }, el("details", { class: "think" }, el("summary", { text: `Thinking · ${oneLine(plainWords(e.text), 90)}` }), el("div", { class: "pane rich" }, markdown(e.text || ""))));
-      case "tool_call": return tool(e);
-      case "order": return e.agent !== e.target && depth < 12 ? sub(e, depth) : el("div", { class: "msg delegation", dataset: { seq: e.seq } }, head(e), rich(e.text));
-      case "report": return el("div", { class: "msg delegation", dataset: { seq: e.seq } }, head(e), el("div", { class: "who", text: `Report from ${label(agents.get(e.target) || { parent: 1, name: "a sub-agent" })}` }), rich(e.text));
+      case "prompt":
+        return el(
+          "div",
+          { class: "msg human", dataset: { seq: e.seq } },
+          head(e),
+          el("div", { class: "body", text: e.text || "" }),
+          ...(e.images || []).map((img) => el("img", { src: `data:${img.media_type};base64,${img.data}`, alt: "image in the prompt" })),
+        );
+      case "say":
+        return el("div", { class: "msg agent", dataset: { seq: e.seq } }, head(e), rich(e.text));
+      case "think":
+        return el(
+          "div",
+          { class: "msg agent wide", dataset: { seq: e.seq } },
+          el(
+            "details",
+            { class: "think" },
+            el("summary", { text: `Thinking · ${oneLine(plainWords(e.text), 90)}` }),
+            el("div", { class: "pane rich" }, markdown(e.text || "")),
+          ),
+        );
+      case "tool_call":
+        return tool(e);
+      case "order":
+        return e.agent !== e.target && depth < 12 ? sub(e, depth) : el("div", { class: "msg delegation", dataset: { seq: e.seq } }, head(e), rich(e.text));
+      case "report":
+        return el(
+          "div",
+          { class: "msg delegation", dataset: { seq: e.seq } },
+          head(e),
+          el("div", { class: "who", text: `Report from ${label(agents.get(e.target) || { parent: 1, name: "a sub-agent" })}` }),
+          rich(e.text),
+        );
       case "context":
         if (typed(e)) return el("div", { class: "msg human command", dataset: { seq: e.seq } }, head(e), el("div", { class: "body", text: e.text || "" }));
-        return el("div", { class: "msg context", dataset: { seq: e.seq } }, el("details", { class: "ctx" }, el("summary", { text: `context · ${e.name || "harness"}` }), el("div", { class: "pane", text: e.text || "" })));
-      case "waiting": return el("div", { class: "msg system k-waiting" }, el("div", { class: "body", text: waitWords(e.wait, { detail: e.detail || e.name }).replace(/^w/, "W") }));
-      case "resolved": return el("div", { class: "msg system" }, el("div", { class: "body", text: "Answered" }));
-      case "error": return el("div", { class: "msg system k-error" }, el("div", { class: "body", text: e.text || "error" }));
-      case "interrupt": return el("div", { class: "msg system k-interrupt" }, el("div", { class: "body", text: "Interrupted" }));
-      case "compaction": return el("div", { class: "msg system k-compaction" }, el("div", { class: "body", text: "Conversation compacted" }));
-      default: return null;
+        return el(
+          "div",
+          { class: "msg context", dataset: { seq: e.seq } },
+          el("details", { class: "ctx" }, el("summary", { text: `context · ${e.name || "harness"}` }), el("div", { class: "pane", text: e.text || "" })),
+        );
+      case "waiting":
+        return el(
+          "div",
+          { class: "msg system k-waiting" },
+          el("div", { class: "body", text: waitWords(e.wait, { detail: e.detail || e.name }).replace(/^w/, "W") }),
+        );
+      case "resolved":
+        return el("div", { class: "msg system" }, el("div", { class: "body", text: "Answered" }));
+      case "error":
+        return el("div", { class: "msg system k-error" }, el("div", { class: "body", text: e.text || "error" }));
+      case "interrupt":
+        return el("div", { class: "msg system k-interrupt" }, el("div", { class: "body", text: "Interrupted" }));
+      case "compaction":
+        return el("div", { class: "msg system k-compaction" }, el("div", { class: "body", text: "Conversation compacted" }));
+      default:
+        return null;
     }
   }
 
   function turnHead(t) {
-    return el("div", { class: "turn-head", dataset: { turn: t.n } },
+    return el(
+      "div",
+      { class: "turn-head", dataset: { turn: t.n } },
       el("span", { class: "tn", text: `Turn ${t.n}` }),
       t.t ? el("span", { class: "t-when", text: fmtWhen(parseISO(t.t)) }) : null,
       el("span", { text: `${fmtTokens(t.tokens)} tokens` }),
-      el("span", { text: usd(t.cost_usd) + (t.unpriced.length ? "+?" : "") , title: t.unpriced.length ? `unpriced: ${t.unpriced.join(", ")}` : "" }),
-      el("span", { class: "faint", text: `${t.responses} model responses` }));
+      el("span", { text: usd(t.cost_usd) + (t.unpriced.length ? "+?" : ""), title: t.unpriced.length ? `unpriced: ${t.unpriced.join(", ")}` : "" }),
+      el("span", { class: "faint", text: `${t.responses} model responses` }),
+    );
   }
 
   // A lane's messages; a big session draws them CHUNK at a time as the reader scrolls on.
@@ -163,12 +239,15 @@ function conversation(data) {
       if (i < items.length) {
         const mark = el("div", { class: "more-msgs", text: `${(items.length - i).toLocaleString()} more messages…` });
         box.append(mark);
-        const seen = new IntersectionObserver((entries) => {
-          if (!entries.some((x) => x.isIntersecting)) return;
-          seen.disconnect();
-          mark.remove();
-          more();
-        }, { rootMargin: "1200px" });
+        const seen = new IntersectionObserver(
+          (entries) => {
+            if (!entries.some((x) => x.isIntersecting)) return;
+            seen.disconnect();
+            mark.remove();
+            more();
+          },
+          { rootMargin: "1200px" },
+        );
         seen.observe(mark);
       }
     };
@@ -184,7 +263,14 @@ function conversation(data) {
     main.append(el("h3", { class: "other-agents", text: "Other agents" }));
     for (const id of rest) {
       const a = agents.get(id);
-      main.append(el("details", { class: "sub", open: true, dataset: { agent: id } }, el("summary", {}, avatar(label(a), a.index), el("span", { class: "nm", text: label(a) })), lane(id, 1)));
+      main.append(
+        el(
+          "details",
+          { class: "sub", open: true, dataset: { agent: id } },
+          el("summary", {}, avatar(label(a), a.index), el("span", { class: "nm", text: label(a) })),
+          lane(id, 1),
+        ),
+      );
     }
   }
   return el("div", { class: "chat export-chat" }, main);
@@ -195,26 +281,38 @@ function conversation(data) {
 function header(data) {
   const s = data.session;
   const r = data.redaction;
-  const start = parseISO(s.started_at), end = parseISO(s.updated_at);
+  const start = parseISO(s.started_at),
+    end = parseISO(s.updated_at);
   return [
-    el("header", { class: "top" },
+    el(
+      "header",
+      { class: "top" },
       el("span", { class: "brand" }, el("span", { class: "logo", "aria-hidden": "true" }), "huddle"),
       el("span", { class: "crumb", text: "/" }),
       el("div", { class: "head-title" }, el("h1", { id: "s-title", text: s.title || s.id, title: s.title || s.id })),
       el("div", { class: "spacer" }),
-      el("div", { class: "head-meta" },
+      el(
+        "div",
+        { class: "head-meta" },
         el("span", { text: SOURCE_LABEL[s.source] || s.source }),
         s.project ? el("span", { text: s.project, title: s.cwd || "" }) : null,
         start ? el("span", { class: "s-started", text: fmtWhen(start) }) : null,
         start ? el("span", { text: fmtDuration((end || start) - start) }) : null,
         el("span", { text: `${fmtTokens(s.tokens)} tokens` }),
-        el("span", { text: usd(s.cost && s.cost.usd) }))),
-    el("p", { class: `export-note${r.enabled ? "" : " warn"}` },
-      "Exported ", el("span", { class: "t-when", text: fmtWhen(parseISO(data.exported_at)) }),
-      r.enabled ? ` by huddle ${data.huddle}. ${r.replaced} secret${r.replaced === 1 ? "" : "s"} replaced before export.`
-                : ` by huddle ${data.huddle}, without redaction.`,
+        el("span", { text: usd(s.cost && s.cost.usd) }),
+      ),
+    ),
+    el(
+      "p",
+      { class: `export-note${r.enabled ? "" : " warn"}` },
+      "Exported ",
+      el("span", { class: "t-when", text: fmtWhen(parseISO(data.exported_at)) }),
+      r.enabled
+        ? ` by huddle ${data.huddle}. ${r.replaced} secret${r.replaced === 1 ? "" : "s"} replaced before export.`
+        : ` by huddle ${data.huddle}, without redaction.`,
       data.trimmed.pieces ? ` ${data.trimmed.pieces} heavy tool output${data.trimmed.pieces === 1 ? "" : "s"} trimmed (full sizes stated).` : "",
-      data.images.dropped ? ` ${data.images.dropped} image${data.images.dropped === 1 ? "" : "s"} left out.` : ""),
+      data.images.dropped ? ` ${data.images.dropped} image${data.images.dropped === 1 ? "" : "s"} left out.` : "",
+    ),
   ];
 }
 
@@ -222,13 +320,35 @@ async function main() {
   await loadAgents();
   const app = document.getElementById("app");
   let data;
-  try { data = await inflate(); performance.mark("huddle:inflated"); } catch (e) { app.replaceChildren(el("p", { class: "error-box", text: `This export could not be opened: ${e.message}` })); return; }
+  try {
+    data = await inflate();
+    performance.mark("huddle:inflated");
+  } catch (e) {
+    app.replaceChildren(el("p", { class: "error-box", text: `This export could not be opened: ${e.message}` }));
+    return;
+  }
   const detail = { ...data.session, tree: data.agents, lead: data.session.lead, time_estimated: data.session.time_estimated };
   const S = { id: data.session.id, detail, events: data.events, timeline: timeline(data.events), listeners: new Set() };
-  const tabs = { conversation: el("section", { class: "tab", id: "tab-conversation" }), replay: el("section", { class: "tab", id: "tab-replay", hidden: true }), tree: el("section", { class: "tab", id: "tab-tree", hidden: true }) };
-  for (const [k, t] of Object.entries(tabs)) { t.setAttribute("role", "tabpanel"); t.setAttribute("aria-labelledby", `tabbtn-${k}`); }
-  const nav = el("nav", { class: "tabs" }, el("div", { class: "tablist", role: "tablist", "aria-label": "Views of this session" },
-    ...Object.keys(tabs).map((k) => el("a", { role: "tab", id: `tabbtn-${k}`, href: `#${k}`, "aria-controls": `tab-${k}`, dataset: { tab: k }, text: k[0].toUpperCase() + k.slice(1) }))));
+  const tabs = {
+    conversation: el("section", { class: "tab", id: "tab-conversation" }),
+    replay: el("section", { class: "tab", id: "tab-replay", hidden: true }),
+    tree: el("section", { class: "tab", id: "tab-tree", hidden: true }),
+  };
+  for (const [k, t] of Object.entries(tabs)) {
+    t.setAttribute("role", "tabpanel");
+    t.setAttribute("aria-labelledby", `tabbtn-${k}`);
+  }
+  const nav = el(
+    "nav",
+    { class: "tabs" },
+    el(
+      "div",
+      { class: "tablist", role: "tablist", "aria-label": "Views of this session" },
+      ...Object.keys(tabs).map((k) =>
+        el("a", { role: "tab", id: `tabbtn-${k}`, href: `#${k}`, "aria-controls": `tab-${k}`, dataset: { tab: k }, text: k[0].toUpperCase() + k.slice(1) }),
+      ),
+    ),
+  );
   document.body.replaceChildren(...header(data), nav, el("main", {}, ...Object.values(tabs)));
   tabs.conversation.append(conversation(data));
   performance.mark("huddle:built");
@@ -242,7 +362,10 @@ async function main() {
       a.classList.toggle("on", on);
       a.setAttribute("aria-selected", on ? "true" : "false");
     }
-    if (mounts[name]) { if (!mounted[name]) mounted[name] = mounts[name](tabs[name], S); mounted[name].show(); }
+    if (mounts[name]) {
+      if (!mounted[name]) mounted[name] = mounts[name](tabs[name], S);
+      mounted[name].show();
+    }
   };
   window.addEventListener("hashchange", show);
   show();

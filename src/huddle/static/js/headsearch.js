@@ -5,9 +5,15 @@ const box = document.getElementById("head-search");
 if (box) {
   box.addEventListener("keydown", (ev) => {
     if (ev.key === "Enter" && box.value.trim()) location.href = `/search?q=${encodeURIComponent(box.value.trim())}`;
-    else if (ev.key === "Escape") { box.value = ""; box.blur(); }
+    else if (ev.key === "Escape") {
+      box.value = "";
+      box.blur();
+    }
   });
   document.addEventListener("keydown", (ev) => {
-    if (ev.key === "s" && !typing(ev.target) && !ev.ctrlKey && !ev.metaKey && !ev.altKey) { ev.preventDefault(); box.focus(); }
+    if (ev.key === "s" && !typing(ev.target) && !ev.ctrlKey && !ev.metaKey && !ev.altKey) {
+      ev.preventDefault();
+      box.focus();
+    }
   });
 }

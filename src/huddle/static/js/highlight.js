@@ -37,7 +37,9 @@ export function queryWords(q) {
   return [...new Set(out.map((w) => w.toLowerCase()))];
 }
 
-function fold(s) { return s.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase(); }
+function fold(s) {
+  return s.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase();
+}
 
 // Scripts written without spaces (Chinese, Japanese) and Korean: a word is found inside a run.
 const ALONE = /[\u1100-\u11ff\u2e80-\u2fdf\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff66-\uff9f]/u;

@@ -18,7 +18,11 @@ async function show() {
   const box = document.getElementById("limits");
   if (!box) return;
   let data;
-  try { data = await getJSON("/api/limits"); } catch (e) { return; }
+  try {
+    data = await getJSON("/api/limits");
+  } catch (e) {
+    return;
+  }
   const chips = [];
   for (const a of data.agents || []) {
     for (const w of a.windows || []) {

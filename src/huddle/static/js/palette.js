@@ -5,27 +5,55 @@ import { el, getJSON, SOURCE_LABEL, loadAgents, agentDot, fmtDay, parseISO, STAT
 import { marked } from "./highlight.js";
 
 const SHOWN = 8;
-let dialog = null, input = null, list = null;
+let dialog = null,
+  input = null,
+  list = null;
 let rows = null; // the board's rows, fetched when the palette opens
 let items = []; // what Enter can open: [{href, node}]
 let active = 0;
 let said = { q: "", sessions: [] };
-let seq = 0, timer = null;
+let seq = 0,
+  timer = null;
 
 function build() {
   dialog = el("dialog", { class: "palette", "aria-label": "Find a session" });
   input = el("input", {
-    type: "search", class: "palette-input", placeholder: "A title, the start of an id, or words said in a session",
-    role: "combobox", "aria-expanded": "true", "aria-controls": "palette-list", "aria-autocomplete": "list",
-    "aria-label": "Find a session", autocomplete: "off", spellcheck: "false",
+    type: "search",
+    class: "palette-input",
+    placeholder: "A title, the start of an id, or words said in a session",
+    role: "combobox",
+    "aria-expanded": "true",
+    "aria-controls": "palette-list",
+    "aria-autocomplete": "list",
+    "aria-label": "Find a session",
+    autocomplete: "off",
+    spellcheck: "false",
   });
   list = el("ul", { id: "palette-list", class: "palette-list", role: "listbox", "aria-label": "Sessions found" });
-  dialog.append(input, list, el("p", { class: "palette-keys" },
-    el("kbd", { text: "↑" }), el("kbd", { text: "↓" }), " move · ", el("kbd", { text: "Enter" }), " open · ", el("kbd", { text: "Esc" }), " close"));
+  dialog.append(
+    input,
+    list,
+    el(
+      "p",
+      { class: "palette-keys" },
+      el("kbd", { text: "↑" }),
+      el("kbd", { text: "↓" }),
+      " move · ",
+      el("kbd", { text: "Enter" }),
+      " open · ",
+      el("kbd", { text: "Esc" }),
+      " close",
+    ),
+  );
   document.body.append(dialog);
-  input.addEventListener("input", () => { draw(); words(); });
+  input.addEventListener("input", () => {
+    draw();
+    words();
+  });
   input.addEventListener("keydown", keys);
-  dialog.addEventListener("click", (ev) => { if (ev.target === dialog) dialog.close(); }); // the backdrop
+  dialog.addEventListener("click", (ev) => {
+    if (ev.target === dialog) dialog.close();
+  }); // the backdrop
 }
 
 export async function openPalette() {
@@ -69,14 +97,24 @@ function byName(q) {
 function words() {
   clearTimeout(timer);
   const q = input.value.trim();
-  if (q.length < 2) { said = { q: "", sessions: [] }; draw(); return; }
+  if (q.length < 2) {
+    said = { q: "", sessions: [] };
+    draw();
+    return;
+  }
   const mine = ++seq;
   timer = setTimeout(async () => {
     try {
       const d = await getJSON(`/api/search?${new URLSearchParams({ q, limit: String(SHOWN) })}`);
-      if (mine === seq) { said = { q, sessions: d.sessions || [] }; draw(); }
+      if (mine === seq) {
+        said = { q, sessions: d.sessions || [] };
+        draw();
+      }
     } catch (e) {
-      if (mine === seq) { said = { q, sessions: [] }; draw(); }
+      if (mine === seq) {
+        said = { q, sessions: [] };
+        draw();
+      }
     }
   }, 180);
 }
@@ -98,9 +136,16 @@ function draw() {
   const out = [];
   if (named.length) out.push(el("li", { class: "palette-group", role: "presentation", text: q ? "Sessions" : "Latest sessions" }));
   for (const r of named) {
-    out.push(option(`/session/${encodeURIComponent(r.id)}`,
-      el("span", { class: "p-title" }, agentDot(r.source), r.title || r.id),
-      el("span", { class: "p-meta", text: [STATE_LABEL[r.state] || "", r.project, fmtDay(parseISO(r.updated_at)), String(r.id).slice(0, 8)].filter(Boolean).join(" · ") })));
+    out.push(
+      option(
+        `/session/${encodeURIComponent(r.id)}`,
+        el("span", { class: "p-title" }, agentDot(r.source), r.title || r.id),
+        el("span", {
+          class: "p-meta",
+          text: [STATE_LABEL[r.state] || "", r.project, fmtDay(parseISO(r.updated_at)), String(r.id).slice(0, 8)].filter(Boolean).join(" · "),
+        }),
+      ),
+    );
   }
   const names = new Set(named.map((r) => r.id));
   const hits = said.q === q ? said.sessions.filter((g) => !names.has(g.session)) : [];
@@ -108,10 +153,19 @@ function draw() {
   for (const g of hits) {
     const r = g.hit;
     const p = new URLSearchParams({ agent: r.agent, ref: r.ref, q });
-    out.push(option(`/session/${encodeURIComponent(g.session)}#conversation?${p}`,
-      el("span", { class: "p-title" }, agentDot(g.source), g.title || g.session,
-        el("span", { class: "p-hits", text: `${g.hits} hit${g.hits === 1 ? "" : "s"}` })),
-      el("span", { class: "p-snip" }, marked(r.snippet.text, r.snippet.marks))));
+    out.push(
+      option(
+        `/session/${encodeURIComponent(g.session)}#conversation?${p}`,
+        el(
+          "span",
+          { class: "p-title" },
+          agentDot(g.source),
+          g.title || g.session,
+          el("span", { class: "p-hits", text: `${g.hits} hit${g.hits === 1 ? "" : "s"}` }),
+        ),
+        el("span", { class: "p-snip" }, marked(r.snippet.text, r.snippet.marks)),
+      ),
+    );
   }
   if (q) out.push(option(`/search?${new URLSearchParams({ q })}`, el("span", { class: "p-title", text: `Search every message for “${q}”` })));
   if (!out.length) out.push(el("li", { class: "palette-none", role: "presentation", text: rows === null ? "Loading…" : "No session yet." }));

@@ -41,14 +41,23 @@ const byStem = (r) => (r.match === "stem" ? el("span", { class: "r-stem", text: 
 
 // One hit: the message, where it was said.
 function hitItem(r, q) {
-  return el("li", { class: "result" },
-    el("a", { href: sessionLink(r, q), class: "r-link" },
-      el("div", { class: "r-head" },
+  return el(
+    "li",
+    { class: "result" },
+    el(
+      "a",
+      { href: sessionLink(r, q), class: "r-link" },
+      el(
+        "div",
+        { class: "r-head" },
         el("span", { class: "r-title", text: r.title || r.session }),
         el("span", { class: "r-meta", text: [SOURCE_LABEL[r.source] || r.source, r.project, r.agent_name, r.kind].filter(Boolean).join(" · ") }),
         byStem(r),
-        el("span", { class: "r-time", text: when(r.t) })),
-      el("div", { class: `r-snip k-${r.group}` }, marked(r.snippet.text, r.snippet.marks))));
+        el("span", { class: "r-time", text: when(r.t) }),
+      ),
+      el("div", { class: `r-snip k-${r.group}` }, marked(r.snippet.text, r.snippet.marks)),
+    ),
+  );
 }
 
 // One session: its hits counted, its newest hit shown, a link to every hit of it.
@@ -57,15 +66,27 @@ function sessionItem(g, q) {
   all.set("session", g.session);
   const r = g.hit;
   const count = plural(g.hits, "hit") + (g.stem ? ` (${g.stem} by a similar word)` : "");
-  return el("li", { class: "result r-group" },
-    el("a", { href: sessionLink(r, q), class: "r-link" },
-      el("div", { class: "r-head" },
+  return el(
+    "li",
+    { class: "result r-group" },
+    el(
+      "a",
+      { href: sessionLink(r, q), class: "r-link" },
+      el(
+        "div",
+        { class: "r-head" },
         el("span", { class: "r-title", text: g.title || g.session }),
         el("span", { class: "r-meta", text: [SOURCE_LABEL[g.source] || g.source, g.project].filter(Boolean).join(" · ") }),
-        el("span", { class: "r-time", text: when(g.last) })),
-      el("div", { class: `r-snip k-${r.group}` }, marked(r.snippet.text, r.snippet.marks))),
-    el("div", { class: "r-foot" },
-      g.hits > 1 ? el("a", { href: `/search?${all}`, class: "r-hits", text: `${count}: see them all` }) : el("span", { class: "r-hits", text: count })));
+        el("span", { class: "r-time", text: when(g.last) }),
+      ),
+      el("div", { class: `r-snip k-${r.group}` }, marked(r.snippet.text, r.snippet.marks)),
+    ),
+    el(
+      "div",
+      { class: "r-foot" },
+      g.hits > 1 ? el("a", { href: `/search?${all}`, class: "r-hits", text: `${count}: see them all` }) : el("span", { class: "r-hits", text: count }),
+    ),
+  );
 }
 
 function render(d, q) {
@@ -80,8 +101,12 @@ function render(d, q) {
   const one = !!d.filters.session; // one session asked for: its hits, one by one
   const items = one ? d.results : d.sessions;
   if (!items.length && q) bits.push("No messages found.");
-  else if (one) bits.push(`${plural(d.results.length, "result")}${d.more ? "+" : ""} in this session, ${d.order === "rank" ? "most relevant" : "newest"} first`);
-  else bits.push(`${plural(d.sessions.length, "session")}${d.sessions.length >= Number(params().get("limit") || 20) ? "+" : ""}, ${d.order === "rank" ? "most relevant" : "newest"} first; words as typed first, then similar words`);
+  else if (one)
+    bits.push(`${plural(d.results.length, "result")}${d.more ? "+" : ""} in this session, ${d.order === "rank" ? "most relevant" : "newest"} first`);
+  else
+    bits.push(
+      `${plural(d.sessions.length, "session")}${d.sessions.length >= Number(params().get("limit") || 20) ? "+" : ""}, ${d.order === "rank" ? "most relevant" : "newest"} first; words as typed first, then similar words`,
+    );
   state.textContent = bits.join(" ");
   if (one) {
     const every = params();
@@ -97,9 +122,15 @@ async function run(push) {
   const p = params();
   const q = p.get("q") || "";
   const url = `/search${p.toString() ? `?${p}` : ""}`;
-  if (push) history.pushState(null, "", url); else history.replaceState(null, "", url);
+  if (push) history.pushState(null, "", url);
+  else history.replaceState(null, "", url);
   document.title = q ? `${q} · huddle search` : "huddle · search";
-  if (!q) { $("results").replaceChildren(); $("state").textContent = ""; $("more").hidden = true; return; }
+  if (!q) {
+    $("results").replaceChildren();
+    $("state").textContent = "";
+    $("more").hidden = true;
+    return;
+  }
   const mine = ++seq;
   $("state").textContent = "Searching…";
   try {
@@ -125,12 +156,20 @@ async function main() {
   for (const [k, label] of Object.entries(SOURCE_LABEL)) $("source").append(el("option", { value: k, text: label }));
   fromURL();
   $("go").addEventListener("click", () => run(true));
-  $("q").addEventListener("keydown", (ev) => { if (ev.key === "Enter") run(true); });
+  $("q").addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter") run(true);
+  });
   for (const i of document.querySelectorAll(".search-opts input, .search-opts select")) i.addEventListener("change", () => run(false));
-  window.addEventListener("popstate", () => { fromURL(); run(false); });
+  window.addEventListener("popstate", () => {
+    fromURL();
+    run(false);
+  });
   document.addEventListener("keydown", (ev) => {
-    if (ev.key === "/" && !typing(ev.target)) { ev.preventDefault(); $("q").focus(); $("q").select(); }
-    else if (ev.key === "Escape" && !typing(ev.target)) location.href = "/";
+    if (ev.key === "/" && !typing(ev.target)) {
+      ev.preventDefault();
+      $("q").focus();
+      $("q").select();
+    } else if (ev.key === "Escape" && !typing(ev.target)) location.href = "/";
   });
   $("q").focus();
   await run(false);

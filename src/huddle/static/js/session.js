@@ -33,7 +33,8 @@ function header() {
     started ? el("span", { class: "s-started", text: `started ${fmtWhen(started)}`, title: d.started_at }) : null,
     since ? el("span", { text: `${fmtDuration(Date.now() / 1000 - since)} in state` }) : null,
     el("span", { text: d.usage_unknown ? "tokens unknown" : `${fmtTokens(d.tokens ?? 0)} tokens`, title: d.usage_note || "" }),
-    el("span", { text: fmtCost(d.cost) }));
+    el("span", { text: fmtCost(d.cost) }),
+  );
   renderShare($("s-share"), d);
   answerPanel(d.source === "hosted" ? d.answer : null, d.state);
   const w = $("s-waiting");
@@ -50,7 +51,7 @@ function answerPanel(answer, state) {
   if (key === panelKey) return;
   if (box.contains(document.activeElement) && answer && (answer.pending || []).length) return; // mid-typing
   panelKey = key;
-  const part = answer ? (answerBox(id, answer) || settledLine(answer)) : (state === "needs_you" || state === "your_turn" ? readOnlyNote() : null);
+  const part = answer ? answerBox(id, answer) || settledLine(answer) : state === "needs_you" || state === "your_turn" ? readOnlyNote() : null;
   box.replaceChildren(...(part ? [part] : []));
   box.hidden = !part;
 }
@@ -88,13 +89,21 @@ function changed(fresh, reset) {
 let catchingUp = false;
 async function onEvents(d) {
   if (d.session !== id) return;
-  if (d.epoch !== S.epoch) { await loadAll(); return; }
+  if (d.epoch !== S.epoch) {
+    await loadAll();
+    return;
+  }
   const fresh = d.events.filter((e) => e.seq > S.lastSeq);
   if (!fresh.length) return;
   if (fresh[0].seq !== S.lastSeq + 1) {
     if (catchingUp) return;
     catchingUp = true; // a gap: fetch what is missing from the API
-    try { await loadEvents(); changed([], true); } finally { catchingUp = false; }
+    try {
+      await loadEvents();
+      changed([], true);
+    } finally {
+      catchingUp = false;
+    }
     return;
   }
   S.events.push(...fresh);
@@ -107,7 +116,15 @@ async function onEvents(d) {
 let detailTimer = null;
 function scheduleDetail() {
   if (detailTimer) return;
-  detailTimer = setTimeout(async () => { detailTimer = null; try { await loadDetail(); changed([], false); } catch (e) { /* next change retries */ } }, 250);
+  detailTimer = setTimeout(async () => {
+    detailTimer = null;
+    try {
+      await loadDetail();
+      changed([], false);
+    } catch (e) {
+      /* next change retries */
+    }
+  }, 250);
 }
 
 // The hash names the tab, and may carry where to open it: `#conversation?agent=A&ref=R&q=words`
@@ -156,10 +173,15 @@ function tabKeys(ev) {
 
 function keys(ev) {
   if (typing(ev.target) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-  if (answerKey(ev, $("s-answer"))) { ev.preventDefault(); return; }
+  if (answerKey(ev, $("s-answer"))) {
+    ev.preventDefault();
+    return;
+  }
   const tabs = { 1: "call", 2: "tree", 3: "conversation", 4: "replay" };
-  if (tabs[ev.key]) { location.hash = tabs[ev.key]; ev.preventDefault(); }
-  else if (ev.key === "Escape") location.href = "/";
+  if (tabs[ev.key]) {
+    location.hash = tabs[ev.key];
+    ev.preventDefault();
+  } else if (ev.key === "Escape") location.href = "/";
 }
 
 // The stream is registered on the server when its `hello` arrives: whatever was
@@ -177,19 +199,30 @@ async function main() {
   document.querySelector(".tabs .tablist").addEventListener("keydown", tabKeys);
   const ready = loadAll();
   const es = stream(id, {
-    hello: () => { ready.then(catchUp).catch(() => {}); },
-    events: (d) => { ready.then(() => onEvents(d)); },
+    hello: () => {
+      ready.then(catchUp).catch(() => {});
+    },
+    events: (d) => {
+      ready.then(() => onEvents(d));
+    },
     board: (d) => {
       const row = (d.sessions || []).find((r) => r.id === id);
       if (!row) return;
       if (row.answer) answerPanel(row.answer, row.state);
       scheduleDetail();
     },
-    reset: (d) => { if (!d.session || d.session === id) loadAll(); },
+    reset: (d) => {
+      if (!d.session || d.session === id) loadAll();
+    },
   });
   mountVoice(S, es, $("s-share")); // (opt-in: a disabled button while voices are off)
   await ready;
   show(route());
 }
 
-main().catch((e) => { const b = $("s-error"); b.hidden = false; b.textContent = `huddle: ${e.message}`; $("s-title").textContent = "Session not found"; });
+main().catch((e) => {
+  const b = $("s-error");
+  b.hidden = false;
+  b.textContent = `huddle: ${e.message}`;
+  $("s-title").textContent = "Session not found";
+});

@@ -12,7 +12,11 @@ async function copyText(text) {
     document.body.append(t);
     t.select();
     let ok = false;
-    try { ok = document.execCommand("copy"); } catch (err) { ok = false; }
+    try {
+      ok = document.execCommand("copy");
+    } catch (err) {
+      ok = false;
+    }
     t.remove();
     return ok;
   }
@@ -26,14 +30,18 @@ export function copyButton(label, text, title) {
     const ok = await copyText(text);
     b.textContent = ok ? "Copied" : "Copy failed";
     b.classList.toggle("done", ok);
-    setTimeout(() => { b.textContent = label; b.classList.remove("done"); }, 1400);
+    setTimeout(() => {
+      b.textContent = label;
+      b.classList.remove("done");
+    }, 1400);
   });
   return b;
 }
 
 export function copyButtons(row) {
-  return [copyButton("ID", row.id, `Copy the session id: ${row.id}`),
-          row.resume ? copyButton("Resume", row.resume, `Copy: ${row.resume}`) : null].filter(Boolean);
+  return [copyButton("ID", row.id, `Copy the session id: ${row.id}`), row.resume ? copyButton("Resume", row.resume, `Copy: ${row.resume}`) : null].filter(
+    Boolean,
+  );
 }
 
 function downloadMenu(id) {
@@ -48,16 +56,37 @@ function downloadMenu(id) {
     });
     return a;
   };
-  const menu = el("div", { class: "download-menu", id: "download-menu", hidden: true, role: "group", "aria-label": "Download this session" },
-    link("html", "HTML page (opens anywhere, no network)"), link("md", "Markdown"), link("json", "JSON data"),
+  const menu = el(
+    "div",
+    { class: "download-menu", id: "download-menu", hidden: true, role: "group", "aria-label": "Download this session" },
+    link("html", "HTML page (opens anywhere, no network)"),
+    link("md", "Markdown"),
+    link("json", "JSON data"),
     el("label", {}, redact, "Replace secrets (keys, tokens, passwords)"),
-    el("label", {}, images, "Keep images"));
-  const btn = el("button", { class: "btn", type: "button", text: "Download ▾", "aria-expanded": "false", "aria-controls": "download-menu", title: "Export this session to send it" });
-  const open = (on) => { menu.hidden = !on; btn.setAttribute("aria-expanded", on ? "true" : "false"); };
-  btn.addEventListener("click", (ev) => { ev.stopPropagation(); open(menu.hidden); });
-  document.addEventListener("click", (ev) => { if (!menu.contains(ev.target) && !menu.hidden) open(false); });
+    el("label", {}, images, "Keep images"),
+  );
+  const btn = el("button", {
+    class: "btn",
+    type: "button",
+    text: "Download ▾",
+    "aria-expanded": "false",
+    "aria-controls": "download-menu",
+    title: "Export this session to send it",
+  });
+  const open = (on) => {
+    menu.hidden = !on;
+    btn.setAttribute("aria-expanded", on ? "true" : "false");
+  };
+  btn.addEventListener("click", (ev) => {
+    ev.stopPropagation();
+    open(menu.hidden);
+  });
+  document.addEventListener("click", (ev) => {
+    if (!menu.contains(ev.target) && !menu.hidden) open(false);
+  });
   const box = el("span", { class: "download" }, btn, menu);
-  box.addEventListener("keydown", (ev) => { // Escape closes it, back on its button (and goes no further)
+  box.addEventListener("keydown", (ev) => {
+    // Escape closes it, back on its button (and goes no further)
     if (ev.key !== "Escape" || menu.hidden) return;
     ev.stopPropagation();
     open(false);

@@ -13,7 +13,13 @@ let ready = null;
 
 export function translationOn() {
   if (!ready && location.protocol === "file:") ready = Promise.resolve(null); // (an export: no server to ask)
-  if (!ready) ready = getJSON("/api/translation").then((r) => { lang = r.on ? r.lang : null; return lang; }).catch(() => null);
+  if (!ready)
+    ready = getJSON("/api/translation")
+      .then((r) => {
+        lang = r.on ? r.lang : null;
+        return lang;
+      })
+      .catch(() => null);
   return ready;
 }
 
@@ -23,7 +29,11 @@ async function flush() {
   if (!seqs.length) return;
   if (pending.length) timer = setTimeout(flush, 0);
   let r = null;
-  try { r = await getJSON(`/api/sessions/${encodeURIComponent(session)}/translation?${seqs.map((s) => `seq=${s}`).join("&")}`); } catch (e) { r = null; }
+  try {
+    r = await getJSON(`/api/sessions/${encodeURIComponent(session)}/translation?${seqs.map((s) => `seq=${s}`).join("&")}`);
+  } catch (e) {
+    r = null;
+  }
   const got = new Map(((r && r.items) || []).map((i) => [i.seq, i.translated ? i.text : null]));
   for (const s of seqs) {
     const text = got.has(s) ? got.get(s) : null;
@@ -34,8 +44,14 @@ async function flush() {
 }
 
 function ask(seq, fn) {
-  if (done.has(seq)) { fn(done.get(seq)); return; }
-  if (asked.has(seq)) { asked.get(seq).push(fn); return; }
+  if (done.has(seq)) {
+    fn(done.get(seq));
+    return;
+  }
+  if (asked.has(seq)) {
+    asked.get(seq).push(fn);
+    return;
+  }
   asked.set(seq, [fn]);
   pending.push(seq);
   if (!timer) timer = setTimeout(flush, 30);
@@ -67,7 +83,10 @@ export function translateBody(m, body, show) {
 // A line on the call (redrawn every second): its translation if it is here, else the
 // original while it is asked for.
 export function shownText(e) {
-  if (!lang || !e || e.seq === undefined) { translationOn(); return e ? e.text : ""; }
+  if (!lang || !e || e.seq === undefined) {
+    translationOn();
+    return e ? e.text : "";
+  }
   if (done.has(e.seq)) return done.get(e.seq) || e.text;
   ask(e.seq, () => {});
   return e.text;

@@ -5,7 +5,12 @@ import { el, getJSON, fmtTokens, typing } from "./common.js";
 const $ = (id) => document.getElementById(id);
 const NS = "http://www.w3.org/2000/svg";
 const DAY = 86400000;
-const PARTS = [["input", "Input", "#3e63dd"], ["output", "Output", "#30a46c"], ["cache_read", "Cache read", "#8e4ec6"], ["cache_write", "Cache write", "#e38c00"]];
+const PARTS = [
+  ["input", "Input", "#3e63dd"],
+  ["output", "Output", "#30a46c"],
+  ["cache_read", "Cache read", "#8e4ec6"],
+  ["cache_write", "Cache write", "#e38c00"],
+];
 const GROUPS = ["day", "project", "model", "agent"];
 const LABEL_GAP = 48; // px a day's label takes with room around it (11px "11-30")
 
@@ -54,14 +59,22 @@ function niceMax(v) {
 
 // One bar chart: `stacks(row)` gives [[value, colour, label], ...] per day.
 function chart(box, rows, stacks, fmt) {
-  const W = Math.max(280, box.clientWidth || 900), H = 194, L = 56, B = 26, T = 8;
+  const W = Math.max(280, box.clientWidth || 900),
+    H = 194,
+    L = 56,
+    B = 26,
+    T = 8;
   const max = niceMax(Math.max(0, ...rows.map((r) => stacks(r).reduce((s, [v]) => s + v, 0))));
-  const plotW = W - L - 8, plotH = H - B - T;
+  const plotW = W - L - 8,
+    plotH = H - B - T;
   const bw = rows.length ? plotW / rows.length : plotW;
   const g = svg("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", height: H, role: "img", "aria-label": box.dataset.label || "chart", class: "bars" });
   for (let i = 0; i <= 4; i++) {
     const y = T + plotH - (plotH * i) / 4;
-    g.append(svg("line", { x1: L, x2: W - 8, y1: y, y2: y, class: "grid" }), svg("text", { x: L - 6, y: y + 4, class: "axis", "text-anchor": "end" }, fmt((max * i) / 4)));
+    g.append(
+      svg("line", { x1: L, x2: W - 8, y1: y, y2: y, class: "grid" }),
+      svg("text", { x: L - 6, y: y + 4, class: "axis", "text-anchor": "end" }, fmt((max * i) / 4)),
+    );
   }
   // a day's label (MM-DD) every so many bars, so that labels keep clear of each other at any width
   const every = Math.max(1, Math.ceil((rows.length * LABEL_GAP) / plotW));
@@ -71,7 +84,9 @@ function chart(box, rows, stacks, fmt) {
     const parts = stacks(r);
     const total = parts.reduce((s, [v]) => s + v, 0);
     const col = svg("g", { class: "day", "data-day": r.key });
-    col.append(svg("title", {}, `${r.key}: ${parts.map(([v, , label]) => `${label} ${fmt(v)}`).join(" · ")}${parts.length > 1 ? ` · total ${fmt(total)}` : ""}`));
+    col.append(
+      svg("title", {}, `${r.key}: ${parts.map(([v, , label]) => `${label} ${fmt(v)}`).join(" · ")}${parts.length > 1 ? ` · total ${fmt(total)}` : ""}`),
+    );
     for (const [v, colour] of parts) {
       const h = (plotH * v) / max;
       if (h <= 0) continue;
@@ -88,20 +103,48 @@ function chart(box, rows, stacks, fmt) {
 
 function table(box, data, label) {
   const rows = data.rows;
-  if (!rows.length) { box.replaceChildren(el("p", { class: "faint", text: "No usage in this range." })); return; }
+  if (!rows.length) {
+    box.replaceChildren(el("p", { class: "faint", text: "No usage in this range." }));
+    return;
+  }
   const top = Math.max(...rows.map((r) => r.cost_usd || 0), 0);
   const topTok = Math.max(...rows.map((r) => r.total_tokens || 0), 1);
-  box.replaceChildren(el("table", { class: "u-table" },
-    el("thead", {}, el("tr", {}, ["", "Input", "Output", "Cache read", "Cache write", "Total", "Cost"].map((h) => el("th", { text: h })))),
-    el("tbody", {}, rows.map((r) => {
-      const share = top > 0 ? (r.cost_usd || 0) / top : (r.total_tokens || 0) / topTok;
-      const bar = el("span", { class: "share" });
-      bar.style.width = `${Math.round(share * 100)}%`;
-      return el("tr", {},
-        el("td", { class: "u-name", title: label(r) }, el("span", { text: label(r) }), bar),
-        ...["input", "output", "cache_read", "cache_write", "total_tokens"].map((k) => el("td", { text: fmtTokens(r[k]), title: (r[k] || 0).toLocaleString() })),
-        el("td", { text: usd(r.cost_usd) + (r.unpriced && r.unpriced.length ? "+?" : ""), title: r.unpriced && r.unpriced.length ? `unpriced: ${r.unpriced.join(", ")}` : "" }));
-    }))));
+  box.replaceChildren(
+    el(
+      "table",
+      { class: "u-table" },
+      el(
+        "thead",
+        {},
+        el(
+          "tr",
+          {},
+          ["", "Input", "Output", "Cache read", "Cache write", "Total", "Cost"].map((h) => el("th", { text: h })),
+        ),
+      ),
+      el(
+        "tbody",
+        {},
+        rows.map((r) => {
+          const share = top > 0 ? (r.cost_usd || 0) / top : (r.total_tokens || 0) / topTok;
+          const bar = el("span", { class: "share" });
+          bar.style.width = `${Math.round(share * 100)}%`;
+          return el(
+            "tr",
+            {},
+            el("td", { class: "u-name", title: label(r) }, el("span", { text: label(r) }), bar),
+            ...["input", "output", "cache_read", "cache_write", "total_tokens"].map((k) =>
+              el("td", { text: fmtTokens(r[k]), title: (r[k] || 0).toLocaleString() }),
+            ),
+            el("td", {
+              text: usd(r.cost_usd) + (r.unpriced && r.unpriced.length ? "+?" : ""),
+              title: r.unpriced && r.unpriced.length ? `unpriced: ${r.unpriced.join(", ")}` : "",
+            }),
+          );
+        }),
+      ),
+    ),
+  );
 }
 
 let last = null;
@@ -116,18 +159,36 @@ async function load() {
     el("div", { class: "stat" }, el("b", { text: fmtTokens(t.total_tokens) }), el("span", { text: "tokens" })),
     el("div", { class: "stat" }, el("b", { text: fmtTokens(t.output) }), el("span", { text: "output" })),
     el("div", { class: "stat" }, el("b", { text: (t.responses || 0).toLocaleString() }), el("span", { text: "model responses" })),
-    el("div", { class: "stat" }, el("b", { text: (t.sessions || 0).toLocaleString() }), el("span", { text: "sessions" })));
+    el("div", { class: "stat" }, el("b", { text: (t.sessions || 0).toLocaleString() }), el("span", { text: "sessions" })),
+  );
   const rows = days(day.rows, r);
-  chart($("cost-chart"), rows, (x) => [[x.cost_usd || 0, "#3e63dd", "cost"]], (v) => usd(v));
-  chart($("token-chart"), rows, (x) => PARTS.map(([k, label, c]) => [x[k] || 0, c, label]), (v) => fmtTokens(Math.round(v)));
-  $("legend").replaceChildren(...PARTS.map(([, label, c]) => { const s = el("span", { class: "sw" }); s.style.background = c; return el("span", { class: "key" }, s, label); }));
+  chart(
+    $("cost-chart"),
+    rows,
+    (x) => [[x.cost_usd || 0, "#3e63dd", "cost"]],
+    (v) => usd(v),
+  );
+  chart(
+    $("token-chart"),
+    rows,
+    (x) => PARTS.map(([k, label, c]) => [x[k] || 0, c, label]),
+    (v) => fmtTokens(Math.round(v)),
+  );
+  $("legend").replaceChildren(
+    ...PARTS.map(([, label, c]) => {
+      const s = el("span", { class: "sw" });
+      s.style.background = c;
+      return el("span", { class: "key" }, s, label);
+    }),
+  );
   table($("by-project"), project, (x) => x.key);
   table($("by-model"), model, (x) => x.key);
   table($("by-agent"), agent, (x) => `${x.source} · ${x.agent}`);
   const unknown = day.rows.find((x) => x.key === "unknown");
   const notes = [...(day.notes || [])];
   if (unknown) notes.push(`${fmtTokens(unknown.total_tokens)} tokens carry no time and sit in no day.`);
-  if (day.unpriced && day.unpriced.length) notes.push(`Unpriced, not in the cost: ${day.unpriced.map((u) => `${u.model} (${fmtTokens(u.tokens)} tokens)`).join(", ")}.`);
+  if (day.unpriced && day.unpriced.length)
+    notes.push(`Unpriced, not in the cost: ${day.unpriced.map((u) => `${u.model} (${fmtTokens(u.tokens)} tokens)`).join(", ")}.`);
   notes.push(`Prices as of ${day.pricing.as_of}, USD list prices.`);
   $("notes").textContent = notes.join(" ");
   $("cost-note").textContent = t.unpriced && t.unpriced.length ? "(priced models only)" : "";
@@ -147,7 +208,24 @@ function csv() {
   const lines = [head.join(",")];
   for (const g of GROUPS) {
     for (const r of last[g].rows) {
-      lines.push([g, g === "agent" ? r.agent : r.key, r.source || "", r.input, r.output, r.cache_read, r.cache_write, r.total_tokens, r.cost_usd, r.responses, r.sessions, (r.unpriced || []).join(" ")].map(cell).join(","));
+      lines.push(
+        [
+          g,
+          g === "agent" ? r.agent : r.key,
+          r.source || "",
+          r.input,
+          r.output,
+          r.cache_read,
+          r.cache_write,
+          r.total_tokens,
+          r.cost_usd,
+          r.responses,
+          r.sessions,
+          (r.unpriced || []).join(" "),
+        ]
+          .map(cell)
+          .join(","),
+      );
     }
   }
   const blob = new Blob([lines.join("\r\n") + "\r\n"], { type: "text/csv" });
@@ -159,8 +237,10 @@ function csv() {
 }
 
 function preset(daysBack) {
-  if (!daysBack) { $("from").value = ""; $("to").value = ""; }
-  else {
+  if (!daysBack) {
+    $("from").value = "";
+    $("to").value = "";
+  } else {
     const today = new Date();
     $("to").value = iso(today);
     $("from").value = iso(new Date(today.getTime() - (daysBack - 1) * DAY));
@@ -177,18 +257,33 @@ function save() {
   history.replaceState(null, "", `/usage${p.toString() ? `?${p}` : ""}`);
 }
 
-function fail(e) { $("notes").textContent = `huddle: ${e.message}`; }
+function fail(e) {
+  $("notes").textContent = `huddle: ${e.message}`;
+}
 
 function main() {
   for (const b of document.querySelectorAll(".range [data-days]")) b.addEventListener("click", () => preset(Number(b.dataset.days)));
-  for (const id of ["from", "to"]) $(id).addEventListener("change", () => { for (const b of document.querySelectorAll(".range [data-days]")) b.classList.remove("on"); save(); load().catch(fail); });
+  for (const id of ["from", "to"])
+    $(id).addEventListener("change", () => {
+      for (const b of document.querySelectorAll(".range [data-days]")) b.classList.remove("on");
+      save();
+      load().catch(fail);
+    });
   $("csv").addEventListener("click", csv);
-  document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !typing(ev.target)) location.href = "/"; });
+  document.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape" && !typing(ev.target)) location.href = "/";
+  });
   let resize = null;
-  window.addEventListener("resize", () => { clearTimeout(resize); resize = setTimeout(() => last && load().catch(fail), 200); });
+  window.addEventListener("resize", () => {
+    clearTimeout(resize);
+    resize = setTimeout(() => last && load().catch(fail), 200);
+  });
   const p = new URLSearchParams(location.search);
-  if (p.has("from") || p.has("to")) { $("from").value = p.get("from") || ""; $("to").value = p.get("to") || ""; load().catch(fail); }
-  else preset(30);
+  if (p.has("from") || p.has("to")) {
+    $("from").value = p.get("from") || "";
+    $("to").value = p.get("to") || "";
+    load().catch(fail);
+  } else preset(30);
 }
 
 main();

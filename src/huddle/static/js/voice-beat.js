@@ -3,13 +3,18 @@
 let timer = null;
 self.onmessage = (ev) => {
   const d = ev.data || {};
-  if (timer) { clearInterval(timer); timer = null; }
+  if (timer) {
+    clearInterval(timer);
+    timer = null;
+  }
   if (!d.url) return;
   const beat = async () => {
     try {
       const r = await fetch(d.url + `&muted=${d.muted ? 1 : 0}`, { credentials: "same-origin", headers: { accept: "application/json" } });
       if (r.ok) self.postMessage(await r.json());
-    } catch (e) { /* the next beat tries again */ }
+    } catch (e) {
+      /* the next beat tries again */
+    }
   };
   beat();
   timer = setInterval(beat, d.every || 2000);

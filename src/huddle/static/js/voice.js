@@ -9,11 +9,21 @@ const MUTED = "huddle.voice.muted"; // JSON {session id: true}
 const MUTE_ALL = "huddle.voice.muteAll";
 const STALE = 30; // seconds after which a clip is not played (the server drops lines at 20)
 
-function mutedMap() { try { return JSON.parse(localStorage.getItem(MUTED) || "{}") || {}; } catch (e) { return {}; } }
+function mutedMap() {
+  try {
+    return JSON.parse(localStorage.getItem(MUTED) || "{}") || {};
+  } catch (e) {
+    return {};
+  }
+}
 
 export async function mountVoice(S, es, before) {
   let state;
-  try { state = await getJSON("/api/voice"); } catch (e) { return; }
+  try {
+    state = await getJSON("/api/voice");
+  } catch (e) {
+    return;
+  }
   const listen = el("button", { class: "btn", type: "button", id: "voice-listen", text: "Listen" });
   const mute = el("button", { class: "btn", type: "button", id: "voice-mute", text: "Mute" });
   const muteAll = el("button", { class: "btn", type: "button", id: "voice-mute-all", text: "Mute all" });
@@ -30,7 +40,9 @@ export async function mountVoice(S, es, before) {
     return;
   }
   const q = `session=${encodeURIComponent(S.id)}&window=${WINDOW}`;
-  let listening = false, playing = false, worker = null;
+  let listening = false,
+    playing = false,
+    worker = null;
   const queue = [];
   let current = null;
   const sessionMuted = () => !!mutedMap()[S.id];
@@ -49,7 +61,10 @@ export async function mountVoice(S, es, before) {
   }
   function stopAudio() {
     queue.length = 0;
-    if (current) { current.pause(); current = null; }
+    if (current) {
+      current.pause();
+      current = null;
+    }
   }
   function apply(r) {
     playing = !!r.playing;
@@ -66,7 +81,12 @@ export async function mountVoice(S, es, before) {
   }
   async function claim() {
     listening = true;
-    try { apply(await getJSON(`/api/voice/claim?${q}`)); } catch (e) { where.textContent = e.message; return; }
+    try {
+      apply(await getJSON(`/api/voice/claim?${q}`));
+    } catch (e) {
+      where.textContent = e.message;
+      return;
+    }
     beats();
   }
   function next() {
@@ -74,14 +94,22 @@ export async function mountVoice(S, es, before) {
     const d = queue.shift();
     const a = new Audio(d.url);
     current = a;
-    const done = () => { if (current === a) current = null; next(); };
+    const done = () => {
+      if (current === a) current = null;
+      next();
+    };
     a.onended = done;
     a.onerror = done;
-    a.play().then(() => { document.body.dataset.voiceHeard = String(d.n); }).catch(done);
+    a.play()
+      .then(() => {
+        document.body.dataset.voiceHeard = String(d.n);
+      })
+      .catch(done);
   }
 
   listen.addEventListener("click", () => {
-    if (playing) { // stop listening here
+    if (playing) {
+      // stop listening here
       listening = playing = false;
       stopAudio();
       if (worker) worker.postMessage({});
@@ -90,7 +118,8 @@ export async function mountVoice(S, es, before) {
   });
   mute.addEventListener("click", () => {
     const m = mutedMap();
-    if (m[S.id]) delete m[S.id]; else m[S.id] = true;
+    if (m[S.id]) delete m[S.id];
+    else m[S.id] = true;
     localStorage.setItem(MUTED, JSON.stringify(m));
     if (muted()) stopAudio();
     if (listening) beats();
@@ -102,10 +131,17 @@ export async function mountVoice(S, es, before) {
     if (listening) beats();
     render();
   });
-  window.addEventListener("storage", () => { if (listening) beats(); render(); });
+  window.addEventListener("storage", () => {
+    if (listening) beats();
+    render();
+  });
   es.addEventListener("voice", (ev) => {
     let d = null;
-    try { d = JSON.parse(ev.data); } catch (e) { return; }
+    try {
+      d = JSON.parse(ev.data);
+    } catch (e) {
+      return;
+    }
     if (!playing || muted() || d.session !== S.id) return;
     if (d.at && Date.now() / 1000 - d.at > STALE) return; // replayed after a reconnect: too late to say
     queue.push(d);
