@@ -7,7 +7,7 @@ const session = decodeURIComponent(location.pathname.split("/").filter(Boolean).
 const done = new Map(); // seq -> translated text (or null: nothing to translate)
 const asked = new Map(); // seq -> [callbacks]
 let lang = null;
-let pending = [];
+const pending = [];
 let timer = null;
 let ready = null;
 
