@@ -13,12 +13,12 @@ import pytest
 
 from conftest import SAMPLES, fingerprint
 from huddle.core import Huddle
+from huddle.model.pieces import piece
 from huddle.search import SearchIndex, attach
 from huddle.search.query import matches, parse
 from huddle.search.text import DEFAULT_SCOPE, KIND_GROUP, event_text, indexed, needs_record, word_list
 from huddle.sources import Settings
 from huddle.views.api import event_json, files_index
-from huddle.model.pieces import piece
 from huddle.views.export import export_data, render
 from huddle.views.search import search
 from opencode_writer import Writer

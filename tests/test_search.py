@@ -23,6 +23,7 @@ import web_corpus
 from helpers import wait_for
 from huddle.core import Huddle, Keeper, WholeMode
 from huddle.io.reader import read_span
+from huddle.model.pieces import piece
 from huddle.search import SearchIndex, attach
 from huddle.search.index import one_shot
 from huddle.search.query import matches, parse
@@ -31,7 +32,6 @@ from huddle.search.store import index_path
 from huddle.search.text import DEFAULT_SCOPE, KIND_GROUP, event_text, indexed, needs_record, word_list
 from huddle.server import ServerThread
 from huddle.views.api import event_json, files_index
-from huddle.model.pieces import piece
 from huddle.views.search import search
 
 FAST = {"poll_watched": 0.5, "poll_unwatched": 0.2}

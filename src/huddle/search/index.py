@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from huddle.model.events import Event
+from huddle.model.pieces import piece
 from huddle.model.session import Session
 from huddle.model.times import project_name
-from huddle.model.pieces import piece
 
 from .store import TAIL, Damaged, Store, index_path, is_damage, rowid_for, settings_key
 from .text import COLUMNS, KIND_CODE, KIND_GROUP, event_text, indexed, needs_record

@@ -27,13 +27,13 @@ from huddle.model import events as ev
 from huddle.model.attention.trail import state_changes
 from huddle.model.doing import doing
 from huddle.model.events import Event, Usage
+from huddle.model.pieces import piece
 from huddle.model.session import Session
 from huddle.model.times import iso, project_name
 from huddle.model.tools import QUESTION_TOOLS
 from huddle.sources.base import Handle
 
 from . import pricing
-from huddle.model.pieces import piece
 from .redact import Redactor
 
 if TYPE_CHECKING:
