@@ -2,7 +2,7 @@
 // Deny (with a reason), a question's options and a free reply, the next message on its
 // turn. The server says what is pending (the row's `answer`); the host decides: the first
 // answer wins, a stale or repeated one comes back refused, and the box says so.
-import { el, oneLine, fmtClock, parseISO } from "./common.js";
+import { el, fmtClock, oneLine, parseISO } from "./common.js";
 
 let tokenP = null;
 function token() {
@@ -25,7 +25,7 @@ export async function postAnswer(sessionId, body) {
   let data = null;
   try {
     data = await r.json();
-  } catch (e) {
+  } catch {
     data = null;
   }
   if (!r.ok) throw new Error((data && data.error) || `${r.status} ${r.statusText}`);

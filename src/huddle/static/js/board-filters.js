@@ -4,8 +4,9 @@
 // Kept out of board.js: the board asks `passes(row)` and `groupOf(row)`, and draws
 // the group headers this module makes. The choice lives in the address (?q=&state=...),
 // so a filtered board can be bookmarked or shared.
-import { el, STATE_LABEL, SOURCE_LABEL, parseISO, now } from "./common.js";
+
 import { isPinned, pinCount } from "./board-pins.js";
+import { el, now, parseISO, SOURCE_LABEL, STATE_LABEL } from "./common.js";
 
 const SPANS = { "": "any time", "1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days", "30d": "last 30 days" };
 const SPAN_SECONDS = { "1h": 3600, "24h": 86400, "7d": 7 * 86400, "30d": 30 * 86400 };

@@ -42,7 +42,7 @@ export async function togglePin(r) {
   let d = null;
   try {
     d = await res.json();
-  } catch (e) {
+  } catch {
     d = null;
   }
   if (!res.ok) throw new Error((d && d.error) || `${res.status} ${res.statusText}`);

@@ -1,26 +1,27 @@
 // The board: every session, needs-you first, live.
+
+import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
+import { groupOf, groupOrder, groupRow, noneText, passes, query, setQuery, setupFilters, sortBy, sorting } from "./board-filters.js";
+import { loadPins, pinButton, pinFirst, togglePin } from "./board-pins.js";
 import {
+  agentDot,
   api,
   el,
-  pill,
-  stream,
-  SOURCE_LABEL,
-  loadAgents,
-  agentDot,
-  fmtDuration,
-  fmtTokens,
   fmtCost,
   fmtDay,
+  fmtDuration,
+  fmtTokens,
   fmtWhen,
-  parseISO,
+  loadAgents,
   now,
-  typing,
   oneLine,
+  parseISO,
+  pill,
+  SOURCE_LABEL,
+  stream,
+  typing,
 } from "./common.js";
-import { passes, groupOf, groupOrder, groupRow, setupFilters, query, setQuery, noneText, sorting, sortBy } from "./board-filters.js";
 import { copyButtons } from "./share.js";
-import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
-import { loadPins, pinButton, pinFirst, togglePin } from "./board-pins.js";
 
 const rows = new Map(); // "source:id" -> row JSON
 const trs = new Map(); // "source:id" -> <tr>

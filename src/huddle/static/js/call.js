@@ -1,6 +1,6 @@
 // The call: the lead and its sub-agents as participants of a live call.
-import { el, pill, avatar, fmtDuration, fmtTokens, fmtClock, tokensOf, oneLine } from "./common.js";
-import { modelAt, nowDoing, label, words, silenceText, waitingCalls, waitWords, LEAVE_AFTER, LONG_CALL, SPEAKING } from "./model.js";
+import { avatar, el, fmtClock, fmtDuration, fmtTokens, oneLine, pill, tokensOf } from "./common.js";
+import { LEAVE_AFTER, LONG_CALL, label, modelAt, nowDoing, SPEAKING, silenceText, waitingCalls, waitWords, words } from "./model.js";
 import { shownText } from "./translate.js";
 
 // Draw the participants as of `at` into `box`. `server` (optional) maps agent id to

@@ -18,7 +18,7 @@ export async function loadAgents() {
   let table = null;
   try {
     table = node ? JSON.parse(node.textContent) : await getJSON("/api/agents");
-  } catch (e) {
+  } catch {
     return; // names fall back to the agents' keys
   }
   for (const [k, v] of Object.entries((table && table.agents) || {})) {
@@ -62,7 +62,7 @@ export async function getJSON(path) {
   let data = null;
   try {
     data = await r.json();
-  } catch (e) {
+  } catch {
     data = null;
   }
   if (!r.ok) throw new Error((data && data.error) || `${r.status} ${r.statusText}`);
@@ -96,7 +96,7 @@ export function stream(session, handlers) {
       let data = null;
       try {
         data = JSON.parse(ev.data);
-      } catch (e) {
+      } catch {
         return;
       }
       fn(data, ev);
@@ -115,7 +115,7 @@ export function now() {
 }
 
 export function fmtDuration(sec) {
-  if (sec === null || sec === undefined || !isFinite(sec)) return "—";
+  if (sec === null || sec === undefined || !Number.isFinite(Number(sec))) return "—";
   sec = Math.max(0, Math.round(sec));
   if (sec < 60) return `${sec}s`;
   const m = Math.floor(sec / 60);

@@ -1,10 +1,10 @@
 // Conversation: one agent's chat flow. Latest first (at the bottom), scroll up for
 // history (the view keeps its place), new messages appended live, a button to
 // jump to them when scrolled up. Heavy pieces are fetched only when opened.
-import { api, el, fmtClock, fmtTokens, oneLine, avatar } from "./common.js";
-import { label, waitWords } from "./model.js";
+import { api, avatar, el, fmtClock, fmtTokens, oneLine } from "./common.js";
 import { highlight, queryWords } from "./highlight.js";
 import { markdown, plainWords } from "./markdown.js";
+import { label, waitWords } from "./model.js";
 import { translateBody } from "./translate.js";
 
 const PAGE = 50;
@@ -93,7 +93,7 @@ export function mountConversation(box, S) {
     let page;
     try {
       page = await api.transcript(S.id, { agent: id, limit: PAGE, around: f.ref });
-    } catch (e) {
+    } catch {
       await select(id);
       return;
     }
@@ -218,7 +218,7 @@ export function mountConversation(box, S) {
         if (m.truncated && m.ref) {
           try {
             text = (await api.content(S.id, m.ref)).text || full;
-          } catch (e) {
+          } catch {
             /* keep what we have */
           }
         }
@@ -359,7 +359,7 @@ export function mountConversation(box, S) {
             try {
               const c = await api.content(S.id, m.ref);
               pane.textContent = c.text || m.text || "";
-            } catch (e) {
+            } catch {
               /* keep the short text */
             }
           });

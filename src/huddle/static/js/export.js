@@ -4,9 +4,9 @@
 // app's own. It reads as the app does (agent text as Markdown, through markdown.js with
 // raw HTML off; a slash command as typed) and says every time one way, with its date (an
 // export is read on another day). Nothing in the data runs.
-import { el, fmtTokens, fmtWhen, fmtDuration, oneLine, avatar, SOURCE_LABEL, loadAgents, parseISO } from "./common.js";
+import { avatar, el, fmtDuration, fmtTokens, fmtWhen, loadAgents, oneLine, parseISO, SOURCE_LABEL } from "./common.js";
 import { markdown, plainWords } from "./markdown.js";
-import { timeline, label, waitWords } from "./model.js";
+import { label, timeline, waitWords } from "./model.js";
 import { mountReplay } from "./replay.js";
 import { mountTree } from "./tree.js";
 

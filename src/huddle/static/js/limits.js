@@ -1,7 +1,7 @@
 // The board header's plan quotas: each agent's share of its 5-hour (and, past half, 7-day)
 // window as the agent said it, and where the pace leads (GET /api/limits == huddle usage --limits).
 
-import { el, getJSON, parseISO, fmtClock } from "./common.js";
+import { el, fmtClock, getJSON, parseISO } from "./common.js";
 
 const EVERY = 60_000;
 
@@ -20,7 +20,7 @@ async function show() {
   let data;
   try {
     data = await getJSON("/api/limits");
-  } catch (e) {
+  } catch {
     return;
   }
   const chips = [];

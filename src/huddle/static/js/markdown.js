@@ -30,5 +30,5 @@ export function plainWords(text) {
   return String(text || "")
     .replace(/\[([^\]]*)\]\([^)]*\)/g, "$1")
     .replace(/^\s{0,3}(#{1,6}|>|[-*+]|\d+[.)])\s+/gm, "")
-    .replace(/(\*\*|__|\*|_|`+|~~)(?=\S)([^]*?\S)\1/g, "$2");
+    .replace(/(\*\*|__|\*|_|`+|~~)(?=\S)([\s\S]*?\S)\1/g, "$2");
 }

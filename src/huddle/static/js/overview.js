@@ -1,7 +1,7 @@
 // The overview page: a history at a glance, for a range of UTC days, one agent, one
 // project (kept in the address). Everything comes from GET /api/overview, the dict
 // `huddle overview --json` prints; each table's CSV from /api/overview.csv.
-import { el, getJSON, fmtTokens, loadAgents, SOURCE_LABEL, agentDot, typing } from "./common.js";
+import { agentDot, el, fmtTokens, getJSON, loadAgents, SOURCE_LABEL, typing } from "./common.js";
 import { bars, costChart, heatLegend, heatmap, punchcard } from "./overview-charts.js";
 
 const $ = (id) => document.getElementById(id);

@@ -1,7 +1,7 @@
 // The palette, on every page (Ctrl+K, or ⌘K): find a session by its title, the start of
 // its id or the words said in it (the search index: one row per session), and open it
 // from the keyboard. The board's rows come from GET /api/sessions, the words from GET /api/search.
-import { el, getJSON, SOURCE_LABEL, loadAgents, agentDot, fmtDay, parseISO, STATE_LABEL } from "./common.js";
+import { agentDot, el, fmtDay, getJSON, loadAgents, parseISO, SOURCE_LABEL, STATE_LABEL } from "./common.js";
 import { marked } from "./highlight.js";
 
 const SHOWN = 8;
@@ -63,7 +63,7 @@ export async function openPalette() {
   if (!Object.keys(SOURCE_LABEL).length) await loadAgents();
   try {
     rows = (await getJSON("/api/sessions")).sessions || [];
-  } catch (e) {
+  } catch {
     rows = [];
   }
   draw();
@@ -110,7 +110,7 @@ function words() {
         said = { q, sessions: d.sessions || [] };
         draw();
       }
-    } catch (e) {
+    } catch {
       if (mine === seq) {
         said = { q, sessions: [] };
         draw();

@@ -1,8 +1,9 @@
 // Replay: play the session back (0.5x to 10x), scrub over its time, step by event
 // or by turn; the call, the tree and the usage are shown as of the scrub point.
-import { el, pill, fmtClock, fmtDuration, fmtTokens, tokensOf, typing } from "./common.js";
-import { modelAt, label } from "./model.js";
-import { renderStage, renderFeed } from "./call.js";
+
+import { renderFeed, renderStage } from "./call.js";
+import { el, fmtClock, fmtDuration, fmtTokens, pill, tokensOf, typing } from "./common.js";
+import { label, modelAt } from "./model.js";
 
 const SPEEDS = [0.5, 1, 2, 5, 10];
 const QUIET = new Set(["usage", "context", "title"]);

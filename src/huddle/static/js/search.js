@@ -1,6 +1,6 @@
 // The search page: every session's messages, newest first; a result opens the
 // conversation at that message with the words marked.
-import { el, getJSON, SOURCE_LABEL, loadAgents, typing } from "./common.js";
+import { el, getJSON, loadAgents, SOURCE_LABEL, typing } from "./common.js";
 import { marked } from "./highlight.js";
 
 const $ = (id) => document.getElementById(id);

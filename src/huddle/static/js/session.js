@@ -1,13 +1,14 @@
 // One session: loads its detail and timeline, follows the stream, hosts the tabs.
-import { api, el, pill, stream, fmtTokens, fmtCost, fmtDuration, fmtWhen, parseISO, SOURCE_LABEL, loadAgents, typing } from "./common.js";
-import { timeline } from "./model.js";
+
+import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
 import { mountCall } from "./call.js";
-import { mountTree } from "./tree.js";
+import { api, el, fmtCost, fmtDuration, fmtTokens, fmtWhen, loadAgents, parseISO, pill, SOURCE_LABEL, stream, typing } from "./common.js";
 import { mountConversation } from "./conversation.js";
+import { timeline } from "./model.js";
 import { mountReplay } from "./replay.js";
 import { renderShare } from "./share.js";
+import { mountTree } from "./tree.js";
 import { mountVoice } from "./voice.js";
-import { answerBox, answerKey, readOnlyNote, settledLine } from "./answer.js";
 
 const $ = (id) => document.getElementById(id);
 const id = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
@@ -121,7 +122,7 @@ function scheduleDetail() {
     try {
       await loadDetail();
       changed([], false);
-    } catch (e) {
+    } catch {
       /* next change retries */
     }
   }, 250);

@@ -5,7 +5,7 @@ async function copyText(text) {
   try {
     await navigator.clipboard.writeText(text);
     return true;
-  } catch (e) {
+  } catch {
     // no clipboard permission (an insecure context, an old browser): the old way
     const t = el("textarea", { class: "offscreen", readonly: true });
     t.value = text;
@@ -14,7 +14,7 @@ async function copyText(text) {
     let ok = false;
     try {
       ok = document.execCommand("copy");
-    } catch (err) {
+    } catch {
       ok = false;
     }
     t.remove();

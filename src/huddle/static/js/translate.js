@@ -31,7 +31,7 @@ async function flush() {
   let r = null;
   try {
     r = await getJSON(`/api/sessions/${encodeURIComponent(session)}/translation?${seqs.map((s) => `seq=${s}`).join("&")}`);
-  } catch (e) {
+  } catch {
     r = null;
   }
   const got = new Map(((r && r.items) || []).map((i) => [i.seq, i.translated ? i.text : null]));

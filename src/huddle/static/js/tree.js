@@ -1,5 +1,5 @@
 // The delegation tree: each agent's order, state, report and usage.
-import { el, pill, fmtTokens, fmtClock, fmtDuration, tokensOf, parseISO, oneLine } from "./common.js";
+import { el, fmtClock, fmtDuration, fmtTokens, oneLine, parseISO, pill, tokensOf } from "./common.js";
 import { label } from "./model.js";
 
 function node(a, byId) {

@@ -1,6 +1,6 @@
 // The usage page: tokens and cost per day (SVG drawn here, no library), by project,
 // model and agent, over a date range; the same reports as `huddle usage --json`.
-import { el, getJSON, fmtTokens, typing } from "./common.js";
+import { el, fmtTokens, getJSON, typing } from "./common.js";
 
 const $ = (id) => document.getElementById(id);
 const NS = "http://www.w3.org/2000/svg";

@@ -12,7 +12,7 @@ self.onmessage = (ev) => {
     try {
       const r = await fetch(d.url + `&muted=${d.muted ? 1 : 0}`, { credentials: "same-origin", headers: { accept: "application/json" } });
       if (r.ok) self.postMessage(await r.json());
-    } catch (e) {
+    } catch {
       /* the next beat tries again */
     }
   };

@@ -12,7 +12,7 @@ const STALE = 30; // seconds after which a clip is not played (the server drops 
 function mutedMap() {
   try {
     return JSON.parse(localStorage.getItem(MUTED) || "{}") || {};
-  } catch (e) {
+  } catch {
     return {};
   }
 }
@@ -21,7 +21,7 @@ export async function mountVoice(S, es, before) {
   let state;
   try {
     state = await getJSON("/api/voice");
-  } catch (e) {
+  } catch {
     return;
   }
   const listen = el("button", { class: "btn", type: "button", id: "voice-listen", text: "Listen" });
@@ -139,7 +139,7 @@ export async function mountVoice(S, es, before) {
     let d = null;
     try {
       d = JSON.parse(ev.data);
-    } catch (e) {
+    } catch {
       return;
     }
     if (!playing || muted() || d.session !== S.id) return;
