@@ -83,6 +83,24 @@ def test_every_fault_on_every_reader(outcomes, target):
     assert not failed, _said(failed)
 
 
+SIDE = [name for name, kind in faults.targets_names() if kind == "side"]
+
+
+@pytest.fixture(scope="module")
+def sparse_outcomes(world):
+    return faults.run_matrix(world, [("sparse", name) for name in SIDE])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # the first one runs them all (the module's fixture)
+@pytest.mark.parametrize("target", SIDE)
+def test_a_2_gb_sparse_side_file_is_said_and_costs_nothing_else(sparse_outcomes, target):
+    """A registry entry, a meta, a project root grown to 2 GB: never read whole, said in
+    one line while it stays so (a size cap with no cap remembered was forgotten at once)."""
+    (o,) = [o for o in sparse_outcomes if o.target == target]
+    assert o.survived, _said([o])
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize(("fault", "target"), SLOW)

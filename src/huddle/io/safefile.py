@@ -38,7 +38,9 @@ class NotRegular(OSError):
 
 
 class TooBig(OSError):
-    """A small file that is not small."""
+    """A small file that is not small (`cap`: the size it was read with)."""
+
+    cap: int | None = None
 
 
 class Escapes(OSError):
@@ -108,7 +110,9 @@ def read_small(path: str, cap: int = SIDE_MAX, within: str | None = None, follow
     with open_regular(path, within, follow) as f:
         data: bytes = f.read(cap + 1)
     if len(data) > cap:
-        raise TooBig(errno.EFBIG, f"over {cap:,} bytes, not read", path)
+        exc = TooBig(errno.EFBIG, f"over {cap:,} bytes, not read", path)
+        exc.cap = cap  # (remembered with it: the file is said while it stays past it)
+        raise exc
     return data
 
 
@@ -157,6 +161,8 @@ def remember(path: str, exc: OSError, cap: int | None = None) -> None:
         up = os.path.dirname(path)
         while up and up != os.path.dirname(up) and not os.access(up, os.X_OK):
             path, up = up, os.path.dirname(up)
+    if isinstance(exc, TooBig):
+        cap = cap if cap is not None else exc.cap  # (without one, a re-check found it readable, and forgot it)
     _unreadable[path] = (exc.strerror or str(exc), cap if isinstance(exc, TooBig) else None)
 
 

@@ -36,6 +36,9 @@ HEAD_MAX = 1 << 16  # a header line is small; a first line longer than this is n
 File = tuple[str, str | None, str]  # (agent id, its parent's id or None for the lead, path)
 
 
+ROOT_MAX = 4096  # .project_root holds one path
+
+
 class Head(NamedTuple):
     sid: str | None  # the session id the file carries (None: none, or not yet written)
     why: str  # why it is no chat file ("" when it may still become one)
@@ -126,9 +129,8 @@ class ChatFolders:
         got = self._roots.get(pdir)
         if got is None:
             path = os.path.join(pdir, ".project_root")
-            try:
-                with safefile.open_regular(path) as f:  # a FIFO in its place must not block the scan
-                    got = f.read(4096).decode("utf-8", "replace").strip()
+            try:  # (a FIFO in its place must not block the scan; one past a path's size is no path)
+                got = safefile.read_small(path, ROOT_MAX).decode("utf-8", "replace").strip()
             except OSError as exc:
                 safefile.remember(path, exc)  # said on the board until it can be read
                 got = ""
