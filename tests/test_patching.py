@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 import marshal
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
+import uuid
 
 import msgspec
 import pytest
@@ -229,6 +231,38 @@ def test_sessions_sharing_history_are_read_together_when_one_moves(tmp_path):
     append_response(first)
     out, notes, how = status(env)
     assert how == "patched" and (out, notes) == fresh(tmp_path, env)
+
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _clone(text: str, i: int) -> str:
+    """`text` with each uuid in it another, the same one for the same uuid (clone `i`)."""
+    return UUID.sub(lambda m: str(uuid.uuid5(uuid.NAMESPACE_OID, f"{i}:{m.group(0)}")), text)
+
+
+def test_an_append_beside_sessions_titled_across_their_folder_is_patched(tmp_path):
+    """Claude Code 1.0-2.0 folders title sessions from each other's summary records: the
+    folder-mates of a moved session are asked for, and those the keeper leaves asleep
+    (nothing moved that titles them) keep their rows as the stored answer says them.
+    (A folder of clones with fresh ids, as the real-shaped bench corpus holds: the
+    patch was refused for them, and every append read the whole home twice.)"""
+    scenario = SAMPLES / "claude-history" / "2.0.14" / "05-compact" / "config" / "projects"
+    (folder,) = scenario.iterdir()
+    (source,) = [p for p in folder.glob("*.jsonl") if '"assistant"' in p.read_text()]
+    sid = source.stem
+    mine = tmp_path / "claude" / "projects" / folder.name
+    mine.mkdir(parents=True)
+    for i in range(4):  # every id rewritten, consistently within each clone
+        text = _clone(source.read_text(), i).replace('"id":"msg_', f'"id":"msg_{i}')
+        (mine / f"{_clone(sid, i)}.jsonl").write_text(text)
+    settle(tmp_path)
+    env = environment(tmp_path)
+    until_stored(env)
+    append_response(sorted(mine.glob("*.jsonl"))[1])
+    out, notes, how = status(env)
+    assert how == "patched" and (out, notes) == fresh(tmp_path, env)
+    assert board_file(tmp_path / "hh") == board_file(tmp_path / "truth")
 
 
 def _nested(inner: st.SearchStrategy) -> st.SearchStrategy:

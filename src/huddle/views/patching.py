@@ -87,7 +87,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     from .board import board_json, kept_rows
     from .files import sessions_counts, shifted
     from .pricing import USER_FILE
-    from .said import joined_board, row_text, said_board
+    from .said import joined_board, row_text
 
     started = time.time_ns()
     want = wanted(stale)
@@ -110,9 +110,10 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
         return None
     built: dict[str, Any] = {}
     data = board_json(h, raw=True, built=built)
-    fresh = {f"{r['source']}:{r['id']}": r for r in said_board(data)["sessions"]}
+    read = set(h.handles)  # (the others wanted slept on: their rows stand as the stale text says them)
+    fresh = {k: r for r in data["sessions"] if (k := f"{r['source']}:{r['id']}") in read}
     new = [(order_key(r), row_text(r), k) for k, r in fresh.items()]
-    pieces, runs = spliced(stale, want, new)
+    pieces, runs = spliced(stale, read, new)
     notes = list(data.get("notes", ()))
     counts = shifted(counted, before, sessions_counts(h, built))
     text, spans = joined_board(pieces, notes, counts)
@@ -193,10 +194,12 @@ def _before(a: list[Any], b: list[Any]) -> bool:
 
 
 def whole_read(h: Huddle, stale: answers.Stale, want: set[str]) -> bool:
-    """Whether the refresh read just what the full path would: every session wanted
-    woke, no other came, every source was spared its scan, and no title was decided
-    across a folder holding sessions this core does not (sleeping.settle_moved)."""
-    if h.dormant or set(h.handles) != want:
+    """Whether the refresh read just what the full path would: every session wanted is
+    in this core, read or left asleep by the keeper (a folder-mate of a moved session
+    whose title nothing moved: its row stands as kept), no other came, every source was
+    spared its scan, and no title was decided across a folder holding sessions this
+    core does not (sleeping.settle_moved)."""
+    if set(h.handles) | set(h.dormant) != want or not set(h.handles):
         return False
     if any(src.roots() and src.exists() and src.name not in h.spared for src in h.sources):
         return False
