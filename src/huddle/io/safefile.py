@@ -161,9 +161,9 @@ def remember(path: str, exc: OSError, cap: int | None = None) -> None:
         up = os.path.dirname(path)
         while up and up != os.path.dirname(up) and not os.access(up, os.X_OK):
             path, up = up, os.path.dirname(up)
-    if isinstance(exc, TooBig):
-        cap = cap if cap is not None else exc.cap  # (without one, a re-check found it readable, and forgot it)
-    _unreadable[path] = (exc.strerror or str(exc), cap if isinstance(exc, TooBig) else None)
+    # a size cap is what a re-check holds the file to (without one it found it readable, and forgot it)
+    cap = (exc.cap if cap is None else cap) if isinstance(exc, TooBig) else None
+    _unreadable[path] = (exc.strerror or str(exc), cap)
 
 
 def forget(path: str) -> None:
