@@ -786,7 +786,7 @@ class Applied:
     def _rewrite_same(self, p: Path) -> None:
         if self.t.kind == "side":
             val = self.data.replace(b"a", b"e") if b"a" in self.data else self.data[::-1]
-            p.write_bytes(val[: len(self.data)].ljust(len(self.data)))
+            self._put(p, val[: len(self.data)].ljust(len(self.data)))
             return
         lines = self.data.splitlines(keepends=True)
         if len(lines) > 2:  # same bytes, same last line, the others in another order
@@ -846,7 +846,7 @@ class Applied:
     def _hostile(self, p: Path, which: str) -> None:
         t = self.t
         if t.kind == "side":
-            p.write_bytes(_side_hostile(t, which))
+            self._put(p, _side_hostile(t, which))
             return
         assert t.canary is not None
         bad = _hostile_variants(t.canary(p, "hostile"))[which]
@@ -882,6 +882,19 @@ class Applied:
         with open(p, "r+b") as f:
             f.truncate(size + SPARSE)  # 2 GB of holes: one line without a newline
 
+    def _put(self, p: Path, data: bytes) -> None:
+        """A file's bytes replaced in place (same inode). A SQLite file is never emptied on
+        the way: SQLite deletes a WAL beside a database file it finds empty, a read-only
+        reader too (pager.c, pagerOpenWalIfPresent), so a reader's scan in that instant
+        would lose the world's data; no agent empties its database."""
+        with open(p, "r+b") as f:
+            if self.t.source in ("opencode", "kilo"):
+                f.write(data)
+                f.truncate(len(data))
+            else:
+                f.truncate(0)
+                f.write(data)
+
     def _append(self, p: Path, data: bytes) -> None:
         with open(p, "ab") as f:
             if not self.data.endswith(b"\n"):
@@ -904,9 +917,7 @@ class Applied:
             p.unlink()
         if p.exists():
             os.chmod(p, stat.S_IMODE(self.st.st_mode))
-            with open(p, "r+b") as f:  # in place, as agents do: same inode, old size
-                f.truncate(0)
-                f.write(self.data)
+            self._put(p, self.data)  # in place, as agents do: same inode, old size
         else:
             p.write_bytes(self.data)
         os.utime(p, ns=(self.st.st_atime_ns, self.st.st_mtime_ns))  # even the old mtime: ctime still moves

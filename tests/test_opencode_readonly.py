@@ -155,6 +155,26 @@ def test_an_empty_database_file_is_no_session_and_no_error(tmp_path):
     assert sorted(os.listdir(data)) == ["opencode.db"]
 
 
+def test_a_database_emptied_while_opening_keeps_its_wal(tmp_path):
+    """SQLite deletes a WAL beside a database file it finds empty at its first read, even
+    read-only: the first read comes at once, and not on an emptied file."""
+    import sqlite3
+
+    from huddle.sources.opencode.db import Database, DbError
+
+    data = copy_data(tmp_path)
+    db = Database(str(data / "opencode.db"))
+    old = (data / "opencode.db").read_bytes()
+    c = sqlite3.connect(f"file:{data / 'opencode.db'}?mode=ro&readonly_shm=1", uri=True)
+    os.truncate(data / "opencode.db", 0)  # between SQLite's open and its first read
+    with pytest.raises(DbError, match="emptied while opening"):
+        db._first_read(c)
+    assert (data / "opencode.db-wal").exists()
+    (data / "opencode.db").write_bytes(old)
+    (s,) = core(data).sessions()
+    assert s.usage.input == 14053
+
+
 def test_not_a_database_costs_one_line(tmp_path):
     data = tmp_path / "oc"
     data.mkdir()

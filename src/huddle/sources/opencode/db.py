@@ -20,8 +20,10 @@ checked on copies of the samples, fingerprinted before and after; see the tests)
 So: `-wal` and `-shm` present -> `mode=ro&readonly_shm=1`; no `-wal` -> `immutable=1`
 (the file is the whole database); `-wal` without `-shm` (a crash) or a database file
 of 0 bytes (SQLite would delete a `-wal` beside it) -> a private copy in a temporary
-folder. The one window left: OpenCode deleting its `-wal` between the check and the
-open (only at its exit); SQLite would then create an empty one.
+folder. Two windows are left: OpenCode deleting its `-wal` between the check and the
+open (only at its exit; SQLite would then create an empty one), and, kept to microseconds
+by reading at once (`_first_read`): the database file emptied in place between the
+check and SQLite's first read (SQLite would delete the WAL; no agent empties its database).
 
 What a row holds is OpenCode's to write and anyone's to damage: a text column that is
 not UTF-8 (a cut emoji) made `fetchall` fail for the whole query, so every text column
@@ -170,7 +172,26 @@ class Database:
             c.text_factory = _text
         except sqlite3.Error as exc:
             raise DbError(f"{path}: cannot open read-only ({exc})") from None
+        if has_wal and has_shm:
+            self._first_read(c)
         return c
+
+    def _first_read(self, c: sqlite3.Connection) -> None:
+        """The first read, at once and only on a database file that still has a header: at
+        its first read SQLite deletes a WAL beside a database file it finds empty, even
+        read-only, so the window between looking and reading is kept to microseconds."""
+        try:
+            emptied = os.stat(self.path).st_size == 0
+        except OSError:
+            emptied = True
+        if emptied:
+            c.close()
+            raise DbError(f"{self.path}: emptied while opening; read again next time")
+        try:
+            c.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.DatabaseError as exc:
+            c.close()
+            raise _db_error(self.path, exc) from None
 
     def _private_copy(self) -> str:
         """A WAL without its index (or beside an empty file): SQLite would have to write to
@@ -190,13 +211,8 @@ class Database:
         try:
             with self.lock:
                 return self.conn().execute(sql, args).fetchall()
-        except sqlite3.OperationalError as exc:
-            msg = str(exc)
-            if "locked" in msg or "busy" in msg:
-                raise DbError(f"{self.path}: locked by another process ({msg}); read again next time") from None
-            raise DbError(f"{self.path}: {msg}") from None
         except sqlite3.DatabaseError as exc:
-            raise DbError(f"{self.path}: not readable ({exc})") from None
+            raise _db_error(self.path, exc) from None
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -221,6 +237,16 @@ class Database:
         except OSError:
             return None
         return (st.st_dev, st.st_ino)
+
+
+def _db_error(path: str, exc: sqlite3.DatabaseError) -> DbError:
+    """A query's failure in one line naming the file."""
+    msg = str(exc)
+    if isinstance(exc, sqlite3.OperationalError):
+        if "locked" in msg or "busy" in msg:
+            return DbError(f"{path}: locked by another process ({msg}); read again next time")
+        return DbError(f"{path}: {msg}")
+    return DbError(f"{path}: not readable ({exc})")
 
 
 def _text(raw: bytes) -> str:
