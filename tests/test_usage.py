@@ -237,7 +237,7 @@ def test_cli_rejects_a_bad_since_in_one_line(claude_env):
     claude_env("01-basic-tools")
     res = CliRunner().invoke(main, ["usage", "--since", "last tuesday"])
     assert res.exit_code == 2
-    assert "not a date" in res.stderr and "Traceback" not in res.output
+    assert "bad since: 'last tuesday' (30m, 2h, 3d, 1w, YYYY-MM-DD" in res.stderr and "Traceback" not in res.output
 
 
 def test_cli_broken_user_pricing_file_names_file_and_line(claude_env, tmp_path, monkeypatch):

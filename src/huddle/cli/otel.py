@@ -49,13 +49,9 @@ def otel(
     """Send sessions (all, or the IDs given) as OTLP traces: one trace per session,
     invoke_agent / chat / execute_tool spans with the files' own times and tokens.
     OTEL_EXPORTER_OTLP_HEADERS is honoured (an API key, say); it is never printed."""
-    from huddle.views.usage import parse_since
+    from .usage import time_option
 
-    when = None
-    if since is not None:
-        when = parse_since(since)
-        if when is None:
-            raise click.BadParameter(f"not a date: {since!r} (use YYYY-MM-DD or ISO 8601)", param_hint="--since")
+    when = time_option(since, "--since")
     try:
         _otel(list(ids), endpoint, when, follow, with_content, machine or socket.gethostname(), every)
     except HuddleError as exc:

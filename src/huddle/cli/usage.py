@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 import click
 
 from huddle.views.usage import GROUPS
 
 
-def _date(given: str | None, option: str, parse: Callable[[str], float | None]) -> float | None:
-    """A --since/--until date as unix seconds (None: not given)."""
-    if given is None:
-        return None
-    when = parse(given)
-    if when is None:
-        raise click.BadParameter(f"not a date: {given!r} (use YYYY-MM-DD or ISO 8601)", param_hint=option)
-    return when
+def time_option(given: str | None, option: str) -> float | None:
+    """A --since/--until time as unix seconds (None: not given), in the routes' wording."""
+    from huddle.errors import BadRequest
+    from huddle.views.when import user_time
+
+    try:
+        return user_time(given, option.lstrip("-"))
+    except BadRequest as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 @click.command()
@@ -63,10 +63,9 @@ def usage(
     from huddle.oneshot import prices
     from huddle.oneshot import usage as report
     from huddle.sources import Settings
-    from huddle.views.usage import parse_since
 
-    when = _date(since, "--since", parse_since)
-    before = _date(until, "--until", parse_since)
+    when = time_option(since, "--since")
+    before = time_option(until, "--until")
     if hub is not None and (agent or project):
         raise click.BadParameter("not with --hub yet", param_hint="--agent / --project")
     if hub is None and (by == "machine" or machine is not None):

@@ -391,16 +391,15 @@ def usage(
     group = by if by not in (None, "") else "day"
     if group not in u.GROUPS:
         raise BadRequest(f"bad by: {str(by)[:40]!r} (want {', '.join(u.GROUPS)})")
-    times = []
-    for what, value in (("since", since), ("until", until)):
-        t = None
-        if value not in (None, ""):
-            t = u.parse_since(value) if isinstance(value, str) else None
-            if t is None:
-                raise BadRequest(f"bad {what}: {str(value)[:40]!r} (use YYYY-MM-DD or ISO 8601)")
-        times.append(t)
+    from .when import user_time
+
     return u.report(
-        h, str(group), times[0], until=times[1], agent=_name(agent, "agent"), project=_name(project, "project")
+        h,
+        str(group),
+        user_time(since, "since"),
+        until=user_time(until, "until"),
+        agent=_name(agent, "agent"),
+        project=_name(project, "project"),
     )
 
 

@@ -30,8 +30,9 @@ from huddle.errors import BadRequest
 from huddle.model.times import iso
 
 from .overview_index import BUCKET, CALLS, ERRORS, MINUTES, PROMPTS, REPLIES, summaries
-from .usage import NO_PROJECT, add_exact, aggregate, only, parse_since
+from .usage import NO_PROJECT, add_exact, aggregate, only
 from .usage_index import counted_from_index, day_aligned
+from .when import user_time
 
 if TYPE_CHECKING:
     from huddle.sources.settings import Settings
@@ -99,11 +100,9 @@ def _zone(value: object) -> tuple[tzinfo, str]:
 
 
 def _bound(value: object, what: str) -> float | None:
-    if value in (None, ""):
-        return None
-    t = parse_since(value) if isinstance(value, str) else None
+    t = user_time(value, what)
     if t is None:
-        raise BadRequest(f"bad {what}: {str(value)[:40]!r} (use YYYY-MM-DD)")
+        return None
     if not day_aligned(t):
         raise BadRequest(f"bad {what}: {str(value)[:40]!r} (the overview counts whole UTC days: use YYYY-MM-DD)")
     return t

@@ -24,7 +24,7 @@ from huddle.search.store import is_damage, ms_of
 from huddle.search.text import CODE_KIND, COLUMNS, DEFAULT_SCOPE, KIND_GROUP, alone, fold_char, string_values
 
 from .api import check_id, check_int, files_index
-from .usage import parse_since
+from .when import user_time
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
@@ -47,15 +47,6 @@ def _kinds(kind: object) -> tuple[str, ...] | None:
     if bad or not got:
         raise BadRequest(f"bad kind: {kind[:40]!r} (want {', '.join(COLUMNS)})")
     return got
-
-
-def _when(value: object, what: str) -> float | None:
-    if value in (None, ""):
-        return None
-    t = parse_since(value) if isinstance(value, str) else None
-    if t is None:
-        raise BadRequest(f"bad {what}: {str(value)[:40]!r} (use YYYY-MM-DD or ISO 8601)")
-    return t
 
 
 # -- snippets -----------------------------------------------------------------------------
@@ -174,7 +165,7 @@ def search(
     sess = check_id(session) if session not in (None, "") else None
     if sess is not None:
         sess = h.find(sess).session.id  # a unique start of an id names it too
-    t_since, t_until = _when(since, "since"), _when(until, "until")
+    t_since, t_until = user_time(since, "since"), user_time(until, "until")
     n = check_int(limit, "limit", lo=1, hi=LIMIT_MAX, default=LIMIT)
     by_rank = rank in (True, "1", "true", "yes")
     only_exact = exact in (True, "1", "true", "yes")

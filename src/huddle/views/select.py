@@ -42,12 +42,9 @@ def parse_states(values: Iterable[str] | str | None) -> frozenset[str] | None:
 def parse_window(value: str | None) -> float | None:
     if value is None or value == "":
         return None
-    from .usage import parse_since  # the usage module only when a window is asked for
+    from .when import user_time
 
-    t = parse_since(value)
-    if t is None:
-        raise BadRequest(f"bad since: {value[:40]!r} (2h, 3d, 30m, 1w, a date or an ISO 8601 time)")
-    return t
+    return user_time(value, "since")
 
 
 def is_live(row: dict[str, Any]) -> bool:

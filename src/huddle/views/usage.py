@@ -16,7 +16,6 @@ the bytes appended since the last.
 from __future__ import annotations
 
 import math
-import time
 import weakref
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -25,29 +24,16 @@ from typing import TYPE_CHECKING, Any
 from huddle.model import events as ev
 from huddle.model.events import Event, Usage
 from huddle.model.session import Session
-from huddle.model.times import iso, parse_time, project_name
+from huddle.model.times import iso, project_name
 
 from .pricing import Table, current, model_name
+from .when import parse_since  # noqa: F401  (where the usage reports took it from)
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
 
 GROUPS = ("day", "session", "project", "model", "agent")
 UNKNOWN_DAY = "unknown"
-
-
-_AGO = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_since(text: str, now: float | None = None) -> float | None:
-    """`--since`: a time ago (`30m`, `2h`, `3d`, `1w`), a date (YYYY-MM-DD, UTC midnight)
-    or an ISO 8601 time; None if none of those."""
-    text = text.strip()
-    if len(text) >= 2 and text[-1].lower() in _AGO and text[:-1].replace(".", "", 1).isdigit():
-        return (time.time() if now is None else now) - float(text[:-1]) * _AGO[text[-1].lower()]
-    if len(text) == 8 and text.isdigit():  # YYYYMMDD, as ccusage accepts
-        text = f"{text[:4]}-{text[4:6]}-{text[6:]}"
-    return parse_time(text.replace(" ", "T", 1) if len(text) > 10 else text)
 
 
 def counted_usage(
