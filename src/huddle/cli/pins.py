@@ -43,9 +43,9 @@ def unpin(session_id: str) -> None:
 def pins(as_json: bool) -> None:
     """The pinned sessions, the latest pinned first."""
     from huddle.sources import Settings
-    from huddle.views.pins import pins_json
+    from huddle.views.operations import BY_NAME
 
-    data = pins_json(Settings.from_env())
+    data = BY_NAME["pins"].answer(Settings.from_env())
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return

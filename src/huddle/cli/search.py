@@ -79,7 +79,7 @@ def search(query, as_json, source, project, session_id, kinds, since, until, lim
     from huddle.errors import HuddleError
     from huddle.search.index import one_shot
     from huddle.sources import Settings
-    from huddle.views.search import search as run
+    from huddle.views.operations import BY_NAME
 
     typo = next((w.split("=", 1)[0] for w in query if w.startswith("--") and len(w) > 2), None)
     if typo is not None:
@@ -96,9 +96,9 @@ def search(query, as_json, source, project, session_id, kinds, since, until, lim
     for note in h.notes:
         click.echo(f"huddle: {visible(note)}", err=True)
     try:
-        data = run(
+        data = BY_NAME["search"].answer(
             h,
-            " ".join(query),
+            q=" ".join(query),
             source=source,
             project=project,
             session=session_id,

@@ -72,9 +72,9 @@ def usage(
         raise click.BadParameter("machines are the hub's: add --hub DSN", param_hint="--by machine / --machine")
     settings = Settings.from_env()
     if limits:
-        from huddle.views.limits import report_for
+        from huddle.views.operations import BY_NAME
 
-        data = report_for(settings)
+        data = BY_NAME["limits"].answer(settings)
         click.echo(json.dumps(data, indent=2, ensure_ascii=False)) if as_json else print_limits(data)
         return
     table = prices(settings)

@@ -20,14 +20,16 @@ def _emit(data) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _ask(fn, session_id: str, *args, **kw):
-    """Run one API function about one session on a core that read that session (from
-    the handle cache, only what moved: core.single); a bad request is one clear line."""
+def _ask(operation: str, session_id: str, **given):
+    """A declared operation about one session (views/operations.py: what its route
+    answers), on a core that read that session (from the handle cache, only what moved:
+    core.single); a bad request is one clear line."""
     from huddle.core.single import one_session_core
+    from huddle.views.operations import BY_NAME
 
     h = one_session_core(session_id)
     try:
-        return fn(h, session_id, *args, **kw)
+        return BY_NAME[operation].answer(h, id=session_id, **given)
     except HuddleError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -228,9 +230,7 @@ def demo(host: str, port: int, open_browser: bool, speed: float, notify: bool = 
 @click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID returns.")
 def show(session_id: str, as_json: bool) -> None:
     """One session: its agent tree, states and usage."""
-    from huddle.views import api
-
-    data = _ask(api.session_detail, session_id)
+    data = _ask("show", session_id)
     if as_json:
         _emit(data)
         return
@@ -248,9 +248,7 @@ def show(session_id: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID/events returns.")
 def events(session_id: str, after: str | None, limit: str | None, as_json: bool) -> None:
     """A session's timeline."""
-    from huddle.views import api
-
-    data = _ask(api.events, session_id, after=after, limit=limit)
+    data = _ask("events", session_id, after=after, limit=limit)
     if as_json:
         _emit(data)
         return
@@ -265,9 +263,7 @@ def events(session_id: str, after: str | None, limit: str | None, as_json: bool)
 @click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID/transcripts returns.")
 def transcripts(session_id: str, as_json: bool) -> None:
     """The main agent and each sub-agent, with message counts."""
-    from huddle.views import api
-
-    data = _ask(api.transcripts, session_id)
+    data = _ask("transcripts", session_id)
     if as_json:
         _emit(data)
         return
@@ -285,9 +281,7 @@ def transcripts(session_id: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID/transcript returns.")
 def transcript(session_id, agent, limit, after, before, around, as_json: bool) -> None:
     """One agent's conversation, paged like the web app's."""
-    from huddle.views import api
-
-    data = _ask(api.transcript, session_id, agent=agent, limit=limit, after=after, before=before, around=around)
+    data = _ask("transcript", session_id, agent=agent, limit=limit, after=after, before=before, around=around)
     if as_json:
         _emit(data)
         return
@@ -303,9 +297,7 @@ def transcript(session_id, agent, limit, after, before, around, as_json: bool) -
 @click.option("--json", "as_json", is_flag=True, help="Print what GET /api/sessions/ID/content/REF returns.")
 def content(session_id: str, ref: str, as_json: bool) -> None:
     """One heavy piece (a full tool input or output) read back from the file."""
-    from huddle.views import api
-
-    data = _ask(api.content, session_id, ref)
+    data = _ask("content", session_id, ref=ref)
     if as_json:
         _emit(data)
         return
@@ -336,12 +328,12 @@ def doctor(as_json: bool, hub: str | None = None) -> None:
         click.echo(f"{len(data['problems'])} row(s) of {data['hub']} left out or cut", err=True)
         return
     from huddle.core import Huddle, Keeper, WholeMode
-    from huddle.views.doctor import doctor as report
     from huddle.views.doctor import doctor_text
+    from huddle.views.operations import BY_NAME
 
     h = Huddle(keep=Keeper(WholeMode()))  # every session: from the handle cache, reading what moved
     h.refresh()
-    data = report(h)
+    data = BY_NAME["doctor"].answer(h)
     click.echo(json.dumps(data, indent=2, ensure_ascii=False) if as_json else doctor_text(data))
 
 

@@ -27,9 +27,9 @@ from huddle.answer.asks import AnswerRefused, NotAnswerable
 from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound, RequestError
 from huddle.live.boardfile import BoardFile
 from huddle.live.watcher import Watcher
-from huddle.sources.registry import displays
 from huddle.views import api
 from huddle.views.board import board_notes, parse_at
+from huddle.views.operations import BY_NAME, OPERATIONS, Operation
 from huddle.views.select import Select
 
 from .extras import Extras
@@ -48,12 +48,6 @@ def _fresh_core(h):
     fresh = Huddle(h.settings)
     fresh.refresh()
     return fresh
-
-
-def _search_view():
-    from huddle.views import search  # loaded when first asked: not on a server's start
-
-    return search
 
 
 def json_response(data, status: int = 200) -> Response:
@@ -166,27 +160,25 @@ class Handlers:
             Route("/overview", page("overview.html")),
             Route("/favicon.ico", page("favicon.svg")),
             Route("/api/info", self.info),
-            Route("/api/doctor", self.doctor),
-            Route("/api/agents", self.agents),
             Route("/api/sessions", self.board),
-            Route("/api/sessions/{id}", self.detail),
-            Route("/api/sessions/{id}/events", self.events),
-            Route("/api/sessions/{id}/transcripts", self.transcripts),
-            Route("/api/sessions/{id}/transcript", self.transcript),
-            Route("/api/sessions/{id}/content/{ref}", self.content),
-            Route("/api/search", self.search),
-            Route("/api/usage", self.usage),
-            Route("/api/overview", self.overview),
-            Route("/api/overview.csv", self.overview),
-            Route("/api/limits", self.limits),
+            *(Route(op.route, self.operation(op)) for op in OPERATIONS),  # views/operations.py
+            Route("/api/overview.csv", self.overview_csv),
             Route("/api/sessions/{id}/export", self.export),
             Route("/api/sessions/{id}/answer", self.answer, methods=["POST"]),
             Route("/api/sessions/{id}/pin", self.pin, methods=["POST"]),
-            Route("/api/pins", self.pins),
             Route("/api/stream", self.stream),
             *extra_routes(self.h, self.st.extras, json_response),
             Mount("/static", StaticFiles(directory=STATIC, follow_symlink=False), name="static"),
         ]
+
+    def operation(self, op: Operation):
+        """A declared operation's route: its parameters from the request, its answer as JSON."""
+
+        def endpoint(request: Request):
+            return json_response(op.from_query(self.h, request.path_params, request.query_params))
+
+        endpoint.__name__ = op.name
+        return endpoint
 
     def call(self, fn, *args, **kw):
         with self.h.lock:
@@ -219,64 +211,19 @@ class Handlers:
             return json_response(pick.apply(api.sessions(_fresh_core(self.h), at=when)))
         return self.call(lambda h, **kw: pick.apply(api.sessions(h, **kw)), at=when)
 
-    def detail(self, request: Request):
-        return self.call(api.session_detail, request.path_params["id"])
+    def overview_csv(self, request: Request):
+        from huddle.views.overview_tables import TABLES, to_csv  # loaded when first asked
 
-    def events(self, request: Request):
         q = request.query_params
-        return self.call(api.events, request.path_params["id"], after=q.get("after"), limit=q.get("limit"))
-
-    def transcripts(self, request: Request):
-        return self.call(api.transcripts, request.path_params["id"])
-
-    def transcript(self, request: Request):
-        q = request.query_params
-        return self.call(
-            api.transcript,
-            request.path_params["id"],
-            agent=q.get("agent"),
-            limit=q.get("limit"),
-            after=q.get("after"),
-            before=q.get("before"),
-            around=q.get("around"),
+        name = q.get("table")
+        data = BY_NAME["overview"].from_query(self.h, {}, q)
+        if name not in TABLES:
+            raise BadRequest(f"bad table: {str(name)[:40]!r} (want {', '.join(TABLES)})")
+        return Response(
+            to_csv(data, name),
+            media_type="text/csv; charset=utf-8",
+            headers={"content-disposition": f'attachment; filename="huddle-{name}.csv"', "cache-control": "no-store"},
         )
-
-    def usage(self, request: Request):
-        q = request.query_params
-        return self.call(
-            api.usage,
-            by=q.get("by"),
-            since=q.get("since"),
-            until=q.get("until"),
-            agent=q.get("agent"),
-            project=q.get("project"),
-        )
-
-    def overview(self, request: Request):
-        from huddle.views.overview import PARAMS, served  # loaded when first asked: not on a server's start
-
-        q = request.query_params  # (not under the core's lock: it reads from its own caches)
-        data = served(self.h.settings, **{k: q.get(k) for k in PARAMS})
-        if request.url.path.endswith(".csv"):
-            from huddle.views.overview_tables import TABLES, to_csv
-
-            name = q.get("table")
-            if name not in TABLES:
-                raise BadRequest(f"bad table: {str(name)[:40]!r} (want {', '.join(TABLES)})")
-            return Response(
-                to_csv(data, name),
-                media_type="text/csv; charset=utf-8",
-                headers={
-                    "content-disposition": f'attachment; filename="huddle-{name}.csv"',
-                    "cache-control": "no-store",
-                },
-            )
-        return json_response(data)
-
-    def limits(self, request: Request):
-        from huddle.views.limits import report_for  # (== huddle usage --limits --json)
-
-        return json_response(report_for(self.h.settings))
 
     def export(self, request: Request):
         q = request.query_params
@@ -296,37 +243,6 @@ class Handlers:
                 "x-huddle-export": summary[:1000],
             },
         )
-
-    def search(self, request: Request):
-        # not under the core's lock: the view takes it only to read snippets back, so a
-        # query waiting on the indexing thread's write transaction never holds up refreshes
-        q = request.query_params
-        return json_response(
-            _search_view().search(
-                self.h,
-                q.get("q"),
-                source=q.get("source"),
-                project=q.get("project"),
-                session=q.get("session"),
-                kind=",".join(q.getlist("kind")) or None,  # ?kind=say&kind=prompt, as the CLI repeats --kind
-                since=q.get("since"),
-                until=q.get("until"),
-                limit=q.get("limit"),
-                rank=q.get("rank"),
-                exact=q.get("exact"),
-            )
-        )
-
-    def content(self, request: Request):
-        return self.call(api.content, request.path_params["id"], request.path_params["ref"])
-
-    def doctor(self, request: Request):
-        from huddle.views.doctor import doctor as report
-
-        return self.call(report)
-
-    def agents(self, request: Request):
-        return json_response({"agents": displays()})
 
     def info(self, request: Request):
         st = self.st
@@ -367,11 +283,6 @@ class Handlers:
         except msgspec.DecodeError as exc:
             raise BadRequest(f"not JSON: {exc}") from None
         return await asyncio.to_thread(self.call, pin_session, request.path_params["id"], body)
-
-    def pins(self, request: Request):
-        from huddle.views.pins import pins_json
-
-        return json_response(pins_json(self.h.settings))
 
     async def stream(self, request: Request):
         return await self.st.hub.stream(request)

@@ -49,6 +49,14 @@ _NOT_MESSAGES = frozenset({ev.USAGE, ev.TITLE, ev.TURN_END})
 # -- the board and one session ----------------------------------------------------------
 
 
+def agents() -> JSON:
+    """GET /api/agents: each agent's display name, short name and colour (one table:
+    sources.registry), for the pages."""
+    from huddle.sources.registry import displays
+
+    return {"agents": displays()}
+
+
 def sessions(h: Huddle, at: float | None = None) -> JSON:
     """GET /api/sessions: the board, exactly what `huddle status --json` prints."""
     from .board import board_json

@@ -1,0 +1,108 @@
+"""Operations declared once (views/operations.py): the server's JSON routes are the
+table's, the CLI's --json twins answer what the routes answer, and a time a user types
+is refused in one wording through every door."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import httpx
+import pytest
+
+import incli
+import web_corpus
+from huddle.core import Huddle
+from huddle.server import ServerThread, create_app
+from huddle.sources import Settings
+from huddle.views.operations import OPERATIONS
+from huddle.views.when import FORMS
+
+# the JSON routes that are more than a view's answer (server/app.py says why)
+HAND_WRITTEN = {"/api/info", "/api/sessions", "/api/overview.csv", "/api/sessions/{id}/export", "/api/stream"}
+POSTS = {"/api/sessions/{id}/answer", "/api/sessions/{id}/pin"}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A server and the command line on the same environment: the samples' agents, and a
+    home of their own for every other agent's default folder."""
+    root = tmp_path_factory.mktemp("ops")
+    env = {**web_corpus.env_of(web_corpus.build(root)), "HOME": str(root / "home")}
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in env.items():
+            mp.setenv(k, v)
+        h = Huddle(Settings.from_env())
+        h.refresh()
+    with ServerThread(h, watch_options={"poll_watched": 0.5}) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        yield env, srv, c
+
+
+def _cli(env, *args, ok=True):
+    out = incli.huddle(*args, env={**os.environ, **env})
+    if ok:
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+    return out
+
+
+def test_the_routes_are_the_table_and_the_hand_written_ones(tmp_path):
+    app = create_app(web_corpus.core(Settings(folders={}, huddle_home=str(tmp_path))))
+    api = {r.path for r in app.routes if getattr(r, "path", "").startswith("/api/")}
+    extras = {p for p in api if p.startswith(("/api/voice", "/api/translation")) or p.endswith("/translation")}
+    table = {op.route for op in OPERATIONS}
+    assert len(table) == len(OPERATIONS) and len({op.name for op in OPERATIONS}) == len(OPERATIONS)
+    assert api - extras == table | HAND_WRITTEN | POSTS
+    for op in OPERATIONS:
+        assert callable(op.function()), op.view
+
+
+def test_every_cli_twin_prints_what_its_route_returns(served):
+    env, _srv, client = served
+    board = client.get("/api/sessions").json()
+    row = next(r for r in board["sessions"] if len(r["agents"]) == 4)
+    sid, sub = row["id"], row["agents"][2]["id"]
+    base = f"/api/sessions/{sid}"
+    page = client.get(base + "/transcript", params={"agent": sub, "limit": 3}).json()
+    ref = next(m["ref"] for m in page["messages"] if "ref" in m)
+    twins = [
+        (["show", sid], base, {}),
+        (["events", sid, "--after", "2", "--limit", "4"], base + "/events", {"after": 2, "limit": 4}),
+        (["transcripts", sid], base + "/transcripts", {}),
+        (["transcript", sid, "--agent", sub, "--limit", "3"], base + "/transcript", {"agent": sub, "limit": 3}),
+        (["content", sid, ref], f"{base}/content/{ref}", {}),
+        (["doctor"], "/api/doctor", {}),
+        (["pins"], "/api/pins", {}),
+        (["usage", "--limits"], "/api/limits", {}),
+    ]
+    for args, route, params in twins:
+        assert _timeless(_cli(env, *args, "--json")) == _timeless(client.get(route, params=params).json()), args
+
+
+def _timeless(data: dict) -> dict:
+    """An answer without what moves with the clock alone (the quotas' `at`, paces, and an
+    estimate's `seen_at`: the estimate is made now)."""
+    if "at" in data and "agents" in data:
+        data = {**data, "at": None}
+        data["agents"] = [
+            {
+                **a,
+                "windows": [
+                    {**w, "pace": None, "seen_at": w["estimate"] or w["seen_at"]} for w in a.get("windows", [])
+                ],
+            }
+            for a in data["agents"]
+        ]
+    return data
+
+
+@pytest.mark.parametrize("value", ["soonish", "2026-13-01"])
+def test_a_bad_time_is_said_alike_through_every_door(served, value):
+    env, _srv, client = served
+    said = f"bad since: {value!r} ({FORMS})"
+    for route in ("/api/sessions", "/api/usage", "/api/search", "/api/overview"):
+        r = client.get(route, params={"since": value, "q": "hello"})
+        assert r.status_code == 400 and r.json()["error"] == said, route
+    for args in (["status", "--since", value], ["usage", "--since", value], ["overview", "--since", value]):
+        out = _cli(env, *args, ok=False)
+        assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr, args
