@@ -193,3 +193,35 @@ def test_a_session_read_alone_counts_a_shared_response_where_the_home_does(tmp_p
     theirs, _ = export_data(whole, copy.id, Options())
     assert {**ours, "exported_at": None} == {**theirs, "exported_at": None}
     assert any(e.get("counted_in") for e in ours["events"])
+
+
+def test_a_scan_reads_an_agent_files_head_once_per_change_of_the_file(tmp_path, monkeypatch):
+    """Claude Code 2.0's agent files beside the sessions: whose each is, its first records
+    say. Every `claude` start (a new session file) makes the next run scan the folders;
+    the heads of agent files that did not change are not read again, whether their
+    sessions slept or were read (an earlier run's scan kept them: Source.memo), and
+    the board is the one a fresh read gives."""
+    from huddle.sources.claude import project_agents
+
+    projects = tmp_path / "claude" / "projects"
+    v2 = SAMPLES / "claude-history" / "2.0.77"
+    for name in ("02-subagents", "04-resume-continue-fork"):
+        shutil.copytree(v2 / name / "config" / "projects", projects, dirs_exist_ok=True)
+    settle(tmp_path)
+    agents = sorted(projects.glob("*/agent-*.jsonl"))
+    assert len(agents) >= 5
+    read: list[str] = []
+    real = project_agents.session_ids
+    monkeypatch.setattr(project_agents, "session_ids", lambda path: read.append(path) or real(path))
+    cached(tmp_path)
+    assert sorted(read) == sorted(map(str, agents))  # the first run reads each head
+
+    for sample in ("06-named-session", "01-basic-tools"):
+        read.clear()
+        main = next(p for p in (NEW / sample / "config" / "projects").glob("*/*.jsonl"))
+        shutil.copy(main, agents[0].parent / main.name)  # a new session: the folder moved, its source is scanned
+        with open(agents[1], "a") as f:
+            f.write("\n")  # (and a sub-agent's file moved: its session is read, the file placed by it)
+        board, _ = cached(tmp_path)
+        assert read == []
+        assert board == fresh(tmp_path)

@@ -427,7 +427,22 @@ class HandleCache:
                 said = stamps_of(sorted(src.files.placed()), self.read_at_ns, folders=True)
                 stamps[src.name] = self.folder_stamps(src) + said if clean else None
                 files[src.name] = msgspec.to_builtins(src.files) if clean else None
-        self.set_meta(scans={k: v for k, v in stamps.items() if v}, files={k: v for k, v in files.items() if v})
+        memos = dict(self.meta().get("memos") or {})
+        for src in sources:
+            if scanned.get(src.name):
+                memos[src.name] = src.memo()
+        memos = {k: v for k, v in memos.items() if v}
+        kept = {"scans": {k: v for k, v in stamps.items() if v}, "files": {k: v for k, v in files.items() if v}}
+        if memos != (self.meta().get("memos") or {}):
+            kept["memos"] = memos  # (written when it changed only: a history's memo is large and still)
+        self.set_meta(**kept)
+
+    def recall(self, sources: Iterable[Source]) -> None:
+        """Each source given what its last scan kept (Source.memo: stamp_scans)."""
+        memos = self.meta().get("memos") or {}
+        for src in sources:
+            if src.name in memos:
+                src.recall(memos[src.name])
 
     def scan_files(self, src: Source) -> None:
         """A source spared its scan says of its files what its last scan said (stamp_scans)."""

@@ -78,6 +78,7 @@ class Keeper:
             core.handles = self.cache.load(core.sources)
         else:
             self.dormant = self.cache.load_dormant(core.sources, self.only)
+        self.cache.recall(core.sources)  # (the store is open now: what the last scans kept)
 
     def sleeps(self, core: Huddle, d: Dormant, seen: dict[str, int] | None = None) -> bool:
         """Whether a cached session may stay unread (its mode says what that takes)."""

@@ -170,6 +170,16 @@ class Source:
     # process looked at: its row is a function of files (a stored answer may hold it).
     rows_from_files = False
 
+    def memo(self) -> Any:
+        """What this source's last scan keeps for its next one, in another process too:
+        plain data (marshal) the handle cache stores with the scan's stamps and gives back
+        (`recall`) before the next run's scans. A scan trusts nothing of it that a stat
+        does not vouch for. None: nothing kept (the default)."""
+        return None
+
+    def recall(self, memo: Any) -> None:
+        """A memo an earlier run's scan kept (`memo`), given before this run scans."""
+
     def config_files(self) -> list[str]:
         """Files that say where this source's folders are (Vibe's config.toml): a stored
         answer stamps them, whether or not the folders are there."""

@@ -67,6 +67,46 @@ def session_ids(path: str) -> list[str]:
     return out
 
 
+class AgentHeads:
+    """The session ids each agent file's first records name (`session_ids`), read once
+    per change of the file. A history holds hundreds of 2.0.x agent files that never
+    change again, and every scan (each `claude` start makes one) read all their heads:
+    now a stat vouches for what an earlier scan read, in this process or, through the
+    handle cache (Source.memo), in an earlier one."""
+
+    def __init__(self) -> None:
+        self.was: dict[str, list[Any]] = {}  # path -> [size, mtime_ns, ids] as the last scan left it
+        self.now: dict[str, list[Any]] = {}
+
+    def begin(self) -> None:
+        """A scan starts: what the last one read is what this one may reuse."""
+        if self.now:
+            self.was, self.now = self.now, {}
+
+    def recall(self, memo: Any) -> None:
+        if isinstance(memo, dict) and not self.now:
+            self.was = memo
+
+    def keep(self, path: str) -> None:
+        """An agent file this scan placed without its head (its session's handle held it):
+        what was read of it is kept for the next scan all the same."""
+        if path in self.was:
+            self.now[path] = self.was[path]
+
+    def ids(self, f: os.DirEntry[str]) -> list[str]:
+        try:
+            st = f.stat(follow_symlinks=False)
+        except OSError:
+            return session_ids(f.path)
+        k = self.was.get(f.path)
+        if isinstance(k, list) and len(k) == 3 and k[0] == st.st_size and k[1] == st.st_mtime_ns:
+            ids = [i for i in k[2] if isinstance(i, str)] if isinstance(k[2], list) else session_ids(f.path)
+        else:
+            ids = session_ids(f.path)
+        self.now[f.path] = [st.st_size, st.st_mtime_ns, ids]
+        return ids
+
+
 def choose_parent(candidates: list[str], sizes: dict[str, int]) -> str | None:
     """The parent session among `candidates`: the first whose file holds something,
     else the first whose (empty) file exists, else None (an orphan). `sizes`: session id
@@ -101,18 +141,22 @@ def place(
     files, and the candidates of those a size can still move (unsettled)."""
     ClaudeHandle = source.handle_class
     placed, unsettled = was
+    heads = source.agent_heads
     if placed.get(f.path) in found and f.path not in unsettled:
         found[placed[f.path]].project_agents[f.path] = agent_id_of(f.name)
+        heads.keep(f.path)
         return
     stem = f.name[: -len(".jsonl")]
     key = f"claude:{stem}"
     orphan = known.get(key)
     if isinstance(orphan, ClaudeHandle) and orphan.path == f.path and orphan.candidates:
         candidates = orphan.candidates
+        heads.keep(f.path)
     elif f.path in unsettled:
         candidates = unsettled[f.path]
+        heads.keep(f.path)
     else:
-        candidates = session_ids(f.path)
+        candidates = heads.ids(f)
     sizes = {}
     for sid in candidates:
         entry = files.get(sid)

@@ -19,7 +19,7 @@ from huddle.sources.settings import Settings
 
 from . import summaries
 from .folders import is_dir, project
-from .project_agents import is_agent_file, lone_folder, place, regroup
+from .project_agents import AgentHeads, is_agent_file, lone_folder, place, regroup
 from .registry import Registry
 from .state import SessionState, claims
 from .subfiles import SubAgentFiles, SubFile, read_small_json
@@ -27,6 +27,24 @@ from .summaries import SummarySearch
 
 if TYPE_CHECKING:  # the parser (and its records) loads when a transcript is read, not for a board that sleeps
     from .parser import FileParser
+
+
+# what ClaudeHandle._fresh makes (a handle nothing has read yet makes it when first asked)
+_READING = frozenset(
+    (
+        "state",
+        "reader",
+        "usage_only",
+        "summary_search",
+        "summary_title",
+        "parser",
+        "subs",
+        "order_events",
+        "report_events",
+        "sub_dir_mtime",
+        "title_mtime",
+    )
+)
 
 
 class ClaudeHandle(SubAgentFiles, Handle):
@@ -43,7 +61,17 @@ class ClaudeHandle(SubAgentFiles, Handle):
         self.project_agents: dict[str, str] = {}
         self.candidates: list[str] = []  # an orphan agent file: the sessions it names
         self.unsettled: dict[str, list[str]] = {}  # of project_agents, those a size can move: their candidates
-        self._fresh()
+        # What reading takes (_fresh) is made at its first use: a scan makes a handle for
+        # every session file it lists, and in a long history most stay asleep (the keeper
+        # drops those handles unread: core.keeper.kept).
+
+    if not TYPE_CHECKING:  # (hidden from mypy: every other attribute stays checked)
+
+        def __getattr__(self, name: str) -> Any:
+            if name in _READING and "session" in self.__dict__:
+                self._fresh()
+                return self.__dict__[name]
+            raise AttributeError(name)
 
     def _fresh(self) -> None:
         from .parser import FileParser
@@ -292,6 +320,13 @@ class ClaudeSource(Source):
         super().__init__(settings)
         self.projects = self.under("projects")
         self.registry = Registry(self.under("sessions"))
+        self.agent_heads = AgentHeads()  # 2.0.x agent files: whose they are, read once per change
+
+    def memo(self) -> Any:
+        return self.agent_heads.now or self.agent_heads.was
+
+    def recall(self, memo: Any) -> None:
+        self.agent_heads.recall(memo)
 
     def roots(self) -> list[str]:
         return [self.folder] if self.folder else []
@@ -322,6 +357,7 @@ class ClaudeSource(Source):
         # the registry is the live signal; a session's own folder (sub-agents, tool
         # results) may have been made since its handle was kept
         self.registry.refresh()
+        self.agent_heads.begin()
         for h in known.values():
             if isinstance(h, ClaudeHandle) and not is_agent_file(os.path.basename(h.path)):
                 h.has_dir = is_dir(h.dir)
