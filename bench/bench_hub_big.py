@@ -99,9 +99,9 @@ def main() -> None:
     import psycopg
 
     from hub_corpus import END, fill
+    from huddle.cost.pricing import current
     from huddle.hub import connect
     from huddle.hub.read import usage_report
-    from huddle.views.pricing import current
 
     pg, fresh = server(a.keep, a.buffers)
     try:

@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from huddle.views.redact import Redactor, strings_of  # noqa: E402
+from huddle.redact.redactor import Redactor, strings_of  # noqa: E402
 from planted import planted_texts  # noqa: E402
 
 EXTERNAL = "/work/shared/external"

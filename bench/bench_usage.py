@@ -181,9 +181,9 @@ def huddle_figures(claude: Path | None, codex: Path | None) -> dict:
     ccusage reads (it skips sub-agent threads and `exec fork` threads)."""
     sys.path.insert(0, str(ROOT / "src"))
     from huddle.core import Huddle
+    from huddle.cost.pricing import load
     from huddle.sources import Settings
-    from huddle.views.pricing import load
-    from huddle.views.usage import counted_usage
+    from huddle.usage.report import counted_usage
 
     h = Huddle(
         Settings(

@@ -176,8 +176,8 @@ def fill(conn: Any, machines: int, rows: int, seed: int = 20261130, say: Any = p
     conn.commit()
     times["shared"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    from huddle.cost.pricing import current
     from huddle.hub.prices import sync
-    from huddle.views.pricing import current
 
     conn.execute("SET work_mem = '256MB'")
     sync(conn, current())  # prices every model: the sums are added up once, priced (no response is out of range)

@@ -20,10 +20,10 @@ import pytest
 
 from conftest import SAMPLES
 from huddle.core import Huddle, Keeper
+from huddle.cost import pricing
 from huddle.model.events import COUNT_MAX, Event, Usage
 from huddle.model.session import Session
 from huddle.sources import Settings
-from huddle.views import pricing
 
 CODEX = SAMPLES / "codex" / "shell" / "codex_home"
 ABSURD = 10**400
@@ -127,7 +127,7 @@ def test_otel_attributes_of_a_session_with_an_absurd_total_stay_in_range(tmp_pat
     h = Huddle(settings, sources=["codex"])
     h.refresh()
     from huddle.otel.spans import session_spans
-    from huddle.views.usage import report
+    from huddle.usage.report import report
 
     assert report(h)["totals"]["total_tokens"] < COUNT_MAX
     s = h.session(f"codex:{sid}")

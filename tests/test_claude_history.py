@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 from conftest import SAMPLES
 from helpers import NOWHERE, claude_huddle, grow_in_pieces
 from huddle.core import Huddle, Keeper, WholeMode
+from huddle.cost.pricing import current
 from huddle.model import events as ev
 from huddle.sources import Settings
+from huddle.usage.index import counted_from_index
+from huddle.usage.report import aggregate, collect, report
 from huddle.views import api
 from huddle.views.board import board_json
-from huddle.views.pricing import current
-from huddle.views.usage import aggregate, collect, report
-from huddle.views.usage_index import counted_from_index
 
 HISTORY = SAMPLES / "claude-history"
 VERSIONS = ("1.0.128", "2.0.14", "2.0.77", "2.1.50", "2.1.105", "2.1.332")

@@ -224,7 +224,7 @@ def test_unreadable_session_is_listed_with_an_error_others_untouched():
             "import os, sys, json\n"
             "from huddle.core import Huddle\nfrom huddle.views.board import board_json\n"
             "h = Huddle(sources=['claude'])\n"
-            "import huddle.views.pricing; huddle.views.pricing.current(h.settings.huddle_home)\n"
+            "import huddle.cost.pricing; huddle.cost.pricing.current(h.settings.huddle_home)\n"
             "import shlex, huddle.sources.claude.parser\n"  # what the board loads when it needs it
             "if os.geteuid() == 0:\n    os.setgid(65534); os.setuid(65534)\n"
             "h.refresh(); print(json.dumps(board_json(h)))\n"

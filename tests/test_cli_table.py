@@ -152,7 +152,7 @@ def test_short_ids_grow_until_unique():
 
 
 def test_since_takes_durations():
-    from huddle.views.usage import parse_since
+    from huddle.views.when import parse_since
 
     now = time.time()
     assert parse_since("2h", now) == now - 7200

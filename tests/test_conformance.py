@@ -22,8 +22,8 @@ from huddle.model import events as ev
 from huddle.model.attention.session import classify
 from huddle.sources import Settings
 from huddle.sources.registry import source_classes
+from huddle.usage.report import report
 from huddle.views.board import board_json
-from huddle.views.usage import report
 
 # Registered sources this suite does not read, and why.
 EXEMPT = {

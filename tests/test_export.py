@@ -19,10 +19,10 @@ from playwright.sync_api import expect
 
 import incli
 import web_corpus
+from huddle.redact.redactor import MARK
 from huddle.server import ServerThread
 from huddle.views.export import Options, export_data, render
 from huddle.views.export_html import unpack
-from huddle.views.redact import MARK
 from planted import PLANTED, all_secrets
 
 FAST = {"poll_watched": 0.5, "poll_unwatched": 0.2}

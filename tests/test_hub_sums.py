@@ -1,6 +1,6 @@
 """`huddle usage --hub` summed in PostgreSQL gives the report the machines' own `huddle
 usage` gives, figure for figure (the JSON compared whole): costs computed in SQL bit for
-bit as views.pricing does and summed exactly, days as Python's datetime rounds them, a
+bit as cost.pricing does and summed exactly, days as Python's datetime rounds them, a
 response counted once. Over a real server (tests/pg_server.py) and responses made to be
 awkward: times a fraction of a microsecond around midnight, before 1970 and unknown,
 prompts on both sides of a long-context threshold, priced and unpriced models, ids
@@ -18,14 +18,14 @@ from fractions import Fraction
 
 import pytest
 
+from huddle.cost.pricing import Price, Rates, Table, current
 from huddle.hub import connect
 from huddle.hub.prices import sync
 from huddle.hub.read import counted, summed, usage_report
 from huddle.hub.report import Bounds
 from huddle.hub.sums import partials
-from huddle.views.pricing import Price, Rates, Table, current
-from huddle.views.usage import aggregate
-from huddle.views.usage_index import day_aligned, group_rows
+from huddle.usage.index import day_aligned, group_rows
+from huddle.usage.report import aggregate
 from pg_server import Postgres, bindir
 
 pytestmark = pytest.mark.skipif(
@@ -126,7 +126,7 @@ BOUNDS = [
 def local(conn, by, since, until, table, machine=None):
     """What `huddle usage` says of these rows on a machine: the local index's per-day
     sums when both bounds are midnights, else every row by its time
-    (views.usage_index.counted_from_index)."""
+    (usage.index.counted_from_index)."""
     rows = counted(conn, machine)
     if day_aligned(since) and day_aligned(until):
         grouped = {

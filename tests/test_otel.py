@@ -24,7 +24,7 @@ from huddle.otel.plan import huddle_usage, trace_id_of
 from huddle.otel.semconv import provider_of
 from huddle.otel.spans import Owners, session_spans
 from huddle.sources import Settings
-from huddle.views.usage import report
+from huddle.usage.report import report
 from otlp_receiver import Receiver
 
 SAMPLES = Path(__file__).parent / "fixtures" / "samples"

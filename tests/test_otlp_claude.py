@@ -25,8 +25,8 @@ from fake_anthropic import FakeAnthropic
 from huddle.core import Huddle
 from huddle.otel.receiver import Receiver
 from huddle.sources import Settings
+from huddle.usage.report import collect, report
 from huddle.views.board import board_json
-from huddle.views.usage import collect, report
 from test_otlp_receiver import api_request, claude_logs
 
 

@@ -16,8 +16,8 @@ import pytest
 from huddle.core import Huddle
 from huddle.otel.receiver import Receiver
 from huddle.sources import Settings
+from huddle.usage.report import report
 from huddle.views.board import board_json as board
-from huddle.views.usage import report
 
 SID = "5c1f3a8e-1d00-4ddb-8f47-1d0c8e909848"
 T0 = 1_796_533_328_000_000_000  # ns

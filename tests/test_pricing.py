@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers import claude_huddle
+from huddle.cost import pricing
+from huddle.cost.pricing import PricingError, builtin_text, candidates, load, parse, session_cost
 from huddle.model.events import USAGE, Event, Usage
 from huddle.model.session import Session
-from huddle.views import pricing
-from huddle.views.pricing import PricingError, builtin_text, candidates, load, parse, session_cost
-from huddle.views.usage import report
+from huddle.usage.report import report
 
 SAMPLES = Path(__file__).parent / "fixtures" / "samples"
 # Models in the samples that have no published price: Codex's guardian alias, and the

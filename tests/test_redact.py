@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SAMPLES
-from huddle.views.redact import RedactFileError, Redactor, redact, strings_of, user_patterns
+from huddle.redact.redactor import RedactFileError, Redactor, redact, strings_of, user_patterns
 from planted import PLANTED, all_secrets
 
 

@@ -13,9 +13,9 @@ import shutil
 from conftest import SAMPLES
 from huddle import oneshot
 from huddle.core import Huddle, Keeper
+from huddle.cost.pricing import current
 from huddle.sources import Settings
 from huddle.views.board import board_json, leave_board
-from huddle.views.pricing import current
 
 COMPACT = SAMPLES / "claude-history" / "2.0.77" / "05-compact" / "config" / "projects"
 EMPTY = "9e96af71-0893-4ce3-89ae-3d07ae257c3a"  # an empty session file the agent files name

@@ -17,11 +17,12 @@ from hypothesis import strategies as st
 from helpers import claude_huddle
 from huddle.cli import main
 from huddle.core import Huddle, Keeper, WholeMode
+from huddle.cost.pricing import load
 from huddle.model.events import USAGE, Event, Usage
 from huddle.model.session import Session
 from huddle.model.times import parse_time
-from huddle.views.pricing import load
-from huddle.views.usage import GROUPS, counted_usage, parse_since, report
+from huddle.usage.report import GROUPS, counted_usage, report
+from huddle.views.when import parse_since
 
 CLAUDE = Path(__file__).parent / "fixtures" / "samples" / "claude"
 SCENARIOS = sorted(p.name for p in CLAUDE.iterdir() if (p / "config").is_dir())
@@ -519,7 +520,7 @@ def test_a_cost_summed_in_any_order_or_grouping_is_the_same(costs, rnd):
     """The index adds per-day sums, the library single responses: both give one number."""
     import math
 
-    from huddle.views.usage import add_exact
+    from huddle.usage.report import add_exact
 
     one: list[float] = []
     for c in costs:
@@ -541,7 +542,7 @@ def test_a_cost_summed_in_any_order_or_grouping_is_the_same(costs, rnd):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.floats(min_value=-1e30, max_value=1e30, allow_nan=False), max_size=60))
 def test_exact_partials_hold_the_exact_sum_as_add_exact_does(costs):
-    from huddle.views.usage import add_exact, exact_partials
+    from huddle.usage.report import add_exact, exact_partials
 
     one: list[float] = []
     for c in costs:
@@ -557,7 +558,7 @@ def test_exact_partials_hold_the_exact_sum_as_add_exact_does(costs):
 
 def _group_rows_as_it_was(rows, table):
     from huddle.model.events import Usage
-    from huddle.views.usage import _day, add_exact
+    from huddle.usage.report import _day, add_exact
 
     out = {}
     for r in rows:
@@ -605,8 +606,8 @@ _NEAR_MIDNIGHT = st.one_of(
 def test_the_index_groups_rows_by_day_as_single_responses_would(rows):
     """The first write works out each day once, not per response: the same days (also a
     hair before or after midnight), sums, counts and exact costs."""
-    from huddle.views.pricing import current
-    from huddle.views.usage_index import group_rows
+    from huddle.cost.pricing import current
+    from huddle.usage.index import group_rows
 
     rows = [[t, a, m, *u[:3], u[3], min(u[4], u[3])] for t, a, m, u in rows]
     got, was = group_rows(rows, current()), _group_rows_as_it_was(rows, current())

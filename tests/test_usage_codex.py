@@ -15,9 +15,9 @@ import pytest
 
 from conformance import codex_records, codex_token_counts
 from huddle.core import Huddle
+from huddle.cost.pricing import Table, load
 from huddle.sources import Settings
-from huddle.views.pricing import Table, load
-from huddle.views.usage import collect, report
+from huddle.usage.report import collect, report
 
 CODEX = Path(__file__).parent / "fixtures" / "samples" / "codex"
 SCENARIOS = sorted(p.name for p in CODEX.iterdir() if (p / "codex_home").is_dir())

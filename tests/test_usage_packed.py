@@ -13,10 +13,10 @@ import pytest
 
 from conftest import SAMPLES
 from huddle.core import FirstRead, Huddle, Keeper, UsageMode, coldread
+from huddle.cost.pricing import current
 from huddle.sources import Settings
-from huddle.views.pricing import current
-from huddle.views.usage import aggregate
-from huddle.views.usage_index import CACHE_NAME, _own_entry, counted_from_index
+from huddle.usage.index import CACHE_NAME, _own_entry, counted_from_index
+from huddle.usage.report import aggregate
 
 GROUPS = ("day", "session", "agent", "model", "project")
 

@@ -1,4 +1,4 @@
-"""`huddle usage`'s report by day kept summed beside the index (views.usage_sums): after
+"""`huddle usage`'s report by day kept summed beside the index (usage.sums): after
 each move (a response appended, on a new day, for a model without a price; a session
 new, one gone; other prices) what the kept sums say is what adding every row up says,
 and what a fresh count in an empty home says; a run takes out and puts in only the rows
@@ -17,12 +17,13 @@ import zlib
 import pytest
 
 from huddle import oneshot
+from huddle.cost import pricing
+from huddle.cost.pricing import USER_FILE, current
 from huddle.sources import Settings
-from huddle.views import pricing, usage_sums
-from huddle.views.own_usage import with_own
-from huddle.views.pricing import USER_FILE, current
-from huddle.views.usage import aggregate
-from huddle.views.usage_index import counted_from_index
+from huddle.usage import sums as usage_sums
+from huddle.usage.index import counted_from_index
+from huddle.usage.own import with_own
+from huddle.usage.report import aggregate
 from test_usage_packed import folders  # noqa: F401  (the fixture: every history home and Codex sample)
 
 
@@ -66,7 +67,7 @@ def every_row(where, hh) -> dict:
     table = current(str(hh))
     counted, notes = counted_from_index(settings, table)
     counted.pop("sums", None)
-    # (huddle's own tokens beside the report, as `huddle usage` says them: views.own_usage)
+    # (huddle's own tokens beside the report, as `huddle usage` says them: usage.own)
     return with_own(aggregate(counted, by="day", table=table, notes=notes), str(hh), table)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from huddle.core import Huddle
 from huddle.sources import Settings
-from huddle.views.usage import report
+from huddle.usage.report import report
 
 VIBE = Path(__file__).parent / "fixtures" / "samples" / "vibe"
 SCENARIOS = sorted(p.name for p in VIBE.iterdir() if (p / "logs" / "session").is_dir())

@@ -11,8 +11,8 @@ to HTTP statuses (`huddle.server.app.STATUS`), the CLI to a one-line error.
     │   └── AnswerRefused       answer/asks: an answer the host will not pass on (stale, repeated, not offered)
     ├── NotAnswerable           answer/asks: a session huddle cannot answer at all (not hosted, no host running)
     ├── InputError              a file huddle reads cannot be used (the message names it)
-    │   ├── PricingError        views/pricing: a pricing file
-    │   ├── RedactFileError     views/redact: a file of redaction patterns
+    │   ├── PricingError        cost/pricing: a pricing file
+    │   ├── RedactFileError     redact/redactor: a file of redaction patterns
     │   ├── StoreError          sources/vibe/store: a Vibe session store
     │   │   └── Unparsed        a store file that is no JSON (yet): CURRENT caught half-written
     │   ├── DbError             sources/opencode/db: OpenCode's database, now

@@ -13,8 +13,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+    from huddle.cost.pricing import Table
     from huddle.sources import Settings
-    from huddle.views.pricing import Table
 
 ANSI = r"\033\[[0-?]*[ -/]*[@-~]"  # what click.echo strips off a stream that is no terminal
 
@@ -171,8 +171,8 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     import time
 
     from huddle.core.answering import conditions
+    from huddle.cost.pricing import USER_FILE
     from huddle.io import answers
-    from huddle.views.pricing import USER_FILE
 
     started = time.time_ns()
     data, h = _read(None, raw=text)
@@ -251,7 +251,7 @@ def refresh_stored() -> bool:
 
 def prices(settings: Settings) -> Table | None:
     """The price table in force; None when the user's file cannot be used (said)."""
-    from huddle.views.pricing import current
+    from huddle.cost.pricing import current
 
     table = current(settings.huddle_home)
     if table.problem:
@@ -273,10 +273,10 @@ def usage(
     """The usage report from the usage index (it reads only what moved since the last
     run), its notes said on stderr; of one agent and/or project when given. `keep`: told
     what the report hangs on when it may be kept as a stored answer
-    (views.usage_index.counted_from_index)."""
-    from huddle.views.own_usage import with_own
-    from huddle.views.usage import aggregate, only
-    from huddle.views.usage_index import counted_from_index
+    (usage.index.counted_from_index)."""
+    from huddle.usage.index import counted_from_index
+    from huddle.usage.own import with_own
+    from huddle.usage.report import aggregate, only
 
     summed = by == "day" and when is None and before is None and not agent and not project
     with FewCollections():
@@ -285,7 +285,7 @@ def usage(
     for note in notes:
         echo(f"huddle: {note}", err=True)
     if summed and counted.get("sums") is not None:
-        from huddle.views.usage_sums import report
+        from huddle.usage.sums import report
 
         data = report(counted["sums"], table, notes)  # (kept summed: what aggregate says of the rows)
     else:

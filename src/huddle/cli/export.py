@@ -44,8 +44,8 @@ def export(session_id, fmt, output, redact, redact_files, images, max_output) ->
     from huddle.errors import HuddleError
     from huddle.io import private
     from huddle.io.visible import visible
+    from huddle.redact.redactor import RedactFileError, user_patterns
     from huddle.views.export import Options, export_data, render, summary_line
-    from huddle.views.redact import RedactFileError, user_patterns
 
     try:
         patterns = [p for f in redact_files for p in user_patterns(f)]

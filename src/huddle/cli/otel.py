@@ -12,9 +12,9 @@ from huddle.io.visible import visible
 
 
 def redactor():
-    """The exports' redaction (views.redact) for --with-content: text leaves the machine
+    """The exports' redaction (redact.redactor) for --with-content: text leaves the machine
     with its secrets replaced, as an export's would be."""
-    from huddle.views.redact import Redactor
+    from huddle.redact.redactor import Redactor
 
     return Redactor()
 

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from huddle.views.usage import GROUPS
+from huddle.usage.report import GROUPS
 
 
 def time_option(given: str | None, option: str) -> float | None:

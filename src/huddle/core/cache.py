@@ -19,11 +19,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from huddle.io import answers
-from huddle.io.safefile import unreadable
-from huddle.io.stamps import dirs_still, stamps_of
+from huddle.io.stamps import stamps_of
 from huddle.sources.base import Handle, Source
 
 from .coldread import Packed, pickled, sleepers, take
+from .scans import ScanRecord
 from .store import Store, dumps, json_of, loads
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
@@ -33,7 +33,7 @@ from .store import Store, dumps, json_of, loads
 # heads, the board's as their JSON; 9: which session holds each response, `tangle` apart from `entangled`.)
 FORMAT = 9
 BOARD = "handles.db"  # the board's cache
-USAGE_INDEX = "usage.db"  # huddle.views.usage_index
+USAGE_INDEX = "usage.db"  # huddle.usage.index
 # the stored answer (huddle.io.answers) worked out from each cache's entries
 ANSWERS = {BOARD: answers.STATUS, USAGE_INDEX: answers.USAGE}
 
@@ -198,7 +198,7 @@ class Stamped:
         return [f[0] for f in self.stamps]
 
 
-class HandleCache:
+class HandleCache(ScanRecord):
     def __init__(
         self, huddle_home: str, settings_key: tuple[Any, ...], name: str = BOARD, json_rows: bool = False
     ) -> None:
@@ -382,83 +382,3 @@ class HandleCache:
         whole (it stays known, so its source is not taken for having gained a session)."""
         if key in self.versions:
             self.versions[key] = -1
-
-    def folder_stamps(self, src: Source) -> list[list[Any]]:
-        """Every folder a new session of this source would move: its own, and each
-        folder from its root down to each of its cached files (a new day's folder moves
-        its month's)."""
-        roots = {os.path.normpath(r) for r in src.roots()}
-        dirs: dict[str, None] = dict.fromkeys(src.watch_dirs())
-        mine = src.name + ":"
-        for key, head in self.heads.items():
-            if not key.startswith(mine):
-                continue
-            for f in head.get("files") or ():
-                d = os.path.dirname(f[0])
-                while d and d not in dirs and os.path.normpath(d) not in roots and d != os.path.dirname(d):
-                    dirs[d] = None
-                    d = os.path.dirname(d)
-        return stamps_of(dirs, self.read_at_ns, folders=True)
-
-    def still_sources(self) -> set[str]:
-        """The sources none of whose folders a session could appear in (or vanish from)
-        moved since their last scan, which had nothing to say (a lazy core skips their scans).
-        None while the store said something this run (a damaged entry left out is a session
-        only a scan finds again)."""
-        if self.store.note:
-            return set()
-        stamps = self.meta().get("scans")
-        if not isinstance(stamps, dict):
-            return set()
-        return {name for name, st in stamps.items() if st in self.vouched or dirs_still(st)}
-
-    def stamp_scans(self, sources: Iterable[Source], scanned: dict[str, bool]) -> None:
-        """After the scans: their sources' folders, for `still_sources` next time (a scan
-        that failed or left a note is done again), and what each said of the files it
-        gave no session (`Source.files`: said again while the scan is spared: `scan_files`)."""
-        import msgspec
-
-        stamps = dict(self.meta().get("scans") or {})
-        files = dict(self.meta().get("files") or {})
-        for src in sources:
-            if src.name in scanned:
-                clean = scanned[src.name] and not src.notes and not unreadable(src.roots())
-                # (a file it gave no session, stamped: one that grows a session's head is scanned for)
-                said = stamps_of(sorted(src.files.placed()), self.read_at_ns, folders=True)
-                stamps[src.name] = self.folder_stamps(src) + said if clean else None
-                files[src.name] = msgspec.to_builtins(src.files) if clean else None
-        memos = dict(self.meta().get("memos") or {})
-        for src in sources:
-            if scanned.get(src.name):
-                memos[src.name] = src.memo()
-        memos = {k: v for k, v in memos.items() if v}
-        kept = {"scans": {k: v for k, v in stamps.items() if v}, "files": {k: v for k, v in files.items() if v}}
-        if memos != (self.meta().get("memos") or {}):
-            kept["memos"] = memos  # (written when it changed only: a history's memo is large and still)
-        self.set_meta(**kept)
-
-    def recall(self, sources: Iterable[Source]) -> None:
-        """Each source given what its last scan kept (Source.memo: stamp_scans)."""
-        memos = self.meta().get("memos") or {}
-        for src in sources:
-            if src.name in memos:
-                src.recall(memos[src.name])
-
-    def scan_files(self, src: Source) -> None:
-        """A source spared its scan says of its files what its last scan said (stamp_scans)."""
-        import msgspec
-
-        from huddle.model.files import Files
-
-        kept = (self.meta().get("files") or {}).get(src.name)
-        if kept is not None:
-            try:
-                src.files = msgspec.convert(kept, Files)
-            except msgspec.ValidationError:  # (another version's: the next scan says it again)
-                pass
-
-    def meta(self) -> dict[str, Any]:
-        return self.store.meta
-
-    def set_meta(self, **kv: Any) -> None:
-        self.store.write({}, meta=kv)

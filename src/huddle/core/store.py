@@ -84,7 +84,7 @@ class Store:
         self.meta: dict[str, Any] = {}
         self.on_write: Callable[[], None] | None = None  # told before each write (what it vouched for may change)
         # each entry's checksum (head and row: `entry_crc`) as read or last written here:
-        # what is kept beside the entries, worked out from their rows (views.usage_sums),
+        # what is kept beside the entries, worked out from their rows (usage.sums),
         # says the checksums it was worked out from, and is trusted only while they are the entries'
         self.crcs: dict[str, int] = {}
 

@@ -101,7 +101,7 @@ class Pusher:
         self.with_content = with_content
         self.redactor: Any = None
         if with_content:
-            from huddle.views.redact import Redactor
+            from huddle.redact.redactor import Redactor
 
             self.redactor = Redactor()
         self.conn: Any = None
@@ -150,8 +150,8 @@ class Pusher:
         """(session, hub row, new state entry) for every session that moved since the last
         push. A lazy core's sleeping sessions are woken only when one was never pushed or
         moved (their responses are in the cache: no file is read again)."""
+        from huddle.usage.report import agent_label
         from huddle.views.board import pricing_table, session_entry
-        from huddle.views.usage import agent_label
 
         assert self.state is not None
         table = pricing_table(self.h)

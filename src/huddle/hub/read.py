@@ -2,10 +2,10 @@
 
 `board(conn)` is what `huddle status --json` prints (each row with its `machine`, the
 `machines` that hold a copy, when it was pushed, and `stale` when a live state comes
-from a machine not seen lately). `counted(conn)` gives the rows `views.usage.aggregate`
+from a machine not seen lately). `counted(conn)` gives the rows `usage.report.aggregate`
 sums, so `huddle usage --hub` is the same report as the local one: a response counts
 once, in the first session (oldest first) to hold its id, exactly as
-`views.usage.counted_usage` decides it.
+`usage.report.counted_usage` decides it.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from huddle.cost.pricing import current
 from huddle.model.events import Usage
 from huddle.model.times import iso
+from huddle.usage.report import UNKNOWN_DAY, Line, _day, aggregate, shaped
 from huddle.views.board import sort_rows
-from huddle.views.pricing import current
-from huddle.views.usage import UNKNOWN_DAY, Line, _day, aggregate, shaped
 
 from . import driver
 from .check import board_row, note
@@ -91,7 +91,7 @@ def board(
 
 
 def counted(conn: Any, machine: str | None = None) -> dict:
-    """The counted rows (views.usage.collect's shape) of the sessions a machine holds
+    """The counted rows (usage.report.collect's shape) of the sessions a machine holds
     (all when None): duplicates across those sessions counted once."""
     cur = conn.execute(
         f"""

@@ -276,7 +276,7 @@ def price_arrays(table: Any, models: list[str]) -> dict[str, list]:
 
 
 class Summed:
-    """A grouping set's row, as the fields views.usage.Line keeps."""
+    """A grouping set's row, as the fields usage.report.Line keeps."""
 
     __slots__ = ("first", "hi", "lo", "n", "odd", "priced", "sessions", "tokens")
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from huddle.cost.pricing import model_name
 from huddle.model import events as ev
 from huddle.model.identity import Occurrences
 from huddle.model.session import Session
-from huddle.views.pricing import model_name
-from huddle.views.redact import Redactor
-from huddle.views.usage import agent_label
+from huddle.redact.redactor import Redactor
+from huddle.usage.report import agent_label
 
 
 def plain_title(s: Session) -> str:

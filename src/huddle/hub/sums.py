@@ -2,10 +2,10 @@
 
 What makes the hub's report the same report and not a near one:
 - a response's cost is computed in SQL with the same float operations, in the same
-  order, as views.pricing.Rates.cost (IEEE doubles on both sides: the same bits);
+  order, as cost.pricing.Rates.cost (IEEE doubles on both sides: the same bits);
 - costs are summed exactly: each double is split, exactly, into whole multiples of
   2**-40 and of 2**-100, summed as numerics (never rounding); the exact sum goes to the
-  report as partials (views.usage.add_exact), as the local index keeps them;
+  report as partials (usage.report.add_exact), as the local index keeps them;
 - the day is the UTC date Python's datetime gives (its rounding to the microsecond).
 A cost too small or too large to split so is flagged (`odd`): the rows decide then.
 A response with a time or count out of range (what a hostile or broken machine may
@@ -38,7 +38,7 @@ def day_of(t: str) -> str:
 
 
 def cost_with(p: str, r: str = "r") -> str:
-    """views.pricing.Rates.cost, operation for operation (`p` names the rates)."""
+    """cost.pricing.Rates.cost, operation for operation (`p` names the rates)."""
     return (
         f"({r}.input * {p}_in + {r}.output * {p}_out + {r}.cache_read * {p}_cr"
         f" + ({r}.cache_write - {r}.cache_write_1h) * {p}_cw + {r}.cache_write_1h * {p}_cw1h) / 1000000::float8"
@@ -105,7 +105,7 @@ def not_shared(r: str = "r") -> str:
 def partials(exponents: dict[int, int]) -> list[float]:
     """The exact sum of {e: m}, each standing for m * 2**(e - 1075) (as a double of
     biased exponent e and signed integer mantissa m is), as a few doubles that add up
-    to it exactly (what views.usage.add_exact keeps)."""
+    to it exactly (what usage.report.add_exact keeps)."""
     if not exponents:
         return []
     low = min(exponents)

@@ -49,7 +49,7 @@ ENV_PREFIXES += ("COPILOT", "QWEN", "PI_CODING", "GSD_CODING", "KILO", "CLINE")
 # (the patch reads what the whole path would of the sessions that moved, and no more)
 PATCHABLE = 1 << 30
 STATUS = "status.bin"  # `huddle status --json`
-USAGE = "usage.bin"  # `huddle usage --json` (huddle.views.usage_index)
+USAGE = "usage.bin"  # `huddle usage --json` (huddle.usage.index)
 
 
 def answer_path(huddle_home: str, name: str = STATUS) -> str:

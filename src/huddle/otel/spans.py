@@ -398,10 +398,10 @@ def session_spans(
 
 class Owners:
     """Which session counts each response, exactly as `huddle usage` decides it
-    (views.usage.counted_usage): the first session, oldest first, to hold its id."""
+    (usage.report.counted_usage): the first session, oldest first, to hold its id."""
 
     def __init__(self, sessions: list[Session]) -> None:
-        from huddle.views.usage import counted_usage
+        from huddle.usage.report import counted_usage
 
         self.owner: dict[tuple[str, str], str] = {}
         for s, e in counted_usage(sessions):

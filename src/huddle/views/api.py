@@ -33,9 +33,8 @@ from .states import live_json
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
+    from huddle.cost.pricing import Table
     from huddle.sources.base import Handle
-
-    from .pricing import Table
 
 TRANSCRIPT_LIMIT = 50
 TRANSCRIPT_MAX = 500
@@ -394,12 +393,12 @@ def usage(
 ) -> JSON:
     """GET /api/usage?by=day|session|project|model|agent&since=DATE&until=DATE&agent=&project=:
     what `huddle usage --json` prints (both are `usage.aggregate` over the counted rows)."""
-    from . import usage as u
+    from huddle.usage import report as u
 
     group = by if by not in (None, "") else "day"
     if group not in u.GROUPS:
         raise BadRequest(f"bad by: {str(by)[:40]!r} (want {', '.join(u.GROUPS)})")
-    from .when import user_time
+    from huddle.views.when import user_time
 
     return u.report(
         h,

@@ -9,6 +9,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from huddle.cost import pricing
 from huddle.io.boardfile import write_board
 from huddle.model.attention import YOUR_TURN, settled, urgency
 from huddle.model.session import Session
@@ -16,7 +17,6 @@ from huddle.model.signals import NOTHING, Live
 from huddle.model.times import parse_time
 from huddle.sources.registry import resume_command
 
-from . import pricing
 from .files import file_counts
 from .states import Debouncer, State, classify, state_dict
 

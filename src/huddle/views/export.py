@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from huddle import __version__
+from huddle.cost import pricing
 from huddle.errors import BadRequest
 from huddle.io.safefile import open_regular
 from huddle.model import events as ev
@@ -31,10 +32,8 @@ from huddle.model.pieces import piece
 from huddle.model.session import Session
 from huddle.model.times import iso, project_name
 from huddle.model.tools import QUESTION_TOOLS
+from huddle.redact.redactor import Redactor
 from huddle.sources.base import Handle
-
-from . import pricing
-from .redact import Redactor
 
 if TYPE_CHECKING:
     from huddle.core import Huddle

@@ -119,8 +119,8 @@ def report_for(settings: Any) -> dict[str, Any]:
     refresh_codex(settings.huddle_home, settings.folder("codex"))
     counted = None
     if any(a not in quota.load(settings.huddle_home) for a in AGENTS):
-        from .pricing import current
-        from .usage_index import counted_from_index
+        from huddle.cost.pricing import current
+        from huddle.usage.index import counted_from_index
 
         # (a bound inside a day: the index gives its rows, with their times)
         counted, _ = counted_from_index(settings, current(settings.huddle_home), since=time.time() - 7 * 86400 - 1.5)

@@ -28,16 +28,15 @@ from zoneinfo import ZoneInfo
 
 from huddle.errors import BadRequest
 from huddle.model.times import iso
+from huddle.usage.index import counted_from_index, day_aligned
+from huddle.usage.report import NO_PROJECT, add_exact, aggregate, only
+from huddle.views.when import user_time
 
 from .overview_index import BUCKET, CALLS, ERRORS, MINUTES, PROMPTS, REPLIES, summaries
-from .usage import NO_PROJECT, add_exact, aggregate, only
-from .usage_index import counted_from_index, day_aligned
-from .when import user_time
 
 if TYPE_CHECKING:
+    from huddle.cost.pricing import Table
     from huddle.sources.settings import Settings
-
-    from .pricing import Table
 
 TOP = 10  # sessions in each top list
 DAYS_MAX = 3660
@@ -222,7 +221,7 @@ def _day(t: float) -> str:
 
 def per_session(counted: dict, since: float | None, until: float | None) -> dict[str, dict[str, Any]]:
     """Each session's tokens, cost and responses in the range (from its sums per day)."""
-    from .usage import groups_in
+    from huddle.usage.report import groups_in
 
     out: dict[str, dict[str, Any]] = {}
     for s in counted["sessions"]:
@@ -271,9 +270,8 @@ def served(settings: Settings, stopping: Any = None, **given: object) -> dict:
     workers) runs in a child process of its own (io.apart), whose heap goes when it
     ends; afterwards the server reads what moved itself."""
     from huddle.core import FirstRead
+    from huddle.cost.pricing import current
     from huddle.io.apart import run_apart
-
-    from .pricing import current
 
     asked = cast("dict[str, Any]", given)
     params(**asked)  # (a bad parameter is said before anything is read)
@@ -285,6 +283,6 @@ def served(settings: Settings, stopping: Any = None, **given: object) -> dict:
 
 def warm(settings: Settings, say: Any) -> None:
     """In a child process (io.apart): the overview's caches built, in forked workers."""
-    from .pricing import current
+    from huddle.cost.pricing import current
 
     overview(settings, current(settings.huddle_home))

@@ -12,9 +12,9 @@ from typing import Any
 
 from huddle.model.events import Usage
 from huddle.model.times import iso
+from huddle.usage.report import NO_PROJECT, Line, groups_in
 
 from .overview_index import BUCKET, CALLS, ERRORS, MINUTES, PROMPTS, REPLIES
-from .usage import NO_PROJECT, Line, groups_in
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 

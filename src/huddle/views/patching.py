@@ -83,10 +83,10 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     notes said; None to be worked out whole (nothing said yet)."""
     from huddle.core import FirstRead, Huddle, Keeper
     from huddle.core.answering import conditions
+    from huddle.cost.pricing import USER_FILE
 
     from .board import board_json, kept_rows
     from .files import sessions_counts, shifted
-    from .pricing import USER_FILE
     from .said import joined_board, row_text
 
     started = time.time_ns()

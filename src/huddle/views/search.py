@@ -22,9 +22,9 @@ from huddle.search.query import Query, parse
 from huddle.search.stem import stems
 from huddle.search.store import is_damage, ms_of
 from huddle.search.text import CODE_KIND, COLUMNS, DEFAULT_SCOPE, KIND_GROUP, alone, fold_char, string_values
+from huddle.views.when import user_time
 
 from .api import check_id, check_int, files_index
-from .when import user_time
 
 if TYPE_CHECKING:
     from huddle.core import Huddle

@@ -42,7 +42,7 @@ def parse_states(values: Iterable[str] | str | None) -> frozenset[str] | None:
 def parse_window(value: str | None) -> float | None:
     if value is None or value == "":
         return None
-    from .when import user_time
+    from huddle.views.when import user_time
 
     return user_time(value, "since")
 

@@ -20,9 +20,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from huddle.core.cache import USAGE_INDEX
+from huddle.cost.pricing import USER_FILE, Table
 
-from .pricing import USER_FILE, Table
-from .usage import _day, collect, exact_partials, session_info
+from .report import _day, collect, exact_partials, session_info
 
 if TYPE_CHECKING:
     from huddle.sources import Handle
@@ -182,10 +182,10 @@ def _store(
 
 
 def _summed(h: Any, fresh: dict[str, dict[str, Any]], table: Table, notes: list[str]) -> dict[str, Any] | None:
-    """Write the rows, and the report's sums kept beside them (views.usage_sums): the
+    """Write the rows, and the report's sums kept beside them (usage.sums): the
     sums kept, less the rows replaced or gone, plus their new ones; added up from every
     row when they cannot be trusted. None when they could not be kept."""
-    from . import usage_sums
+    from . import sums as usage_sums
 
     cache = h.cache
     store = cache.store

@@ -2,7 +2,7 @@
 shown apart from every session's usage and never summed into it.
 
 `huddle usage` (and GET /api/usage) carry it as `huddle_own`: its rows by what and
-model, priced by the same table (views/pricing), and its totals. Read from
+model, priced by the same table (cost/pricing), and its totals. Read from
 $HUDDLE_HOME/translate/cache.db (translate/store.py); nothing there, nothing shown.
 """
 
@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from huddle.cost.pricing import Table
 from huddle.model.events import Usage
 from huddle.translate.store import spent
-
-from .pricing import Table
 
 
 def own_usage(home: str, table: Table, since: float | None = None, until: float | None = None) -> dict[str, Any]:

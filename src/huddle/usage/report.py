@@ -21,13 +21,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from huddle.cost.pricing import Table, current, model_name
 from huddle.model import events as ev
 from huddle.model.events import Event, Usage
 from huddle.model.session import Session
 from huddle.model.times import iso, project_name
-
-from .pricing import Table, current, model_name
-from .when import parse_since  # noqa: F401  (where the usage reports took it from)
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
@@ -299,7 +297,7 @@ def shaped(
     until: float | None = None,
     notes: list[str] | None = None,
 ) -> dict:
-    """The report of lines summed (`aggregate`; or kept summed: views.usage_sums)."""
+    """The report of lines summed (`aggregate`; or kept summed: usage.sums)."""
     rows = [{"key": key, **line.info, **line.to_dict()} for key, line in _ordered(by, lines)]
     unpriced = [{"model": m, "tokens": n} for m, n in sorted(total.unpriced.items(), key=lambda kv: (-kv[1], kv[0]))]
     return {
@@ -331,7 +329,7 @@ def report(
     """Token totals and cost grouped `by` day (UTC), session, project, model or agent,
     from usage at or after `since` and before `until` (unix seconds), of one agent and/or
     project when given. Reads what `huddle` holds: call `huddle.refresh()` first."""
-    from .own_usage import with_own
+    from .own import with_own
 
     t = table or current(huddle.settings.huddle_home)
     counted = only(_collected(huddle), agent, project)

@@ -1,7 +1,7 @@
 """The redaction's rule table: each rule an expression that starts with a literal
 (so the regex engine skips through text at memchr speed), the part of a match that
 is the secret, whether it runs on the lowered text, and a small check that looks at
-a match (a boundary, a name, "looks generated") before it counts. huddle.views.redact
+a match (a boundary, a name, "looks generated") before it counts. huddle.redact.redactor
 runs them."""
 
 from __future__ import annotations

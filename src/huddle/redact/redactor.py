@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .redact_rules import RULES, Rule
+from .rules import RULES, Rule
 
 __all__ = ["MARK", "RULES", "RedactFileError", "Redactor", "Rule", "redact", "strings_of", "user_patterns"]
 

@@ -23,10 +23,10 @@ import marshal
 import zlib
 from typing import Any, cast
 
+from huddle.cost.pricing import Table
 from huddle.model.events import Usage
 
-from .pricing import Table
-from .usage import Line, add_exact, shaped
+from .report import Line, add_exact, shaped
 
 KEY = "sums"  # in the usage index's meta
 FORMAT = "huddle-sums/1"
