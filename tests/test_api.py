@@ -14,7 +14,7 @@ from conftest import SAMPLES, fingerprint
 from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound
 from huddle.model import events as ev
 from huddle.model.doing import doing
-from huddle.views import api
+from huddle.views import api, operations
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +36,11 @@ def test_every_route_on_every_sample_session(corpus):
         json.dumps(d)
         assert d["id"] == sid and d["tree"][0]["parent"] is None
         assert {a["id"] for a in d["tree"]} == {a["id"] for a in row["agents"]}
-        evs = api.events(h, sid, limit=api.EVENTS_MAX)
+        evs = api.events(h, sid, limit=operations.EVENTS_MAX)
         assert [e["seq"] for e in evs["events"]] == list(range(len(evs["events"])))
         lanes = api.transcripts(h, sid)
         for a in lanes["agents"]:
-            t = api.transcript(h, sid, agent=a["id"], limit=api.TRANSCRIPT_MAX)
+            t = api.transcript(h, sid, agent=a["id"], limit=operations.TRANSCRIPT_MAX)
             assert t["total"] == a["messages"]
             json.dumps(t)
             for m in t["messages"][:5]:
@@ -63,7 +63,7 @@ def test_transcript_pages_backwards_and_forwards_cover_every_line(tmp_path):
     s, sid, main = web_corpus.one_session(tmp_path)
     web_corpus.lengthen(main, 137)
     h = web_corpus.core(s)
-    full = api.transcript(h, sid, limit=api.TRANSCRIPT_MAX)
+    full = api.transcript(h, sid, limit=operations.TRANSCRIPT_MAX)
     total = full["total"]
     assert total > 137 and not full["has_more"]
     # the default page is the latest 50
@@ -94,7 +94,7 @@ def test_transcript_pages_backwards_and_forwards_cover_every_line(tmp_path):
 def test_events_paging_cursors(tmp_path):
     s, sid, main = web_corpus.one_session(tmp_path)
     h = web_corpus.core(s)
-    seen, after = [], None
+    seen, after = [], -1
     while True:
         page = api.events(h, sid, after=after, limit=7)
         seen += [e["seq"] for e in page["events"]]
@@ -174,8 +174,8 @@ def test_bad_ids_are_refused(corpus, bad):
 def test_bad_paging_is_refused(corpus, params):
     _, h, _ = corpus
     sid = api.sessions(h)["sessions"][0]["id"]
-    with pytest.raises(BadRequest):
-        api.transcript(h, sid, **params)
+    with pytest.raises(BadRequest):  # (read where every door reads it: views/operations.py)
+        operations.BY_NAME["transcript"].answer(h, id=sid, **params)
 
 
 def test_content_refs_are_checked(corpus):
@@ -246,8 +246,8 @@ def test_hostile_parameters_give_a_clear_error_never_a_crash(corpus, sid, agent,
     real = api.sessions(h)["sessions"][0]["id"]
     for target in (sid, real):
         for call in (
-            lambda target=target: api.transcript(h, target, agent=agent, limit=limit),
-            lambda target=target: api.events(h, target, after=limit, limit=limit),
+            lambda target=target: operations.BY_NAME["transcript"].answer(h, id=target, agent=agent, limit=limit),
+            lambda target=target: operations.BY_NAME["events"].answer(h, id=target, after=limit, limit=limit),
             lambda target=target: api.content(h, target, ref),
         ):
             try:

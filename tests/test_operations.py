@@ -15,7 +15,7 @@ import web_corpus
 from huddle.core import Huddle
 from huddle.server import ServerThread, create_app
 from huddle.sources import Settings
-from huddle.views.operations import OPERATIONS
+from huddle.views.operations import BY_NAME, OPERATIONS
 from huddle.views.when import FORMS
 
 # the JSON routes that are more than a view's answer (server/app.py says why)
@@ -106,3 +106,46 @@ def test_a_bad_time_is_said_alike_through_every_door(served, value):
     for args in (["status", "--since", value], ["usage", "--since", value], ["overview", "--since", value]):
         out = _cli(env, *args, ok=False)
         assert out.returncode == 2 and said in out.stderr and "Traceback" not in out.stderr, args
+
+
+def test_every_declared_parameter_is_a_keyword_of_its_view():
+    """The table reads each parameter once and gives it to the view by name: every name it
+    declares is one the view takes (the overview takes them as **given and checks them
+    together: its own tests say them)."""
+    import inspect
+
+    for op in OPERATIONS:
+        sig = inspect.signature(op.function())
+        if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
+            continue
+        assert {p.name for p in op.params} <= set(sig.parameters) - set(op.path_params), op.name
+    from huddle.usage.report import GROUPS
+
+    assert BY_NAME["usage"].params[0].choices == GROUPS
+
+
+@pytest.mark.parametrize(
+    "op, given, said",
+    [
+        ("events", {"limit": "0"}, "bad limit: 0 (want 1 to 5000)"),
+        ("events", {"after": "x"}, "bad after: 'x' (want a whole number)"),
+        ("transcript", {"limit": "501"}, "bad limit: 501 (want 1 to 500)"),
+        ("search", {"limit": "9999"}, "bad limit: 9999 (want 1 to 500)"),
+        ("usage", {"by": "week"}, "bad by: 'week' (want day, session, project, model, agent)"),
+        ("overview", {"days": "0"}, "bad days: 0 (want 1 to 3660)"),
+    ],
+)
+def test_a_bad_parameter_is_said_by_the_table_for_the_route_and_the_command(served, op, given, said):
+    """The table reads a parameter before any view: the route answers 400 with its words,
+    and `Operation.answer` (what the CLI twins call) raises the same."""
+    from huddle.errors import BadRequest
+
+    _env, _srv, client = served
+    o = BY_NAME[op]
+    sid = client.get("/api/sessions").json()["sessions"][0]["id"]
+    route = o.route.replace("{id}", sid)
+    r = client.get(route, params=given)
+    assert r.status_code == 400 and r.json()["error"] == said, (route, r.text)
+    with pytest.raises(BadRequest) as exc:
+        o.read(**given)
+    assert str(exc.value) == said

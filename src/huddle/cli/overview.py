@@ -26,6 +26,7 @@ def overview(as_json, agent, project, since, until, days, tz, csv_table) -> None
     from huddle.errors import BadRequest
     from huddle.oneshot import prices
     from huddle.sources import Settings
+    from huddle.views.operations import BY_NAME
     from huddle.views.overview import overview as run
     from huddle.views.overview_tables import to_csv
 
@@ -34,7 +35,8 @@ def overview(as_json, agent, project, since, until, days, tz, csv_table) -> None
     if table is None:
         raise SystemExit(1)
     try:
-        data = run(settings, table, agent=agent, project=project, since=since, until=until, days=days, tz=tz)
+        given = BY_NAME["overview"].read(agent=agent, project=project, since=since, until=until, days=days, tz=tz)
+        data = run(settings, table, **given)
     except BadRequest as exc:
         raise click.UsageError(str(exc)) from None
     if csv_table:

@@ -159,7 +159,7 @@ def say(session_id: str, to: str | None, engine: str | None) -> None:
         d = api.session_detail(h, session_id)
         sid = str(d["id"])
         back = int(d.get("last_seq", 0)) - 400  # (the latest line is among the last few hundred events)
-        evs = api.events(h, sid, after=back if back >= 0 else None, limit=500)["events"]
+        evs = api.events(h, sid, after=max(back, -1), limit=500)["events"]
     except HuddleError as exc:
         raise click.ClickException(str(exc)) from None
     tree = d.get("tree") or []

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from huddle.views import api
+from huddle.views.lookup import check_int
 
 PING_EVERY = 15.0
 KEEP = 2000  # messages kept for resuming
@@ -108,7 +109,7 @@ class Hub:
         if session is not None:
             api.check_id(session)
         last_raw = request.headers.get("last-event-id") or request.query_params.get("last_id")
-        last = api.check_int(last_raw, "Last-Event-ID") if last_raw else None
+        last = check_int(last_raw, "Last-Event-ID") if last_raw else None
         client = Client(session, self.queue_max)
         # Register before reading the backlog: nothing falls between the two.
         self.clients.add(client)

@@ -22,13 +22,13 @@ from .lookup import (
     JSON,
     REF,
     check_id,
-    check_int,
     event_json,
     files_index,
     nth_of_record,
     session_handle,
     timeline_json,
 )
+from .operations import EVENTS_LIMIT, TRANSCRIPT_LIMIT
 from .states import live_json
 
 if TYPE_CHECKING:
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
     from huddle.cost.pricing import Table
     from huddle.sources.base import Handle
 
-TRANSCRIPT_LIMIT = 50
-TRANSCRIPT_MAX = 500
-EVENTS_LIMIT = 1000
-EVENTS_MAX = 5000
 
 # Kinds that are bookkeeping, not something said or done: left out of the chat flow.
 _NOT_MESSAGES = frozenset({ev.USAGE, ev.TITLE, ev.TURN_END})
@@ -143,23 +139,22 @@ def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
     return entry
 
 
-def events(h: Huddle, sid: str, after: object = None, limit: object = None) -> JSON:
+def events(h: Huddle, sid: str, after: int = -1, limit: int = EVENTS_LIMIT) -> JSON:
     """GET /api/sessions/{id}/events?after=SEQ&limit=N: the timeline in read order
-    (`seq`), for live follow (after the last seq seen) and replay."""
+    (`seq`), for live follow (after the last seq seen) and replay. (The parameters as
+    views/operations.py reads them.)"""
     handle = session_handle(h, sid)
     s = handle.session
-    first = check_int(after, "after", default=-1)
-    count = check_int(limit, "limit", lo=1, hi=EVENTS_MAX, default=EVENTS_LIMIT)
     evs = s.events
-    start = max(0, first + 1)
-    end = min(len(evs), start + count)
+    start = max(0, after + 1)
+    end = min(len(evs), start + limit)
     out = timeline_json(s, files_index(handle), start, end)
     return {
         "session": s.id,
         "epoch": s.epoch,
         "events": out,
         "total": len(evs),
-        "next_after": end - 1 if out else first,
+        "next_after": end - 1 if out else after,
         "has_more": end < len(evs),
     }
 
@@ -280,11 +275,11 @@ def _line_at(handle: Handle, s: Session, seqs: list[int], ref: object) -> int | 
 def transcript(
     h: Huddle,
     sid: str,
-    agent: object = None,
-    limit: object = None,
-    after: object = None,
-    before: object = None,
-    around: object = None,
+    agent: str | None = None,
+    limit: int = TRANSCRIPT_LIMIT,
+    after: int | None = None,
+    before: int | None = None,
+    around: str | None = None,
 ) -> JSON:
     """GET /api/sessions/{id}/transcript: one agent's messages, paged by line (the
     message's position in that agent's flow). Default: the latest `limit`; `after=N`
@@ -295,9 +290,7 @@ def transcript(
     handle = session_handle(h, sid)
     s = handle.session
     who = s.lead_id if agent in (None, "") else check_id(agent, "agent id", AGENT_ID)
-    count = check_int(limit, "limit", lo=1, hi=TRANSCRIPT_MAX, default=TRANSCRIPT_LIMIT)
-    after_line = check_int(after, "after")
-    before_line = check_int(before, "before")
+    count, after_line, before_line = limit, after, before
     if sum(x not in (None, "") for x in (after_line, before_line, around)) > 1:
         raise BadRequest("give one of after, before or around")
     lanes = _lanes_of(s)
@@ -385,35 +378,15 @@ def content(h: Huddle, sid: str, ref: object) -> JSON:
 
 def usage(
     h: Huddle,
-    by: object = None,
-    since: object = None,
-    until: object = None,
-    agent: object = None,
-    project: object = None,
+    by: str = "day",
+    since: float | None = None,
+    until: float | None = None,
+    agent: str | None = None,
+    project: str | None = None,
 ) -> JSON:
     """GET /api/usage?by=day|session|project|model|agent&since=DATE&until=DATE&agent=&project=:
-    what `huddle usage --json` prints (both are `usage.aggregate` over the counted rows)."""
+    what `huddle usage --json` prints (both are `usage.aggregate` over the counted rows).
+    (The parameters as views/operations.py reads them.)"""
     from huddle.usage import report as u
 
-    group = by if by not in (None, "") else "day"
-    if group not in u.GROUPS:
-        raise BadRequest(f"bad by: {str(by)[:40]!r} (want {', '.join(u.GROUPS)})")
-    from huddle.views.when import user_time
-
-    return u.report(
-        h,
-        str(group),
-        user_time(since, "since"),
-        until=user_time(until, "until"),
-        agent=_name(agent, "agent"),
-        project=_name(project, "project"),
-    )
-
-
-def _name(value: object, what: str) -> str | None:
-    """An agent's or project's name as a filter (none when empty)."""
-    if value in (None, ""):
-        return None
-    if not isinstance(value, str) or len(value) > 300:
-        raise BadRequest(f"bad {what}: {str(value)[:40]!r}")
-    return value
+    return u.report(h, by, since, until=until, agent=agent, project=project)

@@ -30,7 +30,6 @@ from huddle.errors import BadRequest
 from huddle.model.times import iso
 from huddle.usage.index import counted_from_index, day_aligned
 from huddle.usage.report import NO_PROJECT, add_exact, aggregate, only
-from huddle.views.when import user_time
 
 from .overview_index import BUCKET, CALLS, ERRORS, MINUTES, PROMPTS, REPLIES, summaries
 
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
     from huddle.sources.settings import Settings
 
 TOP = 10  # sessions in each top list
-DAYS_MAX = 3660
 DIMENSIONS = ("model", "agent", "project")  # cost over time, by
 PARAMS = ("agent", "project", "since", "until", "days", "tz")  # what the route and the command take
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_+\-/]{0,63}$")
@@ -98,50 +96,43 @@ def _zone(value: object) -> tuple[tzinfo, str]:
         raise BadRequest(f"unknown time zone: {value[:40]!r} (a name such as Europe/Paris)") from None
 
 
-def _bound(value: object, what: str) -> float | None:
-    t = user_time(value, what)
-    if t is None:
-        return None
-    if not day_aligned(t):
-        raise BadRequest(f"bad {what}: {str(value)[:40]!r} (the overview counts whole UTC days: use YYYY-MM-DD)")
+def _bound(t: float | None, what: str) -> float | None:
+    if t is not None and not day_aligned(t):
+        raise BadRequest(f"bad {what}: {iso(t)} (the overview counts whole UTC days: use YYYY-MM-DD)")
     return t
 
 
-def _name(value: object, what: str, pattern: re.Pattern[str] | None = None) -> str | None:
+def _agent(value: object) -> str | None:
     if value in (None, ""):
         return None
-    if not isinstance(value, str) or len(value) > 300 or (pattern is not None and not pattern.match(value)):
-        raise BadRequest(f"bad {what}: {str(value)[:40]!r}")
+    if not isinstance(value, str) or not _SOURCE.match(value):
+        raise BadRequest(f"bad agent: {str(value)[:40]!r}")
     return value
 
 
 def params(
     agent: object = None,
-    project: object = None,
-    since: object = None,
-    until: object = None,
-    days: object = None,
+    project: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    days: int | None = None,
     tz: object = None,
     now: float | None = None,
 ) -> Params:
-    """The overview's parameters checked (BadRequest saying which is wrong and why).
-    `days`: the last N UTC days, today's included (not with `since`)."""
+    """The overview's parameters (each read by views/operations.py) checked together
+    (BadRequest saying which is wrong and why). `days`: the last N UTC days, today's
+    included (not with `since`)."""
     t_since, t_until = _bound(since, "since"), _bound(until, "until")
-    n = None
-    if days not in (None, ""):
+    n = days
+    if n is not None:
         if t_since is not None:
             raise BadRequest("give days or since, not both")
-        if isinstance(days, bool) or not (isinstance(days, int) or (isinstance(days, str) and days.isdigit())):
-            raise BadRequest(f"bad days: {str(days)[:40]!r} (want a whole number)")
-        n = int(days)
-        if not 1 <= n <= DAYS_MAX:
-            raise BadRequest(f"bad days: {n} (want 1 to {DAYS_MAX})")
         today = (time.time() if now is None else now) // 86400 * 86400
         t_since = today - (n - 1) * 86400
     if t_since is not None and t_until is not None and t_until <= t_since:
         raise BadRequest("until must come after since")
     zone, zone_name = _zone(tz)
-    return Params(_name(agent, "agent", _SOURCE), _name(project, "project"), t_since, t_until, n, zone, zone_name)
+    return Params(_agent(agent), project, t_since, t_until, n, zone, zone_name)
 
 
 def overview(settings: Settings, table: Table, first: Any = None, now: float | None = None, **given: object) -> dict:

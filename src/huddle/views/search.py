@@ -22,15 +22,13 @@ from huddle.search.query import Query, parse
 from huddle.search.stem import stems
 from huddle.search.store import is_damage, ms_of
 from huddle.search.text import CODE_KIND, COLUMNS, DEFAULT_SCOPE, KIND_GROUP, alone, fold_char, string_values
-from huddle.views.when import user_time
 
-from .api import check_id, check_int, files_index
+from .api import check_id, files_index
+from .operations import SEARCH_LIMIT
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
 
-LIMIT = 20
-LIMIT_MAX = 500
 SNIPPET = 220  # characters around the first hit
 SCAN_MAX = 1 << 20  # characters of one string looked through for the snippet
 _SOURCE = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")
@@ -145,11 +143,11 @@ def search(
     project: object = None,
     session: object = None,
     kind: object = None,
-    since: object = None,
-    until: object = None,
-    limit: object = None,
-    rank: object = False,
-    exact: object = False,
+    since: float | None = None,
+    until: float | None = None,
+    limit: int = SEARCH_LIMIT,
+    rank: bool = False,
+    exact: bool = False,
 ) -> dict:
     """GET /api/search?q=...: messages matching the query, newest first (or by
     relevance with `rank`): the words as typed first, then (unless `exact`) the
@@ -165,10 +163,7 @@ def search(
     sess = check_id(session) if session not in (None, "") else None
     if sess is not None:
         sess = h.find(sess).session.id  # a unique start of an id names it too
-    t_since, t_until = user_time(since, "since"), user_time(until, "until")
-    n = check_int(limit, "limit", lo=1, hi=LIMIT_MAX, default=LIMIT)
-    by_rank = rank in (True, "1", "true", "yes")
-    only_exact = exact in (True, "1", "true", "yes")
+    t_since, t_until, n, by_rank, only_exact = since, until, limit, rank, exact  # (views/operations.py read them)
     query = parse(text)
     scope = kinds or (DEFAULT_SCOPE + (("tool",) if query.tool else ()))
     notes = [f"ignored {d!r}: no word in it to look for" for d in query.dropped]
