@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
+
 from huddle.model.attention import ACTIVE, ENDED, State, urgency
 from huddle.model.attention.debounce import Debouncer
 from huddle.model.attention.session import classify, waiting_on
@@ -31,8 +33,18 @@ __all__ = [
 
 def live_json(live: Live) -> dict[str, Any]:
     """A session's live signals as its page shows them: what the source knows beyond
-    the rules' fields (`facts`) beside them."""
-    return {**live.facts, **{k: v for k, v in live.json().items() if k != "facts"}}
+    the rules' fields (`facts`) beside them. Every field of the rules is there, unknown
+    ones as null or empty: scripts read `live.alive` and `live.agents`, which each source
+    said before signals were typed."""
+    said = {k: v for k, v in live.json().items() if k != "facts"}
+    return {**_EVERY_FIELD, **live.facts, **said}
+
+
+_EVERY_FIELD: dict[str, Any] = {
+    f.name: msgspec.to_builtins(f.default_factory() if f.default is msgspec.NODEFAULT else f.default)
+    for f in msgspec.structs.fields(Live)
+    if f.name != "facts"
+}
 
 
 def state_dict(st: State) -> dict[str, Any]:
