@@ -330,3 +330,12 @@ def test_the_inspection_commands_use_the_cached_core(tmp_path):
     out = runner.invoke(main, ["events", sid, "--json", "--limit", "5000"], env=env)
     assert out.exit_code == 0, out.output
     assert json.loads(out.output) == api.events(web_corpus.core(settings), sid, limit=5000)
+
+
+def test_a_sessions_live_signals_say_every_field_even_unknown(corpus):
+    """Scripts read `live.alive` and `live.agents` of every session (as before signals
+    were typed): an unknown one is null or empty, never missing."""
+    _, h, _ = corpus
+    for row in api.sessions(h)["sessions"]:
+        live = api.session_detail(h, row["id"])["live"]
+        assert {"alive", "pid", "status", "pending", "agents", "background"} <= set(live), row["id"]
