@@ -16,7 +16,7 @@ import msgspec
 
 from huddle.model.doing import fit, said, tool_phrase
 from huddle.model.events import Usage
-from huddle.sources.claude.records import ClaudeUsage, Message, str_of, usage_of
+from huddle.sources.claude.records import Block, ClaudeUsage, Message, str_of, usage_of
 from huddle.sources.hosted.ledger import StreamLedger
 from huddle.sources.hosted.lines import Line, claude_usage, decode_any, decode_line, given, task_usage
 
@@ -158,18 +158,21 @@ class LiveLine:
         elif et == "message_delta":
             if e.usage is not None:
                 self._count(self.ledger.delta(d.api_message_id or "", usage_of(e.usage)))
-        elif et == "content_block_start":
-            b = e.content_block
-            if b is not None and b.type == "thinking":
-                self.activity = "thinking"
-            elif b is not None and b.type in ("tool_use", "server_tool_use"):
-                self._tool(b.id, b.name, b.input)
+        elif et == "content_block_start" and e.content_block is not None:
+            self._block_start(e.content_block)
         elif et == "content_block_delta":
             delta = e.delta
             if delta is not None and delta.type == "text_delta" and delta.text is not None:
                 idx = e.index or 0
                 self._texts[idx] = self._texts.get(idx, "") + delta.text
                 self._say(self._texts[idx])
+
+    def _block_start(self, b: Block) -> None:
+        """A content block begins streaming: thinking, or a tool call."""
+        if b.type == "thinking":
+            self.activity = "thinking"
+        elif b.type in ("tool_use", "server_tool_use"):
+            self._tool(b.id, b.name, b.input)
 
     def _assistant(self, d: Line) -> None:
         m = d.message

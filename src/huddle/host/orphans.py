@@ -15,7 +15,8 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import msgspec
 
@@ -34,15 +35,7 @@ def lost_agent(path: str) -> tuple[int, int] | None:
     """(pid, start) of the agent a run's log says was started and never exited, when its
     host is gone and the agent still runs; else None."""
     host = agent = None
-    for _seq, line in read_entries(path):
-        if b'"kind":"stdout"' in line[:80] or b'"kind":"stderr"' in line[:80]:
-            continue  # (the agent's own lines: most of a log, none of them ours)
-        try:
-            e = _decode(line)
-        except (msgspec.DecodeError, RecursionError):
-            continue
-        if not isinstance(e, dict):
-            continue
+    for e in _host_entries(path):
         kind = e.get("kind")
         if kind == "host":
             host, agent = (e.get("host_pid"), e.get("host_start")), None
@@ -58,6 +51,20 @@ def lost_agent(path: str) -> tuple[int, int] | None:
     if alive(host_pid, host_start) or not alive(pid, start):
         return None  # a living host answers for it; a gone agent needs nothing
     return pid, start
+
+
+def _host_entries(path: str) -> Iterator[dict[str, Any]]:
+    """A run log's entries the host wrote (the agent's own stdout and stderr lines, most
+    of a log, passed over unread), each a dict; an entry that is none is skipped."""
+    for _seq, line in read_entries(path):
+        if b'"kind":"stdout"' in line[:80] or b'"kind":"stderr"' in line[:80]:
+            continue
+        try:
+            e = _decode(line)
+        except (msgspec.DecodeError, RecursionError):
+            continue
+        if isinstance(e, dict):
+            yield e
 
 
 def _closed(path: str) -> bool:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -141,6 +141,16 @@ class Serving:
             if not conn.cut:
                 writer.close()
 
+    def _attach_request(self, conn: Conn, req: dict[str, Any], reply: dict[str, Any]) -> None:
+        """`attach` from a seq number: the log from there, then what comes (one at a time)."""
+        start = req.get("from", 1)
+        if not isinstance(start, int) or isinstance(start, bool):
+            conn.send({**reply, "ok": False, "error": f'"from" must be a seq number, not {start!r}'})
+        elif conn.attach is not None and not conn.attach.done():
+            conn.send({**reply, "ok": False, "error": "already attached on this connection"})
+        else:
+            conn.attach = asyncio.get_running_loop().create_task(self._attach(conn, max(1, start), reply))
+
     def _request(self, conn: Conn, line: bytes) -> None:
         try:
             req = _decode(line)
@@ -153,13 +163,7 @@ class Serving:
         op = req.get("op")
         reply = {"op": op, **({"id": req["id"]} if "id" in req else {})}
         if op == "attach":
-            start = req.get("from", 1)
-            if not isinstance(start, int) or isinstance(start, bool):
-                conn.send({**reply, "ok": False, "error": f'"from" must be a seq number, not {start!r}'})
-            elif conn.attach is not None and not conn.attach.done():
-                conn.send({**reply, "ok": False, "error": "already attached on this connection"})
-            else:
-                conn.attach = asyncio.get_running_loop().create_task(self._attach(conn, max(1, start), reply))
+            self._attach_request(conn, req, reply)
         elif op == "write":
             conn.send({**reply, **self._write(req)})
         elif op == "stop":

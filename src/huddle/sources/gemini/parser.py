@@ -187,15 +187,19 @@ class ChatParser:
 
     # -- the human's (or the lead's) side -------------------------------------------
 
+    def _context(self, text: str, mid: str, t: float | None, off: int, n: int) -> None:
+        """The session context Gemini CLI sends as the first user turn: said once."""
+        if not self.context_given:
+            self.context_given = True
+            self.emit(ev.CONTEXT, t, off, n, id=mid, name="session_context", text=text[:CONTEXT_KEEP])
+
     def _user(self, r: rec.Record, mid: str, t: float | None, off: int, n: int, copied_list: bool) -> None:
         if mid in self.seen:
             return
         ps = self.content(r, off)
         text = rec.texts(ps)
         if text.startswith("<session_context>"):
-            if not self.context_given:
-                self.context_given = True
-                self.emit(ev.CONTEXT, t, off, n, id=mid, name="session_context", text=text[:CONTEXT_KEEP])
+            self._context(text, mid, t, off, n)
             return
         for p in ps:
             if p.functionResponse is not None:

@@ -342,18 +342,22 @@ class SessionParser:
             self.emit(ev.REPORT, end, off, 2, id=call, text=body, truncated=cut, ok=ok, target=order.target)
         return given
 
-    def _settle(self, st: MsgState, mid: str) -> None:
-        """An assistant message that completed: its leftover text, usage, error, turn end."""
-        if st.role != "assistant" or st.completed is None or st.given & DONE:
-            return
-        st.given |= DONE
-        t = st.completed
+    def _leftover_text(self, mid: str, t: float) -> None:
+        """The text and thinking parts of a message still streaming when it completed."""
         for pid, (m, kind, text, off, _t) in list(self.flux.items()):
             if m == mid:
                 del self.flux[pid]
                 self.parts[pid] = self.parts.get(pid, 0) | TEXT
                 body, cut = cap(text)
                 self.emit(ev.SAY if kind == "text" else ev.THINK, t, off, text=body, truncated=cut, id=mid)
+
+    def _settle(self, st: MsgState, mid: str) -> None:
+        """An assistant message that completed: its leftover text, usage, error, turn end."""
+        if st.role != "assistant" or st.completed is None or st.given & DONE:
+            return
+        st.given |= DONE
+        t = st.completed
+        self._leftover_text(mid, t)
         u = rec.usage_of(st.tokens)
         if st.model:
             self.model = st.model
