@@ -110,7 +110,19 @@ def test_no_signals_leave_the_transcript_to_decide():
 def test_the_page_shows_the_signals_with_the_sources_facts_beside_them():
     live = Live(alive=True, pid=12, pending=Pending(words="permission"), facts={"permission_mode": "plan"})
     shown = live_json(live)
-    assert shown == {"permission_mode": "plan", "alive": True, "pid": 12, "pending": {"words": "permission"}}
+    said = {"permission_mode": "plan", "alive": True, "pid": 12, "pending": {"words": "permission"}}
+    assert {k: shown[k] for k in said} == said
+    # every other field of the rules is there too, as unknown (scripts read live.alive, live.agents)
+    assert {k: v for k, v in shown.items() if k not in said} == {
+        "started": None,
+        "ended_at": None,
+        "status": "",
+        "status_since": None,
+        "last_write": None,
+        "background": [],
+        "agents": {},
+        "guess": "",
+    }
     assert msgspec.json.decode(msgspec.json.encode(shown)) == shown
     assert live.word() == (True, "", "permission")
 

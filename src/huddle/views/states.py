@@ -41,7 +41,9 @@ def live_json(live: Live) -> dict[str, Any]:
 
 
 _EVERY_FIELD: dict[str, Any] = {
-    f.name: msgspec.to_builtins(f.default_factory() if f.default is msgspec.NODEFAULT else f.default)
+    f.name: msgspec.json.decode(
+        msgspec.json.encode(f.default_factory() if f.default is msgspec.NODEFAULT else f.default)
+    )
     for f in msgspec.structs.fields(Live)
     if f.name != "facts"
 }
