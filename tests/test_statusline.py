@@ -300,3 +300,41 @@ def test_a_board_past_a_rows_next_change_is_stale(tmp_path):
     assert not is_stale(board, time.monotonic() + 5)
     past = board_row({"id": "a", "source": "claude", "state": "your_turn", "next_change": iso(now - 1)}, None)
     assert is_stale({**board, "sessions": [past]}, time.monotonic() + 5)
+
+
+def test_a_board_patched_from_its_kept_bytes_is_the_board_written_whole(tmp_path):
+    """views.patching rewrites the rows that moved and keeps every other one as its bytes
+    stand: the file it leaves, head and rows, is the one the whole path writes, even where
+    a moved row leaves the head's newest few and an older one takes its place."""
+    from huddle.io.boardfile import RECENT, board_path, entry_of, read_board, read_kept, write_kept, write_rows
+
+    def row(i: int, state: str = "idle", t: int | None = None) -> dict:
+        return {
+            "id": f"s{i}",
+            "source": "claude",
+            "title": f"s {i}",
+            "state": state,
+            "files": [["/x", 1, i if t is None else t]],
+        }
+
+    rows = [row(i) for i in range(RECENT * 3)] + [row(-1, "working")]
+    a, b = tmp_path / "a", tmp_path / "b"
+    write_rows(str(a), rows, [])
+    moved = {  # the newest settled one goes old, an old one comes alive, one gets newer
+        f"claude:s{RECENT * 3 - 1}": row(RECENT * 3 - 1, t=-5),
+        "claude:s3": row(3, "needs_you"),
+        "claude:s10": row(10, t=10**9),
+    }
+    after = [moved.get(f"claude:{r['id']}", r) for r in rows]
+    _head, kept, index = read_kept(board_path(str(a)))
+    order = {f"claude:{r['id']}": moved.get(f"claude:{r['id']}") for r in rows}
+    write_kept(str(a), order, kept, {k: entry_of(moved[k]) if k in moved else index[k] for k in order}, [])
+    write_rows(str(b), after, [])
+    patched, whole = read_board(board_path(str(a))), read_board(board_path(str(b)))
+    for d in (patched, whole):
+        d.pop("written_at")
+    assert patched == whole
+    assert (
+        read_board(board_path(str(a)), whole=False)["sessions"]
+        == read_board(board_path(str(b)), whole=False)["sessions"]
+    )

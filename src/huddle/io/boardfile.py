@@ -5,11 +5,15 @@ stay on the standard library and cannot load the handle cache. It is in marshal
 form: built into the interpreter, so reading it costs no import and a fraction of
 parsing JSON on a path that runs on every message of every session.
 
-Two parts, one after the other: a head the status line reads on every call (the
-rows something can still move, the most recent others, the count of all), then
-every row. What the status line reads does not grow with a user's history: two
-years of idle sessions are in the second part, read only when a live process
-names one of them (`read_board(whole=True)`).
+Three parts, one after the other: a head the status line reads on every call (the
+rows something can still move, the most recent others, the count of all); then
+every row, each kept apart in its own marshal bytes by its key ("source:id"); then
+per row what the head is chosen by (settled or not, its newest file's mtime). What
+the status line reads does not grow with a user's history: two years of idle
+sessions are in the second part, read only when a live process names one of them
+(`read_board(whole=True)`, `read_row`). A board patched after a few sessions moved
+(views.patching) rewrites their rows and takes every other one as its bytes stand,
+decoding none (`read_kept`, `write_kept`).
 
 This module is on the status line's path: standard library imports only.
 """
@@ -34,7 +38,7 @@ if TYPE_CHECKING:
         def files(self) -> list[str]: ...
 
 
-BOARD_FORMAT = "huddle-board/2"  # 2: a head, then every row
+BOARD_FORMAT = "huddle-board/3"  # 2: a head, then every row; 3: each row's bytes apart, an index
 SETTLED = ("idle", "ended")  # a row only a move of its files changes (huddle.model.attention)
 RECENT = 64  # rows of settled sessions the head keeps besides the lively ones, the newest first
 
@@ -47,16 +51,53 @@ def read_board(path: str, whole: bool = True) -> dict[str, Any] | None:
     """The board (every row); or, not `whole`, its head: the rows that are not settled
     and the newest others, with `count` the number of all. None if missing, foreign
     or corrupt."""
+    got = _read(path, 2 if whole else 1)
+    if got is None:
+        return None
+    if whole:
+        try:
+            return {**got[0], "sessions": [marshal.loads(b) for b in got[1].values()]}
+        except (ValueError, EOFError, TypeError):
+            return None
+    head: dict[str, Any] = got[0]
+    return head
+
+
+def read_row(path: str, key: str) -> dict[str, Any] | None:
+    """One row of the board file by its key ("source:id"), the others left as bytes."""
+    got = _read(path, 2)
+    blob = got[1].get(key) if got is not None else None
+    try:
+        row = marshal.loads(blob) if isinstance(blob, bytes) else None
+    except (ValueError, EOFError, TypeError):
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def read_kept(path: str) -> tuple[dict[str, Any], dict[str, bytes], dict[str, list[Any]]] | None:
+    """(the head, every row's bytes by key in board order, each row's index entry:
+    [settled, newest mtime]), no row decoded: what `write_kept` takes."""
+    got = _read(path, 3)
+    return None if got is None else (got[0], got[1], got[2])
+
+
+def _read(path: str, parts: int) -> list[Any] | None:
+    """The head and the next `parts - 1` parts of a board file of this format, each of
+    the shape it must have; None if missing, foreign or corrupt."""
     try:
         with open_regular(path, follow=True) as f:
-            fmt, data = marshal.load(f)
-            if whole and fmt == BOARD_FORMAT and isinstance(data, dict):
-                data = {**data, "sessions": marshal.load(f)}
+            fmt, head = marshal.load(f)
+            if fmt != BOARD_FORMAT or not isinstance(head, dict) or not isinstance(head.get("sessions"), list):
+                return None
+            out: list[Any] = [head]
+            for _ in range(parts - 1):
+                part = marshal.load(f)
+                if not isinstance(part, dict):
+                    return None
+                out.append(part)
     except (OSError, ValueError, EOFError, TypeError):
         return None
-    if fmt != BOARD_FORMAT or not isinstance(data, dict) or not isinstance(data.get("sessions"), list):
-        return None
-    return data
+    return out
 
 
 def atomic_write(path: str, data: bytes | list[bytes]) -> None:
@@ -159,6 +200,22 @@ def write_rows(
     huddle_home: str, rows: list[dict[str, Any]], watch_dirs: list[str], folders: Mapping[str, str] | None = None
 ) -> None:
     """The board file of these rows (`board_row`), the watched folders stamped now."""
+    keyed: dict[str, dict[str, Any] | None] = {key_of(r): r for r in rows}
+    index = {key_of(r): entry_of(r) for r in rows}
+    write_kept(huddle_home, keyed, {}, index, watch_dirs, folders)
+
+
+def write_kept(
+    huddle_home: str,
+    rows: Mapping[str, dict[str, Any] | None],
+    kept: Mapping[str, bytes],
+    index: Mapping[str, list[Any]],
+    watch_dirs: list[str],
+    folders: Mapping[str, str] | None = None,
+) -> None:
+    """The board file of these rows, in their order (key -> the row, or None: the row
+    as `kept` holds its bytes, decoded only if the head shows it), each with its
+    `index` entry (`entry_of`). The watched folders are stamped now."""
     dirs: list[list[Any]] = []
     for d in watch_dirs:
         try:
@@ -166,18 +223,29 @@ def write_rows(
         except OSError:
             dirs.append([d, None])
     head = {"format": 1, "written_at": time.time(), "dirs": dirs, "folders": dict(folders or {}), "count": len(rows)}
-    head["sessions"] = head_rows(rows)
     try:
-        atomic_write(board_path(huddle_home), [marshal.dumps((BOARD_FORMAT, head)), marshal.dumps(rows)])
-    except (OSError, ValueError):
+        head["sessions"] = [r if (r := rows[k]) is not None else marshal.loads(kept[k]) for k in head_keys(index)]
+        blobs = {k: marshal.dumps(r) if r is not None else kept[k] for k, r in rows.items()}
+        parts = [marshal.dumps((BOARD_FORMAT, head)), marshal.dumps(blobs), marshal.dumps(dict(index))]
+        atomic_write(board_path(huddle_home), parts)
+    except (OSError, ValueError, EOFError, TypeError, KeyError):
         pass
 
 
-def head_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The rows the status line reads every time: every one that is not settled (something
-    other than a move of its files can change it, or it is under way), and the RECENT
-    newest settled ones (a file moved lately: the next move is likeliest there)."""
-    lively = [r for r in rows if r.get("state") not in SETTLED]
-    rest = [r for r in rows if r.get("state") in SETTLED]
-    rest.sort(key=lambda r: max((f[2] for f in r.get("files") or ()), default=0), reverse=True)
+def key_of(row: Mapping[str, Any]) -> str:
+    return f"{row.get('source')}:{row.get('id')}"
+
+
+def entry_of(row: Mapping[str, Any]) -> list[Any]:
+    """What the head is chosen by, of one row: [settled, its newest file's mtime]."""
+    return [row.get("state") in SETTLED, max((f[2] for f in row.get("files") or ()), default=0)]
+
+
+def head_keys(index: Mapping[str, list[Any]]) -> list[str]:
+    """The rows the status line reads every time, by key: every one that is not settled
+    (something other than a move of its files can change it, or it is under way), and the
+    RECENT newest settled ones (a file moved lately: the next move is likeliest there)."""
+    lively = [k for k, e in index.items() if not e[0]]
+    rest = [k for k, e in index.items() if e[0]]
+    rest.sort(key=lambda k: index[k][1], reverse=True)
     return lively + rest[:RECENT]

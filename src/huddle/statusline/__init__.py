@@ -17,7 +17,7 @@ import sys
 import time
 
 from huddle.io import folders, private, procs
-from huddle.io.boardfile import board_path, dirs_moved, files_moved, read_board
+from huddle.io.boardfile import board_path, dirs_moved, files_moved, read_board, read_row
 from huddle.io.safefile import read_small
 from huddle.io.visible import visible
 from huddle.model import attention as rules
@@ -153,10 +153,9 @@ def overlay_registry(rows: list[dict], claude_dir: str, deadline: float, path: s
         prev = newest.get(val["sessionId"])
         if prev is None or _updated(val) > _updated(prev):
             newest[val["sessionId"]] = val
-    rest: list[dict | None] = [None]  # the whole board's Claude rows, read once if needed
     for val in newest.values():
         try:
-            _overlay(rows, by_id, val, path, rest)
+            _overlay(rows, by_id, val, path)
         except Exception:  # an odd value in one entry costs that entry's word, never the line
             continue
 
@@ -166,17 +165,14 @@ def _updated(val: dict) -> float:
     return t if isinstance(t, (int, float)) and not isinstance(t, bool) and t == t else 0
 
 
-def _overlay(rows: list[dict], by_id: dict[str, dict], val: dict, path: str, rest: list[dict | None]) -> None:
+def _overlay(rows: list[dict], by_id: dict[str, dict], val: dict, path: str) -> None:
     """One registry entry's word on its session's row."""
     sid = val["sessionId"]
     row = by_id.get(sid)
     if row is None and path:
-        board = rest[0]
-        if board is None:
-            whole = read_board(path) or {}
-            board = rest[0] = {r["id"]: r for r in whole.get("sessions") or () if r.get("source") == "claude"}
-        if sid in board:
-            row = dict(board[sid])
+        found = read_row(path, f"claude:{sid}")  # (the one row decoded, the others left as bytes)
+        if found is not None:
+            row = dict(found)
             rows.append(row)
             by_id[sid] = row
     if row is None:
@@ -350,7 +346,7 @@ def _add_mine(inp: dict, rows: list[dict], count: int, path: str) -> None:
     me = inp.get("session_id")
     cost = got if isinstance(got := inp.get("cost"), dict) else {}
     if me and cost.get("total_cost_usd") is None and count > len(rows) and all(r.get("id") != me for r in rows):
-        mine = next((r for r in (read_board(path) or {}).get("sessions") or () if r.get("id") == me), None)
+        mine = read_row(path, f"claude:{me}")
         if mine is not None:
             rows.append(dict(mine))
 

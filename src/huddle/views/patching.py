@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from huddle.core.keeper import folder_of
 from huddle.io import answers
-from huddle.io.boardfile import board_path, board_row, read_board, write_rows
+from huddle.io.boardfile import board_path, board_row, entry_of, read_kept, write_kept
 from huddle.model.attention import urgency
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     home = h.settings.huddle_home
     if not home or h.cache is None or set(h.dormant) != want or h.cache.note:
         return None  # (a session not in the store, or a store not to be trusted: the whole path says so)
-    old = read_board(board_path(home))
+    old = read_kept(board_path(home))  # (its rows as bytes: only the moved ones are written again)
     if old is None:
         return None
     h.cache.vouched = list(stale.data["scans"])  # (the look just found their folders still)
@@ -119,17 +119,15 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     text, spans = joined_board(pieces, notes, counts)
     rows = placed(runs, spans)
     # what the full path leaves: the sessions read in the cache, the board file, the answer
-    kept = {f"{r['source']}:{r['id']}": r for r in old["sessions"]}
-    if any(r[0] not in fresh and r[0] not in kept for r in rows):
+    _head, kept, stood = old
+    if any(r[0] not in fresh and (r[0] not in kept or r[0] not in stood) for r in rows):
         return None  # (a board file of another board: the whole path writes it again)
     if h.keeper is not None:
         h.keeper.save(h, kept_rows(built))
-    write_rows(
-        home,
-        [kept[r[0]] if r[0] not in fresh else board_row(fresh[r[0]], h.handles.get(r[0])) for r in rows],
-        h.watch_dirs(),
-        h.settings.folders,
-    )
+    made = {k: board_row(r, h.handles.get(k)) for k, r in fresh.items()}
+    order = {r[0]: made.get(r[0]) for r in rows}  # (None: the row as the board file keeps it)
+    entries = {k: entry_of(made[k]) if k in made else stood[k] for k in order}
+    write_kept(home, order, kept, entries, h.watch_dirs(), h.settings.folders)
     cond = conditions(h, also=[os.path.join(home, USER_FILE)], stored_at=h.cache.store.stamp(), volatile=[])
     if cond is not None:
         whole, index = merged(stale, h, cond)
