@@ -339,3 +339,20 @@ def test_a_sessions_live_signals_say_every_field_even_unknown(corpus):
     for row in api.sessions(h)["sessions"]:
         live = api.session_detail(h, row["id"])["live"]
         assert {"alive", "pid", "status", "pending", "agents", "background"} <= set(live), row["id"]
+
+
+def test_each_agents_live_signals_carry_the_state_the_rules_gave_it(tmp_path):
+    """`live.agents[id]` said each agent's state, since and waiting_for before sources
+    reported signals only: they are there still, as the rules decided them."""
+    from huddle.core import Huddle
+    from huddle.sources import Settings
+
+    home = SAMPLES / "codex-live" / "01-working-streaming-tui" / "codex_home"
+    h = Huddle(Settings(folders={"codex": str(home)}, huddle_home=str(tmp_path / "hh")), sources=["codex"])
+    h.refresh()
+    sid = api.sessions(h)["sessions"][0]["id"]
+    detail = api.session_detail(h, sid)
+    said = detail["live"]["agents"][sid]
+    lead = next(a for a in detail["agents"] if a["id"] == sid)
+    assert (said["state"], said["waiting_for"]) == (lead["state"], lead.get("waiting_for"))
+    assert isinstance(said["since"], float) and "alive" in said

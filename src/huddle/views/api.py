@@ -126,6 +126,7 @@ def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
         live = _jsonable(live_json(handle.live(at)))
     except Exception as exc:  # liveness is a hint; its failure is shown, not raised
         live = {"error": f"{type(exc).__name__}: {exc}"}
+    _agents_states(live, states)
     entry.update(
         key=s.key,
         lead=s.lead_id,
@@ -137,6 +138,21 @@ def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
         time_estimated=bool(s.time_estimated),
     )
     return entry
+
+
+def _agents_states(live: Any, states: dict[Any, Any]) -> None:
+    """Beside each agent's own signals in `live.agents`, its state as the rules decided
+    it, under the names (state, since as unix seconds, waiting_for) the sources gave it
+    before they reported signals only: scripts read them."""
+    from huddle.model.times import parse_time
+
+    agents = live.get("agents") if isinstance(live, dict) else None
+    for aid, said in (agents or {}).items() if isinstance(agents, dict) else ():
+        b = states.get(aid)
+        if isinstance(said, dict) and b:
+            said.setdefault("state", b.get("state"))
+            said.setdefault("since", parse_time(b.get("state_since")))
+            said.setdefault("waiting_for", b.get("waiting_for"))
 
 
 def events(h: Huddle, sid: str, after: int = -1, limit: int = EVENTS_LIMIT) -> JSON:
