@@ -100,11 +100,14 @@ def test_a_filter_that_matches_nothing_says_so_and_filters_live_in_the_address(s
     page.locator(".chip-state[data-state='ended']").click()
     expect(page).to_have_url(re.compile(r"q=mistral"))
     expect(page).to_have_url(re.compile(r"state=ended"))
-    rows = page.locator("#rows tr").all_inner_texts()
+    expect(page.locator("#rows tr").first).to_be_visible()
+    rows = page.locator("#rows tr").all_text_contents()
     page.reload()  # the address is the whole choice: the same rows again
-    page.wait_for_selector("#rows tr")
     expect(page.locator("#filter")).to_have_value("mistral")
-    assert page.locator("#rows tr").all_inner_texts() == rows and rows
+    # Retried: the live stream may draw a row again while it is read (a row replaced
+    # mid-read has no layout, so its text is compared as text, not as laid out).
+    expect(page.locator("#rows tr")).to_have_text(rows)
+    assert rows
     page.locator("#clear-filters").click()
     expect(page.locator("#filter")).to_have_value("")
     assert "q=" not in page.url and "state=" not in page.url
