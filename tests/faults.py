@@ -37,6 +37,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from said import as_json
+
 SAMPLES = Path(__file__).parent / "fixtures" / "samples"
 NOBODY = 65534
 FAST = {"poll_watched": 0.3, "poll_unwatched": 0.2}
@@ -932,7 +934,7 @@ def snapshot(h) -> dict:
     from huddle.views.board import board_json
 
     with h.lock:
-        board = board_json(h)
+        board = as_json(board_json(h))
         out: dict = {"notes": list(board.get("notes") or []), "sessions": {}}
         for row in board["sessions"]:
             key = f"{row['source']}:{row['id']}"

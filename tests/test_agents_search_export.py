@@ -22,6 +22,7 @@ from huddle.views.api import event_json, files_index
 from huddle.views.export import export_data, render
 from huddle.views.search import search
 from opencode_writer import Writer
+from said import as_json
 
 
 def build(root: Path) -> Settings:
@@ -134,7 +135,7 @@ def test_board_rows_say_the_command_that_resumes_them(corpus):
     from huddle.views.board import board_json
 
     _cfg, h, _index = corpus
-    rows = board_json(h)["sessions"]
+    rows = as_json(board_json(h))["sessions"]
     want = {"gemini": "gemini --resume {}", "opencode": "opencode --session {}"}
     assert {r["source"] for r in rows} == set(want)
     for r in rows:

@@ -23,6 +23,7 @@ from huddle.core import Huddle
 from huddle.server import ServerThread
 from huddle.sources import Settings
 from huddle.views.board import board_json
+from said import as_json
 from test_browser import ARGS, CHROMIUM, FAST
 
 pytestmark = pytest.mark.browser
@@ -190,7 +191,7 @@ def test_a_killed_host_takes_its_pending_request_with_it(tmp_path):
         host.wait(timeout=30)
         # the board: the run is over and offers nothing to answer
         h.refresh()
-        row = next(r for r in board_json(h)["sessions"] if r["id"] == "killed")
+        row = next(r for r in as_json(board_json(h))["sessions"] if r["id"] == "killed")
         assert row["answer"]["pending"] == [] and "not running" in row["answer"]["closed"]
         cli = ac.huddle_cli("answer", "killed", "allow", "--request", str(ask["request"]), env=_env(hh))
         assert cli.returncode == 1 and "no host is running" in cli.stderr

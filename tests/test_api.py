@@ -15,6 +15,7 @@ from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound
 from huddle.model import events as ev
 from huddle.model.doing import doing
 from huddle.views import api, operations
+from said import as_json
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +27,7 @@ def corpus(tmp_path_factory):
 
 def test_every_route_on_every_sample_session(corpus):
     _, h, _ = corpus
-    board = api.sessions(h)
+    board = as_json(api.sessions(h))
     assert len(board["sessions"]) == len(h.sessions()) > 20
     sources = {s["source"] for s in board["sessions"]}
     assert "claude" in sources
@@ -52,7 +53,7 @@ def test_every_route_on_every_sample_session(corpus):
 def test_the_read_only_promise(corpus, tmp_path):
     _s, h, root = corpus
     before = fingerprint(root)
-    for row in api.sessions(h)["sessions"]:
+    for row in as_json(api.sessions(h))["sessions"]:
         for m in api.transcript(h, row["id"])["messages"]:
             if "ref" in m:
                 api.content(h, row["id"], m["ref"])
@@ -127,7 +128,7 @@ def test_a_sub_agent_transcript_opens_with_its_order(tmp_path):
 def test_harness_context_is_its_own_lane_never_the_human(corpus):
     _, h, _ = corpus
     seen = 0
-    for row in api.sessions(h)["sessions"]:
+    for row in as_json(api.sessions(h))["sessions"]:
         for m in api.transcript(h, row["id"], limit=500)["messages"]:
             if m["kind"] == ev.CONTEXT:
                 seen += 1
@@ -139,7 +140,7 @@ def test_harness_context_is_its_own_lane_never_the_human(corpus):
 
 def test_unknown_agent_is_empty_unknown_session_is_not_found(corpus):
     _, h, _ = corpus
-    sid = api.sessions(h)["sessions"][0]["id"]
+    sid = as_json(api.sessions(h))["sessions"][0]["id"]
     t = api.transcript(h, sid, agent="no-such-agent")
     assert t["messages"] == [] and t["total"] == 0 and t["first_line"] is None and not t["has_more"]
     for fn in (api.session_detail, api.events, api.transcripts, api.transcript):
@@ -152,7 +153,7 @@ def test_unknown_agent_is_empty_unknown_session_is_not_found(corpus):
 @pytest.mark.parametrize("bad", ["", "../etc", "a/b", "x" * 300, "-lead", "a b", "é", "a\x00"])
 def test_bad_ids_are_refused(corpus, bad):
     _, h, _ = corpus
-    sid = api.sessions(h)["sessions"][0]["id"]
+    sid = as_json(api.sessions(h))["sessions"][0]["id"]
     with pytest.raises(BadRequest):
         api.session_detail(h, bad)
     if bad:
@@ -173,14 +174,14 @@ def test_bad_ids_are_refused(corpus, bad):
 )
 def test_bad_paging_is_refused(corpus, params):
     _, h, _ = corpus
-    sid = api.sessions(h)["sessions"][0]["id"]
+    sid = as_json(api.sessions(h))["sessions"][0]["id"]
     with pytest.raises(BadRequest):  # (read where every door reads it: views/operations.py)
         operations.BY_NAME["transcript"].answer(h, id=sid, **params)
 
 
 def test_content_refs_are_checked(corpus):
     _, h, _ = corpus
-    sid = api.sessions(h)["sessions"][0]["id"]
+    sid = as_json(api.sessions(h))["sessions"][0]["id"]
     good = next(m["ref"] for m in api.transcript(h, sid)["messages"] if "ref" in m)
     fi, off, ln = good.split("-")
     for bad in ["", "x", "0-0", "../0-0-1", "0-0-1-2-3", "1.5-0-1", good + "/", "99999-0-1"]:
@@ -243,7 +244,7 @@ def test_doing_says_it_in_plain_words():
 )
 def test_hostile_parameters_give_a_clear_error_never_a_crash(corpus, sid, agent, limit, ref):
     _, h, _ = corpus
-    real = api.sessions(h)["sessions"][0]["id"]
+    real = as_json(api.sessions(h))["sessions"][0]["id"]
     for target in (sid, real):
         for call in (
             lambda target=target: operations.BY_NAME["transcript"].answer(h, id=target, agent=agent, limit=limit),
@@ -265,7 +266,7 @@ def test_the_demo_plays_five_agents_and_asks_permission(tmp_path):
     d.play(until="permission")
     h = d.huddle()
     h.refresh()
-    rows = api.sessions(h)["sessions"]
+    rows = as_json(api.sessions(h))["sessions"]
     live = next(r for r in rows if r["id"] == d.session_id)
     assert live["state"] == "needs_you" and "permission" in (live["waiting_for"] or "")
     detail = api.session_detail(h, d.session_id)
@@ -336,7 +337,7 @@ def test_a_sessions_live_signals_say_every_field_even_unknown(corpus):
     """Scripts read `live.alive` and `live.agents` of every session (as before signals
     were typed): an unknown one is null or empty, never missing."""
     _, h, _ = corpus
-    for row in api.sessions(h)["sessions"]:
+    for row in as_json(api.sessions(h))["sessions"]:
         live = api.session_detail(h, row["id"])["live"]
         assert {"alive", "pid", "status", "pending", "agents", "background"} <= set(live), row["id"]
 
@@ -350,7 +351,7 @@ def test_each_agents_live_signals_carry_the_state_the_rules_gave_it(tmp_path):
     home = SAMPLES / "codex-live" / "01-working-streaming-tui" / "codex_home"
     h = Huddle(Settings(folders={"codex": str(home)}, huddle_home=str(tmp_path / "hh")), sources=["codex"])
     h.refresh()
-    sid = api.sessions(h)["sessions"][0]["id"]
+    sid = as_json(api.sessions(h))["sessions"][0]["id"]
     detail = api.session_detail(h, sid)
     said = detail["live"]["agents"][sid]
     lead = next(a for a in detail["agents"] if a["id"] == sid)

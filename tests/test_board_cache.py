@@ -17,6 +17,7 @@ from conftest import SAMPLES
 from huddle.core import Huddle, Keeper
 from huddle.sources import Settings
 from huddle.views.board import board_json, leave_board
+from said import as_json, row
 
 SCENARIOS = ("01-basic-tools", "02-subagents", "03-background-agent", "06-named-session", "07-errors")
 
@@ -50,14 +51,14 @@ def settings(home) -> Settings:
 def fresh_board(home) -> dict:
     h = Huddle(settings(home))
     h.refresh()
-    return board_json(h)
+    return as_json(board_json(h))
 
 
 def cached_board(home) -> tuple[dict, Huddle]:
     h = Huddle(settings(home), keep=Keeper())
     h.refresh()
     built: dict = {}
-    b = board_json(h, built=built)
+    b = as_json(board_json(h, built=built))
     leave_board(h, b, built)
     h.cache.store.close()  # as at the end of a command
     return b, h
@@ -259,7 +260,7 @@ def test_an_append_decodes_the_rows_of_what_it_shows_only_once(home, monkeypatch
     h = Huddle(settings(home), keep=Keeper())
     h.refresh()
     assert not decoded, "deciding what sleeps decodes no row"
-    b = board_json(h)
+    b = as_json(board_json(h))
     assert len(decoded) == len(h.dormant)
     monkeypatch.undo()
     same(fresh_board(home), b)
@@ -469,12 +470,12 @@ def test_rows_alike_in_state_and_time_come_in_one_order_whichever_were_kept():
     from huddle.views.board import sort_rows
 
     rows = [
-        {"source": s, "id": i, "state": st, "updated_at": "2026-11-30T12:00:00.000Z"}
+        row(source=s, id=i, state=st, updated_at="2026-11-30T12:00:00.000Z")
         for s in ("codex", "claude")
         for i in ("b", "a")
         for st in ("idle", "needs_you")
     ]
-    orders = {tuple((r["source"], r["id"], r["state"]) for r in sort_rows(list(p))) for p in (rows, rows[::-1])}
+    orders = {tuple((r.source, r.id, r.state) for r in sort_rows(list(p))) for p in (rows, rows[::-1])}
     assert len(orders) == 1
     (order,) = orders
     assert [o[2] for o in order] == ["needs_you"] * 4 + ["idle"] * 4
@@ -484,13 +485,12 @@ def test_rows_alike_in_state_and_time_come_in_one_order_whichever_were_kept():
 @examples(max_examples=200, deadline=None)
 @given(
     st.lists(
-        st.fixed_dictionaries(
-            {
-                "source": st.sampled_from(["claude", "codex", None]),
-                "id": st.sampled_from(["a", "b", "c", ""]),
-                "state": st.sampled_from(["needs_you", "your_turn", "working", "idle", "ended", None, "odd"]),
-                "updated_at": st.sampled_from(["2026-11-30T12:00:00.000Z", "2026-11-30T13:00:00.000Z", "", None]),
-            }
+        st.builds(
+            row,
+            source=st.sampled_from(["claude", "codex", ""]),
+            id=st.sampled_from(["a", "b", "c", ""]),
+            state=st.sampled_from(["needs_you", "your_turn", "working", "idle", "ended", "", "odd"]),
+            updated_at=st.sampled_from(["2026-11-30T12:00:00.000Z", "2026-11-30T13:00:00.000Z", "", None]),
         ),
         max_size=30,
     )
@@ -501,9 +501,9 @@ def test_rows_sort_as_three_stable_sorts_by_id_then_time_then_urgency_do(rows):
     from huddle.views.board import sort_rows
 
     three = list(rows)
-    three.sort(key=lambda d: (str(d.get("source") or ""), str(d.get("id") or "")))
-    three.sort(key=lambda d: d.get("updated_at") or "", reverse=True)
-    three.sort(key=lambda d: urgency(d.get("state")))
+    three.sort(key=lambda r: (r.source, r.id))
+    three.sort(key=lambda r: r.updated_at or "", reverse=True)
+    three.sort(key=lambda r: urgency(r.state))
     assert [id(r) for r in sort_rows(list(rows))] == [id(r) for r in three]
 
 

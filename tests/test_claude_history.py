@@ -23,6 +23,7 @@ from huddle.usage.index import counted_from_index
 from huddle.usage.report import aggregate, collect, report
 from huddle.views import api
 from huddle.views.board import board_json
+from said import as_json
 
 HISTORY = SAMPLES / "claude-history"
 VERSIONS = ("1.0.128", "2.0.14", "2.0.77", "2.1.50", "2.1.105", "2.1.332")
@@ -62,7 +63,7 @@ def usage4(u) -> dict[str, int]:
 
 
 def listed(h) -> dict[str, dict]:
-    return {r["id"]: r for r in board_json(h)["sessions"]}
+    return {r["id"]: r for r in as_json(board_json(h))["sessions"]}
 
 
 def by_prefix(rows: dict[str, dict], prefix: str) -> dict:
@@ -423,7 +424,7 @@ def test_sessions_with_no_conversation_are_off_the_board_but_readable(tmp_path):
         json.dumps({"type": "summary", "summary": "Elsewhere", "leafUuid": "nowhere"}) + "\n"
     )
     h = claude_huddle(tmp_path / "config")
-    assert len(h.sessions()) == 3 and board_json(h)["sessions"] == []
+    assert len(h.sessions()) == 3 and as_json(board_json(h))["sessions"] == []
     for s in h.sessions():
         assert api.session_detail(h, s.id)["empty"] is True
     assert report(h)["totals"]["total_tokens"] == 0

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers import claude_huddle
+from said import as_json
 
 SID = "4d5611e5-241a-462a-8d15-5122611a9569"
 SUB = "a2898e3b1c4d5e6f7"
@@ -132,7 +133,7 @@ def test_a_transcript_removed_leaves_its_sub_agents_a_session_cached_or_not(tmp_
         h = Huddle(settings, sources=["claude"], keep=Keeper() if cache else None)
         h.refresh()
         built: dict = {}
-        b = board_json(h, built=built)
+        b = as_json(board_json(h, built=built))
         if cache:  # as a command leaves it
             leave_board(h, b, built)
             h.cache.store.close()

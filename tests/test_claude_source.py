@@ -10,6 +10,7 @@ import pytest
 from conftest import SAMPLES, fingerprint
 from helpers import claude_huddle
 from huddle.model import events as ev
+from said import as_json
 
 CLAUDE = SAMPLES / "claude"
 
@@ -173,7 +174,7 @@ def test_source_never_writes_in_the_agent_folder():
             h = claude_huddle(d / "config")
             from huddle.views.board import board_json
 
-            board_json(h)
+            as_json(board_json(h))
     assert fingerprint(CLAUDE) == before
 
 
@@ -227,7 +228,7 @@ def test_unreadable_session_is_listed_with_an_error_others_untouched():
             "import huddle.cost.pricing; huddle.cost.pricing.current(h.settings.huddle_home)\n"
             "import shlex, huddle.sources.claude.parser\n"  # what the board loads when it needs it
             "if os.geteuid() == 0:\n    os.setgid(65534); os.setuid(65534)\n"
-            "h.refresh(); print(json.dumps(board_json(h)))\n"
+            "import msgspec; h.refresh(); print(msgspec.json.encode(board_json(h)).decode())\n"
         )
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, cwd=top)
         assert out.returncode == 0, out.stderr

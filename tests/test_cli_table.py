@@ -18,6 +18,7 @@ import incli
 import web_corpus
 from huddle.server import ServerThread
 from live_agents import ClaudeProcess, claude_live
+from said import row
 
 OLD = "2026-01-01"  # before every sample was recorded
 
@@ -143,7 +144,7 @@ def test_every_command_takes_a_unique_prefix(corpus):
 def test_short_ids_grow_until_unique():
     from huddle.cli.table import short_ids
 
-    rows = [{"id": "01a22a65-fb46"}, {"id": "01a22a65-b42b"}, {"id": "80ec2ba4-1111"}]
+    rows = [row(id="01a22a65-fb46"), row(id="01a22a65-b42b"), row(id="80ec2ba4-1111")]
     assert short_ids(rows) == {
         "01a22a65-fb46": "01a22a65-f",
         "01a22a65-b42b": "01a22a65-b",
@@ -175,7 +176,7 @@ def test_a_short_id_is_the_shortest_start_no_other_id_shares(ids, least):
         while n < len(i) and any(o != i and o.startswith(i[:n]) for o in ids):
             n += 1
         want[i] = i[:n]
-    assert short_ids([{"id": i} for i in ids], least) == want
+    assert short_ids([row(id=i) for i in ids], least) == want
 
 
 def test_every_short_id_the_table_prints_opens_its_session(tmp_path):

@@ -32,6 +32,7 @@ from huddle.sources.cline import ClineSource
 from huddle.sources.cline.parser import DocParser
 from huddle.views import api
 from live_agents import WITHIN, api_row, wait_until
+from said import as_json
 
 CLINE = SAMPLES / "cline"
 SCENARIOS = sorted(p.name for p in CLINE.iterdir() if (p / "truth.json").exists())
@@ -183,7 +184,7 @@ def test_every_live_snapshot_on_the_board_with_its_recorded_process(snap):
     t = json.loads((CLINE / snap / "truth.json").read_text())
     data = data_dir(snap)
     h = cline_huddle(data, hub(record_of(data)["pid"]))
-    (row,) = api.sessions(h, at=t["at"])["sessions"]
+    (row,) = as_json(api.sessions(h, at=t["at"]))["sessions"]
     assert row["state"] == STATE[t["state"]], row
     if t["state"] == "needs-you-approval":
         assert row["waiting_for"] == "tool approval: run_commands: sleep 8; echo slept"
@@ -214,7 +215,7 @@ def test_a_status_cline_did_not_make_final_with_its_process_gone_is_ended():
     pid = record_of(data)["pid"]
     for procs in (ProcTable([]), ProcTable([Proc(pid, 1, ["/usr/bin/vim"], "/")])):  # gone, or reused
         h = cline_huddle(data, procs)
-        assert only(h).key and api.sessions(h)["sessions"][0]["state"] == "ended"
+        assert only(h).key and as_json(api.sessions(h))["sessions"][0]["state"] == "ended"
 
 
 def test_a_server_follows_a_tui_session_as_cline_rewrites_its_files(tmp_path):

@@ -16,6 +16,7 @@ from huddle.core import Huddle
 from huddle.model import events as ev
 from huddle.sources import Settings
 from huddle.views.board import board_json
+from said import as_json
 
 NOWHERE = "/nonexistent-huddle-test"
 LEAD = "40cb3c9c-9557-4cb0-b9cf-f6661872da35"
@@ -106,7 +107,7 @@ def test_a_rollout_from_before_session_meta_is_a_session_with_usage_unknown(tmp_
     # one time in the file, the head's: every event there, and said estimated
     assert all(e.t == s.started_at and e.estimated for e in s.events)
     assert s.skipped_lines == 0
-    row = next(r for r in board_json(h)["sessions"] if r["id"] == LEAD)
+    row = next(r for r in as_json(board_json(h))["sessions"] if r["id"] == LEAD)
     assert row["usage_unknown"] is True and "no token counts" in row["usage_note"]
     assert row["cost"]["usd"] is None  # not $0: nothing was counted
     assert row["times_estimated"] is True
@@ -270,7 +271,7 @@ def test_an_archived_thread_is_read_counted_and_said_archived(tmp_path, monkeypa
         tmp_path / f"sessions/2026/11/30/rollout-2026-11-30T03-00-01-{CHILD}.jsonl", small_thread(CHILD, "still here")
     )
     h = codex_huddle(tmp_path)
-    rows = {r["id"]: r for r in board_json(h)["sessions"]}
+    rows = {r["id"]: r for r in as_json(board_json(h))["sessions"]}
     assert rows[PARENT]["archived"] is True and "archived" not in rows[CHILD]
     assert rows[PARENT]["usage"]["input"] == 1_000  # the spend happened
     monkeypatch.setenv("CODEX_HOME", str(tmp_path))

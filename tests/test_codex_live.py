@@ -19,6 +19,7 @@ from huddle.model.times import parse_time
 from huddle.sources import Settings
 from huddle.sources.codex import CodexSource
 from huddle.sources.codex.live import load_capture
+from said import as_json
 
 LIVE = SAMPLES / "codex-live"
 SNAPSHOTS = sorted(p.name for p in LIVE.iterdir() if (p / "truth.json").exists())
@@ -155,6 +156,6 @@ def test_a_warm_cache_gives_the_same_states(tmp_path):
     for _ in range(2):
         h = Huddle(settings, sources=["codex"], keep=Keeper(WholeMode()))
         h.refresh()
-        (row,) = board_json(h, at=at)["sessions"]
+        (row,) = as_json(board_json(h, at=at))["sessions"]
         rows.append((row["state"], [a["state"] for a in row["agents"]]))
     assert rows[0] == rows[1] == ("waiting", ["waiting", "working"])

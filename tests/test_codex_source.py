@@ -82,8 +82,7 @@ def test_v2_children_form_one_tree_with_orders_and_reports(name):
     reports = kinds(s, ev.REPORT, s.id)
     assert sorted((r.target, r.id) for r in reports) == sorted((a.id, a.tool_use_id) for a in children)
     assert all(a.finished for a in children)
-    summary = s.summary()
-    assert [a["parent"] for a in summary["agents"]] == [None, s.id, s.id]
+    assert [a.parent for a in s.summary().agents] == [None, s.id, s.id]
 
 
 @pytest.mark.parametrize("name", ["subagents_v1", "subagents_v1__v0.144.3", "subagents_collab_old__v0.96.0"])
@@ -108,7 +107,7 @@ def test_guardian_is_a_quiet_child_never_a_session(name):
     (g,) = [a for a in s.agents.values() if a.id != s.id]
     assert g.quiet and g.kind == "guardian" and g.parent == s.id
     assert '"outcome": "deny"' in (g.report or "")  # its last verdict explains the refusal
-    assert [a["quiet"] for a in s.summary()["agents"]] == [False, True]
+    assert [a.quiet for a in s.summary().agents] == [False, True]
     refused = [e for e in kinds(s, ev.TOOL_RESULT, s.id) if not e.ok]
     assert len(refused) == 1 and "rejected due to unacceptable risk" in refused[0].text
 

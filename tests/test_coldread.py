@@ -6,6 +6,7 @@ from conftest import SAMPLES
 from huddle.core import FirstRead, Huddle, coldread
 from huddle.sources import Settings
 from huddle.views.board import board_json
+from said import as_json
 
 
 def settings(tmp_path):
@@ -20,7 +21,7 @@ def settings(tmp_path):
 
 
 def rows(h):
-    return [{k: v for k, v in r.items() if k != "state_since"} for r in board_json(h)["sessions"]]
+    return [{k: v for k, v in r.items() if k != "state_since"} for r in as_json(board_json(h))["sessions"]]
 
 
 def test_parallel_first_read_equals_a_plain_one(tmp_path, monkeypatch):

@@ -24,6 +24,7 @@ from huddle.sources import Settings
 from huddle.sources.registry import source_classes
 from huddle.usage.report import report
 from huddle.views.board import board_json
+from said import as_json
 
 # Registered sources this suite does not read, and why.
 EXEMPT = {
@@ -65,7 +66,7 @@ def test_sessions_read_cleanly_and_every_truth_session_is_there(source, folder):
     for s in sessions:
         assert s.error is None, (s.key, s.error)
         assert s.skipped_lines == 0, (s.key, s.problems[:3])
-    rows = board_json(h)["sessions"]
+    rows = as_json(board_json(h))["sessions"]
     assert rows, "no session on the board"
     found = {s.id for s in sessions}
     for t in AGENTS[source].truth(folder):
@@ -123,7 +124,7 @@ def test_each_session_is_what_its_truth_says(source, folder):
     h = sample(source, folder)
     for t in AGENTS[source].truth(folder):
         s = next(s for s in h.sessions() if s.id == t["session_id"])
-        assert (s.cwd, s.summary()["project"]) == (t["cwd"], t["project"])
+        assert (s.cwd, s.summary().project) == (t["cwd"], t["project"])
         assert (s.usage.input, s.usage.cache_read, s.usage.output) == _tokens(t["usage_session_total"])
         beyond = [
             a - b
@@ -154,7 +155,7 @@ HARNESS = ("<command-", "<local-command", "<system-reminder>", "Caveat: The mess
 @pytest.mark.parametrize(("source", "folder"), CASES, ids=IDS)
 def test_titles_and_prompts_are_what_the_person_wrote(source, folder):
     h = sample(source, folder)
-    rows = {r["id"]: r for r in board_json(h)["sessions"]}
+    rows = {r["id"]: r for r in as_json(board_json(h))["sessions"]}
     for s in h.sessions():
         if s.id in rows and s.counts.get(ev.PROMPT):  # (with nothing typed yet, the pages show its id)
             assert isinstance(rows[s.id]["title"], str) and rows[s.id]["title"].strip(), s.key

@@ -25,6 +25,7 @@ from huddle.model.signals import Live
 from huddle.sources import Settings
 from huddle.sources.copilot import CopilotSource
 from huddle.views.board import board_json
+from said import as_json
 
 COPILOT = SAMPLES / "copilot"
 SNAPSHOTS = sorted(str(p.parent.relative_to(COPILOT)) for p in COPILOT.glob("*/live/*/truth.json"))
@@ -59,7 +60,7 @@ def board(home: Path, view: ProcTable | None) -> dict:
     for src in h.sources:
         src.system.recorded = view
     h.refresh()
-    (row,) = board_json(h)["sessions"]
+    (row,) = as_json(board_json(h))["sessions"]
     return row
 
 

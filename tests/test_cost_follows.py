@@ -21,6 +21,7 @@ from huddle.core.single import one_session_core
 from huddle.sources import Settings
 from huddle.views.board import board_json, leave_board
 from huddle.views.export import Options, export_data
+from said import as_json
 
 OLD = SAMPLES / "claude-history" / "1.0.128"
 NEW = SAMPLES / "claude"
@@ -58,14 +59,14 @@ def settings(home: Path) -> Settings:
 def fresh(home: Path) -> dict:
     h = Huddle(settings(home), sources=["claude"])
     h.refresh()
-    return board_json(h)
+    return as_json(board_json(h))
 
 
 def cached(home: Path) -> tuple[dict, Huddle]:
     h = Huddle(settings(home), sources=["claude"], keep=Keeper())
     h.refresh()
     built: dict = {}
-    b = board_json(h, built=built)
+    b = as_json(board_json(h, built=built))
     leave_board(h, b, built)
     return b, h
 
@@ -175,7 +176,7 @@ def test_a_notice_naming_a_file_reads_the_session_that_reads_it(home):
     assert h.read_files([str(path)]) == {f"claude:{MODERN}"}
     assert awake(h) == shared | {MODERN}
     assert h.handles[f"claude:{MODERN}"].session.last_prompt == "one more thing"
-    assert board_json(h) == fresh(home)
+    assert as_json(board_json(h)) == fresh(home)
     assert h.read_files([str(path.parent / "new.jsonl")]) is None
 
 

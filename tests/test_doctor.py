@@ -20,6 +20,7 @@ from huddle.server import ServerThread
 from huddle.sources import Settings
 from huddle.views.board import board_json
 from huddle.views.doctor import doctor
+from said import as_json
 
 CLAUDE = SAMPLES / "claude" / "01-basic-tools" / "config" / "projects"
 CODEX = SAMPLES / "codex" / "apply_patch" / "codex_home"
@@ -76,7 +77,7 @@ def test_every_file_met_is_said(tmp_path):
         assert a["found"] == a["sessions"] + a["not_sessions"] + a["not_read"]
         assert a["not_read"] == len(a["not_read_files"]) and a["not_sessions"] == len(a["not_session_files"])
     # the board carries the counts, for every agent whose folder is here
-    files = board_json(h)["files"]
+    files = as_json(board_json(h))["files"]
     assert set(files) == {"claude", "codex", "hosted"} or set(files) == {"claude", "codex"}
     assert files["codex"] == {k: codex[k] for k in ("sessions", "not_sessions", "not_read")}
     assert files["claude"]["not_read"] == 2 and files["claude"]["not_sessions"] == 1

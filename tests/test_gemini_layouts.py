@@ -12,6 +12,7 @@ import pytest
 from huddle.core import Huddle
 from huddle.sources import Settings
 from huddle.views.board import board_json
+from said import as_json
 
 NOWHERE = "/nonexistent-huddle-test"
 LEAD = "2d9ea14f-1e4e-44f6-8bf5-7a7819cb1cd9"
@@ -131,7 +132,7 @@ def test_a_session_in_two_chat_files_of_one_id_is_one_session(tmp_path):
     assert [a.id for a in s.agents.values()] == [LEAD]
     assert s.usage.to_dict() == {"input": 1_300 + 300, "output": 35, "cache_read": 1_300, "cache_write": 0}
     assert [e.text for e in s.events if e.kind == "prompt"] == ["where is the parser?", "now the lexer"]
-    (row,) = board_json(h)["sessions"]
+    (row,) = as_json(board_json(h))["sessions"]
     assert row["id"] == LEAD
 
 

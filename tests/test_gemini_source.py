@@ -51,7 +51,7 @@ def test_folder_project_and_agent_kinds(name):
     """(sessions, trees and parents against the truth: tests/test_conformance.py)"""
     t = truth(name)["sessions"][0]
     s = only(scenario(name))
-    assert s.cwd == t["cwd"] and s.summary()["project"] == t["project"]
+    assert s.cwd == t["cwd"] and s.summary().project == t["project"]
     for ta in t["agents"]:
         if ta["agent_name"]:
             assert s.agents[ta["id"]].kind == ta["agent_name"]

@@ -23,6 +23,7 @@ from huddle.core import Huddle, Keeper
 from huddle.io import reader
 from huddle.sources import Settings
 from huddle.views.board import board_json, leave_board
+from said import as_json
 from test_statusline import INPUT, live_copy
 
 NONE = "/nonexistent-huddle-test"
@@ -39,7 +40,7 @@ def alive():
 
 def _states(h: Huddle) -> dict[str, str]:
     with h.lock:
-        return {r["id"]: r["state"] for r in board_json(h)["sessions"]}
+        return {r["id"]: r["state"] for r in as_json(board_json(h))["sessions"]}
 
 
 def test_a_half_written_registry_entry_keeps_the_last_good_reading(tmp_path, alive):
@@ -227,7 +228,7 @@ def _unreadable_folder(root: Path, settings: Settings, source: str, folder: Path
         h.refresh()
         with h.lock:
             out["during"] = sorted(k for k in h.handles)
-            board = board_json(h)
+            board = as_json(board_json(h))
             out["rows"] = sorted(f"{r['source']}:{r['id']}" for r in board["sessions"])
             out["notes"] = list(board.get("notes") or [])
         os.chmod(folder, mode)

@@ -18,6 +18,7 @@ from hosting import PY, REPLAY, entries, has_entry, huddle, start_host, wait_unt
 from huddle.core import Huddle
 from huddle.sources import Settings
 from huddle.views.board import board_json
+from said import as_json
 
 STREAM = Path(__file__).parent / "fixtures" / "samples" / "claude-stream"
 SUBAGENTS = STREAM / "02-subagents" / "subagents.jsonl"
@@ -40,7 +41,7 @@ def hosted(name: str, capture: Path, *flags: str, wait: bool = True):
 def board(sources=("hosted",)) -> tuple[Huddle, dict]:
     h = Huddle(Settings.from_env(), sources=list(sources))
     h.refresh()
-    return h, {row["id"]: row for row in board_json(h)["sessions"]}
+    return h, {row["id"]: row for row in as_json(board_json(h))["sessions"]}
 
 
 def stream_records(path: Path) -> list[dict]:

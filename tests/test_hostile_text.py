@@ -18,6 +18,7 @@ import pytest
 
 from conftest import SAMPLES
 from huddle.io.visible import visible
+from said import row
 
 SID = "bc6a7de7-81b1-4ce5-a3f7-e765ced7cc00"
 PROJ = "-home-dev-work-02-subagents-proj"
@@ -142,8 +143,7 @@ def test_watch_lines_show_titles_and_why_as_text():
 
     said: list[str] = []
     lines = Lines(echo=said.append)
-    row = {"source": "claude", "id": "ab" + CLEAR, "title": "t" + OSC52, "state": "needs_you", "waiting_for": LINK}
-    lines.rows([row], [])
+    lines.rows([row(source="claude", id="ab" + CLEAR, title="t" + OSC52, state="needs_you", waiting_for=LINK)], [])
     (line,) = said
     _shown_not_obeyed(line)
     assert "\\x1b]52" in line

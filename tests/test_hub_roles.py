@@ -60,7 +60,7 @@ def test_a_lead_reads_aggregates_and_never_a_prompt(tmp_path, pg):
     assert not [p for p in prompts if p in text]
     assert any(p in json.dumps(mine) for p in prompts)  # (the owner sees what was pushed with content)
     for row in theirs["sessions"]:
-        assert row["title"] == "" and "doing" not in row and "cwd" not in row
+        assert row["title"] == "" and "doing" not in row and row.get("cwd") is None  # (null: said as unknown)
         assert row["usage"] == next(r for r in mine["sessions"] if r["id"] == row["id"])["usage"]
     for by in ("day", "session", "project", "model", "agent", "machine"):
         assert usage(env, "--hub", lead, "--by", by)["rows"] == [

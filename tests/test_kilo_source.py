@@ -28,6 +28,7 @@ from huddle.sources.kilo.live import NO_TABLE
 from huddle.views import api
 from huddle.views.states import classify
 from opencode_writer import Writer
+from said import as_json
 
 KILO = SAMPLES / "kilo"
 SCENARIOS = sorted(p.name for p in KILO.iterdir() if (p / "home" / ".local" / "share" / "kilo").is_dir())
@@ -192,7 +193,7 @@ def test_every_live_snapshot_on_the_board_with_its_recorded_processes(snap):
     h = Huddle(Settings(folders={"kilo": str(snapshot_data(snap))}, huddle_home="/nonexistent"), sources=["kilo"])
     h.sources[0].system.recorded = recorded(t)
     h.refresh()
-    (row,) = api.sessions(h, at=t["at"])["sessions"]
+    (row,) = as_json(api.sessions(h, at=t["at"]))["sessions"]
     assert row["state"] == STATE[t["state"]], row
     assert row["id"] == LIVE_SID
     if row["state"] == "needs_you":

@@ -22,8 +22,10 @@ from huddle.core import Huddle
 from huddle.live import desktop
 from huddle.live.notify import Notifier, notice
 from huddle.live.watcher import Watcher
+from huddle.model.rows import Row
 from huddle.model.times import iso
 from live_agents import ClaudeProcess, claude_live, wait_until
+from said import row
 
 HELPER = Path(__file__).parent / "helpers" / "notification_server.py"
 pytestmark = pytest.mark.skipif(
@@ -164,9 +166,9 @@ def test_waits_already_there_at_start_are_not_news(bus, tmp_path):
     backend = desktop.DBus()
     try:
         w, _n = follow(settings, backend)
-        assert w.rows[f"claude:{sid}"]["state"] == "needs_you"
+        assert w.rows[f"claude:{sid}"].state == "needs_you"
         claude.set("busy")
-        wait_until(lambda: w.rows[f"claude:{sid}"]["state"] == "working", time.time() + 120, "working")
+        wait_until(lambda: w.rows[f"claude:{sid}"].state == "working", time.time() + 120, "working")
         claude.set("waiting", "permission prompt")
         bus.wait("Notify", 1)  # the next wait is news
         w.stop()
@@ -184,11 +186,11 @@ def test_a_wait_begun_after_the_start_is_news_though_the_first_read_finds_it(bus
         started = time.time() - 60
         n = Notifier(backend, since=started)
 
-        def waiting(sid: str, since: float) -> dict:
-            return {"source": "claude", "id": sid, "title": sid, "state": "needs_you", "state_since": iso(since)}
+        def waiting(sid: str, since: float) -> Row:
+            return row(source="claude", id=sid, title=sid, state="needs_you", state_since=iso(since))
 
         old, new = waiting("before", started - 5), waiting("after", started + 5)
-        n.prime([old, new, {"source": "claude", "id": "busy", "state": "working"}])
+        n.prime([old, new, row(source="claude", id="busy", state="working")])
         (shown,) = bus.wait("Notify", 1)
         assert shown["summary"] == "after needs you"
         n.rows([old, new], [])  # the same waits again: neither is news now
@@ -278,19 +280,19 @@ def test_no_bus_is_one_line_not_a_failure(monkeypatch, tmp_path):
 
 
 def test_notice_says_which_agent_of_several():
-    row = {
-        "id": "s1",
-        "source": "codex",
-        "title": "Port the parser",
-        "project": "shop",
-        "state": "needs_you",
-        "waiting_for": "approve command: rm -rf build",
-        "agents": [
+    waiting = row(
+        id="s1",
+        source="codex",
+        title="Port the parser",
+        project="shop",
+        state="needs_you",
+        waiting_for="approve command: rm -rf build",
+        agents=[
             {"id": "s1", "parent": None, "name": "main", "state": "waiting"},
             {"id": "a2", "parent": "s1", "name": "Euclid", "label": "Euclid (explorer)", "state": "needs_you"},
         ],
-    }
-    summary, body = notice(row)
+    )
+    summary, body = notice(waiting)
     assert summary == "Port the parser needs you"
     assert body.splitlines() == ["Euclid (explorer) (Codex · shop)", "approve command: rm -rf build"]
 

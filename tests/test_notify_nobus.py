@@ -16,6 +16,7 @@ import pytest
 
 from huddle.live import desktop
 from live_agents import ClaudeProcess, claude_live, wait_until
+from said import row
 
 NO_DESKTOP = ("DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "HUDDLE_NOTIFY")
 
@@ -91,12 +92,5 @@ def test_a_backend_failing_is_said_once(monkeypatch):
     said: list[str] = []
     n = Notifier(desktop.NotifySend(), None, on_error=said.append, since=0)
     for k in range(3):
-        row = {
-            "id": f"s{k}",
-            "source": "claude",
-            "title": "t",
-            "state": "needs_you",
-            "state_since": f"2026-12-0{k + 1}",
-        }
-        n.rows([row], [])
+        n.rows([row(id=f"s{k}", source="claude", title="t", state="needs_you", state_since=f"2026-12-0{k + 1}")], [])
     assert len(said) == 1 and "\n" not in said[0] and "notify-send" in said[0], said

@@ -27,6 +27,7 @@ from huddle.otel.receiver import Receiver
 from huddle.sources import Settings
 from huddle.usage.report import collect, report
 from huddle.views.board import board_json
+from said import as_json
 from test_otlp_receiver import api_request, claude_logs
 
 
@@ -113,7 +114,7 @@ def test_real_claude_code_telemetry_is_counted_once(claude_bin, tmp_path, protoc
     )
     h = Huddle(alone)
     h.refresh()
-    (row,) = board_json(h)["sessions"]
+    (row,) = as_json(board_json(h))["sessions"]
     assert row["source"] == "telemetry" and row["id"] == sid
     (s,) = h.sessions()
     usage = [e for e in s.events if e.kind == "usage"]
@@ -140,7 +141,7 @@ def test_real_claude_code_telemetry_is_counted_once(claude_bin, tmp_path, protoc
     )
     h = Huddle(both)
     h.refresh()
-    rows = board_json(h)["sessions"]
+    rows = as_json(board_json(h))["sessions"]
     assert [(r["source"], r["id"]) for r in rows] == [("claude", sid)]
     counted = collect(h.sessions())
     by_source = {s["source"]: s for s in counted["sessions"]}

@@ -17,7 +17,8 @@ from huddle.core import Huddle
 from huddle.otel.receiver import Receiver
 from huddle.sources import Settings
 from huddle.usage.report import report
-from huddle.views.board import board_json as board
+from huddle.views.board import board_json
+from said import as_json
 
 SID = "5c1f3a8e-1d00-4ddb-8f47-1d0c8e909848"
 T0 = 1_796_533_328_000_000_000  # ns
@@ -102,6 +103,11 @@ def settings(home: Path, tmp_path: Path) -> Settings:
 
 def post(r: Receiver, path: str, body: bytes, **headers: str) -> httpx.Response:
     return httpx.post(r.url + path, content=body, headers={"content-type": "application/json", **headers}, timeout=20)
+
+
+def board(h: Huddle, at: float | None = None) -> dict:
+    """The board as `status --json` says it."""
+    return as_json(board_json(h, at=at))
 
 
 def test_claude_code_telemetry_is_a_session_with_its_usage_and_turns(recv, home, tmp_path):

@@ -24,6 +24,7 @@ from conftest import SAMPLES
 from huddle.io import answers
 from huddle.oneshot import json_bytes
 from huddle.views.said import board_text
+from said import row
 from test_answers import environment, fresh, make_home, settle
 
 # how a run went: patched (views.patching answered), stored (no board was built), read
@@ -280,23 +281,22 @@ def test_a_board_put_together_from_its_rows_is_the_board_as_written(board, notes
     """Rows given decoded or as kept JSON (msgspec.Raw) alike."""
     said, spans = board_text([msgspec.Raw(msgspec.json.encode(r)) if i % 2 else r for i, r in enumerate(board)], notes)
     assert said == json_bytes({"sessions": board, **({"notes": notes} if notes else {})})
-    for (start, end), row in zip(spans, board, strict=True):
-        assert json.loads(said[start:end]) == json.loads(json_bytes(row))
+    for (start, end), one in zip(spans, board, strict=True):
+        assert json.loads(said[start:end]) == json.loads(json_bytes(one))
 
 
-states = st.sampled_from(["needs_you", "your_turn", "working", "waiting", "idle", "ended", None])
+states = st.sampled_from(["needs_you", "your_turn", "working", "waiting", "idle", "ended", ""])
 board_rows = st.lists(
-    st.fixed_dictionaries(
-        {
-            "id": st.sampled_from("abcdefgh"),
-            "source": st.sampled_from(["claude", "codex"]),
-            "state": states,
-            "updated_at": st.none() | st.sampled_from(["2026-11-30T10:00:00Z", "2026-11-30T11:00:00Z", ""]),
-            "title": st.text(max_size=6),
-        }
+    st.builds(
+        row,
+        id=st.sampled_from("abcdefgh"),
+        source=st.sampled_from(["claude", "codex"]),
+        state=states,
+        updated_at=st.none() | st.sampled_from(["2026-11-30T10:00:00Z", "2026-11-30T11:00:00Z", ""]),
+        title=st.text(max_size=6),
     ),
     max_size=12,
-    unique_by=lambda r: (r["source"], r["id"]),
+    unique_by=lambda r: r.key,
 )
 
 
@@ -310,15 +310,15 @@ def test_rows_spliced_into_a_stored_board_stand_where_a_sorted_board_puts_them(b
     from huddle.views.patching import order_key, placed, spliced
     from huddle.views.said import joined_board, row_text
 
-    key = lambda r: f"{r['source']}:{r['id']}"  # noqa: E731
-    old = sort_rows([dict(r) for r in before])
+    key = lambda r: r.key  # noqa: E731
+    old = sort_rows(list(before))
     said, spans = board_text(old, notes)
     index = {"rows": [[key(r), *order_key(r), *span] for r, span in zip(old, spans, strict=True)]}
     moved = {key(r) for r in after} | {key(r) for r in before[::2]}  # (some moved and now off the board)
     new = [(order_key(r), row_text(r), key(r)) for r in after]
     pieces, runs = spliced(Stale({}, said, index, []), moved, new)
     text, spans = joined_board(pieces, notes)
-    board = sort_rows([r for r in old if key(r) not in moved] + [dict(r) for r in after])
+    board = sort_rows([r for r in old if key(r) not in moved] + list(after))
     assert text == board_text(board, notes)[0]
     rows = placed(runs, spans)  # (the next patch's index: each row where it now stands)
     assert [r[0] for r in rows] == [key(r) for r in board]

@@ -24,6 +24,7 @@ from huddle.sources.pi import PiSource
 from huddle.sources.pi.live import ASKS_AFTER, DIALOG, FAILED, named
 from huddle.views.board import board_json
 from huddle.views.states import classify
+from said import as_json
 
 PI = SAMPLES / "pi"
 CWD = "/home/dev/work/proj"
@@ -66,7 +67,7 @@ def board(home: Path, view: ProcTable | None, at: float) -> list[dict]:
     (src,) = h.sources
     src.system.recorded = view
     h.refresh()
-    return board_json(h, at=at)["sessions"]
+    return as_json(board_json(h, at=at))["sessions"]
 
 
 @pytest.mark.parametrize("scn,snap", SNAPSHOTS, ids=[f"{a[:5]}{a[-7:] if 'v0' in a else ''}:{b}" for a, b in SNAPSHOTS])

@@ -19,6 +19,7 @@ from huddle.model import events as ev
 from huddle.sources import Settings
 from huddle.sources.pi import PiSource
 from huddle.views import api
+from said import as_json
 
 PI = SAMPLES / "pi"
 SCENARIOS = sorted(p.name for p in PI.iterdir() if (p / "truth.json").exists())
@@ -95,7 +96,7 @@ def test_a_fork_shows_its_parent_s_history_counted_once():
     ids = {e.id for e in parent.events if e.kind == ev.USAGE}
     assert {e.id for e in copies if e.kind == ev.USAGE} == ids
     assert not fork.usage_note
-    board = api.sessions(h)["sessions"]
+    board = as_json(api.sessions(h))["sessions"]
     assert sum(row["usage"]["input"] for row in board) == 1470 + 42  # the truths', each response once
 
 
@@ -224,4 +225,4 @@ def test_a_version_1_file_reads_as_a_sequence(tmp_path):
     h = pi_huddle(home)
     fork = next(s for s in h.sessions() if s.continues)
     assert fork.usage.input == 42 and not fork.problems
-    assert sum(row["usage"]["input"] for row in api.sessions(h)["sessions"]) == 1470 + 42
+    assert sum(row["usage"]["input"] for row in as_json(api.sessions(h))["sessions"]) == 1470 + 42

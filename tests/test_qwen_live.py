@@ -33,6 +33,7 @@ from huddle.sources.qwen.live import (
 )
 from huddle.views import api
 from huddle.views.states import classify
+from said import as_json
 
 QWEN = SAMPLES / "qwen"
 LIVE = QWEN / "08-interactive-approval" / "live"
@@ -124,7 +125,7 @@ def test_the_board_says_each_snapshot_s_state(snap):
     h = Huddle(Settings(folders={"qwen": str(home_of(snap))}, huddle_home="/nonexistent-huddle"), sources=["qwen"])
     h.sources[0].system.recorded = recorded(truth)
     h.refresh()
-    (row,) = api.sessions(h)["sessions"]
+    (row,) = as_json(api.sessions(h))["sessions"]
     want = "working" if snap in NOTHING_CAN_TELL else STATE[truth["state"]]
     assert row["state"] == want and row["title"] == "Slow shell command with approval"
 

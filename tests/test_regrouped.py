@@ -16,6 +16,7 @@ from huddle.core import Huddle, Keeper
 from huddle.cost.pricing import current
 from huddle.sources import Settings
 from huddle.views.board import board_json, leave_board
+from said import as_json
 
 COMPACT = SAMPLES / "claude-history" / "2.0.77" / "05-compact" / "config" / "projects"
 EMPTY = "9e96af71-0893-4ce3-89ae-3d07ae257c3a"  # an empty session file the agent files name
@@ -62,7 +63,7 @@ def _board(folders, hh=None) -> dict:
     h = Huddle(Settings(folders=folders, huddle_home=str(hh or "")), keep=Keeper() if hh is not None else None)
     h.refresh()
     built: dict = {}
-    b = board_json(h, built=built)
+    b = as_json(board_json(h, built=built))
     if hh is not None:
         leave_board(h, b, built)
         h.cache.store.close()
@@ -89,7 +90,7 @@ def test_a_held_board_shows_what_a_first_read_does_when_agent_files_change_sessi
     held.refresh()
 
     def rows(h) -> dict:
-        return {r["id"]: (r.get("agents"), r.get("usage"), r.get("title")) for r in board_json(h)["sessions"]}
+        return {r["id"]: (r.get("agents"), r.get("usage"), r.get("title")) for r in as_json(board_json(h))["sessions"]}
 
     assert rows(held) == _board(folders)
     before = rows(held)

@@ -11,6 +11,7 @@ import sys
 import time
 
 import httpx
+import msgspec
 import pytest
 
 import incli
@@ -53,7 +54,7 @@ def live(tmp_path):
 def _lib(server, fn, *args, **kw):
     h = server.state.h
     with h.lock:
-        return json.loads(json.dumps(fn(h, *args, **kw)))
+        return json.loads(msgspec.json.encode(fn(h, *args, **kw)))
 
 
 def test_every_route_on_the_samples_is_the_library_answer(server, client):

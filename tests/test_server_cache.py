@@ -17,6 +17,7 @@ from huddle.core import Huddle, Keeper, coldread
 from huddle.server import ServerThread
 from huddle.views import api
 from huddle.views.board import board_json, leave_board
+from said import as_json
 
 FAST = {"poll_watched": 0.5, "poll_unwatched": 0.2}
 DEADLINE = 20.0
@@ -89,7 +90,7 @@ def _rows(board):
 
 
 def test_the_board_answers_from_the_cache_before_the_first_read(home):
-    expected = _rows(api.sessions(_cold(home)))
+    expected = _rows(as_json(api.sessions(_cold(home))))
     h = Huddle(home, keep=Keeper())
     # the core's lock held: the first read cannot run, and the board must still answer
     with _held(h) as release, ServerThread(h, watch_options=FAST) as srv, httpx.Client(base_url=srv.url) as c:
@@ -111,7 +112,7 @@ def test_sessions_nothing_moved_in_stay_unread_and_read_whole_when_asked(home):
         _wait(lambda: srv.state.watcher.started)
         asleep = sorted(h.dormant)
         assert len(asleep) > len(cold.handles) // 2  # most of the samples sleep
-        assert _rows(c.get("/api/sessions").json()) == _rows(api.sessions(cold))
+        assert _rows(c.get("/api/sessions").json()) == _rows(as_json(api.sessions(cold)))
         for key in asleep[:6]:
             sid = key.split(":", 1)[1]
             assert c.get(f"/api/sessions/{sid}").json() == api.session_detail(cold, sid)
@@ -185,7 +186,7 @@ def test_the_next_start_shows_what_the_last_one_read(home):
         _age(main.parent)
         srv.state.watcher.wake.set()
         _wait(lambda: srv.state.watcher.ticks > 0 and h.generation > 0)
-    expected = _rows(api.sessions(_cold(home)))
+    expected = _rows(as_json(api.sessions(_cold(home))))
     again = Huddle(home, keep=Keeper())
     with _held(again) as release, ServerThread(again, watch_options=FAST) as srv, httpx.Client(base_url=srv.url) as c:
         early = c.get("/api/sessions").json()
@@ -221,7 +222,7 @@ def test_a_first_start_without_a_cache_holds_no_settled_timeline(tmp_path, monke
         assert early["sessions"] == [] and c.get("/api/info").json()["reading"] is True
         release()
         _wait(lambda: srv.state.watcher.started)
-        assert _rows(c.get("/api/sessions").json()) == _rows(api.sessions(cold))
+        assert _rows(c.get("/api/sessions").json()) == _rows(as_json(api.sessions(cold)))
         assert c.get("/api/info").json()["reading"] is False
         # read once, kept as the cache keeps it, and the settled ones left unread again
         assert h.dormant and all(not x.session.complete for x in h.handles.values())
@@ -243,7 +244,7 @@ def test_the_board_at_a_past_moment_replays_whole_timelines(home):
     with ServerThread(h, watch_options=FAST) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
         _wait(lambda: srv.state.watcher.started)
         got = c.get("/api/sessions", params={"at": str(at)}).json()
-    assert _rows(got) == _rows(api.sessions(cold, at=at))
+    assert _rows(got) == _rows(as_json(api.sessions(cold, at=at)))
     assert not any(x.session.complete for x in h.handles.values())  # read for it, not kept
 
 
@@ -299,4 +300,4 @@ def test_timelines_no_page_follows_are_let_go_but_the_last_few(home):
             assert c.get(f"/api/sessions/{sid}").json() == api.session_detail(cold, sid)
             assert c.get(f"/api/sessions/{sid}/events").json() == api.events(cold, sid)
         assert {keys[1], keys[2]} <= set(read_again)  # (whether still held now is the let-go's pace)
-        assert _rows(c.get("/api/sessions").json()) == _rows(api.sessions(_cold(home)))
+        assert _rows(c.get("/api/sessions").json()) == _rows(as_json(api.sessions(_cold(home))))

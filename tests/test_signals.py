@@ -11,9 +11,10 @@ from huddle.model import events as ev
 from huddle.model.attention.session import classify
 from huddle.model.events import Event
 from huddle.model.files import EMPTY, UNKNOWN_VERSION, Files
+from huddle.model.rows import Row, plain
 from huddle.model.session import Session
 from huddle.model.signals import AgentLive, Call, Live, Pending
-from huddle.views.states import live_json, state_dict
+from huddle.views.states import live_json, said_state
 
 T0 = 1_700_000_000.0
 
@@ -98,8 +99,12 @@ def test_a_guess_is_said_with_the_state_it_decided():
     call = Call(id="c1", runs=False, words="approve make", guess="no process table: the call asks for escalation")
     live = Live(alive=True, agents={"lead": AgentLive(calls=(call,))})
     st, _ = classify(running_shell(), live, now=T0 + 5)
-    assert state_dict(st)["guess"] == call.guess
-    assert "guess" not in state_dict(classify(running_shell(), Live(alive=True), now=T0 + 5)[0])
+    said = running_shell().summary(Row)
+    said_state(said, st)
+    assert said.guess == call.guess and plain(said)["guess"] == call.guess
+    plainly = running_shell().summary(Row)
+    said_state(plainly, classify(running_shell(), Live(alive=True), now=T0 + 5)[0])
+    assert "guess" not in plain(plainly)
 
 
 def test_no_signals_leave_the_transcript_to_decide():

@@ -23,6 +23,7 @@ from huddle.model.session import Session
 from huddle.model.times import parse_time
 from huddle.usage.report import GROUPS, counted_usage, report
 from huddle.views.when import parse_since
+from said import as_json
 
 CLAUDE = Path(__file__).parent / "fixtures" / "samples" / "claude"
 SCENARIOS = sorted(p.name for p in CLAUDE.iterdir() if (p / "config").is_dir())
@@ -507,7 +508,7 @@ def test_the_board_and_the_usage_report_price_a_session_alike(name):
 
     h = claude_huddle(CLAUDE / name / "config")
     by_session = {r["key"]: r for r in report(h, by="session")["rows"]}
-    for row in board_json(h)["sessions"]:
+    for row in as_json(board_json(h))["sessions"]:
         got = by_session.get(f"claude:{row['id']}")
         if got is None or row.get("continues"):
             continue  # nothing counted, or a fork whose copied responses count in the original

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from huddle.model import events as ev
 from huddle.sources.vibe.locks import Locks
 from huddle.views.board import board_json
+from said import as_json
 from test_vibe_incremental import signature, store_of, write_atomic
 from test_vibe_source import VIBE, kinds, vibe_huddle
 
@@ -153,7 +154,7 @@ def test_hostile_journal_lines_cost_only_lines(ops):
             ids = [e.id for e in kinds(s, kind)]
             assert len(ids) == len(set(ids)), kind
         assert all(p.split(":")[0].endswith(".jsonl") for p in s.problems)
-        board_json(h, at=1796010000.0)
+        as_json(board_json(h, at=1796010000.0))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -270,7 +271,7 @@ def test_a_first_turn_session_follows_its_lock_when_it_is_rewritten(tmp_path):
     future = json.dumps({**json.loads(good), "acquired_at": "9999-12-31T23:59:59.999Z"}).encode()
 
     def listed(h) -> dict:
-        return {f"vibe:{r['id']}": r for r in board_json(h)["sessions"]}
+        return {f"vibe:{r['id']}": r for r in as_json(board_json(h))["sessions"]}
 
     h = vibe_huddle(home)
     before = listed(h)[key]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -14,6 +15,7 @@ from huddle.core import Huddle
 from huddle.model import events as ev
 from huddle.sources import Settings
 from huddle.views.board import board_json
+from said import as_json
 
 VIBE = SAMPLES / "vibe"
 NOWHERE = "/nonexistent-huddle-test"
@@ -139,7 +141,7 @@ def test_reading_leaves_the_samples_untouched():
         h = case(name)
         for s in h.sessions():
             h.handle(s.key).live()
-        board_json(h, at=1796010000.0)
+        as_json(board_json(h, at=1796010000.0))
     assert fingerprint(VIBE) == before
 
 
@@ -281,8 +283,8 @@ def test_legacy_times_are_estimated_between_start_and_end():
     times = [e.t for e in s.events]
     assert all(e.estimated for e in s.events)
     assert times == sorted(times) and times[0] == start and times[-1] == end
-    assert s.summary()["times_estimated"] is True
-    assert only(case("2.26.1-unified-bash")).summary().get("times_estimated") is None
+    assert s.summary().times_estimated is True
+    assert only(case("2.26.1-unified-bash")).summary().times_estimated is msgspec.UNSET
 
 
 # -- legacy to unified -------------------------------------------------------------------
@@ -299,7 +301,7 @@ def test_upgrade_continues_the_legacy_session():
     assert [e.text[:9] for e in kinds(new, ev.PROMPT)] == ["[[turn2]]"]
     imported = [e for e in new.events if e.copied]
     assert [e.kind for e in imported] == ["context", "say", "say"]
-    assert new.summary()["continues"] == legacy.id
+    assert new.summary().continues == legacy.id
 
 
 # -- where Vibe keeps its sessions -------------------------------------------------------

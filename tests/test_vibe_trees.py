@@ -9,6 +9,7 @@ import pytest
 
 from huddle.model import events as ev
 from huddle.views.board import board_json
+from said import as_json
 from test_vibe_source import VIBE, at_end, case, kinds, only
 
 # -- sub-agent trees ---------------------------------------------------------------------
@@ -70,7 +71,7 @@ def test_unified_sub_agent_running(version):
     assert child.order.startswith("{{sub:alpha}}") and child.report is None
     (order,) = kinds(s, ev.ORDER, agent=s.id)
     assert order.target == child.id and not kinds(s, ev.REPORT)
-    row = board_json(h, at=at_end(s))["sessions"][0]
+    row = as_json(board_json(h, at=at_end(s)))["sessions"][0]
     states = {a["id"]: a["state"] for a in row["agents"]}
     assert states == {s.id: "waiting", child.id: "working"} and row["state"] == "waiting"
 
@@ -95,7 +96,7 @@ def test_legacy_sub_agent_running():
     assert tree(s) == [(s.id, None, "main", "main"), (kid, s.id, "explore", "explore")]
     (order,) = kinds(s, ev.ORDER)
     assert order.target == kid and not kinds(s, ev.REPORT)
-    row = board_json(h, at=at_end(s))["sessions"][0]
+    row = as_json(board_json(h, at=at_end(s)))["sessions"][0]
     assert {a["id"]: a["state"] for a in row["agents"]} == {s.id: "waiting", kid: "working"}
     assert len(h.sessions()) == 1  # the sub-agent's own lock is not a session of its own
 
@@ -119,7 +120,7 @@ def test_unified_waiting_snapshots(version, what):
     live = h.handle(s.key).live(at=at_end(s))
     (prompt,) = live.agents[s.id].calls  # the store's open callback, seen not running
     assert live.alive is True and prompt.runs is False and prompt.words == w.detail
-    row = board_json(h, at=at_end(s))["sessions"][0]
+    row = as_json(board_json(h, at=at_end(s)))["sessions"][0]
     assert row["state"] == "needs_you" and row["waiting_for"] == w.detail
 
 
@@ -131,7 +132,7 @@ def test_unified_answered_waits(version, what):
     (w,), (r,) = kinds(s, ev.WAITING), kinds(s, ev.RESOLVED)
     assert r.id == w.id and r.text == ("approve" if what == "approval" else "Blue")
     assert w.seq < r.seq and w.t <= r.t
-    row = board_json(h, at=at_end(s))["sessions"][0]
+    row = as_json(board_json(h, at=at_end(s)))["sessions"][0]
     assert row["state"] == "ended"  # no lock: the session was closed
 
 
@@ -146,4 +147,4 @@ def test_legacy_waiting_shows_a_session_in_its_first_turn(what):
     assert s.id == lock["session_id"]
     live = h.handle(s.key).live(at=at_end(s))
     assert live.alive is True and live.pid == lock["process_id"]
-    assert board_json(h, at=at_end(s))["sessions"][0]["state"] == "working"
+    assert as_json(board_json(h, at=at_end(s)))["sessions"][0]["state"] == "working"

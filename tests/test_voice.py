@@ -16,6 +16,7 @@ import voice_assets
 from huddle.voice import models
 from huddle.voice.lines import Cast, latest_line, line_of, spoken
 from huddle.voice.speaker import Clip, Line, Speaker, WorkerError
+from said import as_agent, row
 
 HOUR = 3600.0  # how long a line may wait where staleness is not what is tested (a loaded machine is slow)
 
@@ -283,10 +284,10 @@ def test_needs_you_is_said_once_per_wait_and_first(tmp_path):
     desk = VoiceDesk(home, publish, lambda sid: detail)
     try:
         desk.claim("w1", "s1")  # the session already waits: said at once
-        row = {"id": "s1", "state": "needs_you", "state_since": "t1", "waiting_for": "Bash: rm -rf build"}
-        row["agents"] = [{"id": "sub", "state": "needs_you"}]
-        desk.heard([("board", {"sessions": [row], "removed": []}, None)])
-        desk.heard([("board", {"sessions": [row], "removed": []}, None)])  # the same wait: not again
+        waits = row(id="s1", state="needs_you", state_since="t1", waiting_for="Bash: rm -rf build")
+        waits.agents = [as_agent({"id": "sub", "parent": "s1", "state": "needs_you"})]
+        desk.heard([("board", {"sessions": [waits], "removed": []}, None)])
+        desk.heard([("board", {"sessions": [waits], "removed": []}, None)])  # the same wait: not again
         desk.heard([("events", {"events": [{"kind": "say", "agent": "s1", "text": "Working on it."}]}, "s1")])
         desk.heard([("events", {"events": [{"kind": "say", "agent": "s1", "text": "Elsewhere."}]}, "s2")])
         with cond:

@@ -31,12 +31,12 @@ def test_your_turn_turns_idle_on_time_without_a_full_pass(tmp_path):
     w.start()
     try:
         key = f"claude:{sid}"
-        assert w.rows[key]["state"] == "your_turn"
+        assert w.rows[key].state == "your_turn"
         full_at = w._last_full
-        wait_until(lambda: w.rows[key]["state"] == "idle", t_said + 2.0 + 1.5, "idle on time")
+        wait_until(lambda: w.rows[key].state == "idle", t_said + 2.0 + 1.5, "idle on time")
         assert w._last_full == full_at, "seen by the row's schedule, not a full pass"
         with lock:
-            assert any(k == "board" and any(r["state"] == "idle" for r in d["sessions"]) for k, d, _ in published)
+            assert any(k == "board" and any(r.state == "idle" for r in d["sessions"]) for k, d, _ in published)
     finally:
         w.stop()
 

@@ -77,6 +77,8 @@ def json_bytes(data: Any) -> bytes:
         def kept(o: Any) -> Any:  # (a row given as its JSON: said_board)
             if isinstance(o, msgspec.Raw):
                 return json.loads(bytes(o))
+            if isinstance(o, msgspec.Struct):  # (a typed row: model.rows)
+                return msgspec.to_builtins(o)
             raise TypeError(type(o).__name__)
 
         return json.dumps(data, indent=2, ensure_ascii=False, default=kept).encode()
@@ -90,9 +92,14 @@ def board(when: float | None = None) -> dict[str, Any]:
         return _read(when)[0]
     said, _patched = said_now()
     if said is not None:
-        import json
+        import msgspec
 
-        return json.loads(bytes(said))  # (a stored answer is a view of its file)
+        from huddle.model.rows import board_of
+
+        try:
+            return board_of(said)  # (a stored answer is a view of its file)
+        except msgspec.DecodeError:  # (one an older huddle stored, its rows shaped otherwise: read again)
+            pass
     return read_now(text=False)[0]
 
 

@@ -172,7 +172,7 @@ def status(
         return
     from .table import print_table, short_ids, shown_line
 
-    archived = sum(1 for r in data["sessions"] if r.get("archived"))
+    archived = sum(1 for r in data["sessions"] if r.archived)
     footer = shown_line(len(shown["sessions"]), len(data["sessions"]), window, pick, since, archived)
     print_table(shown, footer=footer, ids=short_ids(data["sessions"]))  # short ids unique among all
 

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from huddle.io.visible import visible
+from huddle.model.rows import Cost, Row
 from huddle.model.times import parse_time
 from huddle.views.numbers import short_tokens
 
@@ -46,17 +47,17 @@ def ago(iso: str | None, now: float | None = None) -> str:
     return f"{s // 86400}d"
 
 
-def money(cost: dict | None) -> str:
-    if not cost or cost.get("usd") is None:
-        return "?" if cost and cost.get("unpriced") else ""
-    return f"${cost['usd']:.2f}" + ("+" if cost.get("unpriced") else "")
+def money(cost: Cost) -> str:
+    if cost.usd is None:
+        return "?" if cost.unpriced else ""
+    return f"${cost.usd:.2f}" + ("+" if cost.unpriced else "")
 
 
-def short_ids(rows: list[dict], least: int = 8) -> dict[str, str]:
+def short_ids(rows: list[Row], least: int = 8) -> dict[str, str]:
     """The shortest start of each id (at least `least` characters) that no other row
     shares: what the id column shows and what every command accepts. An id's start is
     shared exactly as far as it runs alike with its neighbours in sorted order."""
-    ids = sorted({str(r.get("id") or "") for r in rows})
+    ids = sorted({r.id for r in rows})
     out = {}
     for k, i in enumerate(ids):
         alike = max((_common(i, ids[j]) for j in (k - 1, k + 1) if 0 <= j < len(ids)), default=-1)
@@ -82,13 +83,13 @@ def _cut(text: str, width: int) -> str:
     return text + "…"
 
 
-def _what(s: dict) -> str:
-    if s.get("error"):
-        return "error: " + visible(s["error"])
-    what = s.get("waiting_for") or s.get("doing") or ""
-    if s.get("background"):
-        what = (what + " · " if what else "") + "; ".join(s["background"])
-    return visible(" ".join(str(what).split()))
+def _what(s: Row) -> str:
+    if s.error:
+        return "error: " + visible(s.error)
+    what = s.waiting_for or s.doing or ""
+    if s.background:
+        what = (what + " · " if what else "") + "; ".join(s.background)
+    return visible(" ".join(what.split()))
 
 
 def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str, str] | None = None) -> Table:
@@ -97,24 +98,24 @@ def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str,
     column from 140); at 80 the project goes and the title takes what is left. `ids`:
     the short ids, worked out over every session (`short_ids` of the whole board), not
     only the rows shown, so each one opens its own session."""
-    rows = data.get("sessions", [])
+    rows: list[Row] = data.get("sessions", [])
     sid = ids if ids is not None else short_ids(rows)
     cells: list[dict[str, Any]] = []
     for s in rows:
-        state = s.get("state") or ""
-        subs = sum(1 for a in s.get("agents", []) if a.get("parent") and not a.get("quiet"))
+        state = s.state
+        subs = sum(1 for a in s.agents if a.parent and not a.quiet)
         cells.append(
             {
-                "id": visible(sid.get(str(s.get("id") or ""), "")),
+                "id": visible(sid.get(s.id, "")),
                 "state": (LABEL.get(state, state), STYLE.get(state, "")),
-                "for": ago(s.get("state_since") or s.get("updated_at"), now),
-                "agent": visible(s.get("source", "")) + (f" +{subs}" if subs else ""),
-                "title": visible(" ".join(str(s.get("title") or s.get("id", "")).split())),
-                "project": visible(s.get("project") or ""),
-                "tokens": "?" if s.get("usage_unknown") else short_tokens(int(s.get("tokens") or 0)),
-                "cost": "?" if s.get("usage_unknown") else money(s.get("cost")),
+                "for": ago(s.state_since or s.updated_at, now),
+                "agent": visible(s.source) + (f" +{subs}" if subs else ""),
+                "title": visible(" ".join((s.title or s.id).split())),
+                "project": visible(s.project),
+                "tokens": "?" if s.usage_unknown else short_tokens(s.tokens),
+                "cost": "?" if s.usage_unknown else money(s.cost),
                 "what": _what(s),
-                "error": bool(s.get("error")),
+                "error": bool(s.error),
             }
         )
     fixed = ["id", "state", "for", "agent", "tokens", "cost"]
@@ -222,7 +223,7 @@ def watch_table(h, interval: float = 1.0, pick=None) -> None:
             last = None
             while True:
                 data, ids = shown_board(w.board(), pick)
-                shown = [(s.get("id"), s.get("state"), s.get("title"), s.get("tokens")) for s in data["sessions"]]
+                shown = [(s.id, s.state, s.title, s.tokens) for s in data["sessions"]]
                 if shown != last:
                     print_table(data, console, ids=ids)
                     console.file.flush()

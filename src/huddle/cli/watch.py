@@ -12,6 +12,7 @@ import click
 
 from huddle.io.visible import visible
 from huddle.model.attention import NEEDS_YOU
+from huddle.model.rows import Row
 
 LABEL = {"needs_you": "needs you", "your_turn": "your turn"}
 
@@ -23,20 +24,19 @@ class Lines:
         self.echo = echo
         self.states: dict[str, str | None] = {}
 
-    def prime(self, rows: Iterable[dict]) -> None:
+    def prime(self, rows: Iterable[Row]) -> None:
         for r in rows:
-            self.states[f"{r['source']}:{r['id']}"] = r.get("state")
+            self.states[r.key] = r.state
 
-    def rows(self, changed: list[dict], removed: list[str]) -> None:
+    def rows(self, changed: list[Row], removed: list[str]) -> None:
         for r in changed:
-            key = f"{r['source']}:{r['id']}"
-            st = r.get("state")
-            if self.states.get(key) == st:
+            st = r.state
+            if self.states.get(r.key) == st:
                 continue
-            self.states[key] = st
-            why = r.get("waiting_for") if st in (NEEDS_YOU, "waiting") else r.get("doing")
-            title = " ".join(str(r.get("title") or r.get("id")).split())[:70]
-            line = f"{time.strftime('%H:%M:%S')}  {LABEL.get(str(st), str(st)):<9}  {title}  ({r['source']}, {r['id'][:8]})"
+            self.states[r.key] = st
+            why = r.waiting_for if st in (NEEDS_YOU, "waiting") else (r.doing or None)
+            title = " ".join((r.title or r.id).split())[:70]
+            line = f"{time.strftime('%H:%M:%S')}  {LABEL.get(st, st):<9}  {title}  ({r.source}, {r.id[:8]})"
             self.echo(visible(line + (f": {' '.join(str(why).split())[:160]}" if why else "")))
         for key in removed:
             self.states.pop(key, None)
@@ -80,7 +80,7 @@ def watch(notify: bool, url: str | None) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     w.start()
-    need = sum(1 for r in w.rows.values() if r.get("state") == NEEDS_YOU)
+    need = sum(1 for r in w.rows.values() if r.state == NEEDS_YOU)
     try:  # (said inside: a Ctrl-C right after the line stops it as well as any later)
         click.echo(
             f"huddle: watching {len(w.rows)} sessions ({need} need you now)"

@@ -20,6 +20,7 @@ from typing import Any
 
 from huddle.io import answers
 from huddle.io.stamps import stamps_of
+from huddle.model.rows import Kept, kept
 from huddle.sources.base import Handle, Source
 
 from .coldread import Packed, pickled, sleepers, take
@@ -94,18 +95,6 @@ def head_for(
     return head
 
 
-class Kept(dict[str, Any]):
-    """A sleeping session's board row as its brief (what sorts and lists it, what the
-    board file shows), with the row's JSON as kept (`json`): a board said as JSON says
-    it without decoding or encoding it (views.board.board_json, raw)."""
-
-    __slots__ = ("json",)
-
-    def __init__(self, brief: dict[str, Any], raw: bytes) -> None:
-        super().__init__(brief)
-        self.json = json_of(raw)
-
-
 class Dormant:
     """A cached session not unpickled: its head (stamps, brief) and its row stand for it.
     `raw`: the row as the store keeps it (`row` decodes it). `blob`: a session a worker
@@ -134,11 +123,11 @@ class Dormant:
         return loads(self.raw)
 
     def kept(self) -> Kept | None:
-        """Its board row as brief and JSON (`Kept`), if its head has a board brief."""
+        """Its board row as brief and JSON (model.rows.Kept), if its head has a board brief."""
         brief = self.head.get("brief")
         if self.raw is None or not isinstance(brief, dict) or "source" not in brief:
             return None
-        return Kept(brief, self.raw)
+        return kept(brief, json_of(self.raw))
 
 
 def leave_packed(

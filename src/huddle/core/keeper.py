@@ -27,7 +27,7 @@ from huddle.model import events as ev
 from huddle.sources import Handle, guarded
 from huddle.sources.base import Source
 
-from .cache import BOARD, Dormant, HandleCache, Kept, Stamped, leave_packed, tangled_with
+from .cache import BOARD, Dormant, HandleCache, Stamped, leave_packed, tangled_with
 from .modes import BoardMode, Mode
 from .reading import cache_form, refresh_one
 
@@ -264,7 +264,7 @@ class Keeper:
         return {k: d.row for k, d in self.dormant.items()}
 
     def kept_rows(self) -> dict[str, Any]:
-        """The same, undecoded where kept as JSON (cache.Kept: a brief, the JSON as kept)."""
+        """The same, undecoded where kept as JSON (model.rows.Kept: a brief, the JSON as kept)."""
         return {k: d.kept() or d.row for k, d in self.dormant.items()}
 
     def stamped(self) -> dict[str, Any]:
@@ -345,4 +345,4 @@ def dormant_folder(d: Dormant) -> str:
     return folder_of([f[0] for f in d.head.get("files") or ()])
 
 
-__all__ = ["KEEP_WHOLE", "Keeper", "Kept", "folder_of", "tangled_with"]
+__all__ = ["KEEP_WHOLE", "Keeper", "folder_of", "tangled_with"]

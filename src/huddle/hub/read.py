@@ -13,8 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import msgspec
+
 from huddle.cost.pricing import current
 from huddle.model.events import Usage
+from huddle.model.rows import HubRow, fitted
 from huddle.model.times import iso
 from huddle.usage.report import UNKNOWN_DAY, Line, _day, aggregate, shaped
 from huddle.views.board import sort_rows
@@ -78,14 +81,19 @@ def board(
         if d is None:
             notes.append(note(pusher, key, why))
             continue
-        if d.get("empty"):
-            continue  # (off the board, as on the machine: its usage is still counted)
         d["machine"] = machine if machine is not None else pusher
         d["machines"] = list(holders or [])
         d["pushed_at"] = iso(pushed_at)
-        if d.get("state") in LIVE and (last_seen is None or not now - last_seen <= STALE_AFTER):  # (NaN: stale)
-            d["stale"] = True
-        out.append(d)
+        try:
+            r = fitted(d, HubRow)  # (a row of another version, or a lead's narrowed one, typed)
+        except msgspec.ValidationError as exc:
+            notes.append(note(pusher, key, f"its row is not a board row huddle can read ({exc})"))
+            continue
+        if r.empty:
+            continue  # (off the board, as on the machine: its usage is still counted)
+        if r.state in LIVE and (last_seen is None or not now - last_seen <= STALE_AFTER):  # (NaN: stale)
+            r.stale = True
+        out.append(r)
     notes_ = {"notes": notes[:50]} if notes else {}
     return {"sessions": sort_rows(out), "count": n, "changed_at": newest, **notes_}
 

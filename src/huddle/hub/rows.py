@@ -12,6 +12,7 @@ from typing import Any
 from huddle.cost.pricing import model_name
 from huddle.model import events as ev
 from huddle.model.identity import Occurrences
+from huddle.model.rows import Row, plain
 from huddle.model.session import Session
 from huddle.redact.redactor import Redactor
 from huddle.usage.report import agent_label
@@ -22,10 +23,11 @@ def plain_title(s: Session) -> str:
     return ev.one_line(t, 100) if t else ""
 
 
-def hub_row(row: dict, s: Session, machine: str, with_content: bool, redactor: Redactor | None = None) -> dict:
-    """The board row as the hub keeps it: with the machine, and without text unless
-    asked (then with its secrets redacted, as the exports do)."""
-    d = dict(row)
+def hub_row(row: Row, s: Session, machine: str, with_content: bool, redactor: Redactor | None = None) -> dict:
+    """The board row as the hub keeps it (its plain values, stored as jsonb): with the
+    machine, and without text unless asked (then with its secrets redacted, as the
+    exports do)."""
+    d = plain(row)
     d["machine"] = machine
     if with_content:
         v = (redactor or Redactor()).value(d)

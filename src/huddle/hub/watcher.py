@@ -17,6 +17,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
+from huddle.model.rows import HubRow
+
 from . import HubError, connect, describe, driver, scrub
 from .read import BOARD_DAYS, LIVE, STALE_AFTER, board
 
@@ -50,7 +54,7 @@ class HubWatcher:
         self.publish = publish
         self.dsn = dsn
         self.every = every
-        self.rows: dict[str, dict] = {}
+        self.rows: dict[str, HubRow] = {}
         self.count = 0
         self.watching = False
         self.last_error: str | None = None
@@ -60,8 +64,8 @@ class HubWatcher:
         self._mark = 0.0  # the newest write seen (the hub's clock)
         self._whole_at = 0.0
 
-    def _key(self, row: dict) -> str:
-        return f"{row.get('source')}:{row.get('id')}"
+    def _key(self, row: HubRow) -> str:
+        return row.key
 
     def _conn(self) -> Any:
         if self.conn is None or self.conn.closed:
@@ -71,7 +75,7 @@ class HubWatcher:
     def _window(self) -> float | None:
         return None if self.days is None else time.time() - self.days * 86400.0
 
-    def _whole(self) -> dict[str, dict]:
+    def _whole(self) -> dict[str, HubRow]:
         got = board(self._conn(), since=self._window())
         self.count = got["count"]
         self._mark = max(self._mark, got["changed_at"])
@@ -111,21 +115,17 @@ class HubWatcher:
             out["notes"] = notes
         return out
 
-    def _stale(self, rows: dict[str, dict], now: float) -> None:
+    def _stale(self, rows: dict[str, HubRow], now: float) -> None:
         """Live rows whose machine has gone quiet are marked stale (and no longer when it pushes)."""
         seen = dict(self._conn().execute("SELECT name, last_seen FROM huddle.machines").fetchall())
         self._conn().commit()
         for r in rows.values():
-            if r.get("state") not in LIVE:
+            if r.state not in LIVE:
                 continue
-            last = seen.get(r.get("machine"))
+            last = seen.get(r.machine)
             stale = last is None or now - last > STALE_AFTER
-            if stale != bool(r.get("stale")):
-                r = rows[self._key(r)] = dict(r)
-                if stale:
-                    r["stale"] = True
-                else:
-                    r.pop("stale", None)
+            if stale != bool(r.stale):  # (a copy: the row as last sent stays as it was)
+                rows[r.key] = msgspec.structs.replace(r, stale=True if stale else msgspec.UNSET)
 
     def tick(self) -> None:
         if time.monotonic() - self._whole_at >= WHOLE_EVERY:

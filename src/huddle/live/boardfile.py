@@ -18,13 +18,14 @@ import time
 from collections.abc import Iterable
 
 from huddle.io.boardfile import write_board
+from huddle.model.rows import Row, plain
 
 FRESH_EVERY = 5.0  # seconds: rewrite at least this often while rows move (tokens, titles)
 
 
-def _said(row: dict) -> tuple:
+def _said(row: Row) -> tuple:
     """What the status line shows of a row: a change here is written at once."""
-    return (row.get("state"), row.get("waiting_for"), row.get("title"))
+    return (row.state, row.waiting_for, row.title)
 
 
 class _Files:
@@ -50,17 +51,16 @@ class BoardFile:
         self._wanted = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def prime(self, rows: Iterable[dict]) -> None:
-        self.said = {f"{r['source']}:{r['id']}": _said(r) for r in rows}
+    def prime(self, rows: Iterable[Row]) -> None:
+        self.said = {r.key: _said(r) for r in rows}
         self._want()
 
-    def rows(self, changed: list[dict], removed: list[str]) -> None:
+    def rows(self, changed: list[Row], removed: list[str]) -> None:
         moved = bool(removed)
         for r in changed:
-            key = f"{r['source']}:{r['id']}"
             said = _said(r)
-            if self.said.get(key) != said:
-                self.said[key] = said
+            if self.said.get(r.key) != said:
+                self.said[r.key] = said
                 moved = True
         for key in removed:
             self.said.pop(key, None)
@@ -95,7 +95,7 @@ class BoardFile:
                     if stamps is not None:
                         f.stamps = stamps
                 dirs, folders = h.watch_dirs(), dict(h.settings.folders)
-            write_board(home, {"sessions": rows}, files, dirs, folders)
+            write_board(home, {"sessions": [plain(r) for r in rows]}, files, dirs, folders)
             self.writes += 1
         except Exception as exc:  # the status line falls back to its own refresher
             self.last_error = f"board file: {type(exc).__name__}: {exc}"

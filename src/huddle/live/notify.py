@@ -20,9 +20,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from huddle.model.attention import NEEDS_YOU
+from huddle.model.rows import AgentRow, Row
 from huddle.model.times import parse_time
 from huddle.sources.registry import display
 
@@ -37,27 +38,27 @@ class Backend(Protocol):
     def close(self, handle: object) -> None: ...
 
 
-def row_key(row: dict[str, Any]) -> str:
-    return f"{row.get('source')}:{row.get('id')}"
+def row_key(row: Row) -> str:
+    return row.key
 
 
-def agent_label(a: dict[str, Any]) -> str:
-    """How an agent is called: the lead is the lead; a sub-agent by its label (the
-    server's), its task, its name."""
-    if not a.get("parent"):
+def agent_label(a: AgentRow) -> str:
+    """How an agent is called: the lead is the lead; a sub-agent by its label (its task,
+    with its own name when that says more: model.session.Agent.label), its name."""
+    if not a.parent:
         return "the lead"
-    return str(a.get("label") or a.get("description") or a.get("name") or a.get("id") or "a sub-agent")
+    return a.label or a.name or a.id or "a sub-agent"
 
 
-def notice(row: dict[str, Any]) -> tuple[str, str]:
+def notice(row: Row) -> tuple[str, str]:
     """(summary, body) for a row that needs you: the session, then who and why."""
-    title = str(row.get("title") or row.get("id") or "a session")
+    title = row.title or row.id or "a session"
     if len(title) > 70:
         title = title[:69] + "…"
-    who = [agent_label(a) for a in row.get("agents") or () if a.get("state") == NEEDS_YOU and not a.get("quiet")]
-    source = display(str(row.get("source") or ""))["label"] if row.get("source") else ""  # (the one table)
-    where = " · ".join(p for p in (source, str(row.get("project") or "")) if p)
-    why = str(row.get("waiting_for") or "it waits for your answer")
+    who = [agent_label(a) for a in row.agents if a.state == NEEDS_YOU and not a.quiet]
+    source = display(row.source)["label"] if row.source else ""  # (the one table)
+    where = " · ".join(p for p in (source, row.project) if p)
+    why = row.waiting_for or "it waits for your answer"
     if len(why) > 300:
         why = why[:299] + "…"
     agent = who[-1] if who else "the lead"
@@ -65,15 +66,16 @@ def notice(row: dict[str, Any]) -> tuple[str, str]:
     return f"{title} needs you", f"{agent} ({where})\n{why}" if where else f"{agent}\n{why}"
 
 
-def wait_id(row: dict[str, Any]) -> object:
+def wait_id(row: Row) -> object:
     """What tells one wait from the next: when it began (its text may be refined while
     it lasts), or its text when no time is known."""
-    return row.get("state_since") or row.get("waiting_for")
+    return row.state_since or row.waiting_for
 
 
-def answer_actions(row: dict[str, Any]) -> list[tuple[str, str]]:
+def answer_actions(row: Row) -> list[tuple[str, str]]:
     """Allow / Deny for the permission a hosted run waits on (its request in the key)."""
-    for ask in (row.get("answer") or {}).get("pending") or ():
+    answer = row.answer if isinstance(row.answer, dict) else {}  # (huddle.answer's, as JSON says it)
+    for ask in answer.get("pending") or ():
         offers = ask.get("offers") or ()
         if ask.get("type") == "permission" and "allow" in offers and "deny" in offers:
             return [(f"allow:{ask['request']}", "Allow"), (f"deny:{ask['request']}", "Deny")]
@@ -98,33 +100,33 @@ class Notifier:
         if on_answer is not None and getattr(backend, "actions", False):
             backend.listen(self._invoked)  # type: ignore[attr-defined]
 
-    def prime(self, rows: Iterable[dict[str, Any]]) -> None:
+    def prime(self, rows: Iterable[Row]) -> None:
         """The board as it stood at start: its waits are not news, unless they began after
         huddle started (found by the first read)."""
         with self.lock:
             news = []
             for r in rows:
-                if r.get("state") != NEEDS_YOU:
+                if r.state != NEEDS_YOU:
                     continue
-                began = parse_time(r.get("state_since"))
+                began = parse_time(r.state_since)
                 if began is not None and began >= self.since:
                     news.append(r)
                 else:
                     self.seen[row_key(r)] = wait_id(r)
             self._changed(news)
 
-    def rows(self, changed: list[dict[str, Any]], removed: list[str]) -> None:
+    def rows(self, changed: list[Row], removed: list[str]) -> None:
         with self.lock:
             self._changed(changed)
             for key in removed:
                 self.seen.pop(key, None)
                 self._close(key)
 
-    def _changed(self, changed: list[dict[str, Any]]) -> None:
+    def _changed(self, changed: list[Row]) -> None:
         """(the lock held)"""
         for r in changed:
             key = row_key(r)
-            if r.get("state") != NEEDS_YOU:
+            if r.state != NEEDS_YOU:
                 self.seen.pop(key, None)
                 self._close(key)
                 continue
@@ -136,14 +138,14 @@ class Notifier:
             if held is not None and held[0] == wid:
                 continue  # the same wait: never twice
             summary, body = notice(r)
-            url = f"{self.url}session/{r.get('id')}" if self.url else None
+            url = f"{self.url}session/{r.id}" if self.url else None
             acts = answer_actions(r) if self.on_answer is not None and getattr(self.backend, "actions", False) else []
             if acts:
                 handle = self._call(self.backend.show, summary, body, url, held[1] if held else None, acts)
             else:
                 handle = self._call(self.backend.show, summary, body, url, held[1] if held else None)
             if handle is not None:
-                self.rows_of[handle] = str(r.get("id"))
+                self.rows_of[handle] = r.id
             if held is not None and handle != held[1]:
                 self._call(self.backend.close, held[1])
             self.shown[key] = (wid, handle)

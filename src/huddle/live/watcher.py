@@ -31,8 +31,9 @@ from huddle.core.keeper import KEEP_WHOLE
 from huddle.live.firstread import read_apart
 from huddle.live.notices import Notices
 from huddle.model.attention.debounce import Debouncer
+from huddle.model.rows import Row
 from huddle.views import api
-from huddle.views.board import board_notes, kept_rows, listed, rows_key, session_entry, sort_rows
+from huddle.views.board import board_notes, kept_rows, listed, rows_key, session_entry, sort_rows, typed
 from huddle.views.files import file_counts
 from huddle.views.states import look_again_in
 
@@ -48,10 +49,10 @@ Publish = Callable[[list[tuple[str, dict, str | None]]], None]
 
 
 class Listener(Protocol):
-    def prime(self, rows: Iterable[dict]) -> None:
+    def prime(self, rows: Iterable[Row]) -> None:
         """The board as it stands when the listener joins (or the watcher starts)."""
 
-    def rows(self, changed: list[dict], removed: list[str]) -> None:
+    def rows(self, changed: list[Row], removed: list[str]) -> None:
         """Rows that changed (as sent to the pages) and keys that went."""
 
 
@@ -88,7 +89,7 @@ class Watcher:
         self._let_go_at = 0.0
         self._read_whole = 0  # sessions read whole for pages since the last let-go
         self.listeners: list[Callable[[set[str]], None]] = []  # told the keys each refresh changed
-        self.rows: dict[str, dict] = {}  # session key -> its board row as last sent
+        self.rows: dict[str, Row] = {}  # session key -> its board row as last sent
         self.unlisted: set[str] = set()  # sessions whose row is off the board (nothing in them)
         self.files: dict[str, dict[str, int]] = {}  # the board's `files` (views.doctor.file_counts)
         self.pushed: dict[str, tuple[int, int]] = {}  # session key -> (epoch, events sent)
@@ -111,7 +112,7 @@ class Watcher:
         # a lazy core (sessions left unread, their rows from the cache): this watcher
         # keeps every row it built (listed or not) and saves them with the cache
         self.lazy = bool(getattr(h, "lazy", False)) and getattr(h, "cache", None) is not None
-        self.built: dict[str, dict] = {}
+        self.built: dict[str, Row] = {}
         self._saved_gen = -1
         self._saved_at = 0.0
         if hasattr(h, "on_complete"):
@@ -179,9 +180,11 @@ class Watcher:
         h = self.h
         if h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
             return
-        rows = {k: row for k, row in h.cache.rows() if isinstance(row, dict)}
+        rows = typed({k: row for k, row in h.cache.rows() if isinstance(row, dict)})
+        if rows is None:
+            return  # (rows from another build: the first read builds them)
         with self.rows_lock:
-            self.rows = {k: r for k, r in rows.items() if listed(r)}
+            self.rows = {k: r for k, r in rows.items() if isinstance(r, Row) and listed(r)}
 
     def _completed(self, key: str, s) -> None:
         """A page read this session whole (the core's lock is held): its events are pushed
@@ -368,7 +371,7 @@ class Watcher:
     def _messages(self, keys: set[str], fresh: set[str] | None = None) -> list[tuple[str, dict, str | None]]:
         h = self.h
         out: list[tuple[str, dict, str | None]] = []
-        changed_rows: list[dict] = []
+        changed_rows: list[Row] = []
         removed: list[str] = []
         table = api.pricing_table(h) if keys else None
         wall, mono = time.time(), time.monotonic()
@@ -407,7 +410,7 @@ class Watcher:
             out.append(("board", {"sessions": changed_rows, "removed": removed}, None))
         return out
 
-    def _schedule(self, key: str, row: dict, wall: float, mono: float) -> None:
+    def _schedule(self, key: str, row: Row, wall: float, mono: float) -> None:
         """When to look at this row again with no file touched (views.states.look_again_in)."""
         wait = look_again_in(row, wall, self.hot_every)
         if wait is None:

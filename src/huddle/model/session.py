@@ -9,13 +9,30 @@ per-agent activity that the attention states are computed from.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+from msgspec import UNSET
 
 from . import events as ev
 from .activity import Activity
 from .events import Event, Usage
+from .rows import AgentRow, Summary, Tokens
 from .signals import NOTHING, Live
 from .times import iso, project_name
+
+S = TypeVar("S", bound=Summary)
+
+
+def tokens(u: Usage) -> Tokens:
+    """A usage count as a row says it."""
+    return Tokens(
+        input=u.input,
+        output=u.output,
+        cache_read=u.cache_read,
+        cache_write=u.cache_write,
+        cache_write_1h=u.cache_write_1h,
+    )
+
 
 # What makes a session worth a row: someone said or did something.
 CONVERSATION = (ev.PROMPT, ev.SAY, ev.THINK, ev.TOOL_CALL, ev.TOOL_RESULT, ev.ORDER, ev.REPORT, ev.USAGE, ev.WAITING)
@@ -384,38 +401,40 @@ class Session:
                 out.append(a)
         return out
 
-    def summary(self) -> dict[str, Any]:
-        """The board entry (`huddle status --json`), without the attention state."""
-        return {
-            "id": self.id,
-            "source": self.source,
-            "title": self.title,
-            "cwd": self.cwd,
-            "project": project_name(self.cwd),
-            "started_at": iso(self.started_at),
-            "updated_at": iso(self.updated_at),
-            "usage": self.usage.to_dict(),
-            "models": {m: u.to_dict() for m, u in self.model_usage.items() if m},
-            "agents": [
-                {
-                    "id": a.id,
-                    "parent": None if a.id == self.lead_id else (a.parent or self.lead_id),
-                    "name": a.name,
-                    "label": self.label_of(a),
-                    "type": a.kind,
-                    "tool_use_id": a.tool_use_id,
-                    "usage": a.usage.to_dict(),
-                    "quiet": a.quiet,
-                }
+    def summary(self, row: type[S] = Summary, **more: Any) -> S:  # type: ignore[assignment]
+        """The board entry (`huddle status --json`), without the attention state: a
+        `Summary`, or `row` (a Summary's subclass: model.rows.Row) with `more` of its fields."""
+        return row(
+            id=self.id,
+            source=self.source,
+            title=self.title,
+            cwd=self.cwd,
+            project=project_name(self.cwd),
+            started_at=iso(self.started_at),
+            updated_at=iso(self.updated_at),
+            usage=tokens(self.usage),
+            models={m: tokens(u) for m, u in self.model_usage.items() if m},
+            agents=[
+                AgentRow(
+                    id=a.id,
+                    parent=None if a.id == self.lead_id else (a.parent or self.lead_id),
+                    name=a.name,
+                    label=self.label_of(a),
+                    type=a.kind,
+                    tool_use_id=a.tool_use_id,
+                    usage=tokens(a.usage),
+                    quiet=a.quiet,
+                )
                 for a in self.tree_order()
             ],
-            "events": dict(self.counts),
-            "skipped_lines": self.skipped_lines,
-            **({"continues": self.continues} if self.continues else {}),
-            **({"parent_session": self.parent_session} if self.parent_session else {}),
-            **({"usage_note": self.usage_note} if self.usage_note else {}),
-            **({"usage_unknown": True} if self.usage_unknown else {}),
-            **({"archived": True} if self.archived else {}),
-            **({"times_estimated": True} if self.time_estimated else {}),
-            **({"error": self.error} if self.error else {}),
-        }
+            events=dict(self.counts),
+            skipped_lines=self.skipped_lines,
+            continues=self.continues or UNSET,
+            parent_session=self.parent_session or UNSET,
+            usage_note=self.usage_note or UNSET,
+            usage_unknown=True if self.usage_unknown else UNSET,
+            archived=True if self.archived else UNSET,
+            times_estimated=True if self.time_estimated else UNSET,
+            error=self.error or UNSET,
+            **more,
+        )

@@ -196,7 +196,7 @@ class Exporter:
         for key in keys:
             s = self.h.session(key)
             if s is not None:
-                out[key] = session_entry(self.h, s).get("state", "")
+                out[key] = session_entry(self.h, s).state
         return out
 
     def send(self, keys: list[str], only_new: bool, kept: bool = False) -> None:

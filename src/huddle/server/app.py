@@ -27,6 +27,7 @@ from huddle.answer.asks import AnswerRefused, NotAnswerable
 from huddle.errors import BadRequest, Forbidden, HuddleError, NotFound, RequestError
 from huddle.live.boardfile import BoardFile
 from huddle.live.watcher import Watcher
+from huddle.model.rows import HubRow
 from huddle.views import api
 from huddle.views.board import board_notes, parse_at
 from huddle.views.operations import BY_NAME, OPERATIONS, Operation
@@ -194,7 +195,10 @@ class Handlers:
         data = self.st.watcher.board()
         machine = request.query_params.get("machine")
         if machine:  # a hub's board: one machine's sessions (those it holds a copy of)
-            data = {**data, "sessions": [r for r in data["sessions"] if machine in (r.get("machines") or ())]}
+            data = {
+                **data,
+                "sessions": [r for r in data["sessions"] if isinstance(r, HubRow) and machine in r.machines],
+            }
         response = json_response(pick.apply(data))
         response.headers["server-timing"] = f"app;dur={(time.perf_counter() - t0) * 1000:.2f}"
         return response

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from huddle.errors import BadRequest, Forbidden, NotFound
 from huddle.model import events as ev
 from huddle.model.attention.session import waiting_on
+from huddle.model.rows import Row, plain
 from huddle.model.session import Session
 
 from .lookup import (
@@ -59,7 +60,7 @@ def sessions(h: Huddle, at: float | None = None) -> JSON:
     return board_json(h, at=at)
 
 
-def _board_entry(h: Huddle, s: Session, at: float | None = None) -> JSON:
+def _board_entry(h: Huddle, s: Session, at: float | None = None) -> Row:
     from . import board
 
     return board.session_entry(h, s, at=at, table=pricing_table(h))
@@ -90,8 +91,8 @@ def session_detail(h: Huddle, sid: str, at: float | None = None) -> JSON:
     order, report, usage, state and what it is in the middle of."""
     handle = session_handle(h, sid)
     s = handle.session
-    entry = dict(_board_entry(h, s, at))
-    states = {a.get("id"): a for a in entry.get("agents", []) if isinstance(a, dict)}
+    entry = plain(_board_entry(h, s, at))
+    states = {a["id"]: a for a in entry["agents"]}
     files = files_index(handle)
     depth: dict[str, int] = {}
     tree: list[JSON] = []

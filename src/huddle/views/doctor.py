@@ -19,13 +19,11 @@ if TYPE_CHECKING:
 def doctor(h: Huddle) -> dict[str, Any]:
     """GET /api/doctor == `huddle doctor --json`: per agent, the folders looked at, the
     files found, the sessions, and every file not read into one, with its reason."""
-    rows: dict[str, Mapping[str, Any]] = {}
+    rows: dict[str, object] = {}
     for key, handle in h.handles.items():
         rows[key] = session_entry(h, handle.session)
     for key, d in getattr(h, "dormant", {}).items():
-        row = d.row  # (decoded: an error is no part of a row's brief)
-        if isinstance(row, dict):
-            rows[key] = row
+        rows[key] = d.row  # (its plain values decoded: an error is no part of a row's brief)
     agents = []
     for name, acc in accounts(h, rows).items():
         agents.append(

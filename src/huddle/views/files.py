@@ -14,7 +14,10 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from huddle.model.files import UNKNOWN_VERSION, FileNote
+from huddle.model.rows import Kept, Row
 from huddle.sources.base import guarded
+
+_EMPTY = {"empty": True}  # (the row of a session known only as empty)
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
@@ -56,15 +59,13 @@ def _size(path: str) -> int:
         return -1
 
 
-def accounts(
-    h: Huddle, rows: Mapping[str, Mapping[str, Any]] | Collection[str], scans: bool = True
-) -> dict[str, Account]:
+def accounts(h: Huddle, rows: Mapping[str, object] | Collection[str], scans: bool = True) -> dict[str, Account]:
     """Per agent with a folder here, its files. `rows`: the board rows by session key
     (built or kept: `empty` says a session came out with nothing in it), or the keys of
     the sessions whose row is empty. `scans=False`: the sessions' files alone, not what
     the sources' scans said of the files they gave no session."""
     if not isinstance(rows, Mapping):
-        rows = {k: {"empty": True} for k in rows}
+        rows = dict.fromkeys(rows, _EMPTY)
     out: dict[str, Account] = {}
     for src in h.sources:
         if src.roots():
@@ -76,7 +77,7 @@ def accounts(
                 acc.not_read.extend(src.files.not_read)
     for key, handle in h.handles.items():
         if (mine := out.get(key.split(":", 1)[0])) is not None:
-            _awake(mine, key, handle, rows.get(key) or {})
+            _awake(mine, key, handle, rows.get(key))
     for key, d in getattr(h, "dormant", {}).items():
         if (mine := out.get(key.split(":", 1)[0])) is not None:
             _asleep(mine, key, d.head, rows.get(key) or d.head.get("brief"))
@@ -87,9 +88,21 @@ def accounts(
     return out
 
 
-def _awake(acc: Account, key: str, handle: Handle, row: Mapping[str, Any]) -> None:
+def _said(row: object) -> tuple[bool, str]:
+    """(whether a row came out empty, its error): a row built or kept, or a brief as a
+    head keeps it (its plain values: core.cache)."""
+    if isinstance(row, Row):
+        return bool(row.empty), row.error or ""
+    if isinstance(row, Kept):
+        return bool(row.empty), ""  # (an error is no part of a brief)
+    if isinstance(row, Mapping):
+        return bool(row.get("empty")), str(row.get("error") or "")
+    return False, ""
+
+
+def _awake(acc: Account, key: str, handle: Handle, row: object) -> None:
     files = [*handle.files(), *handle.shown_from()]
-    if row.get("empty"):
+    if _said(row)[0]:
         _empty_files(((f, _size(f)) for f in handle.files()), acc)
         return
     acc.sessions.update(files)
@@ -99,21 +112,22 @@ def _awake(acc: Account, key: str, handle: Handle, row: Mapping[str, Any]) -> No
 
 def _asleep(acc: Account, key: str, head: Mapping[str, Any], row: object) -> None:
     stamps = [(str(f[0]), int(f[1])) for f in head.get("files") or ()]
-    if isinstance(row, Mapping) and row.get("empty"):
+    empty, error = _said(row)
+    if empty:
         _empty_files(stamps, acc)
         return
     acc.sessions.update(p for p, _ in stamps)
-    if isinstance(row, Mapping) and row.get("error"):
-        acc.erred.append(FileNote(stamps[0][0] if stamps else key, str(row["error"])))
+    if error:
+        acc.erred.append(FileNote(stamps[0][0] if stamps else key, error))
 
 
-def file_counts(h: Huddle, rows: Mapping[str, Mapping[str, Any]] | Collection[str]) -> dict[str, dict[str, int]]:
+def file_counts(h: Huddle, rows: Mapping[str, object] | Collection[str]) -> dict[str, dict[str, int]]:
     """`status --json`'s `files`: per agent, how many files are read into sessions, known
     as not sessions, not read."""
     return {name: acc.counts() for name, acc in accounts(h, rows).items() if acc.exists}
 
 
-def sessions_counts(h: Huddle, rows: Mapping[str, Mapping[str, Any]] | Collection[str]) -> dict[str, dict[str, int]]:
+def sessions_counts(h: Huddle, rows: Mapping[str, object] | Collection[str]) -> dict[str, dict[str, int]]:
     """`file_counts` of the core's sessions alone (a partial core's: views.patching)."""
     return {name: acc.counts() for name, acc in accounts(h, rows, scans=False).items() if acc.exists}
 

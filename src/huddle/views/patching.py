@@ -25,22 +25,18 @@ from huddle.core.keeper import folder_of
 from huddle.io import answers
 from huddle.io.boardfile import board_path, board_row, entry_of, read_kept, write_kept
 from huddle.model.attention import urgency
+from huddle.model.rows import Kept, Row, plain
 
 if TYPE_CHECKING:
     from huddle.core.huddle import Huddle
 
 
-def order_key(row: Any) -> list[Any]:
+def order_key(row: Row | Kept) -> list[Any]:
     """What a row sorts by (views.board.sort_rows): urgency and time, then source and id."""
-    return [
-        -urgency(row.get("state")),
-        row.get("updated_at") or "",
-        str(row.get("source") or ""),
-        str(row.get("id") or ""),
-    ]
+    return [-urgency(row.state), row.updated_at or "", row.source, row.id]
 
 
-def index_of(h: Huddle, rows: list[Any], spans: list[tuple[int, int]]) -> dict[str, Any]:
+def index_of(h: Huddle, rows: list[Row | Kept], spans: list[tuple[int, int]]) -> dict[str, Any]:
     """What a stored board needs to be patched (`patched`): per session its files, the
     sessions read for others' sake, and per listed row (in board order) its key, order
     and place in the text."""
@@ -51,7 +47,7 @@ def index_of(h: Huddle, rows: list[Any], spans: list[tuple[int, int]]) -> dict[s
         "files": {k: [f[0] for f in head.get("files") or ()] for k, head in heads.items()},
         "tangled": [k for k, head in heads.items() if head.get("entangled")],
         "tangle": [k for k, head in heads.items() if head.get("tangle")],
-        "rows": [[f"{r['source']}:{r['id']}", *order_key(r), *span] for r, span in zip(rows, spans, strict=True)],
+        "rows": [[r.key, *order_key(r), *span] for r, span in zip(rows, spans, strict=True)],
     }
 
 
@@ -108,10 +104,10 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     h.refresh(FirstRead())
     if not whole_read(h, stale, want):
         return None
-    built: dict[str, Any] = {}
+    built: dict[str, Row] = {}
     data = board_json(h, raw=True, built=built)
     read = set(h.handles)  # (the others wanted slept on: their rows stand as the stale text says them)
-    fresh = {k: r for r in data["sessions"] if (k := f"{r['source']}:{r['id']}") in read}
+    fresh = {r.key: r for r in data["sessions"] if isinstance(r, Row) and r.key in read}
     new = [(order_key(r), row_text(r), k) for k, r in fresh.items()]
     pieces, runs = spliced(stale, read, new)
     notes = list(data.get("notes", ()))
@@ -124,7 +120,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
         return None  # (a board file of another board: the whole path writes it again)
     if h.keeper is not None:
         h.keeper.save(h, kept_rows(built))
-    made = {k: board_row(r, h.handles.get(k)) for k, r in fresh.items()}
+    made = {k: board_row(plain(r), h.handles.get(k)) for k, r in fresh.items()}
     order = {r[0]: made.get(r[0]) for r in rows}  # (None: the row as the board file keeps it)
     entries = {k: entry_of(made[k]) if k in made else stood[k] for k in order}
     write_kept(home, order, kept, entries, h.watch_dirs(), h.settings.folders)

@@ -48,9 +48,9 @@ def joined_board(
 
 
 def said_board(data: dict[str, Any]) -> dict[str, Any]:
-    """A board read with its sleeping rows as kept (core.cache.Kept), as JSON says it:
+    """A board read with its sleeping rows as kept (model.rows.Kept), as JSON says it:
     each such row its JSON as kept (msgspec.Raw), not decoded only to be encoded again."""
-    from huddle.core.cache import Kept
+    from huddle.model.rows import Kept
 
     rows = [msgspec.Raw(r.json) if isinstance(r, Kept) else r for r in data.get("sessions", ())]
     return {**data, "sessions": rows}

@@ -15,6 +15,7 @@ from typing import Any
 
 from huddle.errors import BadRequest
 from huddle.model.attention import ENDED, IDLE, STATES
+from huddle.model.rows import Row
 from huddle.model.times import parse_time
 
 RECENT = "24h"  # the table's default window
@@ -47,8 +48,8 @@ def parse_window(value: str | None) -> float | None:
     return user_time(value, "since")
 
 
-def is_live(row: dict[str, Any]) -> bool:
-    return row.get("state") not in (ENDED, IDLE)
+def is_live(row: Row) -> bool:
+    return row.state not in (ENDED, IDLE)
 
 
 class Select:
@@ -65,17 +66,17 @@ class Select:
     def any(self) -> bool:
         return bool(self.states or self.project or self.since is not None or self.hide_archived)
 
-    def keeps(self, row: dict[str, Any]) -> bool:
-        if self.hide_archived and row.get("archived"):
+    def keeps(self, row: Row) -> bool:
+        if self.hide_archived and row.archived:
             return False
-        if self.states and row.get("state") not in self.states:
+        if self.states and row.state not in self.states:
             return False
         if self.project:
-            where = f"{row.get('project') or ''}\n{row.get('cwd') or ''}".lower()
+            where = f"{row.project or ''}\n{row.cwd or ''}".lower()
             if self.project not in where:
                 return False
         if self.since is not None and not is_live(row):
-            t = parse_time(row.get("updated_at"))
+            t = parse_time(row.updated_at)
             if t is None or t < self.since:
                 return False
         return True

@@ -6,15 +6,16 @@ debounce.py: how long a new one is held); this module says them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from huddle.model.attention import ACTIVE, ENDED, State, urgency
 from huddle.model.attention.debounce import Debouncer
 from huddle.model.attention.session import classify, waiting_on
 from huddle.model.attention.trail import state_changes, target_changes
+from huddle.model.rows import AgentRow, Row
 from huddle.model.signals import Live
 from huddle.model.times import iso, parse_time
 
@@ -24,8 +25,8 @@ __all__ = [
     "classify",
     "live_json",
     "look_again_in",
+    "said_state",
     "state_changes",
-    "state_dict",
     "target_changes",
     "waiting_on",
 ]
@@ -49,25 +50,26 @@ _EVERY_FIELD: dict[str, Any] = {
 }
 
 
-def state_dict(st: State) -> dict[str, Any]:
-    d: dict[str, Any] = {"state": st.state, "state_since": iso(st.since), "waiting_for": st.waiting_for}
-    d["urgency"] = urgency(st.state)  # the pages sort by it: the order is the rules' too
+def said_state(row: Row | AgentRow, st: State) -> None:
+    """A state said on a row or an agent of one (their fields of the same names): what
+    they always say set, what only some say (doing, next_change, guess) set when said."""
+    row.state, row.state_since, row.waiting_for = st.state, iso(st.since), st.waiting_for
+    row.urgency = urgency(st.state)  # the pages sort by it: the order is the rules' too
     if st.doing:
-        d["doing"] = st.doing
+        row.doing = st.doing
     if st.next_change is not None:
-        d["next_change"] = iso(st.next_change)  # when time alone moves it (no file, no signal)
+        row.next_change = iso(st.next_change) or UNSET  # when time alone moves it (no file, no signal)
     if st.guess:
-        d["guess"] = st.guess  # why this state is a guess (a signal said so)
-    return d
+        row.guess = st.guess  # why this state is a guess (a signal said so)
 
 
-def look_again_in(row: Mapping[str, Any], now: float, hot_every: float = 1.0) -> float | None:
+def look_again_in(row: Row, now: float, hot_every: float = 1.0) -> float | None:
     """Seconds until a row is to be looked at again with no file touched (None: only a
     file or a live signal moves it). A live row (a process known, or something under
     way) every `hot_every`: what a process shows moves with no file (it dies, a command
     starts); any other when time alone moves its state (its `next_change`)."""
-    states = {row.get("state")} | {a.get("state") for a in row.get("agents") or ()}
-    if states & ACTIVE or (row.get("pid") is not None and row.get("state") != ENDED):
+    states = {row.state} | {a.state for a in row.agents}
+    if states & ACTIVE or (row.pid is not UNSET and row.state != ENDED):
         return hot_every
-    at = parse_time(row.get("next_change"))
+    at = parse_time(row.next_change or None)
     return None if at is None else max(hot_every, at - now + 0.05)

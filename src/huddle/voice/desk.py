@@ -21,6 +21,7 @@ from typing import Any
 
 from huddle import optin
 from huddle.errors import BadRequest, NotFound
+from huddle.model.rows import plain
 
 from .lines import Cast, line_of, spoken
 from .speaker import Clip, Line, Speaker
@@ -134,7 +135,8 @@ class VoiceDesk:
             return
         session = held[1].session
         picked = [d for kind, d, sid in msgs if kind == "events" and sid == session]
-        rows = [r for kind, d, _ in msgs if kind == "board" for r in d.get("sessions") or () if r.get("id") == session]
+        # (a board's rows typed, model.rows; said as their JSON, as a session's detail is)
+        rows = [plain(r) for kind, d, _ in msgs if kind == "board" for r in d.get("sessions") or () if r.id == session]
         if not picked and not rows:
             return
         o = self.settings()
@@ -151,7 +153,8 @@ class VoiceDesk:
         self._waits(session, rows, o)
 
     def _waits(self, session: str, rows: list[dict], o: optin.OptIn) -> None:
-        """ "Needs you: why" once per wait, from the session's state (a row or its detail)."""
+        """ "Needs you: why" once per wait, from the session's state (a row or its detail,
+        as their JSON says them)."""
         cast, _, lead = self.casts[session]
         for r in rows:
             if r.get("state") != "needs_you":
