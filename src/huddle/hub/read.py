@@ -22,7 +22,7 @@ from huddle.model.times import iso
 from huddle.usage.report import UNKNOWN_DAY, Line, _day, aggregate, shaped
 from huddle.views.board import sort_rows
 
-from . import driver
+from . import by_session, driver
 from .check import board_row, note
 from .prices import differing, hub_rates
 from .report import WIDTH, Bounds, Summed, params, price_arrays, query
@@ -161,7 +161,7 @@ def usage_report(
     machine, each equal to what that machine's own `huddle usage` says (a session held
     by two machines is in both rows, so rows can add up to more than the total)."""
     t = table or current()
-    out = summed(conn, "day" if by == "machine" else by, since, until, t, machine)
+    out = summed(conn, "model" if by == "machine" else by, since, until, t, machine)  # (its totals)
     if out is None:  # a rate or a cost the sums cannot hold exactly: the rows decide
         return _from_rows(conn, by, since, t, machine, until)
     out["notes"] += bad_notes(conn, machine)
@@ -213,14 +213,25 @@ def summed(
     by_source: dict[str, int] = {}
     dupes = 0
     days: dict[int, str] = {}
+    pieces = []
+    plain: list[tuple] = []  # --by session: the lines said straight from their rows (by_session)
+    added = {row[1] for row in got if row[0] == "piece"}
     for row in got:
         kind = row[0]
         if kind == "dupes":
             dupes += int(row[WIDTH] or 0)
             continue
+        if by == "session" and kind == "line" and row[1] not in added:
+            if row[WIDTH + 8]:
+                return None  # a cost too small or too large to split exactly
+            plain.append(row)
+            continue
         s = Summed(row)
         if s.odd:
-            return None  # a cost too small or too large to split exactly
+            return None
+        if kind == "piece":
+            pieces.append((row, s))
+            continue
         if kind == "source":
             by_source[row[4]] = s.n
             continue
@@ -241,10 +252,19 @@ def summed(
                 line.unpriced[row[3]] = line.unpriced.get(row[3], 0) + sum(s.tokens[:4])
             continue
         _fill(line, s)
+    for row, s in pieces:  # (--by session: what the rows add to a session's kept line)
+        key, info = _key(by, row, days)
+        line = lines.get(key) or lines.setdefault(key, Line(info))
+        line.add(key, s.first, row[3], Usage(*s.tokens), s.cost() if s.priced else None, s.n)
+        line.sessions = {key}
     if lines_only:
         return lines
     notes = [] if not differ else [f"priced at this huddle's rates from the rows: {', '.join(sorted(differ)[:5])}"]
-    return shaped(by, lines, total, dict(sorted(by_source.items())), dupes, t, since, until, notes)
+    if by != "session":
+        return shaped(by, lines, total, dict(sorted(by_source.items())), dupes, t, since, until, notes)
+    out = shaped(by, {}, total, dict(sorted(by_source.items())), dupes, t, since, until, notes)
+    out["rows"] = by_session.rows(plain, lines)
+    return out
 
 
 def _fill(line: Line, s: Summed) -> None:
@@ -268,7 +288,7 @@ def _key(by: str, row: tuple, days: dict[int, str]) -> tuple[str, dict | None]:
         return a or "(no project)", None
     if by == "agent":
         return f"{a}:{b}", {"source": a, "agent": b}
-    if by == "session" and row[0] == "line":
+    if by == "session" and row[0] in ("line", "piece"):
         sid, title, project, started_at, source = row[WIDTH + 12 : WIDTH + 17]
         return a, {"source": source, "title": title, "project": project, "started_at": iso(started_at), "session": sid}
     return a, None

@@ -103,6 +103,11 @@ CREATE INDEX responses_by_id ON huddle.responses (source, response_id) WHERE res
         "usage kept summed by session, day, agent, model and price band; the board's indexes",
         triggers.TABLES + triggers.install() + triggers.backfill() + roles.VIEW,
     ),
+    (
+        3,
+        "usage kept summed by session and model too: reports over every day read no day",
+        triggers.SESSION_SUMS + triggers.install(),
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]

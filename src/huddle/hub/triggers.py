@@ -84,6 +84,33 @@ def _taken_out(rows: str) -> str:
     return _bad(rows, -1) + fold(rows, -1, f"AND {_NOT_SHARED}") + SETTLE
 
 
+def _touched(rows: str) -> str:
+    """The sessions whose sums a write of `rows` may change: theirs, and those holding an
+    id the write made shared (their responses left the sums)."""
+    return (
+        f"SELECT session_key FROM {rows} UNION SELECT r.session_key FROM huddle.responses r"
+        f" JOIN huddle.shared_ids s ON s.source = r.source AND s.response_id = r.response_id"
+        f" JOIN {rows} n ON n.source = s.source AND n.response_id = s.response_id WHERE r.response_id <> ''"
+    )
+
+
+def resession(keys: str) -> str:
+    """session_sums of the sessions `keys` (a query) said again from their usage_sums: a
+    few rows each (usage_sums' key starts with the session), and no first time to settle."""
+    return f"""
+DELETE FROM huddle.session_sums WHERE session_key IN ({keys});
+INSERT INTO huddle.session_sums ({_SESSION_COLS})
+SELECT {_SESSION_SUMS} FROM huddle.usage_sums WHERE session_key IN ({keys}) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+"""
+
+
+_SESSION_COLS = "session_key, model, source, n, input, output, cache_read, cache_write, cache_write_1h, first_t, priced, odd, hi, lo"
+_SESSION_SUMS = (
+    "session_key, model, source, sum(n), sum(input), sum(output), sum(cache_read), sum(cache_write),"
+    " sum(cache_write_1h), min(first_t), sum(priced), sum(odd), sum(hi), sum(lo)"
+)
+
+
 def _put_in(rows: str) -> str:
     """New responses in: ids they make shared take their other holders' responses out of
     the sums (counted there until now), then the new ones not shared go in."""
@@ -136,6 +163,9 @@ BEGIN  -- these models' sums added up again from their rows, at the rates huddle
   DELETE FROM huddle.usage_sums WHERE model = ANY(models);
   {fold("(SELECT r.* FROM huddle.responses r WHERE r.model = ANY(models) AND " + _NOT_SHARED + ")", 1)}
   {SETTLE}
+  DELETE FROM huddle.session_sums WHERE model = ANY(models);
+  INSERT INTO huddle.session_sums ({_SESSION_COLS})
+  SELECT {_SESSION_SUMS} FROM huddle.usage_sums WHERE model = ANY(models) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 END
 $body$;
 """
@@ -144,9 +174,14 @@ $body$;
 def install() -> str:
     """The functions and triggers (CREATE OR REPLACE: a later migration may restate them)."""
     return REPRICE + (
-        _function("responses_inserted", _put_in("new_rows"))
-        + _function("responses_deleted", _taken_out("old_rows"))
-        + _function("responses_updated", _taken_out("old_rows") + _put_in("new_rows"))
+        _function("responses_inserted", _put_in("new_rows") + resession(_touched("new_rows")))
+        + _function("responses_deleted", _taken_out("old_rows") + resession("SELECT session_key FROM old_rows"))
+        + _function(
+            "responses_updated",
+            _taken_out("old_rows")
+            + _put_in("new_rows")
+            + resession(_touched("new_rows") + " UNION SELECT session_key FROM old_rows"),
+        )
         + """
 DROP TRIGGER IF EXISTS responses_inserted ON huddle.responses;
 DROP TRIGGER IF EXISTS responses_deleted ON huddle.responses;
@@ -213,6 +248,35 @@ END
 $body$;
 CREATE TRIGGER session_changed BEFORE INSERT OR UPDATE ON huddle.sessions
   FOR EACH ROW EXECUTE FUNCTION huddle.session_changed();
+"""
+
+
+SESSION_SUMS = f"""
+-- usage_sums added up per session and model (no day, agent or band): what a report over
+-- every day reads (by session, project, model, machine), a row per session or two
+CREATE TABLE huddle.session_sums (
+  session_key text NOT NULL,
+  model text NOT NULL,
+  source text NOT NULL,
+  n bigint NOT NULL,
+  input bigint NOT NULL, output bigint NOT NULL, cache_read bigint NOT NULL,
+  cache_write bigint NOT NULL, cache_write_1h bigint NOT NULL,
+  first_t float8,
+  priced bigint NOT NULL,
+  odd bigint NOT NULL,
+  hi numeric NOT NULL, lo numeric NOT NULL,
+  PRIMARY KEY (session_key, model, source)
+);
+INSERT INTO huddle.session_sums ({_SESSION_COLS})
+SELECT {_SESSION_SUMS} FROM huddle.usage_sums GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+DO $grant$ BEGIN  -- the roles `huddle hub init` made read it as they read usage_sums
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'huddle_lead') THEN
+    GRANT SELECT ON huddle.session_sums TO huddle_lead;
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'huddle_machine') THEN
+    GRANT SELECT ON huddle.session_sums TO huddle_machine;
+  END IF;
+END $grant$;
 """
 
 

@@ -1,0 +1,57 @@
+"""`huddle usage --hub --by session`: a line per session, tens of thousands of them on a
+team's hub, each said straight from its summed row (no usage.report.Line per session):
+the dict Line.to_dict gives, field for field, in the local report's order."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from huddle.model.times import iso
+from huddle.usage.report import Line
+
+from .report import WIDTH
+
+
+def cost_of(hi: Any, lo: Any) -> float:
+    """math.fsum(sums.exact_cost(hi, lo)): the exact hi * 2**-40 + lo * 2**-100 rounded
+    once (a Python int converts to its nearest double; the power of two then scales it
+    exactly: the least part is 2**-100, far above the subnormals)."""
+    return math.ldexp(float((int(hi) << 60) + int(lo)), -100)
+
+
+def _names(models: list[str] | None) -> list[str]:
+    if not models:
+        return []
+    return list(models) if len(models) == 1 else sorted(set(models))
+
+
+def _row(row: tuple) -> tuple[tuple, dict]:
+    w = WIDTH
+    n, i, o, cr, cw, cw1h = (int(v or 0) for v in row[w : w + 6])
+    first, priced, hi, lo = row[w + 6], row[w + 7], row[w + 9], row[w + 10]
+    sid, title, project, started_at, source = row[w + 12 : w + 17]
+    models, unpriced = row[w + 17], row[w + 18]
+    d: dict[str, Any] = {"key": row[1], "source": source, "title": title, "project": project}
+    d["started_at"] = iso(started_at)
+    d["session"] = sid
+    d["input"], d["output"], d["cache_read"], d["cache_write"] = i, o, cr, cw
+    if cw1h:
+        d["cache_write_1h"] = cw1h
+    d["total_tokens"] = i + o + cr + cw
+    d["cost_usd"] = round(cost_of(hi, lo), 6) if priced else (None if unpriced else 0.0)
+    d["unpriced"] = _names(unpriced)
+    d["models"] = _names(models)
+    d["responses"] = n
+    d["sessions"] = int(row[w + 11] or 0)
+    return (first is None, first or 0.0, row[1]), d
+
+
+def rows(plain: list[tuple], lines: dict[str, Line]) -> list[dict]:
+    """The report's rows: the plain lines said from their rows, the others (a session the
+    rows added to) from their Line; ordered as usage.report orders sessions."""
+    out = [_row(r) for r in plain]
+    for key, line in lines.items():
+        out.append(((line.first is None, line.first or 0.0, key), {"key": key, **line.info, **line.to_dict()}))
+    out.sort(key=lambda kd: kd[0])
+    return [d for _, d in out]
