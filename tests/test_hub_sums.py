@@ -158,13 +158,15 @@ def test_a_bound_a_rounding_crosses_is_read_by_time(hub):
     assert b.windows[0] == (MIDNIGHT - 2e-7, MIDNIGHT + DAY + 0.001)
 
 
-def test_by_machine_is_each_machines_report(hub):
+@pytest.mark.parametrize("since", [MIDNIGHT - 5e-7, None])  # (every day: from the per-session sums)
+def test_by_machine_is_each_machines_report(hub, since):
     table = current()
-    got = usage_report(hub, "machine", MIDNIGHT - 5e-7, table)
+    got = usage_report(hub, "machine", since, table)
     for row in got["rows"]:
-        want = local(hub, "day", MIDNIGHT - 5e-7, None, table, row["machine"])["totals"]
+        want = local(hub, "day", since, None, table, row["machine"])["totals"]
         assert {k: v for k, v in row.items() if k not in ("key", "machine")} == want
     assert len(got["rows"]) == 3
+    assert got["totals"] == local(hub, "day", since, None, table)["totals"]
 
 
 def test_other_rates_than_the_hubs_are_summed_from_the_rows(hub):
@@ -233,10 +235,75 @@ def test_the_kept_sums_are_what_summing_every_row_again_gives(pg_conn):
     ).fetchall()
     shared = set(conn.execute("SELECT source, response_id FROM huddle.shared_ids").fetchall())
     assert held_twice and set(held_twice) <= shared  # (an id stays shared once it was: the rows decide it)
+    assert _per_session(conn) == _per_session_again(conn)
     conn.execute("TRUNCATE huddle.usage_sums, huddle.bad_responses")
     conn.execute(resum())
     conn.commit()
     assert _sums(conn) == kept
+    for by in ("session", "machine"):  # the reports of every day, from the per-session sums
+        got = usage_report(conn, by, None, current())
+        want = aggregate(counted(conn), by, None, current()) if by == "session" else None
+        assert want is None or json.dumps(got) == json.dumps(want)
+    table = current()  # a re-pricing says the per-session sums of those models again
+    conn.execute("UPDATE huddle.prices SET b_in = b_in * 2 WHERE model = 'claude-opus-4-7'")
+    conn.execute("SELECT huddle.reprice(ARRAY['claude-opus-4-7'])")
+    conn.commit()
+    assert _per_session(conn) == _per_session_again(conn)
+    sync(conn, table)
+    assert _per_session(conn) == _per_session_again(conn)
+
+
+_SESSION = "session_key, model, source, n, input, output, cache_read, cache_write, cache_write_1h, first_t, priced, odd, hi, lo"
+
+
+def _per_session(conn):
+    got = conn.execute(f"SELECT {_SESSION} FROM huddle.session_sums ORDER BY 1, 2, 3").fetchall()
+    conn.commit()
+    return got
+
+
+def _per_session_again(conn):
+    """session_sums as usage_sums says them (what the triggers keep it to)."""
+    got = conn.execute(
+        "SELECT session_key, model, source, sum(n), sum(input), sum(output), sum(cache_read), sum(cache_write),"
+        " sum(cache_write_1h), min(first_t), sum(priced), sum(odd), sum(hi), sum(lo)"
+        " FROM huddle.usage_sums GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+    ).fetchall()
+    conn.commit()
+    return got
+
+
+def test_a_hub_of_the_last_version_is_brought_up_with_its_sums(server):
+    """A hub made by the huddle before the per-session sums (schema 2), written to, then
+    opened by this one: migration 3 says them from what it holds, and the reports over
+    every day are the machines' own."""
+    import psycopg
+
+    from huddle.hub.schema import LATEST, MIGRATIONS
+
+    dsn = server.dsn(server.create_db("older"))
+    with psycopg.connect(dsn) as c:
+        c.execute("CREATE SCHEMA huddle")
+        c.execute(
+            "CREATE TABLE huddle.schema_version ("
+            " version integer PRIMARY KEY, what text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, what, sql in MIGRATIONS[:2]:
+            c.execute(sql)
+            c.execute("INSERT INTO huddle.schema_version (version, what) VALUES (%s, %s)", (version, what))
+        _fill(c, random.Random(3))
+        sync(c, current())
+    conn = connect(dsn)  # (migrates)
+    try:
+        assert conn.execute("SELECT max(version) FROM huddle.schema_version").fetchone()[0] == LATEST == 3
+        conn.commit()
+        assert _per_session(conn) and _per_session(conn) == _per_session_again(conn)
+        for by in ("session", "project", "model"):
+            assert json.dumps(summed(conn, by, None, None, current(), None)) == json.dumps(
+                local(conn, by, None, None, current())
+            ), by
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -27,24 +27,30 @@ def _names(models: list[str] | None) -> list[str]:
 
 
 def _row(row: tuple) -> tuple[tuple, dict]:
-    w = WIDTH
-    n, i, o, cr, cw, cw1h = (int(v or 0) for v in row[w : w + 6])
-    first, priced, hi, lo = row[w + 6], row[w + 7], row[w + 9], row[w + 10]
-    sid, title, project, started_at, source = row[w + 12 : w + 17]
-    models, unpriced = row[w + 17], row[w + 18]
-    d: dict[str, Any] = {"key": row[1], "source": source, "title": title, "project": project}
-    d["started_at"] = iso(started_at)
-    d["session"] = sid
-    d["input"], d["output"], d["cache_read"], d["cache_write"] = i, o, cr, cw
+    _, key, _, _, _, n, i, o, cr, cw, cw1h, first, priced, _, hi, lo, k, sid, title, project, started, source = row[:22]
+    if type(n) is not int:  # (numerics: the sums of a report over some days)
+        n, i, o, cr, cw, cw1h = (int(v or 0) for v in (n, i, o, cr, cw, cw1h))
+    d: dict[str, Any] = {
+        "key": key,
+        "source": source,
+        "title": title,
+        "project": project,
+        "started_at": iso(started),
+        "session": sid,
+        "input": i,
+        "output": o,
+        "cache_read": cr,
+        "cache_write": cw,
+    }
     if cw1h:
         d["cache_write_1h"] = cw1h
     d["total_tokens"] = i + o + cr + cw
-    d["cost_usd"] = round(cost_of(hi, lo), 6) if priced else (None if unpriced else 0.0)
-    d["unpriced"] = _names(unpriced)
-    d["models"] = _names(models)
+    d["cost_usd"] = round(cost_of(hi, lo), 6) if priced else (None if row[WIDTH + 18] else 0.0)
+    d["unpriced"] = _names(row[WIDTH + 18])
+    d["models"] = _names(row[WIDTH + 17])
     d["responses"] = n
-    d["sessions"] = int(row[w + 11] or 0)
-    return (first is None, first or 0.0, row[1]), d
+    d["sessions"] = int(k or 0)
+    return (first is None, first or 0.0, key), d
 
 
 def rows(plain: list[tuple], lines: dict[str, Line]) -> list[dict]:

@@ -101,7 +101,7 @@ CREATE INDEX responses_by_id ON huddle.responses (source, response_id) WHERE res
     (
         2,
         "usage kept summed by session, day, agent, model and price band; the board's indexes",
-        triggers.TABLES + triggers.install() + triggers.backfill() + roles.VIEW,
+        triggers.TABLES + triggers.install(per_session=False) + triggers.backfill() + roles.VIEW,
     ),
     (
         3,

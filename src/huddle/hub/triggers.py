@@ -169,18 +169,24 @@ BEGIN  -- these models' sums added up again from their rows, at the rates huddle
 END
 $body$;
 """
+_REPRICE_2 = REPRICE[: REPRICE.index("  DELETE FROM huddle.session_sums")] + "END\n$body$;\n"
 
 
-def install() -> str:
-    """The functions and triggers (CREATE OR REPLACE: a later migration may restate them)."""
-    return REPRICE + (
-        _function("responses_inserted", _put_in("new_rows") + resession(_touched("new_rows")))
-        + _function("responses_deleted", _taken_out("old_rows") + resession("SELECT session_key FROM old_rows"))
+def install(per_session: bool = True) -> str:
+    """The functions and triggers (CREATE OR REPLACE: a later migration may restate them).
+    `per_session` False: as schema 2 had them, before session_sums."""
+
+    def again(keys: str) -> str:
+        return resession(keys) if per_session else ""
+
+    return (REPRICE if per_session else _REPRICE_2) + (
+        _function("responses_inserted", _put_in("new_rows") + again(_touched("new_rows")))
+        + _function("responses_deleted", _taken_out("old_rows") + again("SELECT session_key FROM old_rows"))
         + _function(
             "responses_updated",
             _taken_out("old_rows")
             + _put_in("new_rows")
-            + resession(_touched("new_rows") + " UNION SELECT session_key FROM old_rows"),
+            + again(_touched("new_rows") + " UNION SELECT session_key FROM old_rows"),
         )
         + """
 DROP TRIGGER IF EXISTS responses_inserted ON huddle.responses;
