@@ -275,6 +275,7 @@ CREATE TABLE huddle.session_sums (
 );
 INSERT INTO huddle.session_sums ({_SESSION_COLS})
 SELECT {_SESSION_SUMS} FROM huddle.usage_sums GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+ANALYZE huddle.session_sums;  -- (the first reports' plans: not a guess at an empty table's)
 DO $grant$ BEGIN  -- the roles `huddle hub init` made read it as they read usage_sums
   IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'huddle_lead') THEN
     GRANT SELECT ON huddle.session_sums TO huddle_lead;
