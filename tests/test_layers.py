@@ -174,6 +174,7 @@ LAYERS = [
     "search",
     "usage",
     "views",
+    "stored",
     "translate",
     "answer",
     "host",

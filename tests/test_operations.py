@@ -116,12 +116,24 @@ def test_every_declared_parameter_is_a_keyword_of_its_view():
 
     for op in OPERATIONS:
         sig = inspect.signature(op.function())
+        assert not (op.by_hand and op.params), op.name  # (a hand-written route reads its own)
         if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
             continue
         assert {p.name for p in op.params} <= set(sig.parameters) - set(op.path_params), op.name
     from huddle.usage.report import GROUPS
 
     assert BY_NAME["usage"].params[0].choices == GROUPS
+
+
+def test_the_stored_answers_are_the_tables():
+    """Each stored answer is named once, by the operation it answers (io/answers.py keeps
+    the file names; the caches drop the ones their entries feed)."""
+    from huddle.core.cache import ANSWERS
+    from huddle.io import answers
+
+    stored = {op.name: op.stored for op in OPERATIONS if op.stored}
+    assert stored == {"status": answers.STATUS, "usage": answers.USAGE}
+    assert set(ANSWERS.values()) == set(stored.values())
 
 
 @pytest.mark.parametrize(

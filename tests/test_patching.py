@@ -1,5 +1,5 @@
 """`huddle status --json` after some sessions' files moved under its stored answer:
-worked out from those sessions alone (views.patching), and said exactly as a first read
+worked out from those sessions alone (stored.patching), and said exactly as a first read
 with no cache says it, with the board file and the next stored answer as the whole path
 leaves them; whatever it cannot vouch for is worked out whole."""
 
@@ -27,10 +27,10 @@ from huddle.views.said import board_text
 from said import row
 from test_answers import environment, fresh, make_home, settle
 
-# how a run went: patched (views.patching answered), stored (no board was built), read
+# how a run went: patched (stored.patching answered), stored (no board was built), read
 RUN = (
     "import sys; sys.argv = ['huddle', 'status', '--json']\n"
-    "import huddle.views.patching as p\n"
+    "import huddle.stored.patching as p\n"
     "orig, said = p.patched, []\n"
     "def patched(*a):\n    r = orig(*a); said.append(r is not None); return r\n"
     "p.patched = patched\n"
@@ -306,8 +306,8 @@ def test_rows_spliced_into_a_stored_board_stand_where_a_sorted_board_puts_them(b
     """The rows of `after` replace those of the same sessions in `before` (and any of
     `before` not in `after` and marked moved go): the text is the sorted board's."""
     from huddle.io.answers import Stale
-    from huddle.views.board import sort_rows
-    from huddle.views.patching import order_key, placed, spliced
+    from huddle.stored.patching import placed, spliced
+    from huddle.views.board import order_key, sort_rows
     from huddle.views.said import joined_board, row_text
 
     key = lambda r: r.key  # noqa: E731

@@ -303,7 +303,7 @@ def test_a_board_past_a_rows_next_change_is_stale(tmp_path):
 
 
 def test_a_board_patched_from_its_kept_bytes_is_the_board_written_whole(tmp_path):
-    """views.patching rewrites the rows that moved and keeps every other one as its bytes
+    """stored.patching rewrites the rows that moved and keeps every other one as its bytes
     stand: the file it leaves, head and rows, is the one the whole path writes, even where
     a moved row leaves the head's newest few and an older one takes its place."""
     from huddle.io.boardfile import RECENT, board_path, entry_of, read_board, read_kept, write_kept, write_rows

@@ -143,6 +143,13 @@ def _read(when: float | None, raw: bool = False) -> tuple[dict[str, Any], Any]:
     return data, h
 
 
+def stored_name(operation: str) -> str:
+    """The stored answer an operation is said from (the one table: views/operations.py)."""
+    from huddle.views.operations import BY_NAME
+
+    return BY_NAME[operation].stored
+
+
 def stored(name: str | None = None) -> bytes | memoryview | None:
     """`huddle status --json`'s stored answer (UTF-8), or another's (`name`: see
     huddle.io.answers), its notes said on stderr; None when there is none, or something
@@ -152,14 +159,14 @@ def stored(name: str | None = None) -> bytes | memoryview | None:
 
 def looked(name: str | None = None, most: int = 0) -> tuple[bytes | memoryview | None, Any]:
     """(`stored`'s answer, or None and, if only `most` session files or fewer moved
-    under it, the answer as stale: huddle.io.answers.Stale, for views.patching)."""
+    under it, the answer as stale: huddle.io.answers.Stale, for stored.patching)."""
     import os
 
     from huddle.io import answers
     from huddle.io.folders import huddle_home
 
     home = huddle_home(os.environ)
-    hit, stale, problem = answers.look(home, name or answers.STATUS, most) if home else (None, None, None)
+    hit, stale, problem = answers.look(home, name or stored_name("status"), most) if home else (None, None, None)
     if problem:
         echo(f"huddle: {problem}", err=True)
     if hit is None:
@@ -197,14 +204,14 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
         except (TypeError, msgspec.EncodeError):  # what only json.dumps says (json_bytes)
             said = json_bytes(said_board(data))
     if cond is not None and said is not None:
-        from huddle.views.patching import index_of
+        from huddle.stored.patching import index_of
 
         index = index_of(h, data["sessions"], spans) if spans is not None else None
         if index is not None:
-            index["counts"] = data.get("files") or {}  # (views.patching moves them with the rows)
-        answers.save(home, said, list(data.get("notes", ())), cond, started, index=index)
+            index["counts"] = data.get("files") or {}  # (stored.patching moves them with the rows)
+        answers.save(home, said, list(data.get("notes", ())), cond, started, stored_name("status"), index=index)
     elif home:
-        answers.drop(home)
+        answers.drop(home, stored_name("status"))
     return data, said
 
 
@@ -233,7 +240,7 @@ def status_json() -> int:
 def said_now() -> tuple[bytes | memoryview | None, bool]:
     """(the board now as its stored answer says it, or as patched from the stored answer
     only some sessions' files moved under: the board file and the next answer with it,
-    views.patching; None when it must be read whole, its notes said; whether it was
+    stored.patching; None when it must be read whole, its notes said; whether it was
     patched)."""
     from huddle.io.answers import PATCHABLE
 
@@ -241,7 +248,7 @@ def said_now() -> tuple[bytes | memoryview | None, bool]:
     if said is not None or stale is None:
         return said, False
     from huddle.core.store import one_answer
-    from huddle.views.patching import patched
+    from huddle.stored.patching import patched
 
     one_answer()
     with FewCollections():
@@ -308,7 +315,7 @@ def usage_json() -> int:
 
     from huddle.io import answers
 
-    said = stored(answers.USAGE)
+    said = stored(stored_name("usage"))
     if said is not None:
         return say(said)
     from huddle.core.store import one_answer
@@ -325,8 +332,8 @@ def usage_json() -> int:
     text = json.dumps(data, indent=2, ensure_ascii=False)
     home = settings.huddle_home
     if keep and home:
-        answers.save(home, text, list(data.get("notes", ())), keep[0], started, answers.USAGE)
+        answers.save(home, text, list(data.get("notes", ())), keep[0], started, stored_name("usage"))
     elif home:
-        answers.drop(home, answers.USAGE)
+        answers.drop(home, stored_name("usage"))
     echo(text)
     return 0

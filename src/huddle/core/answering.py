@@ -26,18 +26,18 @@ def conditions(
 ) -> dict[str, Any] | None:
     """What the board `h` just built (or, on a core reading token counts only, the usage
     it counted) hangs on, and the files `also` (the user's prices); None if it cannot be
-    stored. `stored_at` (a partial core, views.patching: the store's stamp after it kept
+    stored. `stored_at` (a partial core, stored.patching: the store's stamp after it kept
     what it read): the sessions read this run stand on their new heads, if their rows
     are settled; what they hang on is the part of a board's conditions they are.
     `volatile` (a board): a session whose row time or a process can move does not keep
     the board from being stored; it is named here ("volatile"), and such an answer is
-    never said as it stands: views.patching builds those rows again, as a whole read
+    never said as it stands: stored.patching builds those rows again, as a whole read
     would (it wakes every unsettled session)."""
     cache = h.cache
     if not h.lazy or cache is None or cache.note or not h.settings.huddle_home:
         return None  # (the cache was not what it should be)
     if h.partial != (stored_at is not None):
-        return None  # (a partial core's answer is made whole by views.patching)
+        return None  # (a partial core's answer is made whole by stored.patching)
     if not cache.opened or cache.store.stamp() != (stored_at or cache.opened):
         return None  # something new was read and kept, or another process wrote the cache
     usage = h.settings.usage_only

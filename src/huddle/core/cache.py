@@ -203,7 +203,7 @@ class HandleCache(ScanRecord):
         self._sources: dict[str, Source] = {}
         self.read_at_ns = 0  # when the last read began (the core sets it)
         self.opened: list[Any] = []  # the store's stamp when its heads were read (core.answering)
-        self.vouched: list[Any] = []  # scan stamps just found still (views.patching's look): not looked at again
+        self.vouched: list[Any] = []  # scan stamps just found still (stored.patching's look): not looked at again
         # a stored answer was worked out from these entries (and from no other cache's)
         if name in ANSWERS:
             self.store.on_write = functools.partial(answers.drop, huddle_home, ANSWERS[name])

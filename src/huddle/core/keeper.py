@@ -44,7 +44,7 @@ class Keeper:
     """The handle cache of one use (`name`: the board's, the usage index's, the search
     index's), its sleeping sessions, and when they wake. `only`: hold these cached
     sessions alone, as if no other were stored (the part of a board a stored answer
-    says moved: views.patching; one session asked for: core.single)."""
+    says moved: stored.patching; one session asked for: core.single)."""
 
     def __init__(self, mode: Mode | None = None, name: str = BOARD, only: Iterable[str] | None = None) -> None:
         self.mode = mode or BoardMode()

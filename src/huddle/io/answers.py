@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
     from typing import Any
 
-FORMAT = "huddle-answer/5"  # (4: an index for views.patching; 5: the answer as written, not marshalled)
+FORMAT = "huddle-answer/5"  # (4: an index for stored.patching; 5: the answer as written, not marshalled)
 # The file: MAGIC, the header's length (8 bytes, little-endian), the header (marshalled:
 # the conditions' checksum and themselves, the answer's and the index's checksums and
 # lengths), the index, the answer. The answer, most of the file, is written and said as
@@ -45,7 +45,7 @@ ENV_PREFIXES: tuple[str, ...] = ("HUDDLE_", "XDG_", "CLAUDE", "CODEX", "VIBE", "
 ENV_PREFIXES += ("COPILOT", "QWEN", "PI_CODING", "GSD_CODING", "KILO", "CLINE")
 
 
-# moved session files beyond which a stale answer is not patched (views.patching): none
+# moved session files beyond which a stale answer is not patched (stored.patching): none
 # (the patch reads what the whole path would of the sessions that moved, and no more)
 PATCHABLE = 1 << 30
 STATUS = "status.bin"  # `huddle status --json`
@@ -100,7 +100,7 @@ def save(
 ) -> bool:
     """Keep `text` (and the notes said beside it) as the answer while `conditions`
     hold. Not kept if an input moved around the run (from `started_ns` on): what was
-    read may not be what its stamp says. `index`: what views.patching needs to work
+    read may not be what its stamp says. `index`: what stored.patching needs to work
     the answer out again when only some sessions' files moved (decoded only then)."""
     inputs = conditions.get("inputs") or []
     for _path, st in inputs:

@@ -12,7 +12,7 @@ per row what the head is chosen by (settled or not, its newest file's mtime). Wh
 the status line reads does not grow with a user's history: two years of idle
 sessions are in the second part, read only when a live process names one of them
 (`read_board(whole=True)`, `read_row`). A board patched after a few sessions moved
-(views.patching) rewrites their rows and takes every other one as its bytes stand,
+(stored.patching) rewrites their rows and takes every other one as its bytes stand,
 decoding none (`read_kept`, `write_kept`).
 
 This module is on the status line's path: standard library imports only.

@@ -162,7 +162,7 @@ class Handlers:
             Route("/favicon.ico", page("favicon.svg")),
             Route("/api/info", self.info),
             Route("/api/sessions", self.board),
-            *(Route(op.route, self.operation(op)) for op in OPERATIONS),  # views/operations.py
+            *(Route(op.route, self.operation(op)) for op in OPERATIONS if not op.by_hand),  # views/operations.py
             Route("/api/overview.csv", self.overview_csv),
             Route("/api/sessions/{id}/export", self.export),
             Route("/api/sessions/{id}/answer", self.answer, methods=["POST"]),

@@ -128,7 +128,7 @@ def file_counts(h: Huddle, rows: Mapping[str, object] | Collection[str]) -> dict
 
 
 def sessions_counts(h: Huddle, rows: Mapping[str, object] | Collection[str]) -> dict[str, dict[str, int]]:
-    """`file_counts` of the core's sessions alone (a partial core's: views.patching)."""
+    """`file_counts` of the core's sessions alone (a partial core's: stored.patching)."""
     return {name: acc.counts() for name, acc in accounts(h, rows, scans=False).items() if acc.exists}
 
 

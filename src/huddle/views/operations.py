@@ -17,8 +17,9 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+
+from huddle.io import answers
 
 JSON = dict[str, Any]
 
@@ -31,8 +32,9 @@ NAME_MAX = 300  # an agent's or a project's name as a filter
 TRUE = (True, "1", "true", "yes")
 
 
-@dataclass(frozen=True)
-class Param:
+# (NamedTuples, not dataclasses: `status --json` said from its stored answer reads its
+# name here, and dataclasses would cost that path 20 ms of imports)
+class Param(NamedTuple):
     """A query parameter, by the view's keyword name, and what it is: read and checked
     here once, whichever door it came through, and given to the view typed.
     `kind`: text (as given), int (lo..hi, `default` when absent), time (views/when.py:
@@ -71,8 +73,7 @@ class Param:
         return value
 
 
-@dataclass(frozen=True)
-class Operation:
+class Operation(NamedTuple):
     name: str  # the CLI command (its --json twin)
     route: str  # GET, its {path} parameters passed first, in order
     params: tuple[Param, ...]  # query parameters
@@ -80,6 +81,8 @@ class Operation:
     takes: str = "core"  # what the view is given first: the core, its settings, or nothing
     locked: bool = True  # under the core's lock (a view with its own store takes it itself when it must)
     many: tuple[str, ...] = ()  # repeatable (?kind=a&kind=b): joined with commas, as the CLI's option
+    stored: str = ""  # the stored answer it is said from while nothing it hangs on moved (io/answers.py)
+    by_hand: bool = False  # its route written by hand (the board: the watcher's rows, views/select.py's filters)
 
     @property
     def path_params(self) -> tuple[str, ...]:
@@ -126,6 +129,8 @@ AGENT, PROJECT = Param("agent", "name"), Param("project", "name")
 GROUPS = ("day", "session", "project", "model", "agent")  # huddle.usage.report's groupings
 
 OPERATIONS: tuple[Operation, ...] = (
+    # the board: its filters (?state=&project=&since=, the same options) are views/select.py's
+    Operation("status", "/api/sessions", (), "api:sessions", stored=answers.STATUS, by_hand=True),
     Operation("show", SESSION, (), "api:session_detail"),
     Operation(
         "events",
@@ -146,6 +151,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/api/usage",
         (Param("by", "choice", default="day", choices=GROUPS), SINCE, UNTIL, AGENT, PROJECT),
         "api:usage",
+        stored=answers.USAGE,
     ),
     # the index takes the core's lock only to read snippets back: a query waiting on the
     # indexing thread's write never holds up refreshes

@@ -1,6 +1,6 @@
 """A board said as JSON: its rows' texts, each formatted apart, joined as
 `json.dumps(indent=2)` writes the board (huddle.oneshot.json_bytes), and where each row
-stands in it (views.patching puts a board together again from them)."""
+stands in it (stored.patching puts a board together again from them)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def board_text(
     """`json_bytes({"sessions": rows, "notes": notes, "files": files})` (no notes, no
     files: none said), each row
     formatted apart (`row_text`), and where each row's text stands in it: a board put
-    together again from its rows' texts (views.patching) is the board as written."""
+    together again from its rows' texts (stored.patching) is the board as written."""
     return joined_board([row_text(r) for r in rows], notes, files)
 
 

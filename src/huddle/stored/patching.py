@@ -24,22 +24,18 @@ from typing import TYPE_CHECKING, Any
 from huddle.core.keeper import folder_of
 from huddle.io import answers
 from huddle.io.boardfile import board_path, board_row, entry_of, read_kept, write_kept
-from huddle.model.attention import urgency
 from huddle.model.rows import Kept, Row, plain
 
 if TYPE_CHECKING:
     from huddle.core.huddle import Huddle
 
 
-def order_key(row: Row | Kept) -> list[Any]:
-    """What a row sorts by (views.board.sort_rows): urgency and time, then source and id."""
-    return [-urgency(row.state), row.updated_at or "", row.source, row.id]
-
-
 def index_of(h: Huddle, rows: list[Row | Kept], spans: list[tuple[int, int]]) -> dict[str, Any]:
     """What a stored board needs to be patched (`patched`): per session its files, the
     sessions read for others' sake, and per listed row (in board order) its key, order
     and place in the text."""
+    from huddle.views.board import order_key  # (loaded with the board it orders, not before)
+
     heads = {k: d.head for k, d in h.dormant.items()}
     if h.cache is not None:
         heads.update((k, h.cache.heads[k]) for k in h.handles if k in h.cache.heads)
@@ -80,10 +76,9 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     from huddle.core import FirstRead, Huddle, Keeper
     from huddle.core.answering import conditions
     from huddle.cost.pricing import USER_FILE
-
-    from .board import board_json, kept_rows
-    from .files import sessions_counts, shifted
-    from .said import joined_board, row_text
+    from huddle.views.board import board_json, kept_rows, order_key
+    from huddle.views.files import sessions_counts, shifted
+    from huddle.views.said import joined_board, row_text
 
     started = time.time_ns()
     want = wanted(stale)
