@@ -37,13 +37,14 @@ from huddle.views.board import board_notes, kept_rows, listed, rows_key, session
 from huddle.views.files import file_counts
 from huddle.views.states import look_again_in
 
+from .pushed import new_events
+
 POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
 HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process table, timers)
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
 SAVE_EVERY = 30.0  # seconds between writes of the cache by a lazy core's watcher
 LET_GO_EVERY = 5.0  # seconds between looks for timelines no page follows (a lazy core)
-EVENTS_PER_MESSAGE = 500
 
 Publish = Callable[[list[tuple[str, dict, str | None]]], None]
 
@@ -104,6 +105,8 @@ class Watcher:
         self._last_poll = 0.0  # the last whole refresh (stat checks of every session): a safety net's pace
 
         self._refresh_cost = 0.0  # seconds the last refresh took
+        self.rounds = threading.Condition()  # a refresh round asked for now (`read_now`) and its end
+        self._asked = self._read_at = 0.0  # when one was asked; when the last one done began
         self.due: dict[str, float] = {}  # session key -> when (monotonic) to look at its row again
         self.row_listeners: list[Listener] = []  # told each changed row (notifications)
         self.started = False  # the first read is done (until then the board is the cached rows)
@@ -258,13 +261,25 @@ class Watcher:
             self.wake.clear()
             if self.stopping.is_set():
                 break
-            refresh = time.monotonic() >= self._last_refresh + (self._gap() if want else poll)
+            refresh = self._asked > self._read_at or time.monotonic() >= self._last_refresh + (
+                self._gap() if want else poll
+            )
             try:
                 self.tick(refresh=refresh)
             except Exception as exc:  # the loop must outlive any one bad round
                 self.last_error = f"refresh: {type(exc).__name__}: {exc}"
             if refresh:
                 want = False
+
+    def read_now(self, timeout: float = 30.0) -> bool:
+        """A refresh round run now on the watcher's thread, its rows told as any round's
+        (a `status --json` a running server answers: every byte written before it asked
+        is read); False if the watcher stopped or the round did not end in `timeout`."""
+        with self.rounds:
+            self._asked = asked = time.monotonic()
+            self.wake.set()
+            done = self.rounds.wait_for(lambda: self._read_at >= asked or self.stopping.is_set(), timeout)
+        return done and not self.stopping.is_set()
 
     def _gap(self) -> float:
         """The least time between two refreshes: four times what the last one cost, so
@@ -315,6 +330,9 @@ class Watcher:
         if refresh:
             for fn in self.listeners:
                 fn(changed)
+            with self.rounds:
+                self._read_at = t0
+                self.rounds.notify_all()
         if self.lazy:
             self._save()
             self._let_go()
@@ -405,7 +423,7 @@ class Watcher:
                     self.rows[key] = row
                 changed_rows.append(row)
             self._schedule(key, row, wall, mono)
-            out.extend(self._new_events(key, handle))
+            out.extend(new_events(self.pushed, key, handle))
         if changed_rows or removed:
             out.append(("board", {"sessions": changed_rows, "removed": removed}, None))
         return out
@@ -417,23 +435,3 @@ class Watcher:
             self.due.pop(key, None)
         else:
             self.due[key] = mono + wait
-
-    def _new_events(self, key: str, handle) -> list[tuple[str, dict, str | None]]:
-        s = handle.session
-        if not getattr(s, "complete", True):
-            self.pushed.pop(key, None)  # from the cache, no page shows it yet (see _completed)
-            return []
-        n = len(s.events)
-        had = self.pushed.get(key)
-        self.pushed[key] = (s.epoch, n)
-        if had is None or had == (s.epoch, n):
-            return []  # a session just found: pages load it through the API
-        epoch, sent = had
-        if epoch != s.epoch or sent > n:
-            return [("reset", {"session": s.id, "key": key, "epoch": s.epoch, "why": "rewritten"}, s.id)]
-        files = api.files_index(handle)
-        out = []
-        for start in range(sent, n, EVENTS_PER_MESSAGE):
-            chunk = api.timeline_json(s, files, start, min(n, start + EVENTS_PER_MESSAGE))
-            out.append(("events", {"session": s.id, "key": key, "epoch": s.epoch, "events": chunk}, s.id))
-        return out
