@@ -33,6 +33,7 @@ distort) and the median of the per-round ratios. Measures:
   usage warm       huddle, its index there              | agentsview, its database there
   usage append     one line appended to one session before each run, huddle and agentsview alike
   status           `huddle status --json`, cache there  | `agentsview session list --json` (a running daemon)
+                   (and with `huddle serve` up, as AgentsView's daemon is: a stale answer asked of it)
   status line      `huddle statusline`                  | `ccusage statusline --offline`, same stdin
   serve            `huddle serve` to its first /api/sessions (and RSS then) | `agentsview serve` to /api/v1/sessions
 
@@ -153,6 +154,47 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class Served:
+    """`huddle serve` running on the bench's home, as AgentsView's daemon runs beside its
+    CLI: a stale `status --json` is asked of it (huddle.io.served). Up once its first
+    read is done."""
+
+    def __init__(self, huddle: list[str], env: dict) -> None:
+        self.p = subprocess.Popen(
+            [*huddle, "serve", "--no-open", "--no-notify", "--port", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+
+    def __enter__(self) -> Served:
+        assert self.p.stdout is not None
+        url, t0 = "", time.time()
+        while not url and time.time() - t0 < 600:
+            line = self.p.stdout.readline()
+            if not line and self.p.poll() is not None:
+                raise SystemExit("huddle serve exited")
+            url = line.split(" at ", 1)[1].strip() if "serving" in line and " at " in line else ""
+        while time.time() - t0 < 600:
+            with urllib.request.urlopen(url + "api/info", timeout=30) as r:
+                if not json.loads(r.read()).get("reading"):
+                    return self
+            time.sleep(0.05)
+        raise SystemExit("huddle serve: its first read did not end")
+
+    def __exit__(self, *exc: object) -> None:
+        os.killpg(self.p.pid, signal.SIGINT)
+        try:
+            self.p.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.p.pid, signal.SIGKILL)
+            self.p.wait()
+        if self.p.stdout is not None:
+            self.p.stdout.close()
 
 
 def serve_until_answer(cmd: list[str], env: dict, url: str, timeout: float = 300, ready: str | None = None) -> Run:
@@ -474,6 +516,15 @@ def measure(a: argparse.Namespace, only: set[str], claude: Path, codex: Path) ->
                     a.runs,
                     before=b.append,
                 )
+                with Served(huddle, b.env()):
+                    b.pair(
+                        "status after an append (huddle serve up)",
+                        "agentsview",
+                        lambda: timed(status_cmd, b.env()),
+                        lambda: timed(list_cmd, av_env),
+                        a.runs,
+                        before=b.append,
+                    )
             finally:
                 subprocess.run([AGENTSVIEW, "daemon", "stop"], env=av_env, capture_output=True)
         if "new" in only and AGENTSVIEW:
@@ -496,6 +547,15 @@ def measure(a: argparse.Namespace, only: set[str], claude: Path, codex: Path) ->
                     a.runs,
                     before=new_session,
                 )
+                with Served(huddle, b.env()):
+                    b.pair(
+                        "status after a new session (huddle serve up)",
+                        "agentsview",
+                        lambda: timed(status_cmd, b.env()),
+                        lambda: timed(list_cmd, av_env),
+                        a.runs,
+                        before=new_session,
+                    )
                 timed(usage_cmd, b.env())
                 b.answered(usage_cmd, "usage.bin")
                 b.pair(

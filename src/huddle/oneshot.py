@@ -192,17 +192,7 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     data, h = _read(None, raw=text)
     home = h.settings.huddle_home
     cond = conditions(h, also=[os.path.join(home, USER_FILE)], volatile=[]) if home else None
-    said, spans = None, None
-    if text or cond is not None:
-        import msgspec
-
-        from huddle.views.said import board_text, said_board
-
-        rows, notes = said_board(data)["sessions"], list(data.get("notes", ()))
-        try:
-            said, spans = board_text(rows, notes, data.get("files"))
-        except (TypeError, msgspec.EncodeError):  # what only json.dumps says (json_bytes)
-            said = json_bytes(said_board(data))
+    said, spans = said_spans(data) if text or cond is not None else (None, None)
     if cond is not None and said is not None:
         from huddle.stored.patching import index_of
 
@@ -213,6 +203,24 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     elif home:
         answers.drop(home, stored_name("status"))
     return data, said
+
+
+def said_spans(data: dict[str, Any]) -> tuple[bytes, list[tuple[int, int]] | None]:
+    """A board's JSON as `status --json` prints it (its sleeping rows as kept: said
+    as they stand), and where each row stands in it (None if only json.dumps could say it)."""
+    import msgspec
+
+    from huddle.views.said import board_text, said_board
+
+    rows, notes = said_board(data)["sessions"], list(data.get("notes", ()))
+    try:
+        return board_text(rows, notes, data.get("files"))
+    except (TypeError, msgspec.EncodeError):  # what only json.dumps says (json_bytes)
+        return json_bytes(said_board(data)), None
+
+
+def said_text(data: dict[str, Any]) -> bytes:
+    return said_spans(data)[0]
 
 
 def say(said: bytes | memoryview) -> int:
@@ -237,16 +245,21 @@ def status_json() -> int:
     return say(said or b"")
 
 
-def said_now() -> tuple[bytes | memoryview | None, bool]:
-    """(the board now as its stored answer says it, or as patched from the stored answer
+def said_now(ask_server: bool = True) -> tuple[bytes | memoryview | None, bool]:
+    """(the board now as its stored answer says it, or as a `huddle serve` running on
+    this home says it (`ask_server`: io.served), or as patched from the stored answer
     only some sessions' files moved under: the board file and the next answer with it,
     stored.patching; None when it must be read whole, its notes said; whether it was
     patched)."""
     from huddle.io.answers import PATCHABLE
 
     said, stale = looked(most=PATCHABLE)
-    if said is not None or stale is None:
+    if said is not None:
         return said, False
+    if ask_server and (said := from_server()) is not None:
+        return said, False
+    if stale is None:
+        return None, False
     from huddle.core.store import one_answer
     from huddle.stored.patching import patched
 
@@ -255,11 +268,29 @@ def said_now() -> tuple[bytes | memoryview | None, bool]:
         return patched(stale, echo), True
 
 
+def from_server() -> bytes | None:
+    """The board as a `huddle serve` running on this home says it now (io.served), its
+    notes said; None when none answers."""
+    import os
+
+    from huddle.io import served
+    from huddle.io.folders import huddle_home
+
+    home = huddle_home(os.environ)
+    got = served.ask(home) if home else None
+    if got is None:
+        return None
+    said, notes = got
+    for note in notes:
+        echo(f"huddle: {note}", err=True)
+    return said
+
+
 def refresh_stored() -> bool:
     """The status line's refresher: the board file (and the stored answer) brought up
     to date from the sessions that moved under the stored answer, as `huddle status
     --json` leaves them, nothing said on stdout. False when there was no such answer."""
-    said, patched = said_now()
+    said, patched = said_now(ask_server=False)
     return patched and said is not None
 
 

@@ -66,6 +66,7 @@ def _run(
     if notifier is not None:
         rows.listen(notifier)
     receiver = _otlp(h, otlp) if otlp is not None else None
+    answering = _status_socket(h, rows) if demo is None and watcher is None else None
     if open_browser:
         threading.Timer(0.6, _open, (url,)).start()
     try:  # (said inside: a Ctrl-C right after the line stops it as well as any later)
@@ -78,6 +79,22 @@ def _run(
             notifier.close_all()
         if receiver is not None:
             receiver.stop()
+        if answering is not None:
+            answering.stop()
+
+
+def _status_socket(h, rows):
+    """`huddle status --json` answered by this server (server.status_socket), or None
+    (no home folder, or another server of this home answers; said)."""
+    if not h.settings.huddle_home:
+        return None
+    from huddle.server.status_socket import StatusSocket
+
+    answering = StatusSocket(h, rows)
+    if answering.start():
+        return answering
+    click.echo(f"huddle: not answering `huddle status` here: {answering.last_error}", err=True)
+    return None
 
 
 def _listen(host: str, port: int):

@@ -1,0 +1,87 @@
+"""`huddle status --json` answered by a running `huddle serve` of the same home.
+
+A server keeps the board up to date as the files move; a one-shot command that finds
+its stored answer stale (huddle.io.answers) asks it instead of reading the moved
+sessions itself: the server reads what was written before the question (a refresh
+round of its own watcher) and says the board as the command would have. The question
+goes over a Unix socket in huddle's own folder (`$HUDDLE_HOME/run`, 0700: only its
+user can connect) and carries what the answer hangs on besides the files: the
+environment (the folders it names) and huddle's code. A server that differs in either,
+or has not finished its first read, declines, and the command reads as it always did.
+
+Standard library only: the command asks before importing anything of huddle's core.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import socket
+
+from .answers import code
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+SOCKET = "serve.sock"
+ASK_MAX = 4 << 20  # a question past this is no question of huddle's
+WAIT = 60.0  # seconds a command waits on an answer: a hang guard, far above a server's round
+
+
+def socket_path(huddle_home: str) -> str:
+    return os.path.join(huddle_home, "run", SOCKET)
+
+
+def question(what: str) -> dict[str, Any]:
+    """What a command asks: the answer's name, its environment, huddle's code as it is."""
+    return {"ask": what, "env": dict(os.environ), "code": code()}
+
+
+def frame(value: Any) -> bytes:
+    data = marshal.dumps(value)
+    return len(data).to_bytes(8, "little") + data
+
+
+def read_frame(sock: socket.socket, most: int = ASK_MAX) -> Any:
+    """One framed value from `sock` (raises ValueError on a short or oversized one)."""
+    head = _read(sock, 8)
+    n = int.from_bytes(head, "little")
+    if n > most:
+        raise ValueError(f"a frame of {n} bytes")
+    return marshal.loads(_read(sock, n))
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    parts, got = [], 0
+    while got < n:
+        part = sock.recv(min(n - got, 1 << 20))
+        if not part:
+            raise ValueError("cut short")
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
+def ask(huddle_home: str, what: str = "status") -> tuple[bytes, list[str]] | None:
+    """(the answer, UTF-8, and its notes) from a server running on this home; None when
+    there is none, it declines, or anything goes wrong (the command reads itself)."""
+    path = socket_path(huddle_home)
+    if not os.path.exists(path):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(WAIT)
+    try:
+        sock.connect(path)
+        sock.sendall(frame(question(what)))
+        head = read_frame(sock)
+        if not isinstance(head, dict) or not head.get("ok"):
+            return None
+        body = b"".join(iter(lambda: sock.recv(1 << 20), b""))
+        if len(body) != head.get("length"):
+            return None
+        return body, [str(n) for n in head.get("notes") or ()]
+    except (OSError, ValueError, EOFError, TypeError):
+        return None
+    finally:
+        sock.close()

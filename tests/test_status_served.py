@@ -1,0 +1,163 @@
+"""`huddle status --json` answered by a running `huddle serve` of the same home
+(io/served.py, server/status_socket.py): after an append or a new session the answer
+is the one a fresh read gives, byte for byte, and a command the server answered writes
+nothing; a command from another environment, or with no server left to answer (one
+killed, its socket file left), reads for itself and is as right."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from huddle.core import Huddle
+from huddle.io import served
+from huddle.live.watcher import Watcher
+from huddle.server.status_socket import StatusSocket
+from huddle.sources import Settings
+from live_agents import wait_until
+
+SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples" / "claude"
+NEW = "11111111-2222-4333-8444-555555555555"
+
+
+def env_of(tmp: Path, config: Path, home: str = "hh") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HUDDLE_", "CLAUDE", "CODEX", "XDG_"))}
+    (tmp / "home").mkdir(exist_ok=True)
+    return {**env, "HOME": str(tmp / "home"), "HUDDLE_HOME": str(tmp / home), "CLAUDE_CONFIG_DIR": str(config)}
+
+
+def status(env: dict[str, str]) -> bytes:
+    out = subprocess.run(
+        [sys.executable, "-m", "huddle", "status", "--json"], env=env, capture_output=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def fresh(env: dict[str, str], tmp: Path) -> bytes:
+    """What a command with no cache and no server says."""
+    cold = tmp / "cold"
+    shutil.rmtree(cold, ignore_errors=True)
+    return status({**env, "HUDDLE_HOME": str(cold)})
+
+
+@pytest.fixture
+def server(tmp_path):
+    config = tmp_path / "claude"
+    shutil.copytree(SAMPLES / "02-subagents" / "config", config)
+    env = env_of(tmp_path, config)
+    status(env)  # (a stored answer: what goes stale)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "huddle.cli", "serve", "--no-open", "--no-notify", "--port", "0"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url, deadline = "", time.time() + 60  # (hang guards, far above a start)
+        while not url and time.time() < deadline:
+            m = re.search(r"(http://127\.0\.0\.1:\d+/)", proc.stdout.readline())
+            url = m.group(1) if m else ""
+        assert url, "the server did not say where it serves"
+        wait_until(lambda: not httpx.get(url + "api/info", timeout=10).json()["reading"], deadline, "the first read")
+        yield proc, env, config
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        proc.stdout.close()
+
+
+def answered_by_server(env: dict[str, str]) -> bytes:
+    """`status --json` with the stored answer stale: said by the server (nothing written)."""
+    stored = Path(env["HUDDLE_HOME"]) / "cache" / "status.bin"  # (what a command's own read writes)
+    before = stored.stat().st_mtime_ns if stored.exists() else None
+    out = status(env)
+    assert (stored.stat().st_mtime_ns if stored.exists() else None) == before, "the command read for itself"
+    return out
+
+
+def append_response(config: Path) -> Path:
+    f = next(p for p in (config / "projects").glob("*/*.jsonl"))
+    lines = f.read_text().splitlines()
+    last = next(json.loads(x) for x in reversed(lines) if json.loads(x).get("type") == "assistant")
+    last["uuid"], last["message"]["id"] = "00000000-0000-4000-8000-0000000000aa", "msg_served_new"
+    last["message"]["usage"]["output_tokens"] = 777
+    with f.open("a") as out:
+        out.write(json.dumps(last) + "\n")
+    return f
+
+
+def test_a_running_server_answers_after_an_append_and_a_new_session(server, tmp_path):
+    proc, env, config = server
+    before = json.loads(status(env))
+    f = append_response(config)
+    said = answered_by_server(env)
+    assert said == fresh(env, tmp_path)
+    grown = {r["id"]: r["tokens"] for r in json.loads(said)["sessions"]}
+    assert grown[f.stem] > {r["id"]: r["tokens"] for r in before["sessions"]}[f.stem]
+    (f.parent / f"{NEW}.jsonl").write_text(f.read_text().replace(f.stem, NEW))
+    said = answered_by_server(env)
+    assert said == fresh(env, tmp_path)
+    assert NEW in {r["id"] for r in json.loads(said)["sessions"]}
+    assert proc.poll() is None
+
+
+def test_another_environment_is_declined_and_reads_for_itself(server, tmp_path):
+    _proc, env, _config = server
+    other = tmp_path / "other"
+    shutil.copytree(SAMPLES / "01-basic-tools" / "config", other)
+    theirs = {**env, "CLAUDE_CONFIG_DIR": str(other)}
+    said = status(theirs)
+    assert said == fresh(theirs, tmp_path)
+    assert json.loads(said)["sessions"] != json.loads(status(env))["sessions"]
+
+
+def test_a_killed_servers_socket_costs_nothing(server, tmp_path):
+    proc, env, config = server
+    proc.kill()
+    proc.wait(timeout=30)
+    path = served.socket_path(env["HUDDLE_HOME"])
+    assert os.path.exists(path)  # (left behind: no one answers there)
+    append_response(config)
+    assert status(env) == fresh(env, tmp_path)
+
+
+def test_a_question_the_server_cannot_answer_as_asked_is_declined(tmp_path):
+    h = Huddle(Settings(folders={}, huddle_home=str(tmp_path)))
+    s = StatusSocket(h, Watcher(h, lambda msgs: None))  # (its first read not done)
+    ask = {**served.question("status"), "env": dict(s.env), "code": s.code}
+    assert s.declines(ask) == "the first read is not done"
+    assert s.declines({**ask, "ask": "usage"}) == s.declines("status") == "not a question this server answers"
+    assert (
+        s.declines({**ask, "env": {**s.env, "CLAUDE_CONFIG_DIR": "/elsewhere"}}) == "another environment: other folders"
+    )
+    assert s.declines({**ask, "code": [[], []]}) == "other code"
+
+
+def test_one_server_per_home(tmp_path):
+    h = Huddle(Settings(folders={}, huddle_home=str(tmp_path)))
+    first, second = StatusSocket(h, None), StatusSocket(h, None)
+    assert first.start()
+    try:
+        assert not second.start() and "another huddle serve" in (second.last_error or "")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.connect(first.path)
+        probe.sendall(served.frame("not a question"))
+        assert served.read_frame(probe) == {"ok": False, "why": "not a question this server answers"}
+        probe.close()
+    finally:
+        first.stop()
+    assert not os.path.exists(first.path)
