@@ -161,3 +161,34 @@ def test_one_server_per_home(tmp_path):
     finally:
         first.stop()
     assert not os.path.exists(first.path)
+
+
+def said(h: Huddle, sid: str, text: str) -> bool:
+    with h.lock:
+        return any(e.text == text for e in h.session(f"claude:{sid}").events[-3:])
+
+
+def test_the_files_a_stale_answer_names_are_read_alone_only_after_a_whole_read(tmp_path):
+    """The server reads just the files the command says moved when its own last whole
+    read began after the command's stored answer was saved (everything else is as both
+    saw it); otherwise it reads the whole home. Either way the row moves."""
+    import web_corpus
+
+    settings, sid, main = web_corpus.one_session(tmp_path)
+    h = Huddle(settings)
+    w = Watcher(h, lambda msgs: None, poll_watched=600.0, full_every=600.0)
+    w.start()
+    try:
+        assert w.whole_at_ns > 0  # (the first read)
+        wait_until(lambda: w.notices.watching, time.time() + 60, "the folders watched")
+        assert w.read_now()  # (a whole read: what moved while the watches were set up)
+        whole = w.whole_at_ns
+        web_corpus.append_say(main, "one more")
+        assert w.read_now([str(main)], whole - 1)
+        assert w.whole_at_ns == whole and said(h, sid, "one more")
+        web_corpus.append_say(main, "and another")
+        assert w.read_now([str(main)], time.time_ns())  # (saved after this core's whole read)
+        assert w.whole_at_ns > whole
+        assert said(h, sid, "and another")
+    finally:
+        w.stop()

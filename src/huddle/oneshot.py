@@ -256,7 +256,7 @@ def said_now(ask_server: bool = True) -> tuple[bytes | memoryview | None, bool]:
     said, stale = looked(most=PATCHABLE)
     if said is not None:
         return said, False
-    if ask_server and (said := from_server()) is not None:
+    if ask_server and (said := from_server(stale)) is not None:
         return said, False
     if stale is None:
         return None, False
@@ -268,16 +268,18 @@ def said_now(ask_server: bool = True) -> tuple[bytes | memoryview | None, bool]:
         return patched(stale, echo), True
 
 
-def from_server() -> bytes | None:
-    """The board as a `huddle serve` running on this home says it now (io.served), its
-    notes said; None when none answers."""
+def from_server(stale: Any = None) -> bytes | None:
+    """The board as a `huddle serve` running on this home says it now (io.served: told
+    the session files that moved under a `stale` stored answer), its notes said; None
+    when none answers."""
     import os
 
     from huddle.io import served
     from huddle.io.folders import huddle_home
 
     home = huddle_home(os.environ)
-    got = served.ask(home) if home else None
+    moved, since = (stale.moved, stale.data.get("saved_ns")) if stale is not None else (None, None)
+    got = served.ask(home, "status", moved, since) if home else None
     if got is None:
         return None
     said, notes = got

@@ -22,6 +22,7 @@ from __future__ import annotations
 import marshal
 import os
 import sys
+import time
 import zlib
 
 from .boardfile import atomic_write
@@ -108,6 +109,7 @@ def save(
             drop(huddle_home, name)
             return False
     data = {**conditions, "notes": list(notes), "code": code()}
+    data["saved_ns"] = time.time_ns()  # (a server whose whole read began after it holds what it said: io.served)
     # the newest files first: the one most likely to have moved next time is looked at
     # before the others (a miss costs a stat or two, not the home's)
     data["files"] = sorted(conditions.get("files") or (), key=_newest_first)

@@ -88,6 +88,13 @@ class Notices:
             if self._stop is stop:
                 self.watching = False
 
+    def name(self, paths: list[str]) -> None:
+        """Files known to have moved (a `status --json` asking the server: io.served), read
+        at the next round as if a notice had named them."""
+        with self._lock:
+            if self._named is not None:
+                self._named.update(paths)
+
     def _named_in(self, got: set) -> None:
         with self._lock:
             if self._named is not None:

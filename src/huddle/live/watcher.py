@@ -107,6 +107,7 @@ class Watcher:
         self._refresh_cost = 0.0  # seconds the last refresh took
         self.rounds = threading.Condition()  # a refresh round asked for now (`read_now`) and its end
         self._asked = self._read_at = 0.0  # when one was asked; when the last one done began
+        self._whole, self.whole_at_ns = False, 0  # a whole read asked for; when the last one began
         self.due: dict[str, float] = {}  # session key -> when (monotonic) to look at its row again
         self.row_listeners: list[Listener] = []  # told each changed row (notifications)
         self.started = False  # the first read is done (until then the board is the cached rows)
@@ -271,11 +272,17 @@ class Watcher:
             if refresh:
                 want = False
 
-    def read_now(self, timeout: float = 30.0) -> bool:
+    def read_now(self, moved: list[str] | None = None, since_ns: int | None = None, timeout: float = 30.0) -> bool:
         """A refresh round run now on the watcher's thread, its rows told as any round's
         (a `status --json` a running server answers: every byte written before it asked
-        is read); False if the watcher stopped or the round did not end in `timeout`."""
+        is read). `moved`: the only files that moved since `since_ns` (io.served): read
+        alone if this core's last whole read began after it, else everything is looked
+        at. False if the watcher stopped or the round did not end in `timeout`."""
         with self.rounds:
+            if moved is not None and since_ns is not None and self.whole_at_ns >= since_ns:
+                self.notices.name(moved)
+            else:
+                self._whole = True
             self._asked = asked = time.monotonic()
             self.wake.set()
             done = self.rounds.wait_for(lambda: self._read_at >= asked or self.stopping.is_set(), timeout)
@@ -293,6 +300,7 @@ class Watcher:
         first read of a large history holds one timeline at a time (none, when fresh worker
         processes read it: huddle.core.coldread)."""
         h = self.h
+        self.whole_at_ns = time.time_ns()
         if not self.lazy:
             h.refresh()
             return
@@ -342,8 +350,10 @@ class Watcher:
         (a new file, a notice without names, a poll falling due) the home's stat checks."""
         hints = self.notices.take()
         poll = self.poll_watched if self.notices.watching else self.poll_unwatched
-        got = self.h.read_files(hints) if hints and t0 - self._last_poll < poll else None
+        whole, self._whole = self._whole, False
+        got = self.h.read_files(hints) if hints and not whole and t0 - self._last_poll < poll else None
         if got is None:
+            self.whole_at_ns = time.time_ns()  # (what moved before this, this read sees)
             got = self.h.refresh()
             self._last_poll = t0
         return got

@@ -114,7 +114,9 @@ class StatusSocket:
             return "other code"
         if not self.watcher.started:
             return "the first read is not done"
-        if not self.watcher.read_now():
+        moved, since = q.get("moved"), q.get("since_ns")
+        hints = [str(p) for p in moved] if isinstance(moved, list) and isinstance(since, int) else None
+        if not self.watcher.read_now(hints, since if hints is not None else None):
             return "the watcher did not read in time"
         return ""
 
