@@ -154,3 +154,16 @@ test_vibe_odd_values_cost_at_most_their_line = property_for(VIBE)
 def test_the_properties_try_many_kinds_of_record():
     # one line per kind of record (type, subtype, block types) of each source's samples
     assert len(CLAUDE.files) > 40 and len(CODEX.files) > 20 and len(VIBE.files) > 10
+
+
+def test_a_vibe_call_whose_counts_are_no_counts_costs_its_line_alone(tmp_path):
+    """A unified store's call with a count past any window is its line's problem only:
+    the cumulative totals it would have been subtracted from count what Vibe counted
+    (once out of the ledger, it is no gap of theirs to say again)."""
+    want = ("payload", "result", "result", "usage", "cached_input_tokens")
+    for home, f, lines, i in VIBE.files:
+        places = [p for p, _ in leaves(json.loads(lines[i]))]
+        if want in places and "unified" in str(f):
+            check_one(tmp_path, "vibe", home, f, lines, i, places.index(want), -(2**70))
+            return
+    raise AssertionError("no unified Vibe call with usage in the samples")

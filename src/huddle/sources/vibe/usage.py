@@ -34,7 +34,8 @@ class UsageLedger:
             cache_read=cached,
             cache_write=u.cache_write_tokens or 0,
         )
-        self.total.add(usage)
+        if not usage.problem():  # (counts that are no counts cost their line, said there: not the totals' gap too)
+            self.total.add(usage)
         return usage
 
     def catch_up(self, tu: vr.TokenUsage | None, seq: int) -> Usage | None:
