@@ -153,19 +153,27 @@ def session_entry(
     return row
 
 
+def _first(row: Row | Kept) -> tuple[int, str]:
+    return (-urgency(row.state), row.updated_at or "")  # (sorted down)
+
+
+def _then(row: Row | Kept) -> tuple[str, str]:
+    return (row.source, row.id)  # (sorted up)
+
+
 def order_key(row: Row | Kept) -> list[Any]:
     """What a row sorts by: urgency and time (both down), then source and id (up). The
     one order of the board (`sort_rows`; stored.patching splices rows into it)."""
-    return [-urgency(row.state), row.updated_at or "", row.source, row.id]
+    return [*_first(row), *_then(row)]
 
 
 def sort_rows(rows: list[R]) -> list[R]:
     """Most urgent first (needs you, then waiting...), most recently updated first within,
     then by source and id (`order_key`): rows read afresh and rows kept in the cache come
     in no set order, and the same board must come out the same whichever were which."""
-    rows.sort(key=lambda r: order_key(r)[2:])
+    rows.sort(key=_then)
     # (urgency up and the time down in one stable sort: reversed, equal keys keep their order)
-    rows.sort(key=lambda r: order_key(r)[:2], reverse=True)
+    rows.sort(key=_first, reverse=True)
     return rows
 
 
