@@ -90,3 +90,23 @@ def test_claude_codes_own_times_read_from_their_parts_as_the_general_path_reads_
     cold = times.parse_time(s)
     assert cold == _parse_time_as_it_was(s)
     assert times.parse_time(s) == cold  # its minute known now
+
+
+def _iso_as_it_was(v):
+    t = times.seconds(v)
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@given(
+    st.one_of(
+        st.floats(min_value=-1.0, max_value=times.LATEST + 1.0),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(min_value=-10, max_value=2**64),
+        st.sampled_from([0.0, 5e-7, 4.9e-7, 0.9994999, 0.9995, 0.9999995, 1796007854.9999995, times.LATEST - 1e-6]),
+        st.none(),
+    )
+)
+def test_iso_formats_as_before(v):
+    assert times.iso(v) == _iso_as_it_was(v)

@@ -128,10 +128,14 @@ def of_datetime(d: datetime) -> float | None:
 def iso(t: float | None) -> str | None:
     """ISO 8601 in UTC with milliseconds; None for no time (or one that is not a time:
     it never raises, whatever reached it)."""
-    t = seconds(t)
-    if t is None:
-        return None
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if type(t) is not float or not EARLIEST <= t < LATEST:  # (a float in range: the common case, then no check)
+        t = seconds(t)
+        if t is None:
+            return None
+    # isoformat(timespec="milliseconds") and the zone replaced, as text sliced (twice as fast: a
+    # hub's --by session says 50,000 of them): "…T02:18:35.224123+00:00", or "…T02:18:35+00:00" on a second
+    s = datetime.fromtimestamp(t, UTC).isoformat()
+    return s[:23] + "Z" if len(s) == 32 else s[:19] + ".000Z"
 
 
 def odd(value: object) -> str:
