@@ -18,6 +18,7 @@ from fractions import Fraction
 
 import pytest
 
+from hub_kept import assert_lines_kept
 from huddle.cost.pricing import Price, Rates, Table, current
 from huddle.hub import connect
 from huddle.hub.prices import sync
@@ -236,6 +237,7 @@ def test_the_kept_sums_are_what_summing_every_row_again_gives(pg_conn):
     shared = set(conn.execute("SELECT source, response_id FROM huddle.shared_ids").fetchall())
     assert held_twice and set(held_twice) <= shared  # (an id stays shared once it was: the rows decide it)
     assert _per_session(conn) == _per_session_again(conn)
+    assert_lines_kept(conn)
     conn.execute("TRUNCATE huddle.usage_sums, huddle.bad_responses")
     conn.execute(resum())
     conn.commit()
@@ -249,8 +251,10 @@ def test_the_kept_sums_are_what_summing_every_row_again_gives(pg_conn):
     conn.execute("SELECT huddle.reprice(ARRAY['claude-opus-4-7'])")
     conn.commit()
     assert _per_session(conn) == _per_session_again(conn)
+    assert_lines_kept(conn)
     sync(conn, table)
     assert _per_session(conn) == _per_session_again(conn)
+    assert_lines_kept(conn)
 
 
 _SESSION = "session_key, model, source, n, input, output, cache_read, cache_write, cache_write_1h, first_t, priced, odd, hi, lo"
@@ -273,35 +277,41 @@ def _per_session_again(conn):
     return got
 
 
-def test_a_hub_of_the_last_version_is_brought_up_with_its_sums(server):
-    """A hub made by the huddle before the per-session sums (schema 2), written to, then
-    opened by this one: migration 3 says them from what it holds, and the reports over
-    every day are the machines' own."""
+@pytest.mark.parametrize("was", [2, 3])
+def test_an_older_hub_is_brought_up_with_its_sums(server, was):
+    """A hub made by the huddle before the per-session sums (schema 2) or before the kept
+    lines (3), written to, then opened by this one: the migrations say them from what it
+    holds, and the reports over every day are the machines' own."""
     import psycopg
 
     from huddle.hub.schema import LATEST, MIGRATIONS
 
-    dsn = server.dsn(server.create_db("older"))
+    dsn = server.dsn(server.create_db(f"older{was}"))
     with psycopg.connect(dsn) as c:
         c.execute("CREATE SCHEMA huddle")
         c.execute(
             "CREATE TABLE huddle.schema_version ("
             " version integer PRIMARY KEY, what text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        for version, what, sql in MIGRATIONS[:2]:
+        for version, what, sql in MIGRATIONS[:was]:
             c.execute(sql)
             c.execute("INSERT INTO huddle.schema_version (version, what) VALUES (%s, %s)", (version, what))
         _fill(c, random.Random(3))
         sync(c, current())
     conn = connect(dsn)  # (migrates)
     try:
-        assert conn.execute("SELECT max(version) FROM huddle.schema_version").fetchone()[0] == LATEST == 3
+        assert conn.execute("SELECT max(version) FROM huddle.schema_version").fetchone()[0] == LATEST
         conn.commit()
         assert _per_session(conn) and _per_session(conn) == _per_session_again(conn)
+        assert_lines_kept(conn)
         for by in ("session", "project", "model"):
             assert json.dumps(summed(conn, by, None, None, current(), None)) == json.dumps(
                 local(conn, by, None, None, current())
             ), by
+        got = usage_report(conn, "machine", None, current())  # (from the kept lines)
+        for row in got["rows"]:
+            want = local(conn, "day", None, None, current(), row["machine"])["totals"]
+            assert {k: v for k, v in row.items() if k not in ("key", "machine")} == want
     finally:
         conn.close()
 

@@ -8,6 +8,7 @@ import gc
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from operator import itemgetter
 from typing import Any
 
 from huddle.model.times import iso
@@ -37,9 +38,10 @@ def cost_of(hi: Any, lo: Any) -> float:
 
 
 def _names(models: list[str] | None) -> list[str]:
-    if not models:
+    """A line's models (each once: grouped so) in Python's order."""
+    if models is None:
         return []
-    return list(models) if len(models) == 1 else sorted(set(models))
+    return models if len(models) < 2 else sorted(models)
 
 
 def _row(row: tuple) -> tuple[tuple, dict]:
@@ -75,5 +77,5 @@ def rows(plain: list[tuple], lines: dict[str, Line]) -> list[dict]:
     out = [_row(r) for r in plain]
     for key, line in lines.items():
         out.append(((line.first is None, line.first or 0.0, key), {"key": key, **line.info, **line.to_dict()}))
-    out.sort(key=lambda kd: kd[0])
+    out.sort(key=itemgetter(0))
     return [d for _, d in out]

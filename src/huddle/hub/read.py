@@ -163,7 +163,7 @@ def usage_report(
     by two machines is in both rows, so rows can add up to more than the total)."""
     t = table or current()
     with by_session.no_cycles() if by == "session" else nullcontext():
-        out = summed(conn, "model" if by == "machine" else by, since, until, t, machine)  # (its totals)
+        out = summed(conn, "totals" if by == "machine" else by, since, until, t, machine)  # (its totals)
     if out is None:  # a rate or a cost the sums cannot hold exactly: the rows decide
         return _from_rows(conn, by, since, t, machine, until)
     out["notes"] += bad_notes(conn, machine)

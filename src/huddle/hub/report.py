@@ -1,7 +1,8 @@
 """`huddle usage --hub` grouped in PostgreSQL: the report's lines come back summed.
 
 Most of a report is the kept sums (triggers.py): per session, day, agent, model and
-band, priced at the hub's rates. What the sums cannot say is read from the rows, and
+band, priced at the hub's rates (over every day, per session; the lines of sessions and
+the hub's totals kept whole: every_day.py). What the sums cannot say is read from the rows, and
 there is little of it: responses whose id two sessions hold (which one counts depends
 on the machines looked at), models the reader prices otherwise than the hub (prices.py),
 and the edges of a `--since`/`--until` inside a day. Both are then grouped by the
@@ -20,6 +21,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from . import every_day
 from .sums import UNKNOWN_DAY, cost, day_of, exact_cost, good, not_shared, split_hi, split_lo
 
 _NOT_SHARED = not_shared()
@@ -176,42 +178,6 @@ SELECT 'source', NULL, NULL, NULL, g.source, {_OUT}, NULL, {none}, NULL, NULL, N
 """
 
 
-def _per_session(sessions: str, join: str) -> str:
-    """--by session over every day: each session's line from its kept sums as they are (a
-    row or two each, in key order: nothing of the report's size regrouped), and what the
-    rows add (shared ids) beside it as pieces, which read.summed adds in."""
-    aggs = ["sum"] * 6 + ["min"] + ["sum"] * 4
-    casts = ["::bigint"] * 6 + [""] + ["::bigint"] * 2 + [""] * 2  # (a count past a bigint is refused: the rows)
-    named = ", ".join(f"{agg}(s.{c}){cast} AS {c}" for agg, c, cast in zip(aggs, _COLS, casts, strict=True)).replace(
-        "(s.first)", "(s.first_t)"
-    )
-    models = (  # (unordered: by_session sorts a session's few names; the last two see the rows in one order)
-        "array_agg(s.model) AS models, array_agg(s.model) FILTER (WHERE s.priced = 0) AS unpriced,"
-        " array_agg(s.input + s.output + s.cache_read + s.cache_write) FILTER (WHERE s.priced = 0) AS unpriced_tokens"
-    )
-    info = "h.id, h.title, h.project, h.started_at, h.source"
-    xs = ", ".join(f"x.{c}" for c in _COLS)
-    ps = ", ".join(f"p.{c}" for c in _COLS)
-    none = "NULL, NULL, NULL, NULL, NULL"
-    return f"""
-g AS MATERIALIZED (SELECT p.model, p.source, {_SUMS} FROM pieces p GROUP BY p.model, p.source),
-x AS (SELECT s.session_key AS key, {named}, {models} FROM huddle.session_sums s {join} GROUP BY s.session_key)
-SELECT 'line', x.key, NULL, NULL, NULL, {xs}, 1, {info}, x.models, x.unpriced, x.unpriced_tokens
-FROM x JOIN {sessions} h ON h.key = x.key
-UNION ALL
-SELECT 'piece', p.key, NULL, p.model, p.source, {ps}, 1, {info}, NULL, NULL, NULL
-FROM pieces p JOIN {sessions} h ON h.key = p.key WHERE NOT p.kept
-UNION ALL
-SELECT 'total', NULL, NULL, NULL, NULL, {_OUT}, (SELECT count(*) FROM (SELECT DISTINCT p.key FROM pieces p) d), {none},
-       NULL, NULL, NULL
-FROM g
-UNION ALL
-SELECT 'model', NULL, NULL, g.model, NULL, {_OUT}, NULL, {none}, NULL, NULL, NULL FROM g GROUP BY g.model
-UNION ALL
-SELECT 'source', NULL, NULL, NULL, g.source, {_OUT}, NULL, {none}, NULL, NULL, NULL FROM g GROUP BY g.source
-"""
-
-
 def query(by: str, b: Bounds, machine: str | None, differ: list[str], sessions: str = "huddle.sessions") -> str:
     """The statement: the report's sums per grouping set (see the module's text)."""
     per_machine = by == "machine"
@@ -239,9 +205,23 @@ def query(by: str, b: Bounds, machine: str | None, differ: list[str], sessions: 
             f"SELECT r.*, false FROM huddle.responses r WHERE r.model = ANY(%(differ)s) AND {_NOT_SHARED}{outside}"
         )
     kept, kept_day = "huddle.usage_sums", "u.day, u.agent_label"
-    if b.day_sql("u.day") == "true" and by not in ("day", "agent"):  # every day: the per-session sums, fewer
+    all_days = b.day_sql("u.day") == "true" and by not in ("day", "agent")
+    if all_days:  # the per-session sums, fewer
         kept, kept_day = "huddle.session_sums", "NULL::integer AS day, NULL::text AS agent_label"
-    per_session = by == "session" and kept == "huddle.session_sums" and not differ
+    lined = all_days and not differ and by in ("session", "machine", "totals")  # every_day.py: the kept lines
+    if by == "totals" and not lined:
+        by = "model"  # (its lines unread)
+    kept_rows = (
+        ""
+        if lined  # (the kept lines are read as they are: the pieces are what the rows add)
+        else f"""
+  SELECT u.session_key AS key, {m_col} AS m, {kept_day}, u.model, u.source, u.n, u.input, u.output,
+         u.cache_read, u.cache_write, u.cache_write_1h, u.first_t AS first, u.priced, u.odd, u.hi, u.lo, true AS kept
+  FROM {kept} u {join_held.format(k="u.session_key")}
+  WHERE {b.day_sql("u.day") if kept_day == "u.day, u.agent_label" else "true"}
+    {"AND u.model <> ALL(%(differ)s)" if differ else ""}
+  UNION ALL"""
+    )
     return f"""
 WITH {"held AS MATERIALIZED (" + held + ")," if held else ""}
 prices AS (
@@ -265,16 +245,11 @@ owned AS MATERIALIZED (  -- an id several sessions hold counts in the first of t
            ORDER BY (h.started_at IS NULL), h.started_at, h.key COLLATE "C") = x.key AS counts
   FROM rowsd x JOIN huddle.sessions h ON h.key = x.key
 ),
-pieces AS (
-  SELECT u.session_key AS key, {m_col} AS m, {kept_day}, u.model, u.source, u.n, u.input, u.output,
-         u.cache_read, u.cache_write, u.cache_write_1h, u.first_t AS first, u.priced, u.odd, u.hi, u.lo, true AS kept
-  FROM {kept} u {join_held.format(k="u.session_key")}
-  WHERE {b.day_sql("u.day") if kept_day == "u.day, u.agent_label" else "true"}
-    {"AND u.model <> ALL(%(differ)s)" if differ else ""}
-  UNION ALL
-  SELECT key, m, day, agent_label, model, source, count(*), sum(input), sum(output), sum(cache_read), sum(cache_write),
-         sum(cache_write_1h), min(t), count(c), count(*) FILTER (WHERE c IS NOT NULL AND {split_hi("c")} IS NULL),
-         coalesce(sum({split_hi("c")}), 0), coalesce(sum({split_lo("c")}), 0), false
+pieces AS ({kept_rows}
+  SELECT key, m, day, agent_label, model, source, count(*) AS n, sum(input) AS input, sum(output) AS output,
+         sum(cache_read) AS cache_read, sum(cache_write) AS cache_write, sum(cache_write_1h) AS cache_write_1h,
+         min(t) AS first, count(c) AS priced, count(*) FILTER (WHERE c IS NOT NULL AND {split_hi("c")} IS NULL) AS odd,
+         coalesce(sum({split_hi("c")}), 0) AS hi, coalesce(sum({split_lo("c")}), 0) AS lo, false AS kept
   FROM owned WHERE counts AND {b.inside_sql("t", "day")}
     AND (shared {"OR model = ANY(%(differ)s)" if differ else ""} OR NOT ({b.day_sql("day")}))  -- (not in a sum)
   GROUP BY 1, 2, 3, 4, 5, 6
@@ -286,12 +261,23 @@ pj AS (
         else "SELECT p.* FROM pieces p"
     }
 ),
-{_per_session(sessions, join_held.format(k="s.session_key")) if per_session else _sets(by, sessions)}
+{_final(by, lined, machine is not None, sessions)}
 UNION ALL  -- the responses another session counts, said as one number (per machine with --by machine)
 SELECT 'dupes', m, NULL, NULL, NULL, count(*), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM owned WHERE NOT counts GROUP BY m
 """
+
+
+def _final(by: str, lined: bool, machine: bool, sessions: str) -> str:
+    """The statement's last CTEs and its rows but the duplicates'."""
+    if not lined:
+        return _sets(by, sessions)
+    if by == "session":
+        return every_day.by_session(sessions, machine)
+    if by == "machine":
+        return every_day.by_machine()
+    return every_day.only_totals(machine)
 
 
 def params(b: Bounds, machine: str | None, differ: list[str], cols: dict[str, list]) -> dict[str, Any]:

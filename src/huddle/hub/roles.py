@@ -71,7 +71,7 @@ def init(conn: Any) -> list[str]:
                 done.append(f"made the role {role}")
         conn.execute(VIEW)
         readable = ("schema_version", "meta", "machines", "session_machines", "responses", "usage_sums",
-                    "session_sums", "prices", "shared_ids", "bad_responses", "lead_sessions")  # fmt: skip
+                    "session_sums", "session_lines", "model_sums", "prices", "shared_ids", "bad_responses", "lead_sessions")  # fmt: skip
         conn.execute(f"GRANT USAGE ON SCHEMA huddle TO {LEAD}, {MACHINE}")
         conn.execute(f"GRANT SELECT ON {', '.join('huddle.' + t for t in readable)} TO {LEAD}, {MACHINE}")
         conn.execute(f"GRANT SELECT ({', '.join(QUIET_COLUMNS)}, changed_at) ON huddle.sessions TO {LEAD}")

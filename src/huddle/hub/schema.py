@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import roles, triggers
+from . import lines, roles, triggers
 
 LOCK = 0x68756464  # pg_advisory_xact_lock key: "hudd"
 
@@ -101,12 +101,17 @@ CREATE INDEX responses_by_id ON huddle.responses (source, response_id) WHERE res
     (
         2,
         "usage kept summed by session, day, agent, model and price band; the board's indexes",
-        triggers.TABLES + triggers.install(per_session=False) + triggers.backfill() + roles.VIEW,
+        triggers.TABLES + triggers.install(2) + triggers.backfill() + roles.VIEW,
     ),
     (
         3,
         "usage kept summed by session and model too: reports over every day read no day",
-        triggers.SESSION_SUMS + triggers.install(),
+        triggers.SESSION_SUMS + triggers.install(3),
+    ),
+    (
+        4,
+        "each session's line and the hub's totals per model kept: reports over every day regroup nothing",
+        lines.fill() + triggers.install(4),
     ),
 ]
 

@@ -19,6 +19,7 @@ machines writing the same id at once cannot both count it, and a re-pricing
 
 from __future__ import annotations
 
+from . import lines
 from .sums import UNKNOWN_DAY, band, cost, day_of, good, not_shared, split_hi, split_lo
 
 LOCK = 0x68756465  # pg_advisory_xact_lock key of every write to the sums ("hude")
@@ -94,14 +95,25 @@ def _touched(rows: str) -> str:
     )
 
 
-def resession(keys: str) -> str:
+def resession(keys: str, version: int = 4) -> str:
     """session_sums of the sessions `keys` (a query) said again from their usage_sums: a
-    few rows each (usage_sums' key starts with the session), and no first time to settle."""
-    return f"""
+    few rows each (usage_sums' key starts with the session), and no first time to settle;
+    from schema 4 their lines and the hub's totals per model too (lines.py)."""
+    restated = f"""
 DELETE FROM huddle.session_sums WHERE session_key IN ({keys});
 INSERT INTO huddle.session_sums ({_SESSION_COLS})
 SELECT {_SESSION_SUMS} FROM huddle.usage_sums WHERE session_key IN ({keys}) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
 """
+    if version < 4:
+        return restated
+    theirs = f"session_key IN ({keys})"
+    return (
+        lines.move_models(theirs, -1)
+        + restated
+        + lines.move_models(theirs, 1)
+        + lines.DROP_EMPTY
+        + lines.restate_lines(keys)
+    )
 
 
 _SESSION_COLS = "session_key, model, source, n, input, output, cache_read, cache_write, cache_write_1h, first_t, priced, odd, hi, lo"
@@ -155,31 +167,46 @@ $body$;
 """
 
 
-REPRICE = f"""
+def _reprice(version: int) -> str:
+    """huddle.reprice as schema `version` has it: these models' sums added up again from
+    their rows, at the rates huddle.prices now holds (and what is kept from them)."""
+    theirs = "model = ANY(models)"
+    sessions = f"""
+  DELETE FROM huddle.session_sums WHERE {theirs};
+  INSERT INTO huddle.session_sums ({_SESSION_COLS})
+  SELECT {_SESSION_SUMS} FROM huddle.usage_sums WHERE {theirs} GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+"""
+    if version >= 4:  # (the same sessions hold these models after: only their costs moved)
+        sessions = (
+            lines.move_models(theirs, -1)
+            + sessions
+            + lines.move_models(theirs, 1)
+            + lines.restate_lines(  # (session_lines has a column `models` too: the argument named whole)
+                "SELECT session_key FROM huddle.session_sums WHERE model = ANY(reprice.models)"
+            )
+        )
+    return f"""
 CREATE OR REPLACE FUNCTION huddle.reprice(models text[]) RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp AS $body$
-BEGIN  -- these models' sums added up again from their rows, at the rates huddle.prices now holds
+BEGIN
   PERFORM pg_advisory_xact_lock({LOCK});
-  DELETE FROM huddle.usage_sums WHERE model = ANY(models);
+  DELETE FROM huddle.usage_sums WHERE {theirs};
   {fold("(SELECT r.* FROM huddle.responses r WHERE r.model = ANY(models) AND " + _NOT_SHARED + ")", 1)}
   {SETTLE}
-  DELETE FROM huddle.session_sums WHERE model = ANY(models);
-  INSERT INTO huddle.session_sums ({_SESSION_COLS})
-  SELECT {_SESSION_SUMS} FROM huddle.usage_sums WHERE model = ANY(models) GROUP BY 1, 2, 3 ORDER BY 1, 2, 3;
+  {sessions if version >= 3 else ""}
 END
 $body$;
 """
-_REPRICE_2 = REPRICE[: REPRICE.index("  DELETE FROM huddle.session_sums")] + "END\n$body$;\n"
 
 
-def install(per_session: bool = True) -> str:
-    """The functions and triggers (CREATE OR REPLACE: a later migration may restate them).
-    `per_session` False: as schema 2 had them, before session_sums."""
+def install(version: int = 4) -> str:
+    """The functions and triggers as schema `version` has them (CREATE OR REPLACE: a
+    later migration restates them); 2: before session_sums, 3: before session_lines."""
 
     def again(keys: str) -> str:
-        return resession(keys) if per_session else ""
+        return resession(keys, version) if version >= 3 else ""
 
-    return (REPRICE if per_session else _REPRICE_2) + (
+    return _reprice(version) + (
         _function("responses_inserted", _put_in("new_rows") + again(_touched("new_rows")))
         + _function("responses_deleted", _taken_out("old_rows") + again("SELECT session_key FROM old_rows"))
         + _function(
@@ -263,14 +290,7 @@ SESSION_SUMS = f"""
 CREATE TABLE huddle.session_sums (
   session_key text NOT NULL,
   model text NOT NULL,
-  source text NOT NULL,
-  n bigint NOT NULL,
-  input bigint NOT NULL, output bigint NOT NULL, cache_read bigint NOT NULL,
-  cache_write bigint NOT NULL, cache_write_1h bigint NOT NULL,
-  first_t float8,
-  priced bigint NOT NULL,
-  odd bigint NOT NULL,
-  hi numeric NOT NULL, lo numeric NOT NULL,
+  source text NOT NULL,{lines.SUMMED}
   PRIMARY KEY (session_key, model, source)
 );
 INSERT INTO huddle.session_sums ({_SESSION_COLS})
