@@ -91,9 +91,9 @@ sums AS (
   FROM (SELECT lk.m, {_of("lk")} FROM lk UNION ALL SELECT p.m, {_of("p", "first")} FROM pieces p) t(m, {", ".join(_COLS)})
   GROUP BY t.m
 ),
-named AS (
-  SELECT m, array_agg(DISTINCT model) AS models FROM (
-    SELECT lk.m, unnest(lk.models) AS model FROM lk UNION ALL SELECT p.m, p.model FROM pieces p
+named AS (  -- (UNION: each machine's models once, hashed; array_agg DISTINCT would sort them all)
+  SELECT m, array_agg(model) AS models FROM (
+    SELECT lk.m, unnest(lk.models) AS model FROM lk UNION SELECT p.m, p.model FROM pieces p
   ) u GROUP BY m
 ),
 unpriced AS (
@@ -105,9 +105,13 @@ unpriced AS (
     ) u GROUP BY m, model
   ) u GROUP BY m
 ),
-held_by AS (
-  SELECT m, count(*) AS sessions FROM (SELECT lk.m, lk.session_key FROM lk UNION SELECT p.m, p.key FROM pieces p) k
-  GROUP BY m
+held_by AS (  -- a session with a line is once in lk; one with pieces only is added
+  SELECT m, sum(k) AS sessions FROM (
+    SELECT lk.m, count(*) AS k FROM lk GROUP BY lk.m
+    UNION ALL
+    SELECT p.m, count(DISTINCT p.key) FROM pieces p
+    WHERE NOT EXISTS (SELECT 1 FROM huddle.session_lines l WHERE l.session_key = p.key) GROUP BY p.m
+  ) k GROUP BY m
 )
 SELECT 'line', s.m, NULL, NULL, NULL, {", ".join(f"s.{c}" for c in _COLS)}, k.sessions, {NONE},
        n.models, u.models, u.tokens
