@@ -298,9 +298,17 @@ def test_an_older_hub_is_brought_up_with_its_sums(server, was):
             c.execute("INSERT INTO huddle.schema_version (version, what) VALUES (%s, %s)", (version, what))
         _fill(c, random.Random(3))
         sync(c, current())
+        c.execute(  # a lead's group, made by `huddle hub init` on that hub (roles are the cluster's)
+            "DO $r$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'huddle_lead') THEN"
+            " CREATE ROLE huddle_lead NOLOGIN; END IF; END $r$"
+        )
     conn = connect(dsn)  # (migrates)
     try:
         assert conn.execute("SELECT max(version) FROM huddle.schema_version").fetchone()[0] == LATEST
+        for kept in ("session_sums", "session_lines", "model_sums"):  # a lead reads what the reports read
+            assert conn.execute(
+                "SELECT has_table_privilege('huddle_lead', %s, 'SELECT')", (f"huddle.{kept}",)
+            ).fetchone()[0]
         conn.commit()
         assert _per_session(conn) and _per_session(conn) == _per_session_again(conn)
         assert_lines_kept(conn)
