@@ -91,15 +91,17 @@ sums AS (
   FROM (SELECT lk.m, {_of("lk")} FROM lk UNION ALL SELECT p.m, {_of("p", "first")} FROM pieces p) t(m, {", ".join(_COLS)})
   GROUP BY t.m
 ),
-named AS (  -- (UNION: each machine's models once, hashed; array_agg DISTINCT would sort them all)
+named AS (  -- each machine's models once (its sessions have few sets of them: those first)
   SELECT m, array_agg(model) AS models FROM (
-    SELECT lk.m, unnest(lk.models) AS model FROM lk UNION SELECT p.m, p.model FROM pieces p
+    SELECT d.m, unnest(d.models) AS model FROM (SELECT DISTINCT lk.m, lk.models FROM lk) d
+    UNION SELECT p.m, p.model FROM pieces p
   ) u GROUP BY m
 ),
 unpriced AS (
   SELECT m, array_agg(model) AS models, array_agg(tokens) AS tokens FROM (
     SELECT m, model, sum(tokens) AS tokens FROM (
       SELECT lk.m, u.model, u.tokens FROM lk, unnest(lk.unpriced, lk.unpriced_tokens) u(model, tokens)
+      WHERE lk.unpriced IS NOT NULL
       UNION ALL
       SELECT p.m, p.model, p.input + p.output + p.cache_read + p.cache_write FROM pieces p WHERE p.priced = 0
     ) u GROUP BY m, model
