@@ -168,6 +168,9 @@ def test_by_machine_is_each_machines_report(hub, since):
         assert {k: v for k, v in row.items() if k not in ("key", "machine")} == want
     assert len(got["rows"]) == 3
     assert got["totals"] == local(hub, "day", since, None, table)["totals"]
+    one = usage_report(hub, "machine", since, table, "b")  # --machine b: its row, its totals
+    assert one["rows"] == [r for r in got["rows"] if r["machine"] == "b"]
+    assert one["totals"] == local(hub, "day", since, None, table, "b")["totals"]
 
 
 def test_other_rates_than_the_hubs_are_summed_from_the_rows(hub):

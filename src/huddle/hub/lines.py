@@ -62,7 +62,7 @@ def restate_lines(keys: str) -> str:
     c = 'ORDER BY model COLLATE "C"'
     return f"""
 DELETE FROM huddle.session_lines WHERE session_key IN ({keys});
-INSERT INTO huddle.session_lines
+INSERT INTO huddle.session_lines (session_key, {_SUMS}, first_t, {_COST}, models, unpriced, unpriced_tokens)
 SELECT session_key, sum(n), sum(input), sum(output), sum(cache_read), sum(cache_write), sum(cache_write_1h),
   min(first_t), sum(priced), sum(odd), sum(hi), sum(lo), array_agg(model {c}),
   array_agg(model {c}) FILTER (WHERE priced = 0),
