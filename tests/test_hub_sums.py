@@ -173,6 +173,22 @@ def test_by_machine_is_each_machines_report(hub, since):
     assert one["totals"] == local(hub, "day", since, None, table, "b")["totals"]
 
 
+def test_by_session_puts_the_collector_back_as_it_was(hub):
+    """--by session pauses the cycle collector and promotes what it made (by_session.
+    no_cycles): after, it runs again, and what was frozen for good stays frozen."""
+    import gc
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    usage_report(hub, "session", None, current())
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        usage_report(hub, "session", None, current())
+        assert gc.isenabled() and gc.get_freeze_count() > 0  # (less what was freed meanwhile)
+    finally:
+        gc.unfreeze()
+
+
 def test_other_rates_than_the_hubs_are_summed_from_the_rows(hub):
     """A user's pricing file (or another huddle's table): those models from the rows, at
     the reader's rates, still exactly the reader's own report."""
