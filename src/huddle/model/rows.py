@@ -257,7 +257,3 @@ def plain(row: Row | Kept) -> dict[str, Any]:
         return brief
     out: dict[str, Any] = msgspec.to_builtins(row)
     return out
-
-
-def encode(row: msgspec.Struct) -> bytes:
-    return msgspec.json.encode(row)

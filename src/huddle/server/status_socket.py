@@ -31,7 +31,6 @@ class StatusSocket:
         self.env = dict(os.environ)  # what the server's folders were named by
         self.code = answers.code()  # huddle's code as this process loaded it
         self.names = _names(h)
-        self.answered = 0
         self.last_error: str | None = None
         self._sock: socket.socket | None = None
         self._ident: tuple[int, int] | None = None
@@ -102,7 +101,6 @@ class StatusSocket:
         text, notes = self.board_text()
         conn.sendall(served.frame({"ok": True, "notes": notes, "length": len(text)}))
         conn.sendall(text)
-        self.answered += 1
 
     def declines(self, q: object) -> str:
         """Why this server cannot answer the question as the asking command would ('' if it can)."""
