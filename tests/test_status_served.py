@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from conftest import SAMPLES
 from huddle.core import Huddle
 from huddle.io import served
 from huddle.live.watcher import Watcher
@@ -27,7 +28,7 @@ from huddle.server.status_socket import StatusSocket
 from huddle.sources import Settings
 from live_agents import wait_until
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples" / "claude"
+CLAUDE = SAMPLES / "claude"
 NEW = "11111111-2222-4333-8444-555555555555"
 
 
@@ -55,7 +56,7 @@ def fresh(env: dict[str, str], tmp: Path) -> bytes:
 @pytest.fixture
 def server(tmp_path):
     config = tmp_path / "claude"
-    shutil.copytree(SAMPLES / "02-subagents" / "config", config)
+    shutil.copytree(CLAUDE / "02-subagents" / "config", config)
     env = env_of(tmp_path, config)
     status(env)  # (a stored answer: what goes stale)
     proc = subprocess.Popen(
@@ -118,7 +119,7 @@ def test_a_running_server_answers_after_an_append_and_a_new_session(server, tmp_
 def test_another_environment_is_declined_and_reads_for_itself(server, tmp_path):
     _proc, env, _config = server
     other = tmp_path / "other"
-    shutil.copytree(SAMPLES / "01-basic-tools" / "config", other)
+    shutil.copytree(CLAUDE / "01-basic-tools" / "config", other)
     theirs = {**env, "CLAUDE_CONFIG_DIR": str(other)}
     said = status(theirs)
     assert said == fresh(theirs, tmp_path)
