@@ -18,7 +18,7 @@ from huddle.io.boardfile import board_path, read_board, write_board
 from huddle.model.rows import AgentRow, Cost, Kept, Row, Tokens, as_row, decode, plain
 from huddle.model.rows import kept as kept_row
 from huddle.views.board import board_json, brief_of, listed, sort_rows
-from huddle.views.said import said_board
+from huddle.views.said import RowTexts, said_board
 from said import as_json
 from test_board_cache import cached_board, fresh_board, home, prompt, same, settings  # noqa: F401
 
@@ -84,6 +84,21 @@ def test_a_kept_row_is_said_sorted_listed_and_shown_as_its_row(tmp_path_factory,
         assert got is not None
         shown.append([{k: v for k, v in r.items() if k != "next_change"} for r in got["sessions"]])
     assert shown[0] == shown[1]  # (when time alone moves it is no part of a brief)
+
+
+@examples(max_examples=100, deadline=None)
+@given(st.lists(st.lists(rows, max_size=5), min_size=1, max_size=4), st.data())
+def test_rows_texts_kept_between_boards_say_each_board_as_said_afresh(boards, data):
+    # a server's boards one after another: some sleeping rows the same objects as before,
+    # some rows built again alike, some changed; each board said as if it were the first
+    texts, last_kept = RowTexts(), []
+    for board in boards:
+        fresh = [kept_row(brief_of(r), msgspec.json.encode(r)) if data.draw(st.booleans()) else r for r in board]
+        mixed = [*(k for k in last_kept if data.draw(st.booleans())), *fresh]
+        said = oneshot.said_text({"sessions": mixed, "notes": ["n"]}, texts)
+        assert said == oneshot.said_text({"sessions": mixed, "notes": ["n"]})
+        assert said == oneshot.json_bytes(said_board({"sessions": mixed, "notes": ["n"]}))
+        last_kept = [r for r in mixed if isinstance(r, Kept)]
 
 
 def test_status_json_after_an_append_is_said_as_a_board_of_decoded_rows_is(home):  # noqa: F811

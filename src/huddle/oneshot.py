@@ -205,22 +205,23 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     return data, said
 
 
-def said_spans(data: dict[str, Any]) -> tuple[bytes, list[tuple[int, int]] | None]:
+def said_spans(data: dict[str, Any], texts: Any = None) -> tuple[bytes, list[tuple[int, int]] | None]:
     """A board's JSON as `status --json` prints it (its sleeping rows as kept: said
-    as they stand), and where each row stands in it (None if only json.dumps could say it)."""
+    as they stand), and where each row stands in it (None if only json.dumps could say it).
+    `texts`: rows' texts kept from the last board said (views.said.RowTexts)."""
     import msgspec
 
     from huddle.views.said import board_text, said_board
 
-    rows, notes = said_board(data)["sessions"], list(data.get("notes", ()))
+    rows = list(data.get("sessions", ())) if texts is not None else said_board(data)["sessions"]
     try:
-        return board_text(rows, notes, data.get("files"))
+        return board_text(rows, list(data.get("notes", ())), data.get("files"), texts)
     except (TypeError, msgspec.EncodeError):  # what only json.dumps says (json_bytes)
         return json_bytes(said_board(data)), None
 
 
-def said_text(data: dict[str, Any]) -> bytes:
-    return said_spans(data)[0]
+def said_text(data: dict[str, Any], texts: Any = None) -> bytes:
+    return said_spans(data, texts)[0]
 
 
 def say(said: bytes | memoryview) -> int:

@@ -100,7 +100,7 @@ class Dormant:
     `raw`: the row as the store keeps it (`row` decodes it). `blob`: a session a worker
     read and packed (core.coldread.Packed), not yet in the store (the next save writes it)."""
 
-    __slots__ = ("blob", "head", "ids", "key", "raw", "version")
+    __slots__ = ("__weakref__", "_kept", "blob", "head", "ids", "key", "raw", "version")
 
     def __init__(
         self,
@@ -117,17 +117,24 @@ class Dormant:
         self.blob = blob
         self.raw = raw
         self.ids = ids  # a packed one's response ids (core.coldread.Packed), stored with it
+        self._kept: tuple[Any, Kept | None] | None = None  # (raw, kept()) made of it
 
     @property
     def row(self) -> Any:
         return loads(self.raw)
 
     def kept(self) -> Kept | None:
-        """Its board row as brief and JSON (model.rows.Kept), if its head has a board brief."""
+        """Its board row as brief and JSON (model.rows.Kept), if its head has a board brief:
+        made once (a server says every sleeping row at each `status` it answers; the same
+        object each time lets what is made of it be kept too: views.said.RowTexts)."""
+        if self._kept is not None and self._kept[0] is self.raw:
+            return self._kept[1]
         brief = self.head.get("brief")
         if self.raw is None or not isinstance(brief, dict) or "source" not in brief:
             return None
-        return kept(brief, json_of(self.raw))
+        made = kept(brief, json_of(self.raw))
+        self._kept = (self.raw, made)
+        return made
 
 
 def leave_packed(

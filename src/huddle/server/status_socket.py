@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 from huddle.io import answers, served
+from huddle.views.said import RowTexts
 
 ACCEPT_WAIT = 1.0  # seconds between looks at whether to stop
 CLIENT_WAIT = 10.0  # seconds a connection may take to ask
@@ -31,6 +32,7 @@ class StatusSocket:
         self.env = dict(os.environ)  # what the server's folders were named by
         self.code = answers.code()  # huddle's code as this process loaded it
         self.names = _names(h)
+        self.texts = RowTexts()  # (the server's thread alone says boards here)
         self.last_error: str | None = None
         self._sock: socket.socket | None = None
         self._ident: tuple[int, int] | None = None
@@ -125,7 +127,7 @@ class StatusSocket:
 
         with self.h.lock:
             data = board_json(self.h, raw=True)
-        return said_text(data), [str(n) for n in data.get("notes", ())]
+        return said_text(data, self.texts), [str(n) for n in data.get("notes", ())]
 
 
 def _names(h: Any) -> list[str]:

@@ -10,6 +10,7 @@ not know), never a row that is simply missing. `status --json` carries the count
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -80,7 +81,7 @@ def accounts(h: Huddle, rows: Mapping[str, object] | Collection[str], scans: boo
             _awake(mine, key, handle, rows.get(key))
     for key, d in getattr(h, "dormant", {}).items():
         if (mine := out.get(key.split(":", 1)[0])) is not None:
-            _asleep(mine, key, d.head, rows.get(key) or d.head.get("brief"))
+            _asleep_said(mine, key, d, rows.get(key) or d.head.get("brief"))
     for acc in out.values():  # a file a session reads is no file left out; each file said once
         acc.not_read = list({n.path: n for n in acc.not_read if n.path not in acc.sessions}.values())
         said = acc.sessions | {n.path for n in acc.not_read}
@@ -108,6 +109,26 @@ def _awake(acc: Account, key: str, handle: Handle, row: object) -> None:
     acc.sessions.update(files)
     if handle.session.error:
         acc.erred.append(FileNote(files[0] if files else key, handle.session.error))
+
+
+# What each sleeping session said of its files, while it sleeps and its row is the same
+# object (a server counts the files of every board it says; a session moved wakes).
+_slept: weakref.WeakKeyDictionary[Any, tuple[object, object, Account]] = weakref.WeakKeyDictionary()
+
+
+def _asleep_said(acc: Account, key: str, d: Any, row: object) -> None:
+    """`_asleep` of a sleeping session (core.cache.Dormant), said once while it sleeps."""
+    hit = _slept.get(d)
+    if hit is None or hit[0] is not row or hit[1] != acc.unplaced:
+        part = Account(acc.name, [], False)
+        part.unplaced = acc.unplaced
+        _asleep(part, key, d.head, row)
+        hit = _slept[d] = (row, acc.unplaced, part)
+    part = hit[2]
+    acc.sessions.update(part.sessions)
+    acc.not_sessions.extend(part.not_sessions)
+    acc.not_read.extend(part.not_read)
+    acc.erred.extend(part.erred)
 
 
 def _asleep(acc: Account, key: str, head: Mapping[str, Any], row: object) -> None:

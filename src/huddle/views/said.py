@@ -10,13 +10,44 @@ import msgspec
 
 
 def board_text(
-    rows: list[Any], notes: list[str], files: dict[str, Any] | None = None
+    rows: list[Any], notes: list[str], files: dict[str, Any] | None = None, texts: RowTexts | None = None
 ) -> tuple[bytes, list[tuple[int, int]]]:
     """`json_bytes({"sessions": rows, "notes": notes, "files": files})` (no notes, no
     files: none said), each row
-    formatted apart (`row_text`), and where each row's text stands in it: a board put
-    together again from its rows' texts (stored.patching) is the board as written."""
-    return joined_board([row_text(r) for r in rows], notes, files)
+    formatted apart (`row_text`, or as `texts` kept it), and where each row's text stands
+    in it: a board put together again from its rows' texts (stored.patching) is the
+    board as written."""
+    said = texts.texts(rows) if texts is not None else [row_text(r) for r in rows]
+    return joined_board(said, notes, files)
+
+
+class RowTexts:
+    """Rows' texts kept from one board said to the next, for a process that says many
+    (a server answering `huddle status`): a sleeping row (model.rows.Kept, the same
+    object while it sleeps: core.cache.Dormant.kept) formatted once, a built row once
+    per JSON it encodes to. Only the last board's are kept."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[Any, bytes]] = {}
+        self._built: dict[bytes, bytes] = {}
+
+    def texts(self, rows: list[Any]) -> list[bytes]:
+        from huddle.model.rows import Kept
+
+        kept, built, last_kept, last_built = {}, {}, self._kept, self._built
+        out = []
+        for r in rows:
+            if isinstance(r, Kept):
+                hit = last_kept.get(id(r))
+                text = hit[1] if hit is not None and hit[0] is r else row_text(msgspec.Raw(r.json))
+                kept[id(r)] = (r, text)
+            else:
+                raw = bytes(r) if isinstance(r, msgspec.Raw) else msgspec.json.encode(r)
+                text = last_built.get(raw) or row_text(msgspec.Raw(raw))
+                built[raw] = text
+            out.append(text)
+        self._kept, self._built = kept, built
+        return out
 
 
 def row_text(row: Any) -> bytes:
