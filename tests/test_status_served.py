@@ -193,3 +193,28 @@ def test_the_files_a_stale_answer_names_are_read_alone_only_after_a_whole_read(t
         assert said(h, sid, "and another")
     finally:
         w.stop()
+
+
+def test_the_files_a_command_names_are_read_alone_even_when_the_servers_poll_is_due(tmp_path):
+    """A command's stale answer was checked file by file (its stat of every file it
+    hangs on is the poll): the server reads what it names, and only that, even if its
+    own safety-net poll fell due; a command that found nothing moved costs no read."""
+    import web_corpus
+
+    settings, sid, main = web_corpus.one_session(tmp_path)
+    h = Huddle(settings)
+    w = Watcher(h, lambda msgs: None, poll_watched=600.0, full_every=600.0)
+    w.start()
+    try:
+        wait_until(lambda: w.notices.watching, time.time() + 60, "the folders watched")
+        assert w.read_now()
+        whole = w.whole_at_ns
+        web_corpus.append_say(main, "one more")
+        w._last_poll = time.monotonic() - 10_000  # (as if the poll fell due)
+        assert w.read_now([str(main)], whole - 1)
+        assert w.whole_at_ns == whole and said(h, sid, "one more")
+        w._last_poll = time.monotonic() - 10_000
+        assert w.read_now([], whole - 1)
+        assert w.whole_at_ns == whole
+    finally:
+        w.stop()

@@ -108,6 +108,7 @@ class Watcher:
         self.rounds = threading.Condition()  # a refresh round asked for now (`read_now`) and its end
         self._asked = self._read_at = 0.0  # when one was asked; when the last one done began
         self._whole, self.whole_at_ns = False, 0  # a whole read asked for; when the last one began
+        self._told = False  # a command named what moved (read_now): its own stat of each file is the poll
         self.due: dict[str, float] = {}  # session key -> when (monotonic) to look at its row again
         self.row_listeners: list[Listener] = []  # told each changed row (notifications)
         self.started = False  # the first read is done (until then the board is the cached rows)
@@ -281,6 +282,7 @@ class Watcher:
         with self.rounds:
             if moved is not None and since_ns is not None and self.whole_at_ns >= since_ns:
                 self.notices.name(moved)
+                self._told = True
             else:
                 self._whole = True
             self._asked = asked = time.monotonic()
@@ -350,8 +352,9 @@ class Watcher:
         (a new file, a notice without names, a poll falling due) the home's stat checks."""
         hints = self.notices.take()
         poll = self.poll_watched if self.notices.watching else self.poll_unwatched
-        whole, self._whole = self._whole, False
-        got = self.h.read_files(hints) if hints and not whole and t0 - self._last_poll < poll else None
+        (whole, told), self._whole, self._told = (self._whole, self._told), False, False
+        quick = hints is not None and not whole and (told or (bool(hints) and t0 - self._last_poll < poll))
+        got = self.h.read_files(hints) if quick else None
         if got is None:
             self.whole_at_ns = time.time_ns()  # (what moved before this, this read sees)
             got = self.h.refresh()
