@@ -111,19 +111,20 @@ def _awake(acc: Account, key: str, handle: Handle, row: object) -> None:
         acc.erred.append(FileNote(files[0] if files else key, handle.session.error))
 
 
-# What each sleeping session said of its files, while it sleeps and its row is the same
-# object (a server counts the files of every board it says; a session moved wakes).
-_slept: weakref.WeakKeyDictionary[Any, tuple[object, object, Account]] = weakref.WeakKeyDictionary()
+# What each sleeping session said of its files, while it sleeps (a session moved wakes):
+# a server counts the files of every board it says and of every round that moved.
+_slept: weakref.WeakKeyDictionary[Any, tuple[tuple[bool, str], object, Account]] = weakref.WeakKeyDictionary()
 
 
 def _asleep_said(acc: Account, key: str, d: Any, row: object) -> None:
-    """`_asleep` of a sleeping session (core.cache.Dormant), said once while it sleeps."""
+    """`_asleep` of a sleeping session (core.cache.Dormant), said once per what its row says."""
+    said = _said(row)
     hit = _slept.get(d)
-    if hit is None or hit[0] is not row or hit[1] != acc.unplaced:
+    if hit is None or hit[0] != said or hit[1] != acc.unplaced:
         part = Account(acc.name, [], False)
         part.unplaced = acc.unplaced
         _asleep(part, key, d.head, row)
-        hit = _slept[d] = (row, acc.unplaced, part)
+        hit = _slept[d] = (said, acc.unplaced, part)
     part = hit[2]
     acc.sessions.update(part.sessions)
     acc.not_sessions.extend(part.not_sessions)
