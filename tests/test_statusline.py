@@ -81,6 +81,18 @@ def test_imports_only_the_standard_library():
     assert "huddle.io.boardfile" in extra and "huddle.io.procs" in extra
 
 
+def test_the_stored_answers_path_imports_no_typing():
+    # typing (with re) costs ~5 ms, a tenth of a `status --json` said from its stored
+    # answer: the modules it reads before saying anything skip it
+    code = (
+        "import sys; import huddle.entry, huddle.oneshot, huddle.io.answers, huddle.io.served,"
+        " huddle.io.boardfile; huddle.oneshot.stored_name('status');"
+        "print(sorted(m for m in ('typing', 're') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_missing_cache_waits_for_the_refresher_and_shows_who_needs_you(tmp_path, alive_pid):
     cfg = live_copy(tmp_path, "05-needs-you-bash-permission", *alive_pid)
     env = {"CLAUDE_CONFIG_DIR": str(cfg), "HUDDLE_HOME": str(tmp_path / "hh"), "HUDDLE_STATUSLINE_BUDGET": "20"}

@@ -51,6 +51,7 @@ ENV_PREFIXES += ("COPILOT", "QWEN", "PI_CODING", "GSD_CODING", "KILO", "CLINE")
 PATCHABLE = 1 << 30
 STATUS = "status.bin"  # `huddle status --json`
 USAGE = "usage.bin"  # `huddle usage --json` (huddle.usage.index)
+STORED = {"status": STATUS, "usage": USAGE}  # the operations said from a stored answer, and which
 
 
 def answer_path(huddle_home: str, name: str = STATUS) -> str:

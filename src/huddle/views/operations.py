@@ -130,7 +130,7 @@ GROUPS = ("day", "session", "project", "model", "agent")  # huddle.usage.report'
 
 OPERATIONS: tuple[Operation, ...] = (
     # the board: its filters (?state=&project=&since=, the same options) are views/select.py's
-    Operation("status", "/api/sessions", (), "api:sessions", stored=answers.STATUS, by_hand=True),
+    Operation("status", "/api/sessions", (), "api:sessions", stored=answers.STORED["status"], by_hand=True),
     Operation("show", SESSION, (), "api:session_detail"),
     Operation(
         "events",
@@ -151,7 +151,7 @@ OPERATIONS: tuple[Operation, ...] = (
         "/api/usage",
         (Param("by", "choice", default="day", choices=GROUPS), SINCE, UNTIL, AGENT, PROJECT),
         "api:usage",
-        stored=answers.USAGE,
+        stored=answers.STORED["usage"],
     ),
     # the index takes the core's lock only to read snippets back: a query waiting on the
     # indexing thread's write never holds up refreshes
