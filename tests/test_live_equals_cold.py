@@ -141,3 +141,21 @@ def test_a_live_gemini_sub_agent_read_has_the_events_of_a_cold_one(tmp_path):
         assert {a: placeless(v) for a, v in g["agents"].items()} == {a: placeless(v) for a, v in w["agents"].items()}, (
             key
         )
+
+
+def test_a_copy_gone_gives_its_original_back_the_responses_it_counted(tmp_path):
+    """A session file holding copies of another's responses counts them where the rules
+    say (model.ledger); once it is gone, a live core counts them in the original again,
+    as a cold read does (the ledger settles when no shared response is left)."""
+    config = tmp_path / "claude"
+    shutil.copytree(SAMPLES / "claude" / "02-subagents" / "config", config)
+    h = _read("claude", config, tmp_path / "hh")
+    before = {k: h.session(k).usage.to_dict() for k in h.handles}
+    f = sorted((config / "projects").glob("*/*.jsonl"))[0]
+    copy = f.parent / "11111111-2222-4333-8444-555555555555.jsonl"
+    copy.write_text(f.read_text().replace(f.stem, copy.stem))
+    h.refresh()
+    assert h.session(f"claude:{f.stem}").usage.to_dict() != before[f"claude:{f.stem}"]  # (the copy counts them)
+    copy.unlink()
+    h.refresh()
+    assert {k: h.session(k).usage.to_dict() for k in h.handles} == before

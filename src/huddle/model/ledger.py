@@ -36,10 +36,10 @@ class Ledger:
     def sync(self, sessions: dict[str, Session]) -> set[str]:
         """Index what is new, settle who counts each shared response. Returns the keys
         whose totals changed."""
-        touched = False
-        for key in [k for k in self.stamp if k not in sessions]:
+        gone = [k for k in self.stamp if k not in sessions]
+        for key in gone:
             self._forget(key)
-            touched = True
+        touched = bool(gone)
         for key, s in sessions.items():
             st = self.stamp.get(key)
             if st is not None and st[0] == id(s) and st[1] == s.epoch and st[2] == len(s.events):
@@ -51,7 +51,8 @@ class Ledger:
                 self._forget(key)
             self._index(key, s, start)
             touched = True
-        if not touched or not self.multi:
+        # (a session gone can leave the last copy of a response: counted where it is again)
+        if not touched or not (self.multi or gone):
             return set()
         return self._settle(sessions)
 
