@@ -218,3 +218,60 @@ def test_the_files_a_command_names_are_read_alone_even_when_the_servers_poll_is_
         assert w.whole_at_ns == whole
     finally:
         w.stop()
+
+
+def test_a_session_that_came_is_named_to_the_server_which_reads_it_alone(tmp_path, monkeypatch):
+    """A new session file moves its project's folder: the command names the files that
+    came there (io.answers.look's `came`), and a server that already read them answers
+    without a whole read; what it says is what a fresh read says. A new folder, or a
+    link in a moved folder, is what only a scan can say: no names, a whole read."""
+    from huddle import oneshot
+    from huddle.io import answers
+
+    config = tmp_path / "claude"
+    shutil.copytree(CLAUDE / "02-subagents" / "config", config)
+    env = env_of(tmp_path, config)
+    for k in [k for k in os.environ if k.startswith(("HUDDLE_", "CLAUDE", "CODEX", "XDG_"))]:
+        monkeypatch.delenv(k)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    home = env["HUDDLE_HOME"]
+    # the stored answer, written by this process (its code is what a question carries);
+    # not kept while a folder it hangs on is younger than the settling time
+    wait_until(lambda: oneshot.read_now(text=True) and answers.kept_conditions(home), time.time() + 60, "stored")
+    f = next((config / "projects").glob("*/*.jsonl"))
+    new = f.parent / f"{NEW}.jsonl"
+    new.write_text(f.read_text().replace(f.stem, NEW))
+    _hit, stale, _problem = answers.look(home, answers.STATUS, answers.PATCHABLE, came=True)
+    assert stale is not None and stale.moved == [] and stale.came == {str(new.parent): [str(new)]}
+    assert answers.look(home, answers.STATUS, answers.PATCHABLE)[1] is None  # (patching never places one)
+
+    h = Huddle(Settings.from_env())
+    w = Watcher(h, lambda msgs: None, poll_watched=600.0, full_every=600.0)
+    w.start()
+    sock = StatusSocket(h, w)
+    try:
+        wait_until(lambda: w.notices.watching, time.time() + 60, "the folders watched")
+        assert sock.start()
+        assert w.read_now()  # (a whole read: the new session read)
+        whole = w.whole_at_ns
+        said, patched = oneshot.said_now()
+        assert not patched and said is not None
+        assert w.whole_at_ns == whole  # (the named file read alone)
+        assert bytes(said) + b"\n" == fresh(env, tmp_path)
+        new.unlink()  # (a session gone: the server reads the home whole, and says it gone)
+        said, _ = oneshot.said_now()
+        assert said is not None and bytes(said) + b"\n" == fresh(env, tmp_path)
+        assert NEW not in bytes(said).decode()
+        new.write_text(f.read_text().replace(f.stem, NEW))
+    finally:
+        sock.stop()
+        w.stop()
+
+    (f.parent / "link.jsonl").symlink_to(f)
+    assert answers.look(home, answers.STATUS, answers.PATCHABLE, came=True)[1] is None
+    (f.parent / "link.jsonl").unlink()
+    elsewhere = config / "projects" / "-tmp-another-project"
+    elsewhere.mkdir()
+    (elsewhere / f"{NEW[:-1]}6.jsonl").write_text(new.read_text())
+    assert answers.look(home, answers.STATUS, answers.PATCHABLE, came=True)[1] is None

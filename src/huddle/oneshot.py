@@ -158,16 +158,17 @@ def stored(name: str | None = None) -> bytes | memoryview | None:
     return looked(name)[0]
 
 
-def looked(name: str | None = None, most: int = 0) -> tuple[bytes | memoryview | None, Any]:
+def looked(name: str | None = None, most: int = 0, came: bool = False) -> tuple[bytes | memoryview | None, Any]:
     """(`stored`'s answer, or None and, if only `most` session files or fewer moved
-    under it, the answer as stale: huddle.io.answers.Stale, for stored.patching)."""
+    under it, the answer as stale: huddle.io.answers.Stale, for stored.patching; `came`:
+    also when files came in its scans' folders, for a server to read: io.answers.look)."""
     import os
 
     from huddle.io import answers
     from huddle.io.folders import huddle_home
 
     home = huddle_home(os.environ)
-    hit, stale, problem = answers.look(home, name or stored_name("status"), most) if home else (None, None, None)
+    hit, stale, problem = answers.look(home, name or stored_name("status"), most, came) if home else (None, None, None)
     if problem:
         echo(f"huddle: {problem}", err=True)
     if hit is None:
@@ -255,12 +256,12 @@ def said_now(ask_server: bool = True) -> tuple[bytes | memoryview | None, bool]:
     patched)."""
     from huddle.io.answers import PATCHABLE
 
-    said, stale = looked(most=PATCHABLE)
+    said, stale = looked(most=PATCHABLE, came=ask_server)
     if said is not None:
         return said, False
     if ask_server and (said := from_server(stale)) is not None:
         return said, False
-    if stale is None:
+    if stale is None or stale.came is not None:  # (a folder moved: only a scan says what came or went)
         return None, False
     from huddle.core.store import one_answer
     from huddle.stored.patching import patched
@@ -280,8 +281,15 @@ def from_server(stale: Any = None) -> bytes | None:
     from huddle.io.folders import huddle_home
 
     home = huddle_home(os.environ)
-    moved, since = (stale.moved, stale.data.get("saved_ns")) if stale is not None else (None, None)
-    got = served.ask(home, "status", moved, since) if home else None
+    moved, since, folders = None, None, None
+    if stale is not None:
+        came = stale.came or {}
+        moved, since, folders = (
+            [*stale.moved, *(f for fs in came.values() for f in fs)],
+            stale.data.get("saved_ns"),
+            [*came],
+        )
+    got = served.ask(home, "status", moved, since, folders) if home else None
     if got is None:
         return None
     said, notes = got

@@ -205,12 +205,13 @@ class Huddle:
             if first.progress is not None:
                 first.progress(i + 1, len(found))
 
-    def read_files(self, paths: Iterable[str]) -> set[str] | None:
+    def read_files(self, paths: Iterable[str], folders: Iterable[str] = ()) -> set[str] | None:
         """What these files appended, read in the sessions that read them (a watcher's
         notice names the files: the sessions a line went to, not the home's stat checks);
         the keys that changed, or None when a file is no known session's (a new session
-        or sub-agent: only a scan finds where it goes, a whole refresh). Whatever else
-        moved is the next whole refresh's: a notice missed costs a poll, as before."""
+        or sub-agent: only a scan finds where it goes, a whole refresh), or a file a
+        session read went from one of `folders` (a command saw them move: io.served).
+        Whatever else moved is the next whole refresh's: a notice missed costs a poll."""
         with self.lock:
             owners: dict[str, str] = {}
             for key, h in self.handles.items():
@@ -219,6 +220,8 @@ class Huddle:
             for key, d in self.dormant.items():
                 for f in d.head.get("files") or ():
                     owners.setdefault(f[0], key)
+            if folders and not _all_there(owners, folders):
+                return None
             keys = set()
             for p in paths:
                 owner = owners.get(p)
@@ -351,3 +354,18 @@ def _plain(path: str) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def _all_there(files: Iterable[str], folders: Iterable[str]) -> bool:
+    """Whether every one of `files` that sits right in one of `folders` is listed there."""
+    listed: dict[str, set[str]] = {}
+    for d in folders:
+        try:
+            listed[d] = set(os.listdir(d))
+        except OSError:
+            return False
+    for f in files:
+        d, _, name = f.rpartition(os.sep)
+        if d in listed and name not in listed[d]:
+            return False
+    return True

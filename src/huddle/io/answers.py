@@ -26,7 +26,7 @@ import time
 import zlib
 
 from .boardfile import atomic_write
-from .stamps import SETTLE_NS, dirs_still, folders_unmoved, ident, moved_files
+from .stamps import SETTLE_NS, came_files, dirs_still, folders_unmoved, ident, moved_files
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -134,12 +134,23 @@ def _newest_first(stamp: list[Any]) -> Any:
 
 class Stale:
     """A stored answer some session files moved under (and nothing else it hangs on):
-    its conditions, its text, its index, and those files."""
+    its conditions, its text, its index, and those files. `came`, when folders its
+    sources' scans looked at moved: per folder, the files that came there, which only a
+    reader that knows the folder's files can say, and what went from it (a running
+    server: io.served; never stored.patching, which knows only the stored sessions)."""
 
-    __slots__ = ("data", "index", "moved", "said")
+    __slots__ = ("came", "data", "index", "moved", "said")
 
-    def __init__(self, data: dict[str, Any], said: memoryview, index: Any, moved: list[str]) -> None:
+    def __init__(
+        self,
+        data: dict[str, Any],
+        said: memoryview,
+        index: Any,
+        moved: list[str],
+        came: dict[str, list[str]] | None = None,
+    ) -> None:
         self.data, self.said, self.index, self.moved = data, said, index, moved
+        self.came = came
 
 
 def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[memoryview, list[str]] | None, str | None]:
@@ -151,11 +162,12 @@ def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[memoryview, list[s
 
 
 def look(
-    huddle_home: str, name: str = STATUS, most: int = 0
+    huddle_home: str, name: str = STATUS, most: int = 0, came: bool = False
 ) -> tuple[tuple[memoryview, list[str]] | None, Stale | None, str | None]:
     """(the stored answer and its notes, if nothing it was worked out from moved; else,
     if only session files did, at most `most` of them, and it kept an index: the answer
-    as `Stale`; one line if the file was there but not to be trusted). What it hangs on
+    as `Stale` (`came`: also when files came in its scans' folders, named in
+    `Stale.came`); one line if the file was there but not to be trusted). What it hangs on
     is checked before the answer's own checksum (the answer is most of the file; on a
     miss it is never looked at). The answer is a view of the file as read (bytes-like)."""
     path = answer_path(huddle_home, name)
@@ -171,9 +183,10 @@ def look(
         if len(said) != said_len or len(part) != index_len or zlib.crc32(payload) != crc:
             raise ValueError("torn")
         data = marshal.loads(payload)
-        moved = _moved_since(data, most)
-        if moved is None:
+        since = _moved_since(data, most, came)
+        if since is None:
             return None, None, None
+        moved, news = since
         notes = data["notes"]
         if not isinstance(notes, list) or zlib.crc32(said) != said_crc:
             raise ValueError("shape")
@@ -181,18 +194,22 @@ def look(
             raise ValueError("index")
         if data.get("volatile") and not most:
             return None, None, None  # (rows time can move: never said as they stand)
-        if moved or data.get("volatile"):
+        if moved or news is not None or data.get("volatile"):
             index = marshal.loads(part)
-            return None, (Stale(data, said, index, moved) if index is not None else None), None
+            return None, (Stale(data, said, index, moved, news) if index is not None else None), None
     except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote
         return None, None, f"{path}: damaged; worked out again"
     return (said, [str(n) for n in notes]), None, None
 
 
-def _moved_since(data: dict[str, Any], most: int) -> list[Any] | None:
-    """The session files that moved since the answer was worked out (at most `most`),
-    if nothing else it hangs on did: the environment, the inputs, the scanned folders,
-    the code (None: something did)."""
+def _moved_since(
+    data: dict[str, Any], most: int, came: bool = False
+) -> tuple[list[Any], dict[str, list[str]] | None] | None:
+    """(the session files that moved since the answer was worked out, and, if `came`
+    and scanned folders moved, per such folder the files that came in it (else None);
+    at most `most` in all), if nothing else it hangs on did: the environment, the inputs,
+    the scanned folders (but for files that came in them, when `came`), the code (None:
+    something did)."""
     if data["env"] != environment(os.environ, data["names"]):
         return None
     if any(ident(p) != st for p, st in data["inputs"]):
@@ -201,9 +218,14 @@ def _moved_since(data: dict[str, Any], most: int) -> list[Any] | None:
     if moved is None:
         return None
     seen: dict[str, int] = {}
-    if not all(dirs_still(s, seen) for s in data["scans"]) or not folders_unmoved(data["folders"], seen):
+    news: dict[str, list[str]] | None = None
+    if not all(dirs_still(s, seen) for s in data["scans"]):
+        news = came_files(data["scans"], {f[0] for f in data["files"]}, most - len(moved)) if came else None
+        if news is None:
+            return None
+    if not folders_unmoved(data["folders"], seen):
         return None
-    return moved if data["code"] == code() else None
+    return (moved, news) if data["code"] == code() else None
 
 
 def _parts(raw: bytes) -> tuple[tuple[Any, ...], memoryview, memoryview]:

@@ -33,14 +33,18 @@ def socket_path(huddle_home: str) -> str:
     return os.path.join(huddle_home, "run", SOCKET)
 
 
-def question(what: str, moved: list[str] | None = None, since_ns: int | None = None) -> dict[str, Any]:
+def question(
+    what: str, moved: list[str] | None = None, since_ns: int | None = None, folders: list[str] | None = None
+) -> dict[str, Any]:
     """What a command asks: the answer's name, its environment, huddle's code as it is;
     and, from a stale stored answer (io.answers.Stale), the only session files that
-    moved since it was saved at `since_ns`: a server whose last whole read began after
-    that reads just those (everything else is as both saw it), else it reads it all."""
+    moved or came since it was saved at `since_ns`, and the scanned `folders` that moved
+    (files came in them: the server checks none it knows there went): a server whose
+    last whole read began after that reads just those (everything else is as both saw
+    it), else it reads it all."""
     q: dict[str, Any] = {"ask": what, "env": dict(os.environ), "code": code()}
     if moved is not None and since_ns is not None:
-        q["moved"], q["since_ns"] = list(moved), since_ns
+        q["moved"], q["since_ns"], q["folders"] = list(moved), since_ns, list(folders or ())
     return q
 
 
@@ -70,10 +74,14 @@ def _read(sock: socket.socket, n: int) -> bytes:
 
 
 def ask(
-    huddle_home: str, what: str = "status", moved: list[str] | None = None, since_ns: int | None = None
+    huddle_home: str,
+    what: str = "status",
+    moved: list[str] | None = None,
+    since_ns: int | None = None,
+    folders: list[str] | None = None,
 ) -> tuple[bytes, list[str]] | None:
     """(the answer, UTF-8, and its notes) from a server running on this home (`moved`,
-    `since_ns`: see `question`); None when there is none, it declines, or anything goes
+    `since_ns`, `folders`: see `question`); None when there is none, it declines, or anything goes
     wrong (the command reads itself)."""
     path = socket_path(huddle_home)
     if not os.path.exists(path):
@@ -82,7 +90,7 @@ def ask(
     sock.settimeout(WAIT)
     try:
         sock.connect(path)
-        sock.sendall(frame(question(what, moved, since_ns)))
+        sock.sendall(frame(question(what, moved, since_ns, folders)))
         head = read_frame(sock)
         if not isinstance(head, dict) or not head.get("ok"):
             return None

@@ -117,3 +117,46 @@ def ident(path: str) -> list[int] | None:
     except OSError:
         return None
     return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def came_files(scans: Any, known: set[str], most: int) -> dict[str, list[str]] | None:
+    """Per folder of the scans' (`dirs_still`'s stamps) that moved, the files in it no
+    stamp in `known` names: sessions that came since (a reader that knows the folder's
+    files also sees what went). None when a folder that moved holds what only a scan
+    can say (a folder no stamp names, a link, anything but a file), is gone, or more
+    than `most` files came."""
+    try:
+        stamps = [(d, mtime, ctime) for s in scans for d, mtime, ctime in s]
+    except (TypeError, ValueError):
+        return None
+    folders = {d for d, _m, _c in stamps}
+    came: dict[str, list[str]] = {}
+    n = 0
+    for d, mtime, ctime in stamps:
+        try:
+            st = os.stat(d)
+        except OSError:
+            if mtime == -1:
+                continue
+            return None
+        if st.st_mtime_ns == mtime and st.st_ctime_ns == ctime:
+            continue
+        here = came.setdefault(d, [])
+        try:
+            with os.scandir(d) as entries:
+                for e in entries:
+                    if e.is_symlink():
+                        return None
+                    if e.is_dir(follow_symlinks=False):
+                        if e.path not in folders:
+                            return None
+                    elif not e.is_file(follow_symlinks=False):
+                        return None
+                    elif e.path not in known:
+                        n += 1
+                        if n > most:
+                            return None
+                        here.append(e.path)
+        except OSError:
+            return None
+    return came

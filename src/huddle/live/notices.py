@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 class Notices:
@@ -24,6 +24,7 @@ class Notices:
         self._stop: threading.Event | None = None
         # the files named since they were last taken (None: a notice that named none usable)
         self._named: set[str] | None = set()
+        self._told: list[str] | None = None  # named by a command (`name`): the folders it saw move
         self._lock = threading.Lock()
         self._real: dict[str, str] = {}  # a watched folder's real path -> the path the sources use
 
@@ -48,12 +49,13 @@ class Notices:
         if self._stop is not None:
             self._stop.set()
 
-    def take(self) -> set[str] | None:
-        """The files named since the last take, as the sources name them; None: read it all."""
+    def take(self) -> tuple[set[str] | None, list[str] | None]:
+        """(the files named since the last take, as the sources name them (None: read it
+        all), and if a command named some, the folders it saw move (`name`))."""
         with self._lock:
-            named, self._named = self._named, set()
+            (named, told), self._named, self._told = (self._named, self._told), set(), None
         if named is None:
-            return None
+            return None, told
         out = set()
         for p in named:
             for real, root in self._real.items():
@@ -61,7 +63,7 @@ class Notices:
                     p = root + p[len(real) :]
                     break
             out.add(p)
-        return out
+        return out, told
 
     def _watch(self, roots: tuple[str, ...], stop: threading.Event) -> None:
         """watchfiles' RustNotify (its documented core, used here rather than `watch()` so
@@ -88,12 +90,14 @@ class Notices:
             if self._stop is stop:
                 self.watching = False
 
-    def name(self, paths: list[str]) -> None:
+    def name(self, paths: list[str], folders: Iterable[str] = ()) -> None:
         """Files known to have moved (a `status --json` asking the server: io.served), read
-        at the next round as if a notice had named them."""
+        at the next round as if a notice had named them: the command's stat of each file
+        it hangs on is the poll; `folders`, those it saw move (Huddle.read_files)."""
         with self._lock:
             if self._named is not None:
                 self._named.update(paths)
+            self._told = [*(self._told or ()), *folders]
 
     def _named_in(self, got: set) -> None:
         with self._lock:

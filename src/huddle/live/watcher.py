@@ -6,17 +6,16 @@ or live signal (a registry entry, a lock) re-evaluates that session's row at onc
 What changes with no file touched is looked at on a schedule kept per row: a live row
 (a process known, or working / waiting / needing you) every second (a process dies, a
 command starts), any other when time alone moves its state (its `next_change`), a held
-state when the debouncer lets it show. A slow full pass over every row
-stays as a safety net, not as the way anything is seen.
+state when the debouncer lets it show. A slow full pass over every row stays as a
+safety net, not as the way anything is seen.
 
 The board rows are kept here, up to date row by row, so the board route answers
-from them instead of recomputing a thousand sessions per request.
-
-On a core that reads from the cache and leaves unmoved sessions unread (lazy: `huddle
-serve`), the board answers at once with the rows as last built, while the first read
-runs on the watcher's thread; what it finds different is pushed like any change. The
-sessions left unread keep their cached rows (they are settled: see Huddle._sleeps),
-and the cache is written back with the rows now and then, and at the stop.
+from them instead of recomputing a thousand sessions per request. On a core that
+reads from the cache and leaves unmoved sessions unread (lazy: `huddle serve`), the
+board answers at once with the rows as last built, while the first read runs on the
+watcher's thread; what it finds different is pushed like any change. The sessions
+left unread keep their cached rows (they are settled: see Huddle._sleeps), and the
+cache is written back with the rows now and then, and at the stop.
 """
 
 from __future__ import annotations
@@ -43,6 +42,7 @@ POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safe
 POLL_UNWATCHED = 1.0  # ... and while it does not
 HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process table, timers)
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
+ASKED_WAIT = 30.0  # seconds a round asked for (read_now) may take: a hang guard
 SAVE_EVERY = 30.0  # seconds between writes of the cache by a lazy core's watcher
 LET_GO_EVERY = 5.0  # seconds between looks for timelines no page follows (a lazy core)
 
@@ -108,7 +108,6 @@ class Watcher:
         self.rounds = threading.Condition()  # a refresh round asked for now (`read_now`) and its end
         self._asked = self._read_at = 0.0  # when one was asked; when the last one done began
         self._whole, self.whole_at_ns = False, 0  # a whole read asked for; when the last one began
-        self._told = False  # a command named what moved (read_now): its own stat of each file is the poll
         self.due: dict[str, float] = {}  # session key -> when (monotonic) to look at its row again
         self.row_listeners: list[Listener] = []  # told each changed row (notifications)
         self.started = False  # the first read is done (until then the board is the cached rows)
@@ -273,21 +272,21 @@ class Watcher:
             if refresh:
                 want = False
 
-    def read_now(self, moved: list[str] | None = None, since_ns: int | None = None, timeout: float = 30.0) -> bool:
+    def read_now(self, moved: list[str] | None = None, since: int | None = None, folders: Iterable[str] = ()) -> bool:
         """A refresh round run now on the watcher's thread, its rows told as any round's
         (a `status --json` a running server answers: every byte written before it asked
-        is read). `moved`: the only files that moved since `since_ns` (io.served): read
-        alone if this core's last whole read began after it, else everything is looked
-        at. False if the watcher stopped or the round did not end in `timeout`."""
+        is read). `moved`: the only files that moved since `since` (ns: io.served), and
+        the `folders` that did (Huddle.read_files): read alone if this core's last whole
+        read began after it, else everything is looked at. False if the watcher stopped
+        or the round did not end in ASKED_WAIT."""
         with self.rounds:
-            if moved is not None and since_ns is not None and self.whole_at_ns >= since_ns:
-                self.notices.name(moved)
-                self._told = True
+            if moved is not None and since is not None and self.whole_at_ns >= since:
+                self.notices.name(moved, folders)
             else:
                 self._whole = True
             self._asked = asked = time.monotonic()
             self.wake.set()
-            done = self.rounds.wait_for(lambda: self._read_at >= asked or self.stopping.is_set(), timeout)
+            done = self.rounds.wait_for(lambda: self._read_at >= asked or self.stopping.is_set(), ASKED_WAIT)
         return done and not self.stopping.is_set()
 
     def _gap(self) -> float:
@@ -350,11 +349,11 @@ class Watcher:
     def _read_changes(self, t0: float) -> set[str]:
         """What changed on disk: the files a notice named, read in their sessions, else
         (a new file, a notice without names, a poll falling due) the home's stat checks."""
-        hints = self.notices.take()
+        hints, told = self.notices.take()
         poll = self.poll_watched if self.notices.watching else self.poll_unwatched
-        (whole, told), self._whole, self._told = (self._whole, self._told), False, False
-        quick = hints is not None and not whole and (told or (bool(hints) and t0 - self._last_poll < poll))
-        got = self.h.read_files(hints) if quick else None
+        whole, self._whole = self._whole, False
+        quick = hints is not None and not whole and (told is not None or (bool(hints) and t0 - self._last_poll < poll))
+        got = self.h.read_files(hints, told or ()) if quick else None
         if got is None:
             self.whole_at_ns = time.time_ns()  # (what moved before this, this read sees)
             got = self.h.refresh()

@@ -114,9 +114,10 @@ class StatusSocket:
             return "other code"
         if not self.watcher.started:
             return "the first read is not done"
-        moved, since = q.get("moved"), q.get("since_ns")
+        moved, since, folders = q.get("moved"), q.get("since_ns"), q.get("folders")
         hints = [str(p) for p in moved] if isinstance(moved, list) and isinstance(since, int) else None
-        if not self.watcher.read_now(hints, since if hints is not None else None):
+        stirred = [str(d) for d in folders] if isinstance(folders, list) else []
+        if not self.watcher.read_now(hints, since if hints is not None else None, folders=stirred):
             return "the watcher did not read in time"
         return ""
 
