@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from conftest import SAMPLES
-from huddle.core import Huddle
+from huddle.core import Huddle, Keeper
 from huddle.io import served
 from huddle.live.watcher import Watcher
 from huddle.server.status_socket import StatusSocket
@@ -246,7 +246,7 @@ def test_a_session_that_came_is_named_to_the_server_which_reads_it_alone(tmp_pat
     assert stale is not None and stale.moved == [] and stale.came == {str(new.parent): [str(new)]}
     assert answers.look(home, answers.STATUS, answers.PATCHABLE)[1] is None  # (patching never places one)
 
-    h = Huddle(Settings.from_env())
+    h = Huddle(Settings.from_env(), keep=Keeper())  # (as `huddle serve` makes it)
     w = Watcher(h, lambda msgs: None, poll_watched=600.0, full_every=600.0)
     w.start()
     sock = StatusSocket(h, w)
@@ -258,6 +258,18 @@ def test_a_session_that_came_is_named_to_the_server_which_reads_it_alone(tmp_pat
         said, patched = oneshot.said_now()
         assert not patched and said is not None
         assert w.whole_at_ns == whole  # (the named file read alone)
+        assert bytes(said) + b"\n" == fresh(env, tmp_path)
+        # the server writes its cache (as its rounds do): the stored answer is never said
+        # again, but what it hung on still names what moved since (answers.demote)
+        with h.lock:
+            assert h.keeper is not None
+            h.keeper.save(h)
+        stored = Path(home) / "cache" / answers.STATUS
+        assert not stored.exists() and Path(str(stored) + answers.DEMOTED).exists()
+        with new.open("a") as out:
+            out.write(f.read_text().splitlines()[-1].replace(f.stem, NEW) + "\n")
+        said, patched = oneshot.said_now()
+        assert said is not None and not patched and w.whole_at_ns == whole
         assert bytes(said) + b"\n" == fresh(env, tmp_path)
         new.unlink()  # (a session gone: the server reads the home whole, and says it gone)
         said, _ = oneshot.said_now()

@@ -211,9 +211,10 @@ class HandleCache(ScanRecord):
         self.read_at_ns = 0  # when the last read began (the core sets it)
         self.opened: list[Any] = []  # the store's stamp when its heads were read (core.answering)
         self.vouched: list[Any] = []  # scan stamps just found still (stored.patching's look): not looked at again
-        # a stored answer was worked out from these entries (and from no other cache's)
+        # a stored answer was worked out from these entries (and from no other cache's):
+        # not said again once they are written (kept for what it hung on: answers.demote)
         if name in ANSWERS:
-            self.store.on_write = functools.partial(answers.drop, huddle_home, ANSWERS[name])
+            self.store.on_write = functools.partial(answers.demote, huddle_home, ANSWERS[name])
         legacy = os.path.join(cache_dir(huddle_home), name.rsplit(".", 1)[0] + ".pickle")
         self._legacy = legacy if legacy != self.path else None
 

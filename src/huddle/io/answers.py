@@ -51,7 +51,8 @@ ENV_PREFIXES += ("COPILOT", "QWEN", "PI_CODING", "GSD_CODING", "KILO", "CLINE")
 PATCHABLE = 1 << 30
 STATUS = "status.bin"  # `huddle status --json`
 USAGE = "usage.bin"  # `huddle usage --json` (huddle.usage.index)
-STORED = {"status": STATUS, "usage": USAGE}  # the operations said from a stored answer, and which
+STORED = {"status": STATUS, "usage": USAGE}
+DEMOTED = ".stale"  # beside an answer: one no longer said, kept for what it hung on (`demote`)  # the operations said from a stored answer, and which
 
 
 def answer_path(huddle_home: str, name: str = STATUS) -> str:
@@ -175,7 +176,7 @@ def look(
         with open(path, "rb") as f:
             raw = f.read()
     except OSError:
-        return None, None, None
+        return None, (_demoted(huddle_home, name, most) if came else None), None
     if not raw.startswith(MAGIC):
         return None, None, f"{path}: {'from another version' if _older(raw) else 'damaged'}; worked out again"
     try:
@@ -272,3 +273,30 @@ def drop(huddle_home: str, name: str = STATUS) -> None:
         os.unlink(answer_path(huddle_home, name))
     except OSError:
         pass
+
+
+def demote(huddle_home: str, name: str = STATUS) -> None:
+    """The answer never said again, but kept as a record of what it hung on (`.stale`
+    beside it): the cache it was worked out with was written (a server's round), and
+    what moved on disk since it was saved is still what a running server must read of
+    a command's question (`look`'s `came`)."""
+    path = answer_path(huddle_home, name)
+    try:
+        os.replace(path, path + DEMOTED)
+    except OSError:
+        pass
+
+
+def _demoted(huddle_home: str, name: str, most: int) -> Stale | None:
+    """A demoted answer (`demote`) as a Stale for a server's question only: its files
+    that moved and came (never said, never patched: `came` is always given)."""
+    try:
+        with open(answer_path(huddle_home, name) + DEMOTED, "rb") as f:
+            (crc, payload, *_rest), _part, _said = _parts(f.read())
+        if zlib.crc32(payload) != crc:
+            return None
+        data = marshal.loads(payload)
+        since = _moved_since(data, most, came=True)
+    except (OSError, KeyError, TypeError, ValueError, EOFError):
+        return None
+    return Stale(data, memoryview(b""), None, since[0], since[1] or {}) if since is not None else None
