@@ -115,3 +115,27 @@ def test_status_json_after_an_append_is_said_as_a_board_of_decoded_rows_is(home)
     assert not any(isinstance(r, Kept) for r in decoded["sessions"])
     assert oneshot.json_bytes(said_board(said)) == oneshot.json_bytes(decoded)
     same(fresh_board(home), as_json(decoded))
+
+
+def test_the_files_of_sleeping_sessions_counted_once_follow_a_session_gone(home):  # noqa: F811
+    """A server counts the files of every board it says: the sleeping sessions' part is
+    kept while the same sessions sleep with the same rows (views.files), and a session
+    gone from under it is counted out, as a fresh read counts."""
+    from huddle.views.files import file_counts
+
+    cached_board(home)
+    cached_board(home)
+    h = Huddle(settings(home), keep=Keeper())
+    h.refresh()
+    assert h.dormant
+    said = board_json(h, raw=True)
+    assert said["files"] == board_json(h, raw=True)["files"]
+    alone = [k for k, d in h.dormant.items() if k.startswith("claude:") and len(d.head.get("files") or ()) == 1]
+    gone = next(p for p in (home / "claude" / "projects").glob("*/*.jsonl") if f"claude:{p.stem}" in alone)
+    gone.unlink()
+    h.refresh()
+    fresh = Huddle(settings(home))
+    fresh.refresh()
+    after = board_json(h, raw=True)["files"]
+    assert after == file_counts(fresh, {})
+    assert after["claude"]["sessions"] == said["files"]["claude"]["sessions"] - 1

@@ -166,6 +166,7 @@ class Kept(msgspec.Struct, kw_only=True):
     still: bool = False  # time alone cannot move it (core.modes)
     process: bool = False  # it names a process, which may go (core.answering)
     json: Any = None  # the row's JSON as kept (bytes or a view of them)
+    text: Any = None  # that JSON as a board says it, once one did (views.said.RowTexts)
 
     @property
     def key(self) -> str:
@@ -248,12 +249,12 @@ def plain(row: Row | Kept) -> dict[str, Any]:
     """A row as plain values (what a store of plain values keeps: the board file's
     marshal, a hub's jsonb), UNSET fields left out; a kept row as its brief."""
     if isinstance(row, Kept):
-        json, row.json = row.json, None
+        json, text, row.json, row.text = row.json, row.text, None, None
         try:
             brief: dict[str, Any] = msgspec.to_builtins(row)
         finally:
-            row.json = json
-        del brief["json"]
+            row.json, row.text = json, text
+        del brief["json"], brief["text"]
         return brief
     out: dict[str, Any] = msgspec.to_builtins(row)
     return out

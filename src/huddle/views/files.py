@@ -79,9 +79,7 @@ def accounts(h: Huddle, rows: Mapping[str, object] | Collection[str], scans: boo
     for key, handle in h.handles.items():
         if (mine := out.get(key.split(":", 1)[0])) is not None:
             _awake(mine, key, handle, rows.get(key))
-    for key, d in getattr(h, "dormant", {}).items():
-        if (mine := out.get(key.split(":", 1)[0])) is not None:
-            _asleep_said(mine, key, d, rows.get(key) or d.head.get("brief"))
+    _asleep_all(out, getattr(h, "dormant", {}), rows)
     for acc in out.values():  # a file a session reads is no file left out; each file said once
         acc.not_read = list({n.path: n for n in acc.not_read if n.path not in acc.sessions}.values())
         said = acc.sessions | {n.path for n in acc.not_read}
@@ -114,6 +112,34 @@ def _awake(acc: Account, key: str, handle: Handle, row: object) -> None:
 # What each sleeping session said of its files, while it sleeps (a session moved wakes):
 # a server counts the files of every board it says and of every round that moved.
 _slept: weakref.WeakKeyDictionary[Any, tuple[tuple[bool, str], object, Account]] = weakref.WeakKeyDictionary()
+
+
+# The last count of every sleeping session's files, while the same sessions sleep with
+# the same rows (one object for what a tuple holds: threads read it whole).
+_last_asleep: tuple[Any, dict[str, Account]] | None = None
+
+
+def _asleep_all(out: dict[str, Account], dormant: Mapping[str, Any], rows: Mapping[str, object]) -> None:
+    """Each sleeping session's files into its agent's account (`_asleep_said`), summed
+    once while the same sessions sleep with the same rows."""
+    global _last_asleep
+    key = (tuple(dormant.values()), tuple([rows.get(k) for k in dormant]), [(n, a.unplaced) for n, a in out.items()])
+    last = _last_asleep
+    if last is None or last[0] != key:
+        parts = {}
+        for name, acc in out.items():
+            parts[name] = Account(name, [], False)
+            parts[name].unplaced = acc.unplaced
+        for k, d in dormant.items():
+            if (mine := parts.get(k.split(":", 1)[0])) is not None:
+                _asleep_said(mine, k, d, rows.get(k) or d.head.get("brief"))
+        last = _last_asleep = (key, parts)
+    for name, part in last[1].items():
+        acc = out[name]
+        acc.sessions |= part.sessions
+        acc.not_sessions.extend(part.not_sessions)
+        acc.not_read.extend(part.not_read)
+        acc.erred.extend(part.erred)
 
 
 def _asleep_said(acc: Account, key: str, d: Any, row: object) -> None:

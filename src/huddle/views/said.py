@@ -24,29 +24,28 @@ def board_text(
 class RowTexts:
     """Rows' texts kept from one board said to the next, for a process that says many
     (a server answering `huddle status`): a sleeping row (model.rows.Kept, the same
-    object while it sleeps: core.cache.Dormant.kept) formatted once, a built row once
-    per JSON it encodes to. Only the last board's are kept."""
+    object while it sleeps: core.cache.Dormant.kept) formatted once and its text kept
+    on it, a built row once per JSON it encodes to (the last board's kept here)."""
 
     def __init__(self) -> None:
-        self._kept: dict[int, tuple[Any, bytes]] = {}
         self._built: dict[bytes, bytes] = {}
 
     def texts(self, rows: list[Any]) -> list[bytes]:
         from huddle.model.rows import Kept
 
-        kept, built, last_kept, last_built = {}, {}, self._kept, self._built
+        built, last_built = {}, self._built
         out = []
         for r in rows:
             if isinstance(r, Kept):
-                hit = last_kept.get(id(r))
-                text = hit[1] if hit is not None and hit[0] is r else row_text(msgspec.Raw(r.json))
-                kept[id(r)] = (r, text)
+                text = r.text
+                if text is None:
+                    text = r.text = row_text(msgspec.Raw(r.json))
             else:
                 raw = bytes(r) if isinstance(r, msgspec.Raw) else msgspec.json.encode(r)
                 text = last_built.get(raw) or row_text(msgspec.Raw(raw))
                 built[raw] = text
             out.append(text)
-        self._kept, self._built = kept, built
+        self._built = built
         return out
 
 
