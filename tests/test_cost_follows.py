@@ -180,6 +180,39 @@ def test_a_notice_naming_a_file_reads_the_session_that_reads_it(home):
     assert h.read_files([str(path.parent / "new.jsonl")]) is None
 
 
+@pytest.mark.parametrize("shares", [False, True], ids=["of its own", "a copy of another's responses"])
+def test_a_notice_naming_a_session_that_came_reads_it_without_a_scan(home, shares):
+    """A new session file right in a project folder is placed as the scan would place it
+    (Source.came): read alone, the sleeping sessions holding its responses woken, the
+    board the one a fresh read gives. One the scan alone can place (its own folder
+    beside it, a 2.0 agent file in its folder) asks for the whole refresh."""
+    warm(home)
+    h = Huddle(settings(home), sources=["claude"], keep=Keeper())
+    h.refresh()
+    shared = awake(h)
+    errors = next((home / "claude" / "projects").glob("*07-errors*"))
+    if shares:
+        model = max(errors.glob("*.jsonl"), key=lambda p: p.stat().st_size)
+    else:
+        model = next(p for p in (NEW / "06-named-session" / "config" / "projects").glob("*/*.jsonl"))
+    sid = str(uuid.uuid4())
+    came = errors / f"{sid}.jsonl"
+    came.write_text(model.read_text().replace(model.stem, sid))
+    assert h.read_files([str(came)]) is not None
+    assert awake(h) == shared | {sid} | ({model.stem} if shares else set())
+    assert as_json(board_json(h)) == fresh(home)
+    other = str(uuid.uuid4())
+    (errors / other).mkdir()  # (its folder: sub-agents the scan gives it)
+    (errors / f"{other}.jsonl").write_text(model.read_text().replace(model.stem, other))
+    assert h.read_files([str(errors / f"{other}.jsonl")]) is None
+    v2 = SAMPLES / "claude-history" / "2.0.77" / "02-subagents" / "config" / "projects"
+    agent = next(v2.glob("*/agent-*.jsonl"))
+    shutil.copy(agent, errors / agent.name)
+    third = str(uuid.uuid4())
+    (errors / f"{third}.jsonl").write_text(model.read_text().replace(model.stem, third))
+    assert h.read_files([str(errors / f"{third}.jsonl")]) is None
+
+
 def test_a_session_read_alone_counts_a_shared_response_where_the_home_does(tmp_path):
     """A resumed 1.0 session's copies of its parent's responses count in the parent: the
     one-session core (show, export) says so as the whole core does, without the parent."""

@@ -222,16 +222,24 @@ class Huddle:
                     owners.setdefault(f[0], key)
             if folders and not _all_there(owners, folders):
                 return None
-            keys = set()
+            keys: set[str] = set()
+            came: dict[str, Handle] = {}
             for p in paths:
                 owner = owners.get(p)
-                if owner is None or not _plain(p):
+                if owner is None and (new := self._came(p)) is not None:
+                    came.setdefault(new.key, new)  # (a session that came, placed without a scan)
+                elif owner is None or not _plain(p):
                     return None  # (a file gone, or put in place of another: only a scan says what it is now)
-                keys.add(owner)
+                else:
+                    keys.add(owner)
             if self.wake(k for k in keys if k in self.dormant) or not keys <= self.handles.keys():
                 return None  # (one did not unpickle: the scan reads it again)
             r = Round()
             r.moved = {k for k in keys if refresh_one(self.handles[k])}
+            for key, new in came.items():
+                self.handles[key] = new
+                refresh_one(new)
+                r.moved.add(key)
             r.changed = set(r.moved)
             found = dict(self.handles)
             r.touched = titles.touched(self, found, r)
@@ -244,6 +252,15 @@ class Huddle:
             if r.changed:
                 self.generation += 1
             return r.changed
+
+    def _came(self, path: str) -> Handle | None:
+        """A handle of a session file that came, from its source (Source.came): None if
+        only a scan places it, or its session is one known (a file put in its place)."""
+        for src in self.sources:
+            if any(root and path.startswith(root.rstrip(os.sep) + os.sep) for root in src.roots()):
+                h = guarded(f"{src.name} came", src.came, path)
+                return h if h is not None and h.key not in self.dormant and h.key not in self.handles else None
+        return None
 
     # -- sessions whole, sessions asleep ------------------------------------------------
 

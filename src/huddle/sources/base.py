@@ -206,6 +206,13 @@ class Source:
         without looking at the other sessions."""
         return (self.scan({}) or {}).get(h.key)
 
+    def came(self, path: str) -> Handle | None:
+        """A new, unread handle of a session file that came (a watcher's notice named it),
+        when where the file lies says all a scan would (a session alone in its files, no
+        other session's files given to it); None when only a scan places it (the default:
+        the core then scans every source)."""
+        return None
+
     def unplaced(self, path: str, size: int) -> tuple[bool, str]:
         """A file of a session that came out of its files with nothing in it (off the
         board): (known as not a session, the reason). By default an empty file is not a

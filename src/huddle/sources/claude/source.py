@@ -5,6 +5,7 @@ merged with the session's sub-agent files and linked through their `.meta.json`.
 from __future__ import annotations
 
 import os
+import stat
 from typing import TYPE_CHECKING, Any
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
@@ -371,6 +372,24 @@ class ClaudeSource(Source):
         nh.project_agents, nh.unsettled, nh.candidates = dict(h.project_agents), dict(h.unsettled), h.candidates
         nh.session.parent_session = h.session.parent_session
         return nh
+
+    def came(self, path: str) -> Handle | None:
+        # a `<id>.jsonl` right in a project folder with no folder of its own and no 2.0.x
+        # agent file beside it (an agent file may name it: only the scan places those)
+        folder, name = os.path.split(path)
+        sid = name[: -len(".jsonl")]
+        if os.path.dirname(folder) != self.projects or not name.endswith(".jsonl") or is_agent_file(name):
+            return None
+        try:  # (a link, a FIFO: the scan says what it is)
+            if os.path.lexists(os.path.join(folder, sid)) or not stat.S_ISREG(os.lstat(path).st_mode):
+                return None
+            if any(is_agent_file(n) for n in os.listdir(folder)):
+                return None
+        except OSError:
+            return None
+        h = ClaudeHandle(self, path, sid)
+        h.has_dir, h.project_agents, h.unsettled = False, {}, {}
+        return h
 
     def unplaced(self, path: str, size: int) -> tuple[bool, str]:
         from .records import only_summaries  # (its structs load when a session is read)
