@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import SAMPLES
 from huddle.io.visible import visible
@@ -199,3 +202,25 @@ def test_markdown_headings_hold_no_raw_html(hostile):
 
     html = MarkdownIt("commonmark", {"html": True}).render(md)
     assert "<img" not in html and "<script" not in html, [x for x in html.splitlines() if "<img" in x]
+
+
+_OBEYED = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]")  # what a terminal obeys
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\x1b": "\\x1b"}
+
+
+def _escaped(text: str, kept: str) -> str:
+    """The sanitiser's meaning, as a regular expression says it."""
+
+    def escape(m: re.Match[str]) -> str:
+        c = m.group()
+        if c in kept:
+            return c
+        return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+    return _OBEYED.sub(escape, text)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x2100) | st.sampled_from("\u2066\u2069\u206a\U0001f600")))
+def test_visible_shows_every_character_a_terminal_obeys_and_keeps_the_rest(text):
+    assert visible(text) == _escaped(text, "")
+    assert visible(text, lines=True) == _escaped(text, "\n\t")

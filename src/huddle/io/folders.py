@@ -12,7 +12,10 @@ in the order it reads them, as Qwen Code's `$QWEN_RUNTIME_DIR|$QWEN_HOME|~/.qwen
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+
+TYPE_CHECKING = False  # (collections.abc costs the status line ~1 ms: read by mypy alone)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 XDG_DEFAULTS = {
     "XDG_DATA_HOME": os.path.join(".local", "share"),

@@ -28,8 +28,7 @@ This module is standard library only and imports nothing: the status line import
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # (typing costs the status line ~2.5 ms: read by mypy alone)
 if TYPE_CHECKING:  # (read by attribute: this module imports nothing, the status line imports it)
     from collections.abc import Iterable
 
