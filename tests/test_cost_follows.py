@@ -259,3 +259,33 @@ def test_a_scan_reads_an_agent_files_head_once_per_change_of_the_file(tmp_path, 
         board, _ = cached(tmp_path)
         assert read == []
         assert board == fresh(tmp_path)
+
+
+def test_a_sub_agents_file_that_came_is_read_by_its_session_without_a_scan(tmp_path):
+    """Claude Code 2.1 starts a sub-agent: its transcript comes in the session's own
+    folder (made for it, the first time). A session awake reads it as the scan would
+    have it read; the board is the one a fresh read gives. A file in a sleeping
+    session's folder asks for the whole refresh."""
+    source = SAMPLES / "claude" / "02-subagents" / "config" / "projects"
+    projects = tmp_path / "claude" / "projects"
+    shutil.copytree(source, projects)
+    folder = next(projects.iterdir())
+    main = min(folder.glob("*.jsonl"))
+    own = folder / main.stem
+    held = tmp_path / "held"
+    shutil.move(str(own), str(held))  # (no sub-agent yet: no folder of its own)
+    settle(tmp_path)
+    cached(tmp_path)
+    h = Huddle(settings(tmp_path), sources=["claude"], keep=Keeper())
+    h.refresh()
+    append_prompt(main)
+    assert h.read_files([str(main)]) == {f"claude:{main.stem}"}  # (awake: it is being written)
+    shutil.move(str(held), str(own))
+    agent = next((own / "subagents").glob("agent-*.jsonl"))
+    assert h.read_files([str(agent)]) == {f"claude:{main.stem}"}
+    assert as_json(board_json(h)) == fresh(tmp_path)
+    other = max(folder.glob("*.jsonl"))
+    assert f"claude:{other.stem}" in h.dormant
+    late = next((folder / other.stem / "subagents").glob("agent-*.jsonl"))
+    shutil.copy(late, late.with_name("agent-a000000000000000.jsonl"))
+    assert h.read_files([str(late.with_name("agent-a000000000000000.jsonl"))]) is None

@@ -227,7 +227,10 @@ class Huddle:
             for p in paths:
                 owner = owners.get(p)
                 if owner is None and (new := self._came(p)) is not None:
-                    came.setdefault(new.key, new)  # (a session that came, placed without a scan)
+                    if self.handles.get(new.key) is new:
+                        keys.add(new.key)  # (a file its own folder gives a session awake)
+                    else:
+                        came.setdefault(new.key, new)  # (a session that came, placed without a scan)
                 elif owner is None or not _plain(p):
                     return None  # (a file gone, or put in place of another: only a scan says what it is now)
                 else:
@@ -254,12 +257,15 @@ class Huddle:
             return r.changed
 
     def _came(self, path: str) -> Handle | None:
-        """A handle of a session file that came, from its source (Source.came): None if
-        only a scan places it, or its session is one known (a file put in its place)."""
+        """The handle that reads a file that came, from its source (Source.came): a new
+        one, or an awake one given the file; None if only a scan places it, or it is a new
+        handle of a session known (a file put in another's place)."""
         for src in self.sources:
             if any(root and path.startswith(root.rstrip(os.sep) + os.sep) for root in src.roots()):
-                h = guarded(f"{src.name} came", src.came, path)
-                return h if h is not None and h.key not in self.dormant and h.key not in self.handles else None
+                h = guarded(f"{src.name} came", src.came, path, self.handles)
+                if h is None or self.handles.get(h.key) is h:
+                    return h
+                return h if h.key not in self.dormant and h.key not in self.handles else None
         return None
 
     # -- sessions whole, sessions asleep ------------------------------------------------

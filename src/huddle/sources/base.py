@@ -206,11 +206,12 @@ class Source:
         without looking at the other sessions."""
         return (self.scan({}) or {}).get(h.key)
 
-    def came(self, path: str) -> Handle | None:
-        """A new, unread handle of a session file that came (a watcher's notice named it),
-        when where the file lies says all a scan would (a session alone in its files, no
-        other session's files given to it); None when only a scan places it (the default:
-        the core then scans every source)."""
+    def came(self, path: str, known: dict[str, Handle]) -> Handle | None:
+        """The handle that reads a file that came (a watcher's notice named it), when
+        where the file lies says all a scan would: a new, unread one of a session that
+        came (alone in its files, no other session's given to it), or one of `known`
+        (awake) that its own folder now gives it, told so as a scan tells it. None when
+        only a scan places it (the default: the core then scans every source)."""
         return None
 
     def unplaced(self, path: str, size: int) -> tuple[bool, str]:

@@ -373,12 +373,22 @@ class ClaudeSource(Source):
         nh.session.parent_session = h.session.parent_session
         return nh
 
-    def came(self, path: str) -> Handle | None:
+    def came(self, path: str, known: dict[str, Handle]) -> Handle | None:
+        parts = os.path.relpath(path, self.projects).split(os.sep)
+        if len(parts) < 2 or parts[0] in ("", os.curdir, os.pardir):
+            return None
+        folder = os.path.join(self.projects, parts[0])
+        if len(parts) > 2:  # (a file in a session's own folder: a sub-agent's, a tool's output)
+            h = known.get(f"claude:{parts[1]}")
+            if not isinstance(h, ClaudeHandle) or h.path != os.path.join(folder, f"{parts[1]}.jsonl"):
+                return None
+            h.has_dir = is_dir(h.dir)
+            return h if h.has_dir else None
         # a `<id>.jsonl` right in a project folder with no folder of its own and no 2.0.x
         # agent file beside it (an agent file may name it: only the scan places those)
-        folder, name = os.path.split(path)
+        name = parts[1]
         sid = name[: -len(".jsonl")]
-        if os.path.dirname(folder) != self.projects or not name.endswith(".jsonl") or is_agent_file(name):
+        if not name.endswith(".jsonl") or is_agent_file(name):
             return None
         try:  # (a link, a FIFO: the scan says what it is)
             if os.path.lexists(os.path.join(folder, sid)) or not stat.S_ISREG(os.lstat(path).st_mode):
