@@ -403,10 +403,15 @@ def raw_json(raw: Raw) -> Any:
         return None
 
 
+_JSON_SPACE = " \t\n\r"
+
+
 def arguments(raw: Raw) -> dict[str, Any]:
     """A function call's arguments: a JSON string holding a JSON object (or an object)."""
     val = raw_json(raw)
     if isinstance(val, str):
+        if not val.lstrip(_JSON_SPACE).startswith("{"):
+            return {}  # no object (a redacted or odd string): said without a decoder's error
         try:
             val = decode_any(val)
         except msgspec.MsgspecError:

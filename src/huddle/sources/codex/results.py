@@ -9,6 +9,7 @@ result; the other is then ignored. Outputs are read through their first bytes on
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 import msgspec
@@ -24,9 +25,12 @@ OUTPUT_HEAD = 600  # bytes of a tool output looked at: the exit code line is in 
 _FAILED = ("failed", "error", "unavailable", "rejected(", "denied", "not allowed", "timed out")
 
 
+_FAILED_WORD = re.compile("|".join(re.escape(w) for w in _FAILED))
+
+
 def looks_failed(text: str) -> bool:
     first = text.lstrip()[:200].split("\n", 1)[0].lower()
-    return any(w in first for w in _FAILED)
+    return _FAILED_WORD.search(first) is not None
 
 
 class Links:
