@@ -386,7 +386,7 @@ def parts_text(content: list[Part] | str | None, kinds: tuple[str, ...] = ("inpu
 
 def raw_str(raw: Raw) -> str:
     """A raw JSON string value as text ("" if it is not a string)."""
-    if not len(raw) or memoryview(raw)[0] != ord('"'):
+    if not len(raw) or memoryview(raw)[0] != 34:  # (34: '"')
         return ""
     try:
         return _decode_str(raw)

@@ -143,7 +143,9 @@ class Results:
             elif running and name != "write_stdin":
                 detail, summary = "background", f"running as session {running}"
                 self.exec_sessions[running] = cid
-            elif text.rstrip().rsplit("\n", 1)[-1].startswith("aborted by user"):  # "...after 0.7s" on 0.144
+            elif "aborted by user" in text and text.rstrip().rsplit("\n", 1)[-1].startswith(
+                "aborted by user"
+            ):  # "...after 0.7s" on 0.144
                 ok, summary, aborted = False, "aborted by user", True
             elif not running:
                 ok = not looks_failed(text)
