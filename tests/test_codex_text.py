@@ -52,6 +52,22 @@ def test_arguments_without_an_object_are_none(value):
     assert rec.arguments(raw) == (val if isinstance(val, dict) else {})
 
 
+def test_arguments_of_any_string_are_what_decoding_it_says():
+    """The first-byte shortcut against the long way, over strings that start with every
+    kind of character a JSON string can open with (escapes, spaces, braces, non-ASCII)."""
+    starts = ["{", " {", "\t{", "\n {", "[", "x", "é{", "\u00a0{", "", '"', "\\{", "\r\n{", "\x00{"]
+    bodies = ['"a": 1}', "}", '"cmd": "ls"}', "", "1"]
+    for start in starts:
+        for body in bodies:
+            text = start + body
+            raw = msgspec.Raw(msgspec.json.encode(text))
+            try:
+                val = msgspec.json.decode(text)
+            except msgspec.DecodeError:
+                val = {}
+            assert rec.arguments(raw) == (val if isinstance(val, dict) else {}), repr(text)
+
+
 def test_a_call_without_arguments_is_summed_up_as_before():
     assert text.call_summary("write_stdin", {}) == "poll session None"
     assert text.call_summary("exec_command", {}) == input_summary({}) == ""

@@ -404,10 +404,16 @@ def raw_json(raw: Raw) -> Any:
 
 
 _JSON_SPACE = " \t\n\r"
+# What a JSON string's first byte is when its text may start with "{" after JSON spaces:
+# the brace, a space, or an escape (\t, \u007b...); raw tabs and newlines are no JSON.
+_MAY_OPEN = (123, 32, 92)  # "{", " ", "\\"
 
 
 def arguments(raw: Raw) -> dict[str, Any]:
     """A function call's arguments: a JSON string holding a JSON object (or an object)."""
+    head = memoryview(raw)[:2]
+    if len(head) == 2 and head[0] == 34 and head[1] not in _MAY_OPEN:
+        return {}  # a string whose text starts with neither a space nor "{": no object
     val = raw_json(raw)
     if isinstance(val, str):
         if not val.lstrip(_JSON_SPACE).startswith("{"):

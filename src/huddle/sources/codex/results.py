@@ -29,8 +29,9 @@ _FAILED_WORD = re.compile("|".join(re.escape(w) for w in _FAILED))
 
 
 def looks_failed(text: str) -> bool:
-    first = text.lstrip()[:200].split("\n", 1)[0].lower()
-    return _FAILED_WORD.search(first) is not None
+    head = text.lstrip()[:200]
+    nl = head.find("\n")  # (its first line: a find, where a split made a list)
+    return _FAILED_WORD.search((head if nl < 0 else head[:nl]).lower()) is not None
 
 
 class Links:
