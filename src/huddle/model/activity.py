@@ -13,6 +13,12 @@ if TYPE_CHECKING:
     from .session import Session
 
 
+# (sets made once: a tuple of the kinds was built anew for every event of every read)
+_NO_ACTIVITY = frozenset((ev.USAGE, ev.TITLE, ev.CONTEXT))
+_CALLS = frozenset((ev.TOOL_CALL, ev.ORDER, ev.TOOL_RESULT, ev.REPORT))
+_TURN_ENDS = frozenset((ev.TURN_END, ev.INTERRUPT))
+
+
 class Activity:
     """What an agent is in the middle of, kept up to date event by event."""
 
@@ -50,14 +56,14 @@ class Activity:
         if k == ev.CONTEXT and e.name == "session_end":
             self.exited = True
             return
-        if k in (ev.USAGE, ev.TITLE, ev.CONTEXT):
+        if k in _NO_ACTIVITY:
             return
         if e.t is not None:
             self.last_t = e.t
         self.last_kind = k
-        if k in (ev.TOOL_CALL, ev.ORDER, ev.TOOL_RESULT, ev.REPORT):
+        if k in _CALLS:
             self._call(e)
-        elif k in (ev.TURN_END, ev.INTERRUPT):
+        elif k in _TURN_ENDS:
             self.ended_by = e.id if k == ev.TURN_END else ""
             self.turn_open = False
             self.open_calls.clear()

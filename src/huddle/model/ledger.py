@@ -60,9 +60,9 @@ class Ledger:
         mine = self.ids_of.setdefault(key, [])
         src = s.source
         events = s.events
-        for i in range(start, len(events)):
-            e = events[i]
-            if e.kind != ev.USAGE or not e.id or e.copied:
+        usage = ev.USAGE  # (a local: looked up once, not per event of every session)
+        for e in events[start:] if start else events:
+            if e.kind != usage or not e.id or e.copied:
                 continue
             rid = (src, e.id)
             if e.origin:

@@ -160,6 +160,7 @@ class Session:
         counts = self.counts
         agents = self.agents
         a = None
+        usage, said = ev.USAGE, _SAID
         counted: dict[tuple[Agent, str], Usage] = {}  # (agent, model) -> this batch's usage, added once after
         for e in events:
             e.seq = seq
@@ -176,10 +177,10 @@ class Session:
                     a.started_at = t
                 if a.updated_at is None or t > a.updated_at:
                     a.updated_at = t
-            if k == ev.USAGE:
+            if k == usage:
                 self._batch_usage(e, a, counted)
                 continue  # (an agent's activity takes nothing from a count)
-            if k in _SAID:
+            if k in said:
                 self._said(e)
             a.activity.apply(e)
         for (a, model), u in counted.items():  # (three sums per agent and model, not per response)

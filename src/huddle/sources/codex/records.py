@@ -386,7 +386,7 @@ def parts_text(content: list[Part] | str | None, kinds: tuple[str, ...] = ("inpu
 
 def raw_str(raw: Raw) -> str:
     """A raw JSON string value as text ("" if it is not a string)."""
-    if not len(raw) or memoryview(raw)[0] != ord('"'):
+    if not len(raw) or memoryview(raw)[0] != 34:  # (34: '"')
         return ""
     try:
         return _decode_str(raw)
@@ -403,10 +403,21 @@ def raw_json(raw: Raw) -> Any:
         return None
 
 
+_JSON_SPACE = " \t\n\r"
+# What a JSON string's first byte is when its text may start with "{" after JSON spaces:
+# the brace, a space, or an escape (\t, \u007b...); raw tabs and newlines are no JSON.
+_MAY_OPEN = (123, 32, 92)  # "{", " ", "\\"
+
+
 def arguments(raw: Raw) -> dict[str, Any]:
     """A function call's arguments: a JSON string holding a JSON object (or an object)."""
+    head = memoryview(raw)[:2]
+    if len(head) == 2 and head[0] == 34 and head[1] not in _MAY_OPEN:
+        return {}  # a string whose text starts with neither a space nor "{": no object
     val = raw_json(raw)
     if isinstance(val, str):
+        if not val.lstrip(_JSON_SPACE).startswith("{"):
+            return {}  # no object (a redacted or odd string): said without a decoder's error
         try:
             val = decode_any(val)
         except msgspec.MsgspecError:

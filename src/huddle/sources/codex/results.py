@@ -9,6 +9,7 @@ result; the other is then ignored. Outputs are read through their first bytes on
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 import msgspec
@@ -24,9 +25,13 @@ OUTPUT_HEAD = 600  # bytes of a tool output looked at: the exit code line is in 
 _FAILED = ("failed", "error", "unavailable", "rejected(", "denied", "not allowed", "timed out")
 
 
+_FAILED_WORD = re.compile("|".join(re.escape(w) for w in _FAILED))
+
+
 def looks_failed(text: str) -> bool:
-    first = text.lstrip()[:200].split("\n", 1)[0].lower()
-    return any(w in first for w in _FAILED)
+    head = text.lstrip()[:200]
+    nl = head.find("\n")  # (its first line: a find, where a split made a list)
+    return _FAILED_WORD.search((head if nl < 0 else head[:nl]).lower()) is not None
 
 
 class Links:
@@ -139,7 +144,9 @@ class Results:
             elif running and name != "write_stdin":
                 detail, summary = "background", f"running as session {running}"
                 self.exec_sessions[running] = cid
-            elif text.rstrip().rsplit("\n", 1)[-1].startswith("aborted by user"):  # "...after 0.7s" on 0.144
+            elif "aborted by user" in text and text.rstrip().rsplit("\n", 1)[-1].startswith(
+                "aborted by user"
+            ):  # "...after 0.7s" on 0.144
                 ok, summary, aborted = False, "aborted by user", True
             elif not running:
                 ok = not looks_failed(text)
