@@ -18,7 +18,7 @@ from huddle.model import events as ev
 from huddle.model import times
 from huddle.model.events import Event, Usage, cap, one_line
 from huddle.model.session import Session
-from huddle.model.tools import SPAWN_TOOLS, WAIT_TOOLS
+from huddle.model.tools import SPAWN_TOOLS
 
 from . import records as rec
 from . import text as txt
@@ -26,6 +26,7 @@ from .fork import ForkCopy
 from .legacy import LegacyLines
 from .results import Links, Results, mcp_ok
 from .text import harness_tag, mail_parts
+from .ui_items import UiItems
 from .usage import Ledger
 
 CONTEXT_KEEP = 600  # harness text kept per context event; the rest is read back from the file
@@ -34,7 +35,7 @@ _decode_line = rec.decode_line
 _SKIP_RECORDS, _SKIP_EVENTS = rec.SKIP_RECORDS, rec.SKIP_EVENTS
 
 
-class ThreadParser(ForkCopy, LegacyLines):
+class ThreadParser(ForkCopy, LegacyLines, UiItems):
     legacy = False  # (a class default: a parser from an older cache has none)
 
     def __init__(
@@ -387,33 +388,6 @@ class ThreadParser(ForkCopy, LegacyLines):
             self.emit(ev.ERROR, off, n, name=ty, text=one_line(e.message or ty, 300))
         elif ty == "thread_name_updated" and e.thread_name and self.is_lead:
             self.emit(ev.TITLE, off, n, text=e.thread_name)
-
-    def _ui_item(self, it: rec.Item, off: int, n: int) -> None:
-        ty = it.type
-        if ty == "UserMessage":
-            self.order(rec.parts_text(it.content, ("text",)), off, n)
-        elif ty == "CommandExecution":
-            self.results.command_result(it.id or "", it.exit_code, it, off, n)
-        elif ty == "FileChange":
-            self.results.file_change(it.id or "", it.status == "completed", it.changes, off, n)
-        elif ty == "McpToolCall":
-            err = rec.raw_json(it.error)
-            why = str(err.get("message") or "") if isinstance(err, dict) else ""
-            self.results.mcp_result(it.id or "", it.status == "completed" and mcp_ok(it.result), why, off, n, it)
-        elif ty == "CollabAgentToolCall":
-            if it.tool in SPAWN_TOOLS:
-                for i, child in enumerate(it.receiver_thread_ids or ()):
-                    if i == 0:
-                        self.links.link(it.id or "", child)
-                for r in it.receiver_agents or ():
-                    if r.thread_id and r.agent_nickname:
-                        self.links.nickname.setdefault(r.thread_id, r.agent_nickname)
-            elif it.tool in WAIT_TOOLS:
-                self.results.report_states(rec.raw_json(it.agents_states), off, n, via="wait")
-        elif ty == "SubAgentActivity":
-            self.links.activity(it.kind, it.id or "", it.agent_thread_id or "", it.agent_path or "")
-        elif ty == "ContextCompaction":
-            self._compaction(off, n, "")
 
     def _compaction(self, off: int, n: int, text: str) -> None:
         # One compaction shows as `compacted` plus an item or event a few lines apart.
