@@ -4,14 +4,13 @@ notifications of work that ran in the background."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from huddle.model import events as ev
 from huddle.model.events import Event, cap
 from huddle.model.session import Session
 
+from .emitter import Emitter
 from .records import (
     INTERRUPT,
     RESULT_TAG,
@@ -33,22 +32,15 @@ from .skips import UsageFilter
 from .state import SessionState
 
 
-class UserRecords:
-    """FileParser's part that reads user records (its attributes and emit are the parser's)."""
+class UserRecords(Emitter):
+    """FileParser's part that reads user records (its other attributes are the parser's)."""
 
     session: Session
     shared: SessionState
-    agent: str
     is_sub: bool
     usage_only: bool
     filter: UsageFilter | None
     prompted: set[str]
-    last_t: float | None
-    path: str
-    out: list[Event]
-
-    def emit(self, kind: str, off: int, ln: int, **kw: Any) -> Event:
-        raise NotImplementedError
 
     def _user(self, r: Record, off: int, n: int) -> None:
         m = r.message
