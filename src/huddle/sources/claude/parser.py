@@ -41,14 +41,18 @@ from .state import SessionState, claims
 from .users import UserRecords
 
 
-def _quiet_attachment(line: bytes) -> bool:
-    """An attachment record of a kind said nowhere, told by its head (not decoded)."""
-    i = line.find(ATTACHMENT_KEY, 0, 300)
+def _quiet_attachment(line: bytes, start: int = 0) -> bool:
+    """An attachment record of a kind said nowhere, told by its head (not decoded). The
+    key is looked for from `start`: no key starts before it (FileParser.feed_kept)."""
+    i = line.find(ATTACHMENT_KEY, start, 300)
     if i < 0:
         return False
     start = i + len(ATTACHMENT_KEY)
     end = line.find(b'"', start, start + 64)
     return end > 0 and line[start:end].decode("ascii", "replace") in QUIET_ATTACHMENTS
+
+
+_BRACE_IN_KEY = ATTACHMENT_KEY.index(b"{")  # a key starts this far before its first brace
 
 
 class FileParser(UserRecords, ResponseCounts):
@@ -102,7 +106,9 @@ class FileParser(UserRecords, ResponseCounts):
     def feed_kept(self, off: int, line: bytes) -> None:
         """`feed` for a line `skip` kept. (Decoding, the record's time and its dispatch
         are inlined: this runs for every line of every transcript.)"""
-        if line.find(ATTACHMENT_KEY, 0, 300) >= 0 and _quiet_attachment(line):
+        # The attachment key holds a brace: where a line's head has none (most), no key.
+        brace = line.find(b"{", _BRACE_IN_KEY, 300)  # (a byte's search: memchr)
+        if brace >= 0 and _quiet_attachment(line, brace - _BRACE_IN_KEY):
             return
         r: Record | Response | None = self._response_of(line) if self.usage_only else None
         if r is not None:
