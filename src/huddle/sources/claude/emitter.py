@@ -30,23 +30,26 @@ class Emitter:
         target: str = "",
         copied: bool = False,
     ) -> Event:
-        # (its fields named, not a **kw: a dict made and spread again cost twice the event)
-        e = Event(
-            kind=kind,
-            agent=self.agent,
-            t=self.last_t,
-            file=self.path,
-            offset=off,
-            length=ln,
-            id=id,
-            name=name,
-            text=text,
-            detail=detail,
-            truncated=truncated,
-            ok=ok,
-            size=size,
-            target=target,
-            copied=copied,
-        )
+        # (its fields named, not a **kw: a dict made and spread cost twice the event;
+        # and only those given set: each keyword the struct parses costs as much)
+        e = Event(kind=kind, agent=self.agent, t=self.last_t, file=self.path, offset=off, length=ln)
+        if id:
+            e.id = id
+        if name:
+            e.name = name
+        if text:
+            e.text = text
+        if detail:
+            e.detail = detail
+        if truncated:
+            e.truncated = truncated
+        if ok is not None:
+            e.ok = ok
+        if size:
+            e.size = size
+        if target:
+            e.target = target
+        if copied:
+            e.copied = copied
         self.out.append(e)
         return e
