@@ -176,5 +176,9 @@ def cap(text: str) -> tuple[str, bool]:
 
 def one_line(text: str, width: int = 120) -> str:
     """A short single-line summary of a text."""
+    if 0 < 4 * width < len(text):  # a long text: its head's words begin the whole's, split alone
+        s = " ".join(text[: 4 * width].split())
+        if len(s) > width:
+            return s[: width - 1] + "…"
     s = " ".join(text.split())
     return s if len(s) <= width else s[: width - 1] + "…"

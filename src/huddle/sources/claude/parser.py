@@ -5,8 +5,6 @@ a response's counts)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from huddle.io.reader import Cut, Skip
@@ -43,14 +41,18 @@ from .state import SessionState, claims
 from .users import UserRecords
 
 
-def _quiet_attachment(line: bytes) -> bool:
-    """An attachment record of a kind said nowhere, told by its head (not decoded)."""
-    i = line.find(ATTACHMENT_KEY, 0, 300)
+def _quiet_attachment(line: bytes, start: int = 0) -> bool:
+    """An attachment record of a kind said nowhere, told by its head (not decoded). The
+    key is looked for from `start`: no key starts before it (FileParser.feed_kept)."""
+    i = line.find(ATTACHMENT_KEY, start, 300)
     if i < 0:
         return False
     start = i + len(ATTACHMENT_KEY)
     end = line.find(b'"', start, start + 64)
     return end > 0 and line[start:end].decode("ascii", "replace") in QUIET_ATTACHMENTS
+
+
+_BRACE_IN_KEY = ATTACHMENT_KEY.index(b"{")  # a key starts this far before its first brace
 
 
 class FileParser(UserRecords, ResponseCounts):
@@ -87,11 +89,6 @@ class FileParser(UserRecords, ResponseCounts):
 
     # -- helpers -------------------------------------------------------------------
 
-    def emit(self, kind: str, off: int, ln: int, **kw: Any) -> Event:
-        e = Event(kind=kind, agent=self.agent, t=self.last_t, file=self.path, offset=off, length=ln, **kw)
-        self.out.append(e)
-        return e
-
     def feed(self, off: int, line: bytes) -> None:
         if not self.skip(line, 0, len(line)):
             self.feed_kept(off, line)
@@ -107,14 +104,38 @@ class FileParser(UserRecords, ResponseCounts):
         return None if self.filter is None else self.filter.skips_head
 
     def feed_kept(self, off: int, line: bytes) -> None:
-        """`feed` for a line `skip` kept."""
-        if _quiet_attachment(line):
+        """`feed` for a line `skip` kept. (Decoding, the record's time and its dispatch
+        are inlined: this runs for every line of every transcript.)"""
+        # The attachment key holds a brace: where a line's head has none (most), no key.
+        brace = line.find(b"{", _BRACE_IN_KEY, 300)  # (a byte's search: memchr)
+        if brace >= 0 and _quiet_attachment(line, brace - _BRACE_IN_KEY):
             return
-        got = self._decoded(off, line)
-        if got is None:
-            return
-        r, t = got
-        self._stamp(r, off)
+        r: Record | Response | None = self._response_of(line) if self.usage_only else None
+        if r is not None:
+            t = "assistant"
+        else:
+            try:
+                r = decode_record(line)
+            except msgspec.ValidationError as exc:  # a subclass of DecodeError: first
+                self.session.problem(self.path, off, f"unexpected shape ({exc})")
+                return
+            except msgspec.DecodeError as exc:
+                self.session.problem(self.path, off, f"not JSON ({exc})")
+                return
+            t = r.type
+            if not t and r.message is not None and r.message.role in ("assistant", "user"):
+                t = r.message.role  # a record that names no type (tools' fixtures): its message says
+            if t in SKIP_TYPES and not (t == "progress" and AGENT_PROGRESS in line):
+                return  # (but a sub-agent's progress: its responses, mirrored)
+        stamp = r.timestamp  # the record's time (one out of range said, and kept out of the times)
+        if stamp:
+            at = parse_time(stamp)
+            if at is not None:
+                self.last_t = at
+            elif times.out_of_range(stamp):  # year 9999
+                self.session.note(self.path, off, times.odd(stamp))
+        if r.cwd and not self.session.cwd:
+            self.session.cwd = r.cwd
         mark = len(self.out)
         try:
             if type(r) is Record:
@@ -127,17 +148,6 @@ class FileParser(UserRecords, ResponseCounts):
         if self.quick_later and self.filter is not None:
             self._quick_from(line, mark, self.filter)
 
-    def _stamp(self, r: Record | Response, off: int) -> None:
-        """A record's time (one out of range said, and kept out of the times) and folder."""
-        if r.timestamp:
-            ts = parse_time(r.timestamp)
-            if ts is not None:
-                self.last_t = ts
-            elif times.out_of_range(r.timestamp):  # year 9999
-                self.session.note(self.path, off, times.odd(r.timestamp))
-        if r.cwd and not self.session.cwd:
-            self.session.cwd = r.cwd
-
     def _quick_from(self, line: bytes, mark: int, filter: UsageFilter) -> None:
         """A usage-only read goes quick once the file's first time is in (a file in another
         hand than Claude Code's, its lines not compact, is read whole)."""
@@ -145,27 +155,6 @@ class FileParser(UserRecords, ResponseCounts):
             self.quick_later = False
         elif self.last_t is not None and len(self.out) > mark:
             self.quick_later, self.usage_only, filter.whole = False, True, False
-
-    def _decoded(self, off: int, line: bytes) -> tuple[Record | Response, str] | None:
-        """The line as a record and its type (a usage-only read's assistant response, the
-        few fields it needs); None when it does not decode (said) or is passed over."""
-        r: Response | None = self._response_of(line) if self.usage_only else None
-        if r is not None:
-            return r, "assistant"
-        try:
-            rec = decode_record(line)
-        except msgspec.ValidationError as exc:  # a subclass of DecodeError: first
-            self.session.problem(self.path, off, f"unexpected shape ({exc})")
-            return None
-        except msgspec.DecodeError as exc:
-            self.session.problem(self.path, off, f"not JSON ({exc})")
-            return None
-        t = rec.type
-        if not t and rec.message is not None and rec.message.role in ("assistant", "user"):
-            t = rec.message.role  # a record that names no type (tools' fixtures): its message says
-        if t in SKIP_TYPES:  # (but a sub-agent's progress: its responses, mirrored)
-            return (rec, t) if t == "progress" and AGENT_PROGRESS in line else None
-        return rec, t
 
     def _record(self, r: Record, t: str, off: int, line: bytes) -> None:
         if r.isSidechain and self.inline_sidechains:
@@ -267,15 +256,16 @@ class FileParser(UserRecords, ResponseCounts):
             return
         copied = bool(r.requestSessionId) and r.requestSessionId != (r.sessionId or self.session.id)
         mid = m.id or ""
-        if self._count(r, m, off, n, copied) and not self.usage_only:
-            # (what the output count is worth: said by a session's page, not by usage)
-            self.shared.check_output(mid, m.content)
         if self.usage_only:  # of the blocks, only the Agent calls: they name the agents they start
+            self._count(r, m, off, n, copied)
             for b in m.content if isinstance(m.content, list) else ():
                 if b.type == "tool_use" and b.name in SPAWN_TOOLS:
                     self._tool_use(b, off, n, copied)
             return
-        self._blocks(m, off, n, copied)
+        if self._count(r, m, off, n, copied):
+            # (what the output count is worth: said by a session's page, not by usage)
+            self.shared.check_output(mid, m.content)
+        self._blocks(m, mid, off, n, copied)
         if m.stop_reason == "end_turn" and not (mid and mid in self.shared.turn_ended):
             # Each block record repeats stop_reason: one turn end per response, at its first
             # record. Not "after the last block": a live read cannot know which is last (a
@@ -285,17 +275,21 @@ class FileParser(UserRecords, ResponseCounts):
                 self.shared.turn_ended.add(mid)
             self.emit(ev.TURN_END, off, n, id=mid, copied=copied)
 
-    def _blocks(self, m: Message, off: int, n: int, copied: bool) -> None:
+    def _blocks(self, m: Message, mid: str, off: int, n: int, copied: bool) -> None:
         """A response's blocks: texts (a synthetic error's as an error), thinking, calls."""
-        blocks = m.content if isinstance(m.content, list) else []
-        if isinstance(m.content, str) and m.content:
-            blocks = [Block(type="text", text=m.content)]
+        c = m.content
+        if isinstance(c, list):
+            blocks = c
+        elif isinstance(c, str) and c:
+            blocks = [Block(type="text", text=c)]
+        else:
+            return
         for b in blocks:
             bt = b.type
             if bt == "text" and b.text:
                 text, cut = cap(b.text)
                 kind = ev.ERROR if m.model == "<synthetic>" and "error" in b.text.lower()[:40] else ev.SAY
-                self.emit(kind, off, n, text=text, truncated=cut, copied=copied, id=m.id or "")
+                self.emit(kind, off, n, text=text, truncated=cut, copied=copied, id=mid)
             elif bt == "thinking" and b.thinking:
                 text, cut = cap(b.thinking)
                 self.emit(ev.THINK, off, n, text=text, truncated=cut, copied=copied)

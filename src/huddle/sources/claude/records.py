@@ -154,7 +154,7 @@ decode_progress = msgspec.json.Decoder(Progress).decode
 AGENT_PROGRESS = b'"agent_progress"'
 decode_response = msgspec.json.Decoder(Response).decode
 _decode_agent_result = msgspec.json.Decoder(AgentResult).decode
-decode_bash_result = msgspec.json.Decoder(BashResult).decode
+_decode_bash_result = msgspec.json.Decoder(BashResult).decode
 _decode_blocks = msgspec.json.Decoder(str | list[Block] | None).decode
 _decode_any = msgspec.json.Decoder().decode
 
@@ -318,6 +318,18 @@ def agent_input(raw: Raw) -> dict[str, Any]:
     except msgspec.MsgspecError:
         return {}
     return {k: v for k, v in val.items() if isinstance(v, str)} if isinstance(val, dict) else {}
+
+
+def background_task(raw: Raw) -> str:
+    """The task a tool's small result says it sent to the background (a shell), or "".
+    Only an object names one: a string or a null result is never decoded to know it
+    (the decoder's error for it cost more than the rest of the result's reading)."""
+    if len(raw) >= 4096 or memoryview(raw)[0] != ord("{"):
+        return ""
+    try:
+        return _decode_bash_result(raw).backgroundTaskId or ""
+    except msgspec.MsgspecError:
+        return ""
 
 
 def agent_result(raw: Raw) -> AgentResult | None:

@@ -3,8 +3,6 @@ records.Record in a full one): one owner for what a response adds to the usage."
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from huddle.model import events as ev
@@ -13,27 +11,21 @@ from huddle.model.session import Session
 from huddle.model.times import parse_time
 from huddle.model.tools import SPAWN_TOOLS
 
+from .emitter import Emitter
 from .records import Progress, Response, ResponseBlock, ResponseMessage, decode_progress, decode_response, usage_of
 from .state import SessionState
 
 
-class ResponseCounts:
-    """FileParser's part that counts responses (its attributes and emit are the parser's)."""
+class ResponseCounts(Emitter):
+    """FileParser's part that counts responses (its other attributes are the parser's)."""
 
     session: Session
     shared: SessionState
-    agent: str
     lead: str
     is_sub: bool
     file_is_sub: bool
     own_session: str
     inline_sidechains: bool
-    last_t: float | None
-    path: str
-    out: list[Event]
-
-    def emit(self, kind: str, off: int, ln: int, **kw: Any) -> Event:
-        raise NotImplementedError
 
     def _tool_use(self, b: ResponseBlock, off: int, n: int, copied: bool) -> None:
         raise NotImplementedError

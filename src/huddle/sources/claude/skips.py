@@ -15,6 +15,7 @@ tool, its keys in another order) is kept, and read whole.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Protocol
 
 from .records import ATTACHMENT_KEY, SKIP_PREFIXES
@@ -157,9 +158,10 @@ def compact(line: bytes) -> bool:
     return opens_compact(line, 0, len(line))
 
 
-def meta_skips(buf: bytes, i: int, end: int) -> bool:
-    """Whether a full read passes over the line buf[i:end]: metadata records only."""
-    return buf.startswith(SKIP_PREFIXES, i)
+# Whether a full read passes over the line buf[i:end] (meta_skips(buf, i, end)): metadata
+# records only, by their first bytes. A compiled pattern's `match`: a C call per line, no
+# Python frame (reader.Skip).
+meta_skips = re.compile(b"|".join(re.escape(p) for p in SKIP_PREFIXES)).match
 
 
 def wanted_for_usage(line: bytes) -> bool:

@@ -207,7 +207,12 @@ class ClaudeHandle(SubAgentFiles, Handle):
         out = parser.out
         if not out:
             return
+        counts = self.session.counts
+        links = counts.get(ev.ORDER, 0) + counts.get(ev.REPORT, 0)
         self.session.add_all(out)
+        if counts.get(ev.ORDER, 0) + counts.get(ev.REPORT, 0) == links:  # (most batches: no call of an agent)
+            out.clear()
+            return
         for e in out:
             if e.kind == ev.ORDER and e.agent != e.target:
                 held = self.order_events.get(e.id)

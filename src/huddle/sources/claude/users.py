@@ -4,14 +4,11 @@ notifications of work that ran in the background."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
-
 from huddle.model import events as ev
 from huddle.model.events import Event, cap
 from huddle.model.session import Session
 
+from .emitter import Emitter
 from .records import (
     INTERRUPT,
     RESULT_TAG,
@@ -23,7 +20,7 @@ from .records import (
     Block,
     Record,
     agent_result,
-    decode_bash_result,
+    background_task,
     first_match,
     harness_blocks,
     report_of,
@@ -33,22 +30,15 @@ from .skips import UsageFilter
 from .state import SessionState
 
 
-class UserRecords:
-    """FileParser's part that reads user records (its attributes and emit are the parser's)."""
+class UserRecords(Emitter):
+    """FileParser's part that reads user records (its other attributes are the parser's)."""
 
     session: Session
     shared: SessionState
-    agent: str
     is_sub: bool
     usage_only: bool
     filter: UsageFilter | None
     prompted: set[str]
-    last_t: float | None
-    path: str
-    out: list[Event]
-
-    def emit(self, kind: str, off: int, ln: int, **kw: Any) -> Event:
-        raise NotImplementedError
 
     def _user(self, r: Record, off: int, n: int) -> None:
         m = r.message
@@ -165,14 +155,10 @@ class UserRecords:
                 target = (res.agentId if res and res.agentId else "") or self.shared.agent_by_call.get(cid, "")
                 self.emit(ev.REPORT, off, n, id=cid, text=text, truncated=cut, ok=ok, target=target)
             return
-        if ok and len(r.toolUseResult) < 4096:
-            try:
-                bg = decode_bash_result(r.toolUseResult)
-            except msgspec.MsgspecError:
-                bg = None
-            if bg is not None and bg.backgroundTaskId:
-                detail = "background"
-                self.shared.background_shells[bg.backgroundTaskId] = cid
+        task = background_task(r.toolUseResult) if ok else ""
+        if task:
+            detail = "background"
+            self.shared.background_shells[task] = cid
         self.emit(ev.TOOL_RESULT, off, n, id=cid, ok=ok, size=size, detail=detail)
 
     def _notification(self, text: str, off: int, n: int) -> None:
