@@ -5,7 +5,6 @@ merged with the session's sub-agent files and linked through their `.meta.json`.
 from __future__ import annotations
 
 import os
-import stat
 from typing import TYPE_CHECKING, Any
 
 from huddle.io.reader import GONE, RESET, SAME, LineReader
@@ -19,6 +18,7 @@ from huddle.sources.registry import register
 from huddle.sources.settings import Settings
 
 from . import summaries
+from .came import came
 from .folders import is_dir, project
 from .project_agents import AgentHeads, is_agent_file, lone_folder, place, regroup
 from .registry import Registry
@@ -379,32 +379,7 @@ class ClaudeSource(Source):
         return nh
 
     def came(self, path: str, known: dict[str, Handle]) -> Handle | None:
-        parts = os.path.relpath(path, self.projects).split(os.sep)
-        if len(parts) < 2 or parts[0] in ("", os.curdir, os.pardir):
-            return None
-        folder = os.path.join(self.projects, parts[0])
-        if len(parts) > 2:  # (a file in a session's own folder: a sub-agent's, a tool's output)
-            h = known.get(f"claude:{parts[1]}")
-            if not isinstance(h, ClaudeHandle) or h.path != os.path.join(folder, f"{parts[1]}.jsonl"):
-                return None
-            h.has_dir = is_dir(h.dir)
-            return h if h.has_dir else None
-        # a `<id>.jsonl` right in a project folder with no folder of its own and no 2.0.x
-        # agent file beside it (an agent file may name it: only the scan places those)
-        name = parts[1]
-        sid = name[: -len(".jsonl")]
-        if not name.endswith(".jsonl") or is_agent_file(name):
-            return None
-        try:  # (a link, a FIFO: the scan says what it is)
-            if os.path.lexists(os.path.join(folder, sid)) or not stat.S_ISREG(os.lstat(path).st_mode):
-                return None
-            if any(is_agent_file(n) for n in os.listdir(folder)):
-                return None
-        except OSError:
-            return None
-        h = ClaudeHandle(self, path, sid)
-        h.has_dir, h.project_agents, h.unsettled = False, {}, {}
-        return h
+        return came(self, path, known)
 
     def unplaced(self, path: str, size: int) -> tuple[bool, str]:
         from .records import only_summaries  # (its structs load when a session is read)
