@@ -480,3 +480,30 @@ def test_a_one_shot_run_holds_its_heads_out_of_the_collector_and_a_library_does_
     frozen, enabled = said[0].stderr.split()[-2:]
     assert int(frozen) > 0 and enabled == "True"
     assert said[1].stderr.split()[-2:] == ["0", "True"]
+
+
+def test_a_stale_answer_a_server_is_asked_with_is_checked_before_it_is_patched(tmp_path):
+    """A command asking a running server needs only what moved: the stale answer's text
+    and index are not checked then, but are before anything is patched from them (a
+    damaged one is said in one line and never used)."""
+    hh = str(tmp_path / "hh")
+    p = tmp_path / "s.jsonl"
+    p.write_text("{}\n")
+    old = time.time_ns() - 3_600_000_000_000
+    os.utime(p, ns=(old, old))
+    st_ = p.stat()
+    cond = {"inputs": [], "scans": [], "files": [[str(p), st_.st_size, st_.st_mtime_ns]], "folders": [], "names": []}
+    assert answers.save(hh, b'{"sessions": []}', [], cond, time.time_ns(), index={"rows": []})
+    with open(p, "a") as f:
+        f.write("{}\n")
+    _hit, stale, problem = answers.look(hh, answers.STATUS, answers.PATCHABLE, came=True)
+    assert stale is not None and problem is None and stale.moved == [str(p)] and stale.index is None
+    said: list[str] = []
+    assert stale.usable(said.append) and stale.index == {"rows": []} and not said
+    path = answers.answer_path(hh)
+    raw = pathlib.Path(path).read_bytes()
+    pathlib.Path(path).write_bytes(raw[:-1] + b"]")  # (the text damaged)
+    _hit, stale, problem = answers.look(hh, answers.STATUS, answers.PATCHABLE, came=True)
+    assert stale is not None and problem is None
+    assert not stale.usable(said.append) and said == [f"{path}: damaged; worked out again"]
+    assert answers.look(hh, answers.STATUS, answers.PATCHABLE)[2] == f"{path}: damaged; worked out again"

@@ -263,6 +263,8 @@ def said_now(ask_server: bool = True) -> tuple[bytes | memoryview | None, bool]:
         return said, False
     if stale is None or stale.came is not None:  # (a folder moved: only a scan says what came or went)
         return None, False
+    if not stale.usable(lambda line: echo(f"huddle: {line}", err=True)):  # (a server's question checks less)
+        return None, False
     from huddle.core.store import one_answer
     from huddle.stored.patching import patched
 

@@ -30,7 +30,7 @@ from .stamps import SETTLE_NS, came_files, dirs_still, folders_unmoved, ident, m
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
 FORMAT = "huddle-answer/5"  # (4: an index for stored.patching; 5: the answer as written, not marshalled)
@@ -140,7 +140,7 @@ class Stale:
     reader that knows the folder's files can say, and what went from it (a running
     server: io.served; never stored.patching, which knows only the stored sessions)."""
 
-    __slots__ = ("came", "data", "index", "moved", "said")
+    __slots__ = ("_unchecked", "came", "data", "index", "moved", "said")
 
     def __init__(
         self,
@@ -149,9 +149,28 @@ class Stale:
         index: Any,
         moved: list[str],
         came: dict[str, list[str]] | None = None,
+        unchecked: tuple[int, int, memoryview, str] | None = None,
     ) -> None:
         self.data, self.said, self.index, self.moved = data, said, index, moved
         self.came = came
+        # (the text's and the index's checksums and the index, not yet looked at: a server
+        # asked needs neither; `usable` checks them before anything is patched from them)
+        self._unchecked = unchecked
+
+    def usable(self, say: Callable[[str], None]) -> bool:
+        """Whether its text and index are as saved and it has an index (decoded now if it
+        was not); a damaged one is said (`say`, one line)."""
+        if self._unchecked is not None:
+            said_crc, index_crc, part, path = self._unchecked
+            self._unchecked = None
+            try:
+                if zlib.crc32(self.said) != said_crc or zlib.crc32(part) != index_crc:
+                    raise ValueError("damaged")
+                self.index = marshal.loads(part)
+            except (ValueError, TypeError, EOFError):
+                say(f"{path}: damaged; worked out again")
+                return False
+        return self.index is not None
 
 
 def load(huddle_home: str, name: str = STATUS) -> tuple[tuple[memoryview, list[str]] | None, str | None]:
@@ -189,6 +208,8 @@ def look(
             return None, None, None
         moved, news = since
         notes = data["notes"]
+        if came and (moved or news is not None or data.get("volatile")):  # (a server's question)
+            return None, Stale(data, said, None, moved, news, (said_crc, index_crc, part, path)), None
         if not isinstance(notes, list) or zlib.crc32(said) != said_crc:
             raise ValueError("shape")
         if zlib.crc32(part) != index_crc:
