@@ -139,3 +139,32 @@ def test_the_files_of_sleeping_sessions_counted_once_follow_a_session_gone(home)
     after = board_json(h, raw=True)["files"]
     assert after == file_counts(fresh, {})
     assert after["claude"]["sessions"] == said["files"]["claude"]["sessions"] - 1
+
+
+def test_the_board_file_a_server_writes_stamps_a_sleeping_session_as_its_cache_did(home):  # noqa: F811
+    """The server's board-file writer (live.boardfile) holds the core's lock only to copy
+    what a round changes: a sleeping session's files are stamped as its head says (as
+    the cache found them unmoved), an awake one's as they stand; the status line finds
+    the file fresh."""
+    from huddle.io.boardfile import files_moved
+    from huddle.live.boardfile import BoardFile
+    from huddle.live.watcher import Watcher
+
+    cached_board(home)
+    cached_board(home)
+    h = Huddle(settings(home), keep=Keeper())
+    w = Watcher(h, lambda msgs: None, use_watchfiles=False)
+    w.tick()  # (the first read: rows for every session, asleep or awake)
+    w.rows.update((r.key, r) for r in board_json(h)["sessions"] if isinstance(r, Row))
+    f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
+    prompt(f, "one more thing")
+    h.read_files([str(f)])
+    assert f"claude:{f.stem}" in h.handles and h.dormant
+    BoardFile(w).write()
+    board = read_board(board_path(str(home / "hh")))
+    assert board is not None
+    rows = {f"{r['source']}:{r['id']}": r for r in board["sessions"]}
+    asleep = next(k for k in h.dormant if k in rows)
+    assert rows[asleep]["files"] == [s for s in h.dormant[asleep].head["files"] if s[1] >= 0]
+    assert [s[0] for s in rows[f"claude:{f.stem}"]["files"]] == h.handles[f"claude:{f.stem}"].files()
+    assert not any(files_moved(r["files"]) for r in board["sessions"])

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Iterable
 
+from huddle.core.cache import Stamped
 from huddle.io.boardfile import write_board
 from huddle.model.rows import Row, plain
 
@@ -86,15 +87,17 @@ class BoardFile:
         if not home:
             return
         try:
+            # under the core's lock only what a round changes (a status asked of the server
+            # waits on it); a sleeping session's stamps are its head's, which never change
             with h.lock:
                 rows = list(self.w.rows.values())
-                every = h.board_files() if hasattr(h, "board_files") else h.handles
-                files = {k: _Files(list(hd.files())) for k, hd in every.items() if k in self.w.rows}
-                for k, f in files.items():
-                    stamps = getattr(every[k], "stamps", None)  # a session left unread: as the cache stamped it
-                    if stamps is not None:
-                        f.stamps = stamps
-                dirs, folders = h.watch_dirs(), dict(h.settings.folders)
+                files = {k: _Files(list(hd.files())) for k, hd in h.handles.items() if k in self.w.rows}
+                asleep = [d for k, d in getattr(h, "dormant", {}).items() if k in self.w.rows and k not in files]
+            for d in asleep:  # (as core.cache.Stamped says a sleeping session's files)
+                st = Stamped(d)
+                files[d.key] = f = _Files(st.files())
+                f.stamps = st.stamps
+            dirs, folders = h.watch_dirs(), dict(h.settings.folders)
             write_board(home, {"sessions": [plain(r) for r in rows]}, files, dirs, folders)
             self.writes += 1
         except Exception as exc:  # the status line falls back to its own refresher
