@@ -22,6 +22,7 @@ from huddle.io.boardfile import write_board
 from huddle.model.rows import Row, plain
 
 FRESH_EVERY = 5.0  # seconds: rewrite at least this often while rows move (tokens, titles)
+WRITE_AFTER = 0.25  # seconds between a change and its write (the status line reads about once a second)
 
 
 def _said(row: Row) -> tuple:
@@ -78,6 +79,9 @@ class BoardFile:
     def _run(self) -> None:
         while True:
             self._wanted.wait()
+            # a moment first: a `status` asked of the server right after the change is
+            # answered before this write takes the CPU, and a burst of changes is one write
+            time.sleep(WRITE_AFTER)
             self._wanted.clear()  # what moves while this write runs asks for the next one
             self.write()
 
