@@ -143,30 +143,25 @@ def _asleep_all(out: dict[str, Account], dormant: Mapping[str, Any], rows: Mappi
 
 
 def _asleep_said(acc: Account, key: str, d: Any, row: object) -> None:
-    """`_asleep` of a sleeping session (core.cache.Dormant), said once per what its row says."""
+    """A sleeping session's (core.cache.Dormant) files into its agent's account: read
+    into a session, or, one that came out empty, each not a session or not read, as its
+    source says (that looks inside the files: said once per what its row says)."""
     said = _said(row)
+    empty, error = said
+    stamps = d.head.get("files") or ()
+    if not empty:
+        acc.sessions.update(str(f[0]) for f in stamps)
+        if error:
+            acc.erred.append(FileNote(str(stamps[0][0]) if stamps else key, error))
+        return
     hit = _slept.get(d)
     if hit is None or hit[0] != said or hit[1] != acc.unplaced:
         part = Account(acc.name, [], False)
         part.unplaced = acc.unplaced
-        _asleep(part, key, d.head, row)
+        _empty_files([(str(f[0]), int(f[1])) for f in stamps], part)
         hit = _slept[d] = (said, acc.unplaced, part)
-    part = hit[2]
-    acc.sessions.update(part.sessions)
-    acc.not_sessions.extend(part.not_sessions)
-    acc.not_read.extend(part.not_read)
-    acc.erred.extend(part.erred)
-
-
-def _asleep(acc: Account, key: str, head: Mapping[str, Any], row: object) -> None:
-    stamps = [(str(f[0]), int(f[1])) for f in head.get("files") or ()]
-    empty, error = _said(row)
-    if empty:
-        _empty_files(stamps, acc)
-        return
-    acc.sessions.update(p for p, _ in stamps)
-    if error:
-        acc.erred.append(FileNote(stamps[0][0] if stamps else key, error))
+    acc.not_sessions.extend(hit[2].not_sessions)
+    acc.not_read.extend(hit[2].not_read)
 
 
 def file_counts(h: Huddle, rows: Mapping[str, object] | Collection[str]) -> dict[str, dict[str, int]]:
