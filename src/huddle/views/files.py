@@ -114,9 +114,10 @@ def _awake(acc: Account, key: str, handle: Handle, row: object) -> None:
 _slept: weakref.WeakKeyDictionary[Any, tuple[tuple[bool, str], object, Account]] = weakref.WeakKeyDictionary()
 
 
-# The last count of every sleeping session's files, while the same sessions sleep with
-# the same rows (one object for what a tuple holds: threads read it whole).
-_last_asleep: tuple[Any, dict[str, Account]] | None = None
+# The last counts of every sleeping session's files, while the same sessions sleep with
+# the same rows (a tuple of them: threads read it whole). Two: a server's round counts
+# with the rows it built, its answers with the kept rows too, and they take turns.
+_last_asleep: tuple[tuple[Any, dict[str, Account]], ...] = ()
 
 
 def _asleep_all(out: dict[str, Account], dormant: Mapping[str, Any], rows: Mapping[str, object]) -> None:
@@ -124,8 +125,9 @@ def _asleep_all(out: dict[str, Account], dormant: Mapping[str, Any], rows: Mappi
     once while the same sessions sleep with the same rows."""
     global _last_asleep
     key = (tuple(dormant.values()), tuple([rows.get(k) for k in dormant]), [(n, a.unplaced) for n, a in out.items()])
-    last = _last_asleep
-    if last is None or last[0] != key:
+    kept = _last_asleep
+    last = next((each for each in kept if each[0] == key), None)
+    if last is None:
         parts = {}
         for name, acc in out.items():
             parts[name] = Account(name, [], False)
@@ -133,7 +135,8 @@ def _asleep_all(out: dict[str, Account], dormant: Mapping[str, Any], rows: Mappi
         for k, d in dormant.items():
             if (mine := parts.get(k.split(":", 1)[0])) is not None:
                 _asleep_said(mine, k, d, rows.get(k) or d.head.get("brief"))
-        last = _last_asleep = (key, parts)
+        last = (key, parts)
+        _last_asleep = (last, *kept[:1])
     for name, part in last[1].items():
         acc = out[name]
         acc.sessions |= part.sessions
