@@ -149,26 +149,27 @@ class Stale:
         index: Any,
         moved: list[str],
         came: dict[str, list[str]] | None = None,
-        unchecked: tuple[int, int, memoryview, str] | None = None,
+        unchecked: _Rest | None = None,
     ) -> None:
         self.data, self.said, self.index, self.moved = data, said, index, moved
         self.came = came
-        # (the text's and the index's checksums and the index, not yet looked at: a server
-        # asked needs neither; `usable` checks them before anything is patched from them)
+        # (the text and the index, not yet read: a server asked needs neither; `usable`
+        # reads and checks them before anything is patched from them)
         self._unchecked = unchecked
 
     def usable(self, say: Callable[[str], None]) -> bool:
         """Whether its text and index are as saved and it has an index (decoded now if it
         was not); a damaged one is said (`say`, one line)."""
         if self._unchecked is not None:
-            said_crc, index_crc, part, path = self._unchecked
+            rest = self._unchecked
             self._unchecked = None
             try:
-                if zlib.crc32(self.said) != said_crc or zlib.crc32(part) != index_crc:
+                part, self.said = rest.read()
+                if zlib.crc32(self.said) != rest.said_crc or zlib.crc32(part) != rest.index_crc:
                     raise ValueError("damaged")
                 self.index = marshal.loads(part)
-            except (ValueError, TypeError, EOFError):
-                say(f"{path}: damaged; worked out again")
+            except (OSError, ValueError, TypeError, EOFError):
+                say(f"{rest.path}: damaged; worked out again")
                 return False
         return self.index is not None
 
@@ -192,24 +193,34 @@ def look(
     miss it is never looked at). The answer is a view of the file as read (bytes-like)."""
     path = answer_path(huddle_home, name)
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        f = open(path, "rb")  # noqa: SIM115 (closed by the `with f` below: a missing file is its own case)
     except OSError:
         return None, (_demoted(huddle_home, name, most) if came else None), None
-    if not raw.startswith(MAGIC):
-        return None, None, f"{path}: {'from another version' if _older(raw) else 'damaged'}; worked out again"
+    with f:
+        try:
+            head = f.read(len(MAGIC) + 8)
+            if not head.startswith(MAGIC):
+                raw = head + f.read()  # (an older answer says which it is)
+                return None, None, f"{path}: {'from another version' if _older(raw) else 'damaged'}; worked out again"
+            (crc, payload, said_crc, said_len, index_crc, index_len) = _header(head, f)
+            if zlib.crc32(payload) != crc:
+                raise ValueError("torn")
+            data = marshal.loads(payload)
+            since = _moved_since(data, most, came)
+            if since is None:
+                return None, None, None
+            moved, news = since
+            notes = data["notes"]
+            if came and (moved or news is not None or data.get("volatile")):  # (a server's question)
+                # (its index and text not read yet: a server asked needs neither; `usable` reads them)
+                rest = _Rest(path, f.tell(), index_len, said_len, said_crc, index_crc)
+                return None, Stale(data, memoryview(b""), None, moved, news, rest), None
+            part, said = _rest(f, index_len, said_len)
+        except OSError:
+            return None, None, f"{path}: unreadable; worked out again"
+        except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote
+            return None, None, f"{path}: damaged; worked out again"
     try:
-        (crc, payload, said_crc, said_len, index_crc, index_len), part, said = _parts(raw)
-        if len(said) != said_len or len(part) != index_len or zlib.crc32(payload) != crc:
-            raise ValueError("torn")
-        data = marshal.loads(payload)
-        since = _moved_since(data, most, came)
-        if since is None:
-            return None, None, None
-        moved, news = since
-        notes = data["notes"]
-        if came and (moved or news is not None or data.get("volatile")):  # (a server's question)
-            return None, Stale(data, said, None, moved, news, (said_crc, index_crc, part, path)), None
         if not isinstance(notes, list) or zlib.crc32(said) != said_crc:
             raise ValueError("shape")
         if zlib.crc32(part) != index_crc:
@@ -222,6 +233,45 @@ def look(
     except (KeyError, TypeError, ValueError, EOFError):  # not what save wrote
         return None, None, f"{path}: damaged; worked out again"
     return (said, [str(n) for n in notes]), None, None
+
+
+def _header(head: bytes, f: Any) -> tuple[Any, ...]:
+    """The header `save` wrote (after MAGIC and its length, `head`), read from `f`."""
+    n = int.from_bytes(head[len(MAGIC) :], "little")
+    if n > os.fstat(f.fileno()).st_size:  # (a damaged length asks for no more than is there)
+        raise ValueError("torn")
+    raw = f.read(n)
+    if len(raw) != n:
+        raise ValueError("torn")
+    header = marshal.loads(raw)
+    if not isinstance(header, tuple) or len(header) != 6:
+        raise ValueError("header")
+    return header
+
+
+def _rest(f: Any, index_len: int, said_len: int) -> tuple[memoryview, memoryview]:
+    """(the index, the answer) read on from the header (`_header`)."""
+    view = memoryview(f.read())
+    if len(view) != index_len + said_len:
+        raise ValueError("torn")
+    return view[:index_len], view[index_len:]
+
+
+class _Rest:
+    """Where a stored answer's index and text stand in its file, read when a Stale needs
+    them (`Stale.usable`): the file as it is then must be the one the header came from
+    (the checksums say so)."""
+
+    __slots__ = ("at", "index_crc", "index_len", "path", "said_crc", "said_len")
+
+    def __init__(self, path: str, at: int, index_len: int, said_len: int, said_crc: int, index_crc: int) -> None:
+        self.path, self.at, self.index_len, self.said_len = path, at, index_len, said_len
+        self.said_crc, self.index_crc = said_crc, index_crc
+
+    def read(self) -> tuple[memoryview, memoryview]:
+        with open(self.path, "rb") as f:
+            f.seek(self.at)
+            return _rest(f, self.index_len, self.said_len)
 
 
 def _moved_since(
@@ -313,7 +363,10 @@ def _demoted(huddle_home: str, name: str, most: int) -> Stale | None:
     that moved and came (never said, never patched: `came` is always given)."""
     try:
         with open(answer_path(huddle_home, name) + DEMOTED, "rb") as f:
-            (crc, payload, *_rest), _part, _said = _parts(f.read())
+            head = f.read(len(MAGIC) + 8)
+            if not head.startswith(MAGIC):
+                return None
+            crc, payload, *_ = _header(head, f)  # (its index and text: never read)
         if zlib.crc32(payload) != crc:
             return None
         data = marshal.loads(payload)

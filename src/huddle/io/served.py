@@ -34,15 +34,20 @@ def socket_path(huddle_home: str) -> str:
 
 
 def question(
-    what: str, moved: list[str] | None = None, since_ns: int | None = None, folders: list[str] | None = None
+    what: str,
+    moved: list[str] | None = None,
+    since_ns: int | None = None,
+    folders: list[str] | None = None,
+    code_now: list[Any] | None = None,
 ) -> dict[str, Any]:
     """What a command asks: the answer's name, its environment, huddle's code as it is;
     and, from a stale stored answer (io.answers.Stale), the only session files that
     moved or came since it was saved at `since_ns`, and the scanned `folders` that moved
     (files came in them: the server checks none it knows there went): a server whose
     last whole read began after that reads just those (everything else is as both saw
-    it), else it reads it all."""
-    q: dict[str, Any] = {"ask": what, "env": dict(os.environ), "code": code()}
+    it), else it reads it all. `code_now`: io.answers.code() as the caller just found it
+    (a stale answer's, checked against it), not stamped again."""
+    q: dict[str, Any] = {"ask": what, "env": dict(os.environ), "code": code() if code_now is None else code_now}
     if moved is not None and since_ns is not None:
         q["moved"], q["since_ns"], q["folders"] = list(moved), since_ns, list(folders or ())
     return q
@@ -73,15 +78,31 @@ def _read(sock: socket.socket, n: int) -> bytes:
     return b"".join(parts)
 
 
+def _body(sock: socket.socket, n: int) -> bytearray | None:
+    """The answer's `n` bytes, received in place (a board of megabytes copied once), or
+    None if the server said more or fewer."""
+    if not 0 <= n <= 1 << 32:
+        return None
+    body = bytearray(n)
+    view, got = memoryview(body), 0
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if not k:
+            return None
+        got += k
+    return None if sock.recv(1) else body
+
+
 def ask(
     huddle_home: str,
     what: str = "status",
     moved: list[str] | None = None,
     since_ns: int | None = None,
     folders: list[str] | None = None,
-) -> tuple[bytes, list[str]] | None:
+    code_now: list[Any] | None = None,
+) -> tuple[bytes | bytearray, list[str]] | None:
     """(the answer, UTF-8, and its notes) from a server running on this home (`moved`,
-    `since_ns`, `folders`: see `question`); None when there is none, it declines, or anything goes
+    `since_ns`, `folders`, `code_now`: see `question`); None when there is none, it declines, or anything goes
     wrong (the command reads itself)."""
     path = socket_path(huddle_home)
     if not os.path.exists(path):
@@ -90,12 +111,12 @@ def ask(
     sock.settimeout(WAIT)
     try:
         sock.connect(path)
-        sock.sendall(frame(question(what, moved, since_ns, folders)))
+        sock.sendall(frame(question(what, moved, since_ns, folders, code_now)))
         head = read_frame(sock)
-        if not isinstance(head, dict) or not head.get("ok"):
+        if not isinstance(head, dict) or not head.get("ok") or not isinstance(head.get("length"), int):
             return None
-        body = b"".join(iter(lambda: sock.recv(1 << 20), b""))
-        if len(body) != head.get("length"):
+        body = _body(sock, head["length"])
+        if body is None:
             return None
         return body, [str(n) for n in head.get("notes") or ()]
     except (OSError, ValueError, EOFError, TypeError):
