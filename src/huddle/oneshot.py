@@ -58,19 +58,14 @@ def echo(text: str, err: bool = False) -> None:
     stream.flush()
 
 
-def json_text(data: Any) -> str:
-    """JSON as json.dumps(indent=2, ensure_ascii=False) writes it, in a fraction of its
-    time (its indenting encoder is pure Python: half a second on a large board)."""
-    return json_bytes(data).decode()
-
-
 def json_bytes(data: Any) -> bytes:
-    """`json_text`'s UTF-8 (what is written out and stored: no 10 MB decoded only to be
-    encoded again on a large board)."""
+    """`data` as compact JSON, UTF-8 (what a pipe is given and what is stored: `printed`
+    indents it for a person), as json.dumps(separators=(",", ":"), ensure_ascii=False)
+    writes it, in a fraction of its time."""
     import msgspec
 
     try:
-        return msgspec.json.format(msgspec.json.encode(data), indent=2)
+        return msgspec.json.encode(data)
     except (TypeError, msgspec.EncodeError):
         import json
 
@@ -81,7 +76,28 @@ def json_bytes(data: Any) -> bytes:
                 return msgspec.to_builtins(o)
             raise TypeError(type(o).__name__)
 
-        return json.dumps(data, indent=2, ensure_ascii=False, default=kept).encode()
+        return json.dumps(data, separators=(",", ":"), ensure_ascii=False, default=kept).encode()
+
+
+def printed(said: bytes | bytearray | memoryview, stream: Any = None) -> bytes | bytearray | memoryview:
+    """JSON as a `--json` command writes it to `stream` (stdout): indented for a person
+    at a terminal, as said (compact, as the API says it) to a pipe or a file, where a
+    board of megabytes is read by a program."""
+    stream = sys.stdout if stream is None else stream
+    try:
+        to_person = stream.isatty()
+    except (AttributeError, ValueError):
+        to_person = False
+    if not to_person:
+        return said
+    import msgspec
+
+    return msgspec.json.format(bytes(said), indent=2)
+
+
+def say_json(data: Any) -> None:
+    """`data` as a `--json` command writes it (`printed`), with a newline."""
+    say(json_bytes(data))
 
 
 def board(when: float | None = None) -> dict[str, Any]:
@@ -226,11 +242,11 @@ def said_text(data: dict[str, Any], texts: Any = None) -> bytes:
     return said_spans(data, texts)[0]
 
 
-def say(said: bytes | memoryview) -> int:
+def say(said: bytes | bytearray | memoryview) -> int:
     """A stored answer on stdout, as echo would have written it."""
     sys.stdout.flush()
     out = sys.stdout.buffer  # (the bytes echo would write: stdout is UTF-8 here)
-    out.write(said)
+    out.write(printed(said))
     out.write(b"\n")
     out.flush()
     return 0
@@ -248,7 +264,7 @@ def status_json() -> int:
     return say(said or b"")
 
 
-def said_now(ask_server: bool = True) -> tuple[bytes | memoryview | None, bool]:
+def said_now(ask_server: bool = True) -> tuple[bytes | bytearray | memoryview | None, bool]:
     """(the board now as its stored answer says it, or as a `huddle serve` running on
     this home says it (`ask_server`: io.served), or as patched from the stored answer
     only some sessions' files moved under: the board file and the next answer with it,
@@ -259,8 +275,8 @@ def said_now(ask_server: bool = True) -> tuple[bytes | memoryview | None, bool]:
     said, stale = looked(most=PATCHABLE, came=ask_server)
     if said is not None:
         return said, False
-    if ask_server and (said := from_server(stale)) is not None:
-        return said, False
+    if ask_server and (told := from_server(stale)) is not None:
+        return told, False
     if stale is None or stale.came is not None:  # (a folder moved: only a scan says what came or went)
         return None, False
     if not stale.usable(lambda line: echo(f"huddle: {line}", err=True)):  # (a server's question checks less)
@@ -273,7 +289,7 @@ def said_now(ask_server: bool = True) -> tuple[bytes | memoryview | None, bool]:
         return patched(stale, echo), True
 
 
-def from_server(stale: Any = None) -> bytes | None:
+def from_server(stale: Any = None) -> bytes | bytearray | None:
     """The board as a `huddle serve` running on this home says it now (io.served: told
     the session files that moved under a `stale` stored answer), its notes said; None
     when none answers."""
@@ -283,15 +299,16 @@ def from_server(stale: Any = None) -> bytes | None:
     from huddle.io.folders import huddle_home
 
     home = huddle_home(os.environ)
-    moved, since, folders = None, None, None
+    moved, since, folders, code_now = None, None, None, None
     if stale is not None:
+        code_now = stale.data.get("code")  # (checked against huddle's code as it is: io.answers.look)
         came = stale.came or {}
         moved, since, folders = (
             [*stale.moved, *(f for fs in came.values() for f in fs)],
             stale.data.get("saved_ns"),
             [*came],
         )
-    got = served.ask(home, "status", moved, since, folders) if home else None
+    got = served.ask(home, "status", moved, since, folders, code_now) if home else None
     if got is None:
         return None
     said, notes = got
@@ -355,7 +372,6 @@ def usage(
 def usage_json() -> int:
     """`huddle usage --json`: every day's tokens and cost; said again from its stored
     answer while no session file, folder or price moved (huddle.io.answers)."""
-    import json
     import time
 
     from huddle.io import answers
@@ -374,11 +390,10 @@ def usage_json() -> int:
         return 1
     keep: list[Any] = []
     data = usage(settings, table, "day", None, None, keep=keep)
-    text = json.dumps(data, indent=2, ensure_ascii=False)
+    said = json_bytes(data)
     home = settings.huddle_home
     if keep and home:
-        answers.save(home, text, list(data.get("notes", ())), keep[0], started, stored_name("usage"))
+        answers.save(home, said, list(data.get("notes", ())), keep[0], started, stored_name("usage"))
     elif home:
         answers.drop(home, stored_name("usage"))
-    echo(text)
-    return 0
+    return say(said)

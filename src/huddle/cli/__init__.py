@@ -8,12 +8,12 @@ import click
 
 from huddle import __version__
 from huddle.io.visible import visible
-from huddle.oneshot import board, json_text
+from huddle.oneshot import board, say_json
 from huddle.views.select import RECENT
 
 
 def _emit_json(data) -> None:
-    click.echo(json_text(data))
+    say_json(data)
 
 
 # Commands that live in their own modules, by name: a command loads its own module only

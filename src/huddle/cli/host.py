@@ -8,6 +8,8 @@ import sys
 
 import click
 
+from huddle.oneshot import say_json
+
 _PASS_THROUGH = {"ignore_unknown_options": True, "allow_interspersed_args": False}
 
 
@@ -196,7 +198,7 @@ def answer(
     except HuddleError as exc:
         _fail("answer", str(exc))
     if as_json:
-        click.echo(json.dumps(result, indent=2, ensure_ascii=False))
+        say_json(result)
     else:
         click.echo(f"answered request {result['request']}: {result['choice']} (log seq {result['seq']})")
 

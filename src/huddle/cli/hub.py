@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import socket
 
 import click
 
 from huddle.errors import HuddleError
+from huddle.oneshot import say_json
 
 
 def _fail(exc: HuddleError) -> click.ClickException:
@@ -187,7 +187,7 @@ def hub_grant(dsn: str, name: str, as_lead: bool, as_machine: bool) -> None:
 
 
 def emit(data) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    say_json(data)
 
 
 COMMANDS = [push, hub]

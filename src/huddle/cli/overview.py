@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from huddle.oneshot import say_json
 from huddle.views.overview_tables import TABLES
 
 
@@ -42,7 +41,7 @@ def overview(as_json, agent, project, since, until, days, tz, csv_table) -> None
     if csv_table:
         click.echo(to_csv(data, csv_table), nl=False)
     elif as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        say_json(data)
     else:
         show(data)
 

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from huddle.errors import HuddleError
+from huddle.oneshot import say_json
 
 
 def _set(session_id: str, pinned: bool) -> None:
@@ -47,7 +46,7 @@ def pins(as_json: bool) -> None:
 
     data = BY_NAME["pins"].answer(Settings.from_env())
     if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        say_json(data)
         return
     for note in data["notes"]:
         click.echo(f"huddle: {note}", err=True)

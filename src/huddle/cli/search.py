@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
 from huddle.io.visible import visible
+from huddle.oneshot import say_json
 from huddle.search.text import COLUMNS
 
 BIG_BUILD = 50 << 20  # bytes: a first build this big shows a progress bar on a terminal
@@ -112,7 +112,7 @@ def search(query, as_json, source, project, session_id, kinds, since, until, lim
     except HuddleError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        say_json(data)
         return
     if by_session:
         print_sessions(data, Console())

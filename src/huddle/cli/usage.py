@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from huddle.oneshot import say_json
 from huddle.usage.report import GROUPS
 
 
@@ -75,7 +74,7 @@ def usage(
         from huddle.views.operations import BY_NAME
 
         data = BY_NAME["limits"].answer(settings)
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False)) if as_json else print_limits(data)
+        say_json(data) if as_json else print_limits(data)
         return
     table = prices(settings)
     if table is None:
@@ -86,14 +85,14 @@ def usage(
 
         data = hub_usage(hub, by, when, table, machine, until=before)
         if as_json:
-            click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+            say_json(data)
         else:
             print_report(data)
         return
     # (huddle.oneshot: `usage --json` is answered there)
     data = report(settings, table, by, when, before, agent=agent or None, project=project or None)
     if as_json:
-        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        say_json(data)
     else:
         print_report(data)
 

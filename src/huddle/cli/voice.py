@@ -6,7 +6,6 @@ files weigh and asks before fetching them; `translate LANG` only saves the setti
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,6 +15,7 @@ import click
 
 from huddle import optin
 from huddle.errors import HuddleError
+from huddle.oneshot import say_json
 
 PLAYERS: tuple[tuple[str, list[str]], ...] = (("pw-play", []), ("paplay", []), ("aplay", ["-q"]), ("afplay", []))
 
@@ -115,7 +115,7 @@ def voices(action: str, session_id: str | None, engine: str | None, yes: bool, d
         click.echo(f"{'Muted' if action == 'mute' else 'Unmuted'}: {session_id or 'every session'}.")
     state = _voices_state(home)
     if as_json:
-        click.echo(json.dumps(state, indent=2))
+        say_json(state)
     elif action == "status":
         k = state["kokoro"]
         click.echo(
@@ -216,7 +216,7 @@ def translate(lang: str | None, via: str | None, model: str | None, as_json: boo
         optin.save(o, home)
     state = {"lang": o.translate or None, "via": o.translate_via, "model": o.translate_model or None}
     if as_json:
-        click.echo(json.dumps(state, indent=2))
+        say_json(state)
         return
     if not o.translate:
         click.echo("translation off")

@@ -12,12 +12,13 @@ import click
 
 from huddle.errors import HuddleError
 from huddle.io.visible import visible
+from huddle.oneshot import say_json
 
 DEFAULT_PORT = 7430
 
 
 def _emit(data) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    say_json(data)
 
 
 def _ask(operation: str, session_id: str, **given):
@@ -338,7 +339,7 @@ def doctor(as_json: bool, hub: str | None = None) -> None:
 
         data = hub_doctor(hub)
         if as_json:
-            click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+            say_json(data)
             return
         for p in data["problems"]:
             click.echo(visible(f"{p['machine']}  {p['session']}: {p['what']}"))
@@ -351,7 +352,7 @@ def doctor(as_json: bool, hub: str | None = None) -> None:
     h = Huddle(keep=Keeper(WholeMode()))  # every session: from the handle cache, reading what moved
     h.refresh()
     data = BY_NAME["doctor"].answer(h)
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False) if as_json else doctor_text(data))
+    say_json(data) if as_json else click.echo(doctor_text(data))
 
 
 COMMANDS = [serve, demo, show, events, transcripts, transcript, content, doctor]

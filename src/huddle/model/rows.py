@@ -133,7 +133,7 @@ class Board(msgspec.Struct, kw_only=True):
     files: dict[str, Any] | UnsetType = UNSET
 
 
-def board_of(raw: bytes | memoryview | str) -> dict[str, Any]:
+def board_of(raw: bytes | bytearray | memoryview | str) -> dict[str, Any]:
     """A board's JSON read back as the views give it: a dict of typed rows."""
     b = msgspec.json.decode(raw, type=Board)
     out: dict[str, Any] = {"sessions": b.sessions}
@@ -165,8 +165,7 @@ class Kept(msgspec.Struct, kw_only=True):
     pid: int | UnsetType = UNSET
     still: bool = False  # time alone cannot move it (core.modes)
     process: bool = False  # it names a process, which may go (core.answering)
-    json: Any = None  # the row's JSON as kept (bytes or a view of them)
-    text: Any = None  # that JSON as a board says it, once one did (views.said.RowTexts)
+    json: Any = None  # the row's JSON as kept (bytes or a view of them), as a board says it
 
     @property
     def key(self) -> str:
@@ -249,12 +248,12 @@ def plain(row: Row | Kept) -> dict[str, Any]:
     """A row as plain values (what a store of plain values keeps: the board file's
     marshal, a hub's jsonb), UNSET fields left out; a kept row as its brief."""
     if isinstance(row, Kept):
-        json, text, row.json, row.text = row.json, row.text, None, None
+        json, row.json = row.json, None
         try:
             brief: dict[str, Any] = msgspec.to_builtins(row)
         finally:
-            row.json, row.text = json, text
-        del brief["json"], brief["text"]
+            row.json = json
+        del brief["json"]
         return brief
     out: dict[str, Any] = msgspec.to_builtins(row)
     return out

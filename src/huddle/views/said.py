@@ -1,6 +1,6 @@
-"""A board said as JSON: its rows' texts, each formatted apart, joined as
-`json.dumps(indent=2)` writes the board (huddle.oneshot.json_bytes), and where each row
-stands in it (stored.patching puts a board together again from them)."""
+"""A board said as JSON: its rows' texts, each encoded apart, joined as the board's
+compact JSON (huddle.oneshot.json_bytes: what the API says, what a pipe is given), and
+where each row stands in it (stored.patching puts a board together again from them)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def board_text(
 ) -> tuple[bytes, list[tuple[int, int]]]:
     """`json_bytes({"sessions": rows, "notes": notes, "files": files})` (no notes, no
     files: none said), each row
-    formatted apart (`row_text`, or as `texts` kept it), and where each row's text stands
+    encoded apart (`row_text`, or as `texts` kept it), and where each row's text stands
     in it: a board put together again from its rows' texts (stored.patching) is the
     board as written."""
     said = texts.texts(rows) if texts is not None else [row_text(r) for r in rows]
@@ -24,8 +24,8 @@ def board_text(
 class RowTexts:
     """Rows' texts kept from one board said to the next, for a process that says many
     (a server answering `huddle status`): a sleeping row (model.rows.Kept, the same
-    object while it sleeps: core.cache.Dormant.kept) formatted once and its text kept
-    on it, a built row once per JSON it encodes to (the last board's kept here)."""
+    object while it sleeps: core.cache.Dormant.kept) said as kept, a built row encoded
+    once per JSON it encodes to (the last board's kept here)."""
 
     def __init__(self) -> None:
         self._built: dict[bytes, bytes] = {}
@@ -37,12 +37,10 @@ class RowTexts:
         out = []
         for r in rows:
             if isinstance(r, Kept):
-                text = r.text
-                if text is None:
-                    text = r.text = row_text(msgspec.Raw(r.json))
+                text = r.json
             else:
                 raw = bytes(r) if isinstance(r, msgspec.Raw) else msgspec.json.encode(r)
-                text = last_built.get(raw) or row_text(msgspec.Raw(raw))
+                text = last_built.get(raw) or raw
                 built[raw] = text
             out.append(text)
         self._built = built
@@ -50,10 +48,8 @@ class RowTexts:
 
 
 def row_text(row: Any) -> bytes:
-    """A board row's JSON as it stands in the board's: indented at its depth (a
-    formatted string holds no newline: each one indents)."""
-    raw = bytes(row) if isinstance(row, msgspec.Raw) else msgspec.json.encode(row)
-    return b"    " + msgspec.json.format(raw, indent=2).replace(b"\n", b"\n    ")
+    """A board row's JSON as it stands in the board's (compact: as msgspec encodes it)."""
+    return bytes(row) if isinstance(row, msgspec.Raw) else msgspec.json.encode(row)
 
 
 def joined_board(
@@ -62,18 +58,18 @@ def joined_board(
     """A board's JSON from its rows' texts (`row_text`), and where each stands in it."""
     tail = b""
     if notes:
-        tail = b',\n  "notes": ' + msgspec.json.format(msgspec.json.encode(notes), indent=2).replace(b"\n", b"\n  ")
+        tail = b',"notes":' + msgspec.json.encode(notes)
     if files:
-        tail += b',\n  "files": ' + msgspec.json.format(msgspec.json.encode(files), indent=2).replace(b"\n", b"\n  ")
+        tail += b',"files":' + msgspec.json.encode(files)
     if not texts:
-        return b'{\n  "sessions": []' + tail + b"\n}", []
-    spans, at = [], len(b'{\n  "sessions": [\n')
-    parts: list[Any] = [b'{\n  "sessions": [\n']
+        return b'{"sessions":[]' + tail + b"}", []
+    spans, at = [], len(b'{"sessions":[')
+    parts: list[Any] = [b'{"sessions":[']
     for t in texts:
         spans.append((at, at + len(t)))
-        at += len(t) + 2
-        parts += (t, b",\n")
-    parts[-1] = b"\n  ]" + tail + b"\n}"
+        at += len(t) + 1
+        parts += (t, b",")
+    parts[-1] = b"]" + tail + b"}"
     return b"".join(parts), spans  # (one copy of a board of many megabytes, not one per +)
 
 
