@@ -168,3 +168,37 @@ def test_the_board_file_a_server_writes_stamps_a_sleeping_session_as_its_cache_d
     assert rows[asleep]["files"] == [s for s in h.dormant[asleep].head["files"] if s[1] >= 0]
     assert [s[0] for s in rows[f"claude:{f.stem}"]["files"]] == h.handles[f"claude:{f.stem}"].files()
     assert not any(files_moved(r["files"]) for r in board["sessions"])
+
+
+def test_the_board_file_written_again_says_what_a_first_write_would(home):  # noqa: F811
+    """A server's board-file writer encodes a sleeping session's row once while it
+    sleeps (live.boardfile): after a session moved, woke or went, what it writes is what a
+    writer with nothing kept writes."""
+    from huddle.live.boardfile import BoardFile
+    from huddle.live.watcher import Watcher
+
+    cached_board(home)
+    cached_board(home)
+    h = Huddle(settings(home), keep=Keeper())
+    w = Watcher(h, lambda msgs: None, use_watchfiles=False)
+    w.tick()
+    w.rows.update((r.key, r) for r in board_json(h)["sessions"] if isinstance(r, Row))
+    path = board_path(str(home / "hh"))
+    writer = BoardFile(w)
+    writer.write()
+    files = sorted((home / "claude" / "projects").glob("*/*.jsonl"))
+    woken = next(f for f in files if f"claude:{f.stem}" in h.dormant)
+    prompt(woken, "one more thing")
+    h.read_files([str(woken)])
+    w.rows.update((r.key, r) for r in board_json(h)["sessions"] if isinstance(r, Row))
+    gone = next(k for k in h.dormant if k in w.rows and k != f"claude:{woken.stem}")
+    del w.rows[gone]
+    assert f"claude:{woken.stem}" in h.handles and h.dormant
+    writer.write()
+    again = read_board(path)
+    BoardFile(w).write()
+    first = read_board(path)
+    assert again is not None and first is not None
+    assert again.pop("written_at") <= first.pop("written_at")
+    assert again == first
+    assert gone not in {f"{r['source']}:{r['id']}" for r in again["sessions"]}

@@ -13,12 +13,14 @@ it runs on a thread of its own, with the core's lock held only to copy what it w
 
 from __future__ import annotations
 
+import marshal
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from huddle.core.cache import Stamped
-from huddle.io.boardfile import write_board
+from huddle.io.boardfile import board_row, entry_of, write_kept
 from huddle.model.rows import Row, plain
 
 FRESH_EVERY = 5.0  # seconds: rewrite at least this often while rows move (tokens, titles)
@@ -52,6 +54,9 @@ class BoardFile:
         self.last_error: str | None = None
         self._wanted = threading.Event()
         self._thread: threading.Thread | None = None
+        # a sleeping session's row as last written (its row and head the same objects while
+        # it sleeps: core.cache.Dormant), so a write encodes only the awake ones
+        self._asleep: dict[str, tuple[Any, Any, bytes, list[Any]]] = {}
 
     def prime(self, rows: Iterable[Row]) -> None:
         self.said = {r.key: _said(r) for r in rows}
@@ -94,15 +99,32 @@ class BoardFile:
             # under the core's lock only what a round changes (a status asked of the server
             # waits on it); a sleeping session's stamps are its head's, which never change
             with h.lock:
-                rows = list(self.w.rows.values())
+                rows = dict(self.w.rows)
                 files = {k: _Files(list(hd.files())) for k, hd in h.handles.items() if k in self.w.rows}
                 asleep = [d for k, d in getattr(h, "dormant", {}).items() if k in self.w.rows and k not in files]
-            for d in asleep:  # (as core.cache.Stamped says a sleeping session's files)
-                st = Stamped(d)
-                files[d.key] = f = _Files(st.files())
-                f.stamps = st.stamps
             dirs, folders = h.watch_dirs(), dict(h.settings.folders)
-            write_board(home, {"sessions": [plain(r) for r in rows]}, files, dirs, folders)
+            out: dict[str, dict[str, Any] | None] = {}
+            blobs: dict[str, bytes] = {}
+            index: dict[str, list[Any]] = {}
+            was, now = self._asleep, {}
+            for d in asleep:
+                hit = was.get(d.key)
+                row = rows[d.key]
+                if hit is None or hit[0] is not row or hit[1] is not d:
+                    st = Stamped(d)  # (as core.cache.Stamped says a sleeping session's files)
+                    f = _Files(st.files())
+                    f.stamps = st.stamps
+                    said = board_row(plain(row), f)
+                    hit = (row, d, marshal.dumps(said), entry_of(said))
+                now[d.key] = hit
+            self._asleep = now
+            for key, r in rows.items():
+                if (hit := now.get(key)) is not None:
+                    out[key], blobs[key], index[key] = None, hit[2], hit[3]
+                else:
+                    said = board_row(plain(r), files.get(key))
+                    out[key], index[key] = said, entry_of(said)
+            write_kept(home, out, blobs, index, dirs, folders)
             self.writes += 1
         except Exception as exc:  # the status line falls back to its own refresher
             self.last_error = f"board file: {type(exc).__name__}: {exc}"
