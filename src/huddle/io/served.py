@@ -14,14 +14,15 @@ Standard library only: the command asks before importing anything of huddle's co
 
 from __future__ import annotations
 
+import _socket  # (not socket: its enums cost a command 3 ms of a 50 ms answer)
 import marshal
 import os
-import socket
 
 from .answers import code
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from socket import socket
     from typing import Any
 
 SOCKET = "serve.sock"
@@ -58,7 +59,7 @@ def frame(value: Any) -> bytes:
     return len(data).to_bytes(8, "little") + data
 
 
-def read_frame(sock: socket.socket, most: int = ASK_MAX) -> Any:
+def read_frame(sock: socket | _socket.socket, most: int = ASK_MAX) -> Any:
     """One framed value from `sock` (raises ValueError on a short or oversized one)."""
     head = _read(sock, 8)
     n = int.from_bytes(head, "little")
@@ -67,7 +68,7 @@ def read_frame(sock: socket.socket, most: int = ASK_MAX) -> Any:
     return marshal.loads(_read(sock, n))
 
 
-def _read(sock: socket.socket, n: int) -> bytes:
+def _read(sock: socket | _socket.socket, n: int) -> bytes:
     parts, got = [], 0
     while got < n:
         part = sock.recv(min(n - got, 1 << 20))
@@ -78,7 +79,7 @@ def _read(sock: socket.socket, n: int) -> bytes:
     return b"".join(parts)
 
 
-def _body(sock: socket.socket, n: int) -> bytearray | None:
+def _body(sock: _socket.socket, n: int) -> bytearray | None:
     """The answer's `n` bytes, received in place (a board of megabytes copied once), or
     None if the server said more or fewer."""
     if not 0 <= n <= 1 << 32:
@@ -107,7 +108,7 @@ def ask(
     path = socket_path(huddle_home)
     if not os.path.exists(path):
         return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(WAIT)
     try:
         sock.connect(path)
