@@ -323,3 +323,16 @@ def test_rows_spliced_into_a_stored_board_stand_where_a_sorted_board_puts_them(b
     rows = placed(runs, spans)  # (the next patch's index: each row where it now stands)
     assert [r[0] for r in rows] == [key(r) for r in board]
     assert [text[r[5] : r[6]] for r in rows] == [row_text(r) for r in board]
+
+
+@settings(max_examples=300, deadline=None)
+@given(board_rows, board_rows, board_rows)
+def test_rows_placed_among_sleeping_rows_stand_where_a_sorted_board_puts_them(asleep, made, later):
+    """views.board.with_asleep keeps the sleeping rows' order from one board to the next
+    and places the others in it: the board is the sorted board, ties and all, whether
+    the sleeping rows are the same objects as last time or not."""
+    from huddle.views.board import sort_rows, with_asleep
+
+    for awake in (made, later):  # (the second: the same sleeping rows, their order kept)
+        assert with_asleep(list(awake), asleep) == sort_rows([*awake, *asleep])
+    assert with_asleep(list(made), later) == sort_rows([*made, *later])
