@@ -95,8 +95,10 @@ def test_rows_texts_kept_between_boards_say_each_board_as_said_afresh(boards, da
     for board in boards:
         fresh = [kept_row(brief_of(r), msgspec.json.encode(r)) if data.draw(st.booleans()) else r for r in board]
         mixed = [*(k for k in last_kept if data.draw(st.booleans())), *fresh]
-        said = oneshot.said_text({"sessions": mixed, "notes": ["n"]}, texts)
-        assert said == oneshot.said_text({"sessions": mixed, "notes": ["n"]})
+        if data.draw(st.booleans()):  # (rows that stood together last time, apart now)
+            mixed = data.draw(st.permutations(mixed))
+        said = b"".join(oneshot.said_pieces({"sessions": mixed, "notes": ["n"]}, texts))
+        assert said == oneshot.said_spans({"sessions": mixed, "notes": ["n"]})[0]
         assert said == oneshot.json_bytes(said_board({"sessions": mixed, "notes": ["n"]}))
         last_kept = [r for r in mixed if isinstance(r, Kept)]
 
@@ -202,3 +204,23 @@ def test_the_board_file_written_again_says_what_a_first_write_would(home):  # no
     assert again.pop("written_at") <= first.pop("written_at")
     assert again == first
     assert gone not in {f"{r['source']}:{r['id']}" for r in again["sessions"]}
+
+
+@examples(max_examples=150, deadline=None)
+@given(st.lists(st.lists(rows, max_size=6), min_size=1, max_size=4), st.data())
+def test_a_board_cut_from_the_last_is_the_board_said_afresh(boards, data):
+    # a server's boards one after another, placed as board_json places them (the sleeping
+    # rows, the same objects while they sleep, in their kept order; the others among them):
+    # said from the last board's joined text, each is the board said as if it were the first
+    from huddle.views.board import with_asleep
+
+    texts, asleep = RowTexts(), []
+    for board in boards:
+        if data.draw(st.booleans()):  # (some woke, some fell asleep: other sleeping rows)
+            asleep = [r for r in asleep if data.draw(st.booleans())]
+            asleep += [kept_row(brief_of(r), msgspec.json.encode(r)) for r in board if data.draw(st.booleans())]
+        made = [r for r in board if data.draw(st.booleans())]
+        placed = with_asleep(list(made), asleep)
+        for notes in ([], ["n"]):
+            said = b"".join(oneshot.said_pieces({"sessions": placed, "notes": notes}, texts))
+            assert said == oneshot.said_spans({"sessions": placed, "notes": notes})[0]

@@ -223,23 +223,30 @@ def read_now(text: bool) -> tuple[dict[str, Any], bytes | None]:
     return data, said
 
 
-def said_spans(data: dict[str, Any], texts: Any = None) -> tuple[bytes, list[tuple[int, int]] | None]:
+def said_spans(data: dict[str, Any]) -> tuple[bytes, list[tuple[int, int]] | None]:
     """A board's JSON as `status --json` prints it (its sleeping rows as kept: said
-    as they stand), and where each row stands in it (None if only json.dumps could say it).
-    `texts`: rows' texts kept from the last board said (views.said.RowTexts)."""
+    as they stand), and where each row stands in it (None if only json.dumps could say it)."""
     import msgspec
 
     from huddle.views.said import board_text, said_board
 
-    rows = list(data.get("sessions", ())) if texts is not None else said_board(data)["sessions"]
     try:
-        return board_text(rows, list(data.get("notes", ())), data.get("files"), texts)
+        return board_text(said_board(data)["sessions"], list(data.get("notes", ())), data.get("files"))
     except (TypeError, msgspec.EncodeError):  # what only json.dumps says (json_bytes)
         return json_bytes(said_board(data)), None
 
 
-def said_text(data: dict[str, Any], texts: Any = None) -> bytes:
-    return said_spans(data, texts)[0]
+def said_pieces(data: dict[str, Any], texts: Any) -> list[Any]:
+    """`said_spans`'s text in bytes-like pieces, said from the last board's by `texts`
+    (views.said.RowTexts): written one after the other, a board is never copied whole."""
+    import msgspec
+
+    try:
+        return texts.pieces(data.get("sessions", []), list(data.get("notes", ())), data.get("files"))
+    except (TypeError, msgspec.EncodeError):  # what only json.dumps says (json_bytes)
+        from huddle.views.said import said_board
+
+        return [json_bytes(said_board(data))]
 
 
 def say(said: bytes | bytearray | memoryview) -> int:

@@ -57,6 +57,7 @@ class Keeper:
         self.autosave = True
         self._unstamped: dict[str, bool] = {}  # scans not yet stamped (autosave off)
         self.whole_at: dict[str, float] = {}  # key -> when (monotonic) a view last asked for it whole
+        self._kept_rows: tuple[tuple[Dormant, ...], dict[str, Any]] | None = None  # (`kept_rows`)
 
     @property
     def partial(self) -> bool:
@@ -264,8 +265,16 @@ class Keeper:
         return {k: d.row for k, d in self.dormant.items()}
 
     def kept_rows(self) -> dict[str, Any]:
-        """The same, undecoded where kept as JSON (model.rows.Kept: a brief, the JSON as kept)."""
-        return {k: d.kept() or d.row for k, d in self.dormant.items()}
+        """The same, undecoded where kept as JSON (model.rows.Kept: a brief, the JSON as
+        kept): the same dict, not to be changed, while the same sessions sleep (a server
+        asks at every board it says; views.board keeps what it makes of it)."""
+        asleep = tuple(self.dormant.values())
+        last = self._kept_rows
+        if last is not None and last[0] == asleep:  # (a Dormant is equal to itself alone)
+            return last[1]
+        rows = {k: d.kept() or d.row for k, d in self.dormant.items()}
+        self._kept_rows = (asleep, rows)
+        return rows
 
     def stamped(self) -> dict[str, Any]:
         """Per sleeping session, what has `files()` (its stamps): the board file's staleness check."""

@@ -100,9 +100,11 @@ class StatusSocket:
         if why:
             conn.sendall(served.frame({"ok": False, "why": why}))
             return
-        text, notes = self.board_text()
-        conn.sendall(served.frame({"ok": True, "notes": notes, "length": len(text)}))
-        conn.sendall(text)
+        pieces, notes = self.board_pieces()
+        length = sum(len(p) for p in pieces)
+        conn.sendall(served.frame({"ok": True, "notes": notes, "length": length}))
+        for piece in pieces:  # (a board of megabytes sent as it stands, never joined)
+            conn.sendall(piece)
 
     def declines(self, q: object) -> str:
         """Why this server cannot answer the question as the asking command would ('' if it can)."""
@@ -121,14 +123,15 @@ class StatusSocket:
             return "the watcher did not read in time"
         return ""
 
-    def board_text(self) -> tuple[bytes, list[str]]:
-        """The board as `huddle status --json` says it, now."""
-        from huddle.oneshot import said_text
+    def board_pieces(self) -> tuple[list[Any], list[str]]:
+        """The board as `huddle status --json` says it, now, in bytes-like pieces
+        (oneshot.said_pieces), and its notes."""
+        from huddle.oneshot import said_pieces
         from huddle.views.board import board_json
 
         with self.h.lock:
             data = board_json(self.h, raw=True)
-        return said_text(data, self.texts), [str(n) for n in data.get("notes", ())]
+        return said_pieces(data, self.texts), [str(n) for n in data.get("notes", ())]
 
 
 def _names(h: Any) -> list[str]:

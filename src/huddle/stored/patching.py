@@ -130,7 +130,7 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
 
 
 def spliced(
-    stale: answers.Stale, want: set[str], new: list[tuple[list[Any], bytes, str]]
+    stale: answers.Stale, want: set[str], new: list[tuple[list[Any], bytes | memoryview, str]]
 ) -> tuple[list[Any], list[list[tuple[int, list[Any]]]]]:
     """The board's rows as pieces of text in board order: each stretch of the stale
     text whose rows stand as they were (one slice, its separators within), and each

@@ -185,13 +185,24 @@ def _before(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
 # The listed sleeping rows in board order and their sort keys, while the same rows sleep:
 # a server says the board many times between changes (sorting 3,000 rows: 3-4 ms each).
 _asleep_order: tuple[tuple[Any, ...], list[Any], list[tuple[Any, Any]]] | None = None
+# The last board `with_asleep` gave, those rows in order, and where each other row stands
+# among them: views.said.RowTexts cuts the sleeping rows' text there (`placement`).
+_placed: tuple[list[Any], list[Any], list[tuple[int, Any]]] | None = None
+
+
+def placement(rows: list[Any]) -> tuple[list[Any], list[tuple[int, Any]]] | None:
+    """(the sleeping rows in board order, the same list while they sleep; each other
+    row with the index of the sleeping row it stands before) if `rows` is the board
+    `with_asleep` gave last, else None."""
+    placed = _placed
+    return (placed[1], placed[2]) if placed is not None and placed[0] is rows else None
 
 
 def with_asleep(made: list[R], asleep: list[Any]) -> list[R]:
     """`sort_rows(made + asleep)`, the sleeping rows' order kept from the last call
     while they are the same objects (model.rows.Kept: core.cache.Dormant.kept), the few
     others placed in it by halving."""
-    global _asleep_order
+    global _asleep_order, _placed
     key = tuple(asleep)
     last = _asleep_order
     if last is None or last[0] != key:
@@ -199,6 +210,7 @@ def with_asleep(made: list[R], asleep: list[Any]) -> list[R]:
         last = _asleep_order = (key, ordered, [(_first(r), _then(r)) for r in ordered])
     _key, ordered, keys = last
     out: list[Any] = []
+    cuts: list[tuple[int, Any]] = []
     at = 0
     for r in sort_rows(made):
         k = (_first(r), _then(r))
@@ -213,8 +225,10 @@ def with_asleep(made: list[R], asleep: list[Any]) -> list[R]:
                 hi = mid
         out += ordered[at:lo]
         out.append(r)
+        cuts.append((lo, r))
         at = lo
     out += ordered[at:]
+    _placed = (out, ordered, cuts)
     return out
 
 
@@ -276,13 +290,25 @@ def rows_key(h: Huddle, table: pricing.Table | None) -> list[Any]:
     return [repr(sorted(table.describe().items())) if table is not None else None, getattr(h, "idle_after", None)]
 
 
+# The last rows typed and what they were typed from: the keeper gives a server the same
+# dict while the same sessions sleep (core.keeper.Keeper.kept_rows).
+_typed: tuple[dict[str, Any], dict[str, Row | Kept]] | None = None
+
+
 def typed(kept: dict[str, Any]) -> dict[str, Row | Kept] | None:
     """Rows as a store gave them, typed (a kept brief stays one); None if one is not a
-    row (a store from another build: its sessions are read again)."""
+    row (a store from another build: its sessions are read again). The same dict given
+    again gives the same (not to be changed)."""
+    global _typed
+    last = _typed
+    if last is not None and last[0] is kept:
+        return last[1]
     try:
-        return {k: v if isinstance(v, (Row, Kept)) else as_row(v) for k, v in kept.items()}
+        out = {k: v if isinstance(v, (Row, Kept)) else as_row(v) for k, v in kept.items()}
     except (msgspec.ValidationError, TypeError):
         return None
+    _typed = (kept, out)
+    return out
 
 
 def board_json(
