@@ -139,10 +139,12 @@ def test_serve_hub_takes_any_row(tmp_path, dsn):
     run(a, "push", dsn, "--machine", "a")
     _hostile(dsn)
     h = Huddle(Settings.from_env(a))
-    watcher = lambda h, publish: HubWatcher(h, publish, dsn, every=0.1)  # noqa: E731
+    watcher = lambda h, publish: HubWatcher(h, publish, dsn, every=0.1, days=None)  # noqa: E731
     with ServerThread(h, watcher=watcher) as srv, httpx.Client(base_url=srv.url, timeout=20) as c:
         got = c.get("/api/sessions").json()
         assert {r["machine"] for r in got["sessions"]} == {"a", "evil"}
+        assert any("claude:deep" in n for n in got["notes"])  # (a row it cannot take is said, not dropped)
+        assert not any("have not moved" in n for n in got["notes"])  # (every session asked for)
         assert srv.state.watcher.last_error is None
     assert COUNT_MAX < 9 * 10**18
 

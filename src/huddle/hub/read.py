@@ -53,7 +53,8 @@ def board(
 ) -> dict:
     """The hub's board rows (all, or the live ones and those that moved at or after
     `since`; or only those written after `changed_after`, by the hub's clock), with
-    `count`, the sessions the hub holds, and `changed_at`, the newest write seen."""
+    `count`, the sessions the hub holds, `outside`, those `since` left out (a whole
+    read's: not `changed_after`), and `changed_at`, the newest write seen."""
     now = time.time() if now is None else now
     where = ["s.key IN (" + _HELD + ")"]
     if since is not None:
@@ -96,7 +97,8 @@ def board(
             r.stale = True
         out.append(r)
     notes_ = {"notes": notes[:50]} if notes else {}
-    return {"sessions": sort_rows(out), "count": n, "changed_at": newest, **notes_}
+    outside = n - len(rows) if changed_after is None else 0
+    return {"sessions": sort_rows(out), "count": n, "outside": outside, "changed_at": newest, **notes_}
 
 
 def counted(conn: Any, machine: str | None = None) -> dict:

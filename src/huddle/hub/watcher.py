@@ -56,6 +56,8 @@ class HubWatcher:
         self.every = every
         self.rows: dict[str, HubRow] = {}
         self.count = 0
+        self.outside = 0  # sessions the window left out (the last whole read)
+        self.unread: list[str] = []  # what the last whole read could not take, one line each
         self.watching = False
         self.last_error: str | None = None
         self.conn: Any = None
@@ -78,6 +80,8 @@ class HubWatcher:
     def _whole(self) -> dict[str, HubRow]:
         got = board(self._conn(), since=self._window())
         self.count = got["count"]
+        self.outside = got["outside"]
+        self.unread = list(got.get("notes", ()))  # (rows another machine wrote that cost themselves)
         self._mark = max(self._mark, got["changed_at"])
         self._whole_at = time.monotonic()
         return {self._key(r): r for r in got["sessions"]}
@@ -103,10 +107,10 @@ class HubWatcher:
         from huddle.views.board import sort_rows
 
         out: dict = {"sessions": sort_rows(list(self.rows.values())), "hub": describe(self.dsn)}
-        notes = []
-        if self.count > len(self.rows):
+        notes = list(self.unread)
+        if self.outside and self.days is not None:
             notes.append(
-                f"hub: {self.count - len(self.rows):,} sessions that have not moved in {self.days:g} days are not"
+                f"hub: {self.outside:,} sessions that have not moved in {self.days:g} days are not"
                 " shown (huddle status --hub DSN --all lists every one)"
             )
         if self.last_error:
