@@ -341,6 +341,11 @@ class CodexSource(Source):
         state, _pid = self.system.view(None).lock(path)
         return state != "stale"
 
+    def came(self, path: str, known: dict[str, Handle]) -> Handle | None:
+        from .came import came
+
+        return came(self, path, known)
+
     def between_scans(self, known: dict[str, Handle]) -> set[str] | None:
         if any(isinstance(h, BrokenHandle) for h in known.values()):
             return None  # a rollout whose first line was unreadable moved: its meta is read again
