@@ -318,3 +318,26 @@ def test_a_quick_calls_timer_is_a_next_change():
     assert st.state == rules.WORKING and st.next_change == T0 + 2.0
     st, _ = classify(s, live, now=T0 + 2.5)
     assert st.state == rules.NEEDS_YOU and st.next_change is None
+
+
+@pytest.mark.parametrize(
+    ("state", "pid", "agents", "again"),
+    [
+        ("idle", None, ["working", "working"], None),  # 2.0's warm-ups never reported: a file moves it
+        ("ended", None, ["waiting"], None),
+        ("your_turn", None, ["working"], 1.0),  # background work under way: looked at each second
+        ("idle", 4242, ["working"], 1.0),  # a process known: what it shows moves with no file
+        ("working", None, [], 1.0),
+    ],
+)
+def test_a_settled_session_is_not_looked_at_again_for_agents_that_never_reported(state, pid, agents, again):
+    """A server looks at a live row every second (views.states.look_again_in); a session
+    settled by time, whose agents still say they work, is not live: it was looked at
+    every second for as long as it stayed awake."""
+    from huddle.views.states import look_again_in
+    from said import row
+
+    fields = {"state": state, "agents": [{"id": f"a{i}", "state": s} for i, s in enumerate(agents)]}
+    if pid is not None:
+        fields["pid"] = pid
+    assert look_again_in(row(**fields), now=1.8e9, hot_every=1.0) == again

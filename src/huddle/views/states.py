@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
-from huddle.model.attention import ACTIVE, ENDED, State, urgency
+from huddle.model.attention import ACTIVE, ENDED, State, settled, urgency
 from huddle.model.attention.debounce import Debouncer
 from huddle.model.attention.session import classify, waiting_on
 from huddle.model.attention.trail import state_changes, target_changes
@@ -68,7 +68,9 @@ def look_again_in(row: Row, now: float, hot_every: float = 1.0) -> float | None:
     file or a live signal moves it). A live row (a process known, or something under
     way) every `hot_every`: what a process shows moves with no file (it dies, a command
     starts); any other when time alone moves its state (its `next_change`)."""
-    states = {row.state} | {a.state for a in row.agents}
+    # (a session settled with agents still "working" (2.0's warm-ups, a sub-agent that
+    # never reported back): nothing but a file or its process moves them)
+    states = {row.state} if settled(row.state) else {row.state} | {a.state for a in row.agents}
     if states & ACTIVE or (row.pid is not UNSET and row.state != ENDED):
         return hot_every
     at = parse_time(row.next_change or None)
