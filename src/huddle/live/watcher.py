@@ -311,7 +311,7 @@ class Watcher:
 
     def _next_due(self) -> float:
         held = [t + self.debounce.hold for _st, t in self.debounce.pending.values()]
-        let_go = [self._let_go_at + self.let_go_every] if self.lazy else []  # (a page may have read one since)
+        let_go = [self._let_go_at + self.let_go_every] if self.lazy and self._read_whole else []  # (idle: no wake)
         return min([*self.due.values(), *held, *let_go, self._last_full + self.full_every])
 
     def tick(self, refresh: bool = True) -> None:
