@@ -12,18 +12,17 @@ from .records import read_meta
 if TYPE_CHECKING:
     from huddle.sources.base import Handle
 
-    from .source import CodexHandle, CodexSource
+    from .records import ThreadInfo
+    from .source import CodexSource
 
 DEPTH = 4  # sessions/YYYY/MM/DD/rollout-*.jsonl: as deep as the scan finds one (folders.rollouts)
 
 
-def came(src: CodexSource, path: str, known: dict[str, Handle]) -> CodexHandle | None:
+def came(src: CodexSource, path: str, known: dict[str, Handle]) -> tuple[ThreadInfo, str] | None:
     """A rollout under `sessions/` whose thread starts a session (every `codex` start):
     no parent, no fork, no root but itself, no copy of it elsewhere, no thread already
-    naming it; placed as the scan places it, a session of its own. A sub-agent's, a
-    fork's, a put-away one, anything else only the scan says."""
-    from .source import CodexHandle
-
+    naming it; the thread, placed as the scan places it, to be a session of its own. A
+    sub-agent's, a fork's, a put-away one, anything else only the scan says (None)."""
     root = src.folders.sessions_dir
     name = os.path.basename(path)
     if not root or not name.startswith("rollout-") or not name.endswith(".jsonl"):
@@ -46,4 +45,4 @@ def came(src: CodexSource, path: str, known: dict[str, Handle]) -> CodexHandle |
             return None
     src._threads[path] = info
     src.system.forget()  # (its writer lock was just taken: read as held, not from the last look)
-    return CodexHandle(src, info.id, [(info, path)])
+    return info, path

@@ -344,7 +344,8 @@ class CodexSource(Source):
     def came(self, path: str, known: dict[str, Handle]) -> Handle | None:
         from .came import came
 
-        return came(self, path, known)
+        thread = came(self, path, known)
+        return None if thread is None else CodexHandle(self, thread[0].id, [thread])
 
     def between_scans(self, known: dict[str, Handle]) -> set[str] | None:
         if any(isinstance(h, BrokenHandle) for h in known.values()):
