@@ -27,11 +27,13 @@ def _first(s: Session) -> tuple[bool, float, float, str]:
 
 class Ledger:
     def __init__(self) -> None:
-        self.first: dict[tuple[str, str], str] = {}  # (source, response id) -> first session key seen
-        self.multi: dict[tuple[str, str], set[str]] = {}  # ids in two sessions or more -> their keys
-        self.ids_of: dict[str, list[tuple[str, str]]] = {}  # session key -> the ids it holds
+        # A response is named "source:id": a string, not a (source, id) tuple: a tuple per
+        # response made the cyclic collector run a third more often over a cold read.
+        self.first: dict[str, str] = {}  # "source:response id" -> first session key seen
+        self.multi: dict[str, set[str]] = {}  # ids in two sessions or more -> their keys
+        self.ids_of: dict[str, list[str]] = {}  # session key -> the ids it holds
         self.stamp: dict[str, tuple[int, int, int]] = {}  # key -> (id(session), epoch, events indexed)
-        self.origin: dict[tuple[str, str], str] = {}  # response -> the session id a copy of it names
+        self.origin: dict[str, str] = {}  # response -> the session id a copy of it names
 
     def sync(self, sessions: dict[str, Session]) -> set[str]:
         """Index what is new, settle who counts each shared response. Returns the keys
@@ -58,13 +60,13 @@ class Ledger:
 
     def _index(self, key: str, s: Session, start: int) -> None:
         mine = self.ids_of.setdefault(key, [])
-        src = s.source
+        src = s.source + ":"
         events = s.events
         usage = ev.USAGE  # (a local: looked up once, not per event of every session)
         for e in events[start:] if start else events:
             if e.kind != usage or not e.id or e.copied:
                 continue
-            rid = (src, e.id)
+            rid = src + e.id
             if e.origin:
                 self.origin[rid] = e.origin
             owner = self.first.setdefault(rid, key)
@@ -95,14 +97,15 @@ class Ledger:
 
     def _settle(self, sessions: dict[str, Session]) -> set[str]:
         owner_of: dict[str, dict[str, str]] = {}  # session key -> {response id: the key counting it}
-        for (src, rid), keys in self.multi.items():
+        for rid, keys in self.multi.items():
             present = [sessions[k] for k in keys if k in sessions]
             if not present:
                 continue
-            named = self.origin.get((src, rid))
+            named = self.origin.get(rid)
             owner = next((s.key for s in present if named and s.id == named), "") or min(present, key=_first).key
+            resp = rid[len(present[0].source) + 1 :]  # (the id, past "source:")
             for s in present:
-                owner_of.setdefault(s.key, {})[rid] = "" if s.key == owner else owner
+                owner_of.setdefault(s.key, {})[resp] = "" if s.key == owner else owner
         changed = set()
         for key, s in sessions.items():
             want = owner_of.get(key)
