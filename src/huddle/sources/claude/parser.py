@@ -284,15 +284,26 @@ class FileParser(UserRecords, ResponseCounts):
             blocks = [Block(type="text", text=c)]
         else:
             return
-        for b in blocks:
+        out, agent, at, path = self.out, self.agent, self.last_t, self.path
+        for b in blocks:  # (emit's events, made here: a block is an event, its call cost half of it)
             bt = b.type
             if bt == "text" and b.text:
                 text, cut = cap(b.text)
                 kind = ev.ERROR if m.model == "<synthetic>" and "error" in b.text.lower()[:40] else ev.SAY
-                self.emit(kind, off, n, text=text, truncated=cut, copied=copied, id=mid)
+                out.append(
+                    Event(
+                        kind=kind, agent=agent, t=at, file=path, offset=off, length=n,
+                        id=mid, text=text, truncated=cut, copied=copied,
+                    )
+                )  # fmt: skip
             elif bt == "thinking" and b.thinking:
                 text, cut = cap(b.thinking)
-                self.emit(ev.THINK, off, n, text=text, truncated=cut, copied=copied)
+                out.append(
+                    Event(
+                        kind=ev.THINK, agent=agent, t=at, file=path, offset=off, length=n,
+                        text=text, truncated=cut, copied=copied,
+                    )
+                )  # fmt: skip
             elif bt in ("tool_use", "server_tool_use"):
                 self._tool_use(b, off, n, copied)
 
@@ -321,7 +332,13 @@ class FileParser(UserRecords, ResponseCounts):
             text, cut = cap(inp.get("message") or "")
             self.emit(ev.REPORT, off, n, id=cid, name=name, text=text, truncated=cut, target=self.agent, copied=copied)
             return
-        self.emit(ev.TOOL_CALL, off, n, id=cid, name=name, detail=input_summary(name, b.input), copied=copied)
+        detail = input_summary(name, b.input)
+        self.out.append(
+            Event(
+                kind=ev.TOOL_CALL, agent=self.agent, t=self.last_t, file=self.path, offset=off, length=n,
+                id=cid, name=name, detail=detail, copied=copied,
+            )
+        )  # fmt: skip
 
     def _system(self, r: Record, off: int, n: int) -> None:
         st = r.subtype or ""

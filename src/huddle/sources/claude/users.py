@@ -159,7 +159,12 @@ class UserRecords(Emitter):
         if task:
             detail = "background"
             self.shared.background_shells[task] = cid
-        self.emit(ev.TOOL_RESULT, off, n, id=cid, ok=ok, size=size, detail=detail)
+        self.out.append(  # (emit's event, made here: one per tool result)
+            Event(
+                kind=ev.TOOL_RESULT, agent=self.agent, t=self.last_t, file=self.path, offset=off, length=n,
+                id=cid, ok=ok, size=size, detail=detail,
+            )
+        )  # fmt: skip
 
     def _notification(self, text: str, off: int, n: int) -> None:
         task = first_match(TASK_ID_TAG, text)
