@@ -124,12 +124,20 @@ def say_record(main: Path, text: str) -> str:
 
 
 def bench_paint(url: str, claude: Path, appends: int, main: Path | None = None) -> dict:
-    from playwright.sync_api import sync_playwright
-
     # a small session (not the big one) that the page follows
     main = main or min((p for p in claude.glob("projects/*/*.jsonl")), key=lambda p: p.stat().st_size)
     sid = main.stem
     lags = []
+    size0 = main.stat().st_size
+    try:
+        return _paint(url, main, sid, appends, lags)
+    finally:  # the corpus as it was: a line stamped now would leave the session live for half an hour
+        os.truncate(main, size0)
+
+
+def _paint(url: str, main: Path, sid: str, appends: int, lags: list[float]) -> dict:
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         page = b.new_page()
