@@ -29,13 +29,9 @@ class RowTexts:
         # (the sleeping rows in order, their text joined, where each row's text starts)
         self._asleep: tuple[list[Any], memoryview, list[int]] | None = None
 
-    def board(self, rows: list[Any], notes: list[str], files: dict[str, Any] | None = None) -> bytes:
-        """`board_text(rows, notes, files)[0]`."""
-        return b"".join(self.pieces(rows, notes, files))
-
     def pieces(self, rows: list[Any], notes: list[str], files: dict[str, Any] | None = None) -> list[Any]:
-        """`board` in pieces, bytes-like, to be written one after the other (a board of
-        megabytes neither copied nor joined)."""
+        """`board_text(rows, notes, files)[0]` in bytes-like pieces, to be written one after
+        the other (a board of megabytes neither copied nor joined)."""
         from huddle.views.board import placement
 
         placed = placement(rows)
