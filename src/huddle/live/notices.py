@@ -1,8 +1,9 @@
-"""The agents' folders watched (watchfiles): a wake-up for the watcher, and the files
-each notice named, as the sources name them (a folder reached through a symlink is
-watched at its real path).
+"""The agents' folders watched: a wake-up for the watcher, and the files each notice
+named, as the sources name them (a folder reached through a symlink is watched at its
+real path). Linux's inotify read blocking (live.inotify: no wake-up while nothing
+moves), else watchfiles.
 
-watchfiles is only a hint: whatever it says, the core's reads decide what changed (a
+A notice is only a hint: whatever it says, the core's reads decide what changed (a
 missed or spurious notice costs nothing but a poll). Its own thread; `wake` is set on
 every batch.
 """
@@ -10,13 +11,18 @@ every batch.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable
+from typing import Any
 
 
 class Notices:
-    def __init__(self, wake: threading.Event, threads: list[threading.Thread]) -> None:
+    def __init__(self, wake: threading.Event, threads: list[threading.Thread], kernel: bool | None = None) -> None:
         self.wake = wake
+        # inotify read directly (live.inotify), or watchfiles (another system, or asked for)
+        self.kernel = sys.platform.startswith("linux") if kernel is None else kernel
+        self._inotify: Any = None  # (the thread's own: interrupted at a stop)
         self.threads = threads  # (the watcher's: joined at its stop)
         self.watching = False
         self.ready = threading.Event()  # set once the first watch is in place (or failed)
@@ -48,6 +54,8 @@ class Notices:
     def stop(self) -> None:
         if self._stop is not None:
             self._stop.set()
+            if (inotify := self._inotify) is not None:
+                inotify.interrupt()
 
     def take(self) -> tuple[set[str] | None, list[str] | None]:
         """(the files named since the last take, as the sources name them (None: read it
@@ -66,29 +74,60 @@ class Notices:
         return out, told
 
     def _watch(self, roots: tuple[str, ...], stop: threading.Event) -> None:
-        """watchfiles' RustNotify (its documented core, used here rather than `watch()` so
-        the moment its watches are in place is known): a wake-up per batch of changes."""
         try:
-            from watchfiles._rust_notify import RustNotify
-
-            with RustNotify(list(roots), False, False, 300, True, True) as notify:
-                self.watching = True
-                self.wake.set()  # whatever moved while the watches were being set up
-                self.ready.set()
-                while not stop.is_set():
-                    # (a batch once 10 ms pass with no change: one appended line is read at once)
-                    got = notify.watch(50, 10, 5000, stop)
-                    if got == "stop":
-                        break
-                    if isinstance(got, set) and got:
-                        self._named_in(got)
-                        self.wake.set()
+            if not (self.kernel and self._watch_inotify(roots, stop)):
+                self._watch_rust(roots, stop)
         except Exception:  # no inotify, too many watches...: the poll carries on alone
             pass
         finally:
             self.ready.set()
             if self._stop is stop:
                 self.watching = False
+
+    def _watch_inotify(self, roots: tuple[str, ...], stop: threading.Event) -> bool:
+        """inotify's events, a wake-up per read of them; False if the kernel cannot
+        watch these folders (watchfiles then)."""
+        from .inotify import Inotify
+
+        try:
+            inotify = Inotify(roots)
+        except (OSError, AttributeError):  # (AttributeError: a libc with no inotify)
+            return False
+        with inotify:
+            self._inotify = inotify
+            if not stop.is_set():
+                self._started()
+            while not stop.is_set():
+                named = inotify.read()
+                if named is None or named:
+                    self._named_in(named)
+                    self.wake.set()
+        return True
+
+    def _started(self) -> None:
+        self.watching = True
+        self.wake.set()  # whatever moved while the watches were being set up
+        self.ready.set()
+
+    def _watch_rust(self, roots: tuple[str, ...], stop: threading.Event) -> None:
+        """watchfiles' RustNotify (its documented core, used here rather than `watch()` so
+        the moment its watches are in place is known): a wake-up per batch of changes."""
+        from watchfiles._rust_notify import RustNotify
+
+        with RustNotify(list(roots), False, False, 300, True, True) as notify:
+            self._started()
+            while not stop.is_set():
+                # (a batch once 10 ms pass with no change: one appended line is read at once)
+                got = notify.watch(50, 10, 5000, stop)
+                if got == "stop":
+                    break
+                if isinstance(got, set) and got:
+                    try:
+                        named: set[str] | None = {str(path) for _change, path in got}
+                    except (TypeError, ValueError):
+                        named = None
+                    self._named_in(named)
+                    self.wake.set()
 
     def name(self, paths: list[str], folders: Iterable[str] = ()) -> None:
         """Files known to have moved (a `status --json` asking the server: io.served), read
@@ -99,10 +138,10 @@ class Notices:
                 self._named.update(paths)
             self._told = [*(self._told or ()), *folders]
 
-    def _named_in(self, got: set) -> None:
+    def _named_in(self, paths: set[str] | None) -> None:
+        """Files a notice named (None: it named none usable, everything is read)."""
         with self._lock:
-            if self._named is not None:
-                try:
-                    self._named.update(str(path) for _change, path in got)
-                except (TypeError, ValueError):
-                    self._named = None
+            if paths is None:
+                self._named = None
+            elif self._named is not None:
+                self._named.update(paths)
