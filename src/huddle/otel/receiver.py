@@ -160,7 +160,7 @@ class Receiver:
         import uvicorn
 
         from huddle.server.protocol import GuardedH11Protocol
-        from huddle.server.running import bind
+        from huddle.server.running import QuietServer, bind
 
         self.store = Store(huddle_home)
         self.sock = bind(host, port)
@@ -170,7 +170,7 @@ class Receiver:
         config = uvicorn.Config(
             self.app, log_level="warning", access_log=False, lifespan="off", http=GuardedH11Protocol
         )
-        self.server = uvicorn.Server(config)
+        self.server = QuietServer(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     @property

@@ -4,6 +4,7 @@ and `ServerThread`, one on its own thread (tests, bench, the demo)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import threading
@@ -46,7 +47,45 @@ def url_for(host: str, port: int, token: str | None = None) -> str:
     return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
 
 
-class _Server(uvicorn.Server):
+class QuietServer(uvicorn.Server):
+    """uvicorn's server but for its loop: uvicorn's wakes ten times a second to see
+    whether it should stop; this one sleeps until a stop is asked (`should_exit` set,
+    from a signal or another thread) or a second passes (the Date header's clock). An
+    idle server wakes once a second."""
+
+    _should_exit = False
+    _exit_asked: asyncio.Event | None = None
+    _loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def should_exit(self) -> bool:
+        return self._should_exit
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        self._should_exit = value
+        loop, asked = self._loop, self._exit_asked
+        if value and loop is not None and asked is not None:
+            try:
+                loop.call_soon_threadsafe(asked.set)
+            except RuntimeError:  # (its loop closed: it stopped already)
+                pass
+
+    async def main_loop(self) -> None:
+        self._exit_asked = asked = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + 10) % 864000  # (each tick a second: on_tick's clock ticks every tenth)
+            try:
+                await asyncio.wait_for(asked.wait(), 1.0)
+            except TimeoutError:
+                pass
+            should_exit = await self.on_tick(counter)
+
+
+class _Server(QuietServer):
     def __init__(self, config: uvicorn.Config, app: Starlette) -> None:
         super().__init__(config)
         self.app = app
