@@ -1,6 +1,6 @@
 """Keeps the core fresh and turns what changed into stream messages.
 
-watchfiles is only a wake-up: whatever it says, the core's stat checks decide what
+A notice (live.notices) is only a wake-up: whatever it says, the core's stat checks decide what
 changed (a missed or spurious notification costs nothing but a poll). A changed file
 or live signal (a registry entry, a lock) re-evaluates that session's row at once.
 What changes with no file touched is looked at on a schedule kept per row: a live row
@@ -38,7 +38,7 @@ from huddle.views.states import look_again_in
 
 from .pushed import new_events
 
-POLL_WATCHED = 15.0  # seconds between stat polls while watchfiles works (a safety net)
+POLL_WATCHED = 15.0  # seconds between stat polls while the folders are watched (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
 HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process table, timers)
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
@@ -232,7 +232,7 @@ class Watcher:
 
     @property
     def watching(self) -> bool:
-        """Whether watchfiles watches the agents' folders (else the poll is quick)."""
+        """Whether the agents' folders are watched (live.notices; else the poll is quick)."""
         return self.notices.watching
 
     def board(self) -> dict:
@@ -252,7 +252,7 @@ class Watcher:
     # -- the loop --------------------------------------------------------------------
 
     def _run(self) -> None:
-        want = False  # watchfiles said something moved: refresh as soon as the gap allows
+        want = False  # a notice said something moved: refresh as soon as the gap allows
         while not self.stopping.is_set():
             self._ensure_watch()
             poll = self.poll_watched if self.notices.watching else self.poll_unwatched
