@@ -517,3 +517,61 @@ def test_the_cache_is_one_whatever_order_the_adapters_were_imported_in(home):
     first.cache.store.close()
     again = Huddle(settings(home), sources=["hosted", "codex", "claude"], keep=Keeper())
     assert again.dormant and set(again.dormant) == set(first.handles) | set(first.dormant)
+
+
+def new_session(folder, sid: str) -> None:
+    """A session started in a project folder the cache knows (its first prompt)."""
+    record = {"type": "user", "message": {"role": "user", "content": "hello"}, "sessionId": sid}
+    append(
+        folder / f"{sid}.jsonl", {**record, "timestamp": "2026-11-30T12:00:00.000Z", "uuid": "u-1", "parentUuid": None}
+    )
+
+
+def test_a_new_session_beside_known_ones_is_placed_without_a_scan(home, scans):
+    f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
+    cached_board(home)
+    scans.clear()
+    sid = "5e0c1d2a-0000-4000-8000-00000000a001"
+    new_session(f.parent, sid)
+    then = time.time() - 60  # (written a while ago: stamped, not read again as one just written)
+    for p in (f.parent / f"{sid}.jsonl", f.parent):
+        os.utime(p, (then, then))
+    b, h = cached_board(home)
+    assert scans == [] and set(h.handles) == {f"claude:{sid}"}
+    same(fresh_board(home), b)
+    scans.clear()
+    st = os.stat(f.parent)
+    again, h = cached_board(home)  # (its folder stamped again as it was found)
+    assert scans == [] and not h.handles
+    assert [str(f.parent), st.st_mtime_ns, st.st_ctime_ns] in h.cache.meta()["scans"]["claude"]
+    same(b, again)
+    assert sid in {r["id"] for r in again["sessions"]}
+
+
+def test_a_folder_that_moved_with_nothing_new_in_it_is_not_scanned(home, scans):
+    f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
+    first, _ = cached_board(home)
+    scans.clear()
+    temp = f.parent / "write.tmp"  # (a file written beside them and renamed away: the folder moved)
+    temp.write_text("x")
+    temp.rename(home / "elsewhere")
+    second, h = cached_board(home)
+    assert scans == [] and not h.handles
+    same(first, second)
+
+
+def test_what_only_a_scan_can_place_is_scanned_for(home, scans):
+    f = next((home / "claude" / "projects").glob("*02-subagents*/*.jsonl"))
+    cached_board(home)
+    scans.clear()
+    (f.parent / "agent-1a2b3c4d.jsonl").write_text("")  # (2.0.x: an agent file names its session inside)
+    b, _ = cached_board(home)
+    assert scans == ["claude"]
+    same(fresh_board(home), b)
+    scans.clear()
+    other = next((home / "claude" / "projects").glob("*07-errors*/*.jsonl"))
+    other.unlink()  # (a known session gone)
+    b, _ = cached_board(home)
+    assert scans == ["claude"]
+    same(fresh_board(home), b)
+    assert other.stem not in {r["id"] for r in b["sessions"]}

@@ -226,7 +226,7 @@ class Huddle:
             came: dict[str, Handle] = {}
             for p in paths:
                 owner = owners.get(p)
-                if owner is None and (new := self._came(p)) is not None:
+                if owner is None and (new := self.place(p)) is not None:
                     if self.handles.get(new.key) is new:
                         keys.add(new.key)  # (a file its own folder gives a session awake)
                     else:
@@ -256,7 +256,7 @@ class Huddle:
                 self.generation += 1
             return r.changed
 
-    def _came(self, path: str) -> Handle | None:
+    def place(self, path: str) -> Handle | None:
         """The handle that reads a file that came, from its source (Source.came): a new
         one, or an awake one given the file; None if only a scan places it, or it is a new
         handle of a session known (a file put in another's place)."""

@@ -56,6 +56,7 @@ class Keeper:
         # turns that off and saves with its rows now and then (`save`)
         self.autosave = True
         self._unstamped: dict[str, bool] = {}  # scans not yet stamped (autosave off)
+        self._restamps: dict[str, list[Any]] = {}  # sources spared their scans, stamped again (`explained`)
         self.whole_at: dict[str, float] = {}  # key -> when (monotonic) a view last asked for it whole
         self._kept_rows: tuple[tuple[Dormant, ...], dict[str, Any]] | None = None  # (`kept_rows`)
 
@@ -94,14 +95,44 @@ class Keeper:
         assert cache is not None
         cache.read_at_ns = time.time_ns()
         still = cache.still_sources() if not self.mode.holds_all else set()
+        scan: set[str] = set()  # (sources only a scan may read now)
         if self.dormant:
             seen: dict[str, int] = {}  # a project's folder holds many sessions: looked at once
             waking = [k for k, d in self.dormant.items() if not self.sleeps(core, d, seen)]
             lost = self.wake(core, waking + self.mode.with_them(self.dormant, waking))
-            still -= {k.split(":", 1)[0] for k in lost}  # the scan reads those again
+            scan |= {k.split(":", 1)[0] for k in lost}  # the scan reads those again
             # (and one whose move can give other sessions' files to it: Handle.regroups)
-            still -= {k.split(":", 1)[0] for k in waking if k in core.handles and core.handles[k].regroups()}
-        return still
+            scan |= {k.split(":", 1)[0] for k in waking if k in core.handles and core.handles[k].regroups()}
+        if not self.mode.holds_all and self.only is None:
+            still |= self.explained(core, {src.name for src in core.sources} - still - scan)
+        return still - scan
+
+    def explained(self, core: Huddle, names: set[str]) -> set[str]:
+        """Of these sources, whose folders moved, those spared their scans all the same:
+        nothing came or went in those folders but files their sessions read, or new files
+        each source places as its scan would (Source.came: a new session, read now as any
+        new one). Stamped again at the next `save`, after the heads."""
+        cache = self.cache
+        assert cache is not None
+        known: set[str] | None = None
+        spared: set[str] = set()
+        for name in sorted(names):
+            if not (cache.meta().get("scans") or {}).get(name):
+                continue
+            if known is None:
+                known = {f for h in core.handles.values() for f in h.files()}
+                known.update(f[0] for d in self.dormant.values() for f in d.head.get("files") or ())
+            got = cache.explain(name, known)
+            if got is None:
+                continue
+            stamps, came = got
+            placed = [core.place(p) for p in came]
+            if any(h is None or not h.key.startswith(name + ":") for h in placed):
+                continue  # (only a scan places it, or another source's)
+            core.handles.update((h.key, h) for h in placed if h is not None)
+            self._restamps[name] = stamps
+            spared.add(name)
+        return spared
 
     def spare(self, core: Huddle, src: Source, notes: list[str]) -> tuple[set[str], bool]:
         """A source still since its last scan: its live signals only (a mode that counts
@@ -200,6 +231,8 @@ class Keeper:
                 cache.stamp_scans(core.sources, scanned)
         elif not self.mode.holds_all and scanned:
             self._unstamped = scanned  # stamped by the next `save`, after the heads
+            for name in scanned:
+                self._restamps.pop(name, None)  # (its scan's stamps are the newer)
         if cache.note:
             notes.append(cache.note)
 
@@ -241,6 +274,9 @@ class Keeper:
         if self._unstamped:  # the last refresh's scans (its read_at_ns guards what moved since)
             self.cache.stamp_scans(core.sources, self._unstamped)
             self._unstamped = {}
+        if self._restamps:
+            self.cache.restamp(self._restamps)
+            self._restamps = {}
 
     def tangles(self, core: Huddle) -> set[str]:
         """Sessions whose rows are decided across their folder (Handle.entangled: a title

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from huddle.io.safefile import unreadable
-from huddle.io.stamps import dirs_still, stamps_of
+from huddle.io.stamps import dirs_still, explained, stamps_of
 from huddle.sources.base import Source
 
 if TYPE_CHECKING:
@@ -61,6 +61,23 @@ class ScanRecord:
         if not isinstance(stamps, dict):
             return set()
         return {name for name, st in stamps.items() if st in self.vouched or dirs_still(st)}
+
+    def explain(self, name: str, known: set[str]) -> tuple[list[list[Any]], list[str]] | None:
+        """A source whose folders moved since its last scan, though nothing a scan would
+        find anew came or went in them (io.stamps.explained: every file in them `known`,
+        or one that came, to be placed): its stamps taken again and the files that came.
+        None when only its scan can say what moved."""
+        stamps = (self.meta().get("scans") or {}).get(name)
+        if not isinstance(stamps, list) or not stamps or self.store.note:
+            return None
+        return explained(stamps, known, self.read_at_ns)
+
+    def restamp(self, stamps: dict[str, list[list[Any]]]) -> None:
+        """Sources spared their scans by `explain`, stamped as it found them (after the
+        heads of the sessions that came are written: never a stamp that hides one)."""
+        kept = dict(self.meta().get("scans") or {})
+        kept.update((name, st) for name, st in stamps.items() if name in kept)
+        self.set_meta(scans=kept)
 
     def stamp_scans(self, sources: Iterable[Source], scanned: dict[str, bool]) -> None:
         """After the scans: their sources' folders, for `still_sources` next time (a scan

@@ -7,6 +7,7 @@ stored answers (`huddle.io.answers`) are both checked here, so both mean the sam
 from __future__ import annotations
 
 import os
+from stat import S_ISDIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -141,22 +142,79 @@ def came_files(scans: Any, known: set[str], most: int) -> dict[str, list[str]] |
             return None
         if st.st_mtime_ns == mtime and st.st_ctime_ns == ctime:
             continue
-        here = came.setdefault(d, [])
-        try:
-            with os.scandir(d) as entries:
-                for e in entries:
-                    if e.is_symlink():
-                        return None
-                    if e.is_dir(follow_symlinks=False):
-                        if e.path not in folders:
-                            return None
-                    elif not e.is_file(follow_symlinks=False):
-                        return None
-                    elif e.path not in known:
-                        n += 1
-                        if n > most:
-                            return None
-                        here.append(e.path)
-        except OSError:
+        got = _listing(d, folders, known)
+        if got is None:
+            return None
+        came[d] = got[1]
+        n += len(got[1])
+        if n > most:
             return None
     return came
+
+
+def explained(stamps: Any, known: set[str], read_at_ns: int) -> tuple[list[list[Any]], list[str]] | None:
+    """A scan's stamps (`stamps_of(..., folders=True)`) taken again, and the files that
+    came, when each of its folders that moved holds only what its last scan found:
+    files `known` (a session reads them) or stamped, folders stamped, and files that
+    came (for Source.came to place); nothing known or stamped went. None when only a
+    scan can say what moved: a stamped file that moved, a new folder, a link, anything
+    but a file, a folder that went. Each folder is stamped before it is listed: what
+    comes after the listing moves it again."""
+    try:
+        paths = {p for p, _m, _c in stamps}
+    except (TypeError, ValueError):
+        return None
+    fresh: list[list[Any]] = []
+    came: list[str] = []
+    held: dict[str, set[str]] | None = None
+    for p, mtime, ctime in stamps:
+        try:
+            st = os.stat(p)
+        except OSError:
+            if mtime != -1:
+                return None
+            fresh.append([p, -1, -1])
+            continue
+        if st.st_mtime_ns == mtime and st.st_ctime_ns == ctime:
+            fresh.append([p, mtime, ctime])
+            continue
+        if not S_ISDIR(st.st_mode):
+            return None
+        if held is None:
+            known = known | paths
+            held = {}
+            for f in known:
+                held.setdefault(os.path.dirname(f), set()).add(f)
+        got = _listing(p, paths, known)
+        if got is None:
+            return None
+        listed, new = got
+        came.extend(new)
+        if not held.get(p, set()) <= listed:
+            return None  # (a session's file or a stamped folder went: the scan says what is left)
+        settled = st.st_mtime_ns < read_at_ns - SETTLE_NS
+        fresh.append([p, st.st_mtime_ns, st.st_ctime_ns] if settled else [p, -2, -2])
+    return fresh, came
+
+
+def _listing(folder: str, folders: set[str], known: set[str]) -> tuple[set[str], list[str]] | None:
+    """(every entry of a folder that moved, its files not `known`); None when it holds
+    what only a scan can say: a folder not in `folders`, a link, anything but a file."""
+    listed: set[str] = set()
+    new: list[str] = []
+    try:
+        with os.scandir(folder) as entries:
+            for e in entries:
+                listed.add(e.path)
+                if e.is_symlink():
+                    return None
+                if e.is_dir(follow_symlinks=False):
+                    if e.path not in folders:
+                        return None
+                elif not e.is_file(follow_symlinks=False):
+                    return None
+                elif e.path not in known:
+                    new.append(e.path)
+    except OSError:
+        return None
+    return listed, new
