@@ -404,6 +404,27 @@ def test_an_unmoved_usage_report_is_said_again_as_a_fresh_count_says_it(home):
     assert any("vibe: no sessions folder" in n for n in first_notes)  # the notes are said again too
 
 
+def test_a_first_usage_count_keeps_its_answer(home):
+    """The first count (nothing cached) keeps its report on the heads it wrote: the
+    next run is said from it, as a fresh count says it."""
+    env = environment(home)
+    first, first_notes, how = status(env, "usage")
+    assert how == "read" and os.path.exists(answers.answer_path(str(home / "hh"), answers.USAGE))
+    again, notes, how = status(env, "usage")
+    assert how == "stored" and (again, notes) == (first, first_notes) == fresh(home, env, "usage")
+
+
+def test_a_usage_count_that_read_an_append_keeps_its_answer(home):
+    env = environment(home)
+    stored(home, env, "usage")
+    _response(home)
+    settle(home)  # (appended a while ago: a file that moved around a read is read again)
+    after, notes, how = status(env, "usage")
+    assert how == "read"
+    again = status(env, "usage")
+    assert again == (after, notes, "stored") and (after, notes) == fresh(home, env, "usage")
+
+
 @pytest.mark.parametrize("move", USAGE_MOVES, ids=list(USAGE_MOVES))
 def test_whatever_moved_the_usage_report_is_counted_again(home, move):
     env = environment(home)

@@ -7,7 +7,9 @@ another's sake, every source with a sessions folder was spared its scan, and eac
 says which files its live signals come from (`Source.live_inputs`).
 Such a board is worked out from stamped things only, so while they stand still, it
 is what the full path would say. The usage index's run (`huddle usage --json`) is
-kept on the same terms, without the live signals: counting tokens, none matters.
+kept on the same terms, without the live signals: counting tokens, none matters; and
+one that read and kept what it read (a first read too) on the heads and scan stamps
+it wrote, which the next run would find unmoved before it sleeps on the sums kept.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ def conditions(
     it counted) hangs on, and the files `also` (the user's prices); None if it cannot be
     stored. `stored_at` (a partial core, stored.patching: the store's stamp after it kept
     what it read): the sessions read this run stand on their new heads, if their rows
-    are settled; what they hang on is the part of a board's conditions they are.
+    are settled; what they hang on is the part of a board's conditions they are. (On a
+    core counting tokens, whole or partial, the store's stamp after its own writes: its
+    sessions stand on the heads and its sources on the scan stamps this run wrote.)
     `volatile` (a board): a session whose row time or a process can move does not keep
     the board from being stored; it is named here ("volatile"), and such an answer is
     never said as it stands: stored.patching builds those rows again, as a whole read
@@ -36,11 +40,11 @@ def conditions(
     cache = h.cache
     if not h.lazy or cache is None or cache.note or not h.settings.huddle_home:
         return None  # (the cache was not what it should be)
-    if h.partial != (stored_at is not None):
+    usage = h.settings.usage_only
+    if h.partial != (stored_at is not None) and not usage:
         return None  # (a partial core's answer is made whole by stored.patching)
     if not cache.opened or cache.store.stamp() != (stored_at or cache.opened):
         return None  # something new was read and kept, or another process wrote the cache
-    usage = h.settings.usage_only
     heads = _heads(h, stored_at, usage, volatile)
     found = _source_inputs(h, usage) if heads is not None else None
     if heads is None or found is None:
@@ -69,7 +73,9 @@ def _heads(h: Huddle, stored_at: list[Any] | None, usage: bool, volatile: list[s
         head = cache.heads.get(key)
         if head is None:
             return None
-        if stored_at is not None and not head.get("entangled"):
+        if stored_at is not None and usage:
+            stands = True  # (read this run, kept on the head it stands on: its sums are a function of files)
+        elif stored_at is not None and not head.get("entangled"):
             stands = _settled_row(h, key, head)  # (else time alone can move its row)
         else:
             stands = _read_only_for_others(h, key, head, usage)
@@ -98,7 +104,9 @@ def _source_inputs(h: Huddle, usage: bool) -> tuple[list[list[Any]], list[Any]] 
             # no sessions folder: what would make one moves a root or a watched folder
             inputs.extend([p, ident(p)] for p in dict.fromkeys([*roots, *src.watch_dirs()]))
             continue
-        live = (src.live_inputs() if not usage else []) if src.name in h.spared else None
+        # (counting tokens, no live signal matters; a scan this run is stamped as it
+        # ended, before a usage core's conditions are asked with `stored_at`)
+        live = [] if usage else src.live_inputs() if src.name in h.spared else None
         if live is None or not stamps.get(src.name):
             return None
         scans.append(stamps[src.name])

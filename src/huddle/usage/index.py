@@ -108,8 +108,9 @@ def counted_from_index(
     the sessions whose files moved read again (their new bytes only); or, when the
     sums cannot answer (a bound inside a day, other prices), every counted row.
     Returns (counted, notes), for `usage.aggregate`. `keep`, a list, is given what the
-    count hangs on (core.answering.conditions) when this run read nothing and wrote
-    nothing: a report from it may be stored (huddle.io.answers). `summed`: the report
+    count hangs on (core.answering.conditions: the heads as this run left them) when
+    no other process wrote the index meanwhile and no note was said for this run
+    alone: a report from it may be stored (huddle.io.answers). `summed`: the report
     is by day over all time, said from the kept sums when there are any: the sessions'
     own sums are then left out (not decoded: they are the most of what the index holds).
     `first` (core.FirstRead): how sessions read from their start are read (by default in
@@ -137,11 +138,15 @@ def counted_from_index(
     for s in loaded:  # a session with nothing counted is kept too (as nothing)
         if s.key not in fresh:
             fresh[s.key] = _entry({**session_info(s), "rows": []}, table)
+    alone = cache is not None and cache.store.stamp() == cache.opened  # (no other process wrote it meanwhile)
     sums = _store(h, fresh, table, notes, want_rows, priced) if cache is not None else None
     if want_rows:
         return counted, notes
-    if keep is not None and settings.huddle_home:
-        cond = conditions(h, also=[os.path.join(settings.huddle_home, USER_FILE)])
+    # a run that read and kept what it read (a first read too) is kept on the heads it
+    # wrote: the next run finds them unmoved and says this (not a note said this run only)
+    if keep is not None and settings.huddle_home and alone and len(notes) == len(h.notes):
+        assert cache is not None
+        cond = conditions(h, also=[os.path.join(settings.huddle_home, USER_FILE)], stored_at=cache.store.stamp())
         if cond is not None:
             keep.append(cond)
     if sums is not None and summed:
