@@ -1,18 +1,22 @@
 """A first `huddle usage` read in workers leaves the sessions no other has a say in
 packed (core.coldread.Packed): their rows are made in the workers and never unpickled
-in the parent. What it counts, and what the index then answers, is what one process
-reading every file says, on every Claude Code version and every Codex sample."""
+in the parent; after a board, it starts from the board's cached handles instead. What
+it counts, and what the index then answers, is what one process reading every file
+says, on every Claude Code version and every Codex sample."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import shutil
+import sqlite3
 
 import pytest
 
 from conftest import SAMPLES
 from huddle.core import FirstRead, Huddle, Keeper, UsageMode, coldread
+from huddle.core.cache import BOARD
 from huddle.cost.pricing import current
 from huddle.sources import Settings
 from huddle.usage.index import CACHE_NAME, _own_entry, counted_from_index
@@ -84,3 +88,52 @@ def test_sessions_that_share_responses_or_titles_are_unpacked(folders, tmp_path,
     assert h.cache is not None and set(h.dormant) <= set(h.cache.versions)
     h.wake_all()  # from the store now
     assert not h.dormant and len(h.handles) > 0
+
+
+def _blobs(db_path) -> dict[str, bytes]:
+    db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        return dict(db.execute("SELECT key, blob FROM entries"))
+    finally:
+        db.close()
+
+
+def test_a_first_count_after_a_board_starts_from_its_handles(folders, tmp_path, in_workers):
+    """The board's cache holds full reads, which hold every usage event: a first count
+    takes its handles (the index keeps their pickles as the board stored them: no session
+    read again), leaves that cache as it was, and counts what a count from the files does."""
+    settings = _settings(folders, tmp_path / "hh")
+    Huddle(settings, keep=Keeper()).refresh(FirstRead())
+    board = tmp_path / "hh" / "cache" / BOARD
+    before, stored = board.read_bytes(), _blobs(board)
+    counted = _report(settings)
+    assert _blobs(tmp_path / "hh" / "cache" / CACHE_NAME) == stored
+    assert board.read_bytes() == before and _blobs(board) == stored
+    assert counted == _report(_settings(folders, tmp_path / "fresh"))
+
+
+def test_a_first_count_reads_what_moved_since_the_board(folders, tmp_path_factory):
+    root = tmp_path_factory.mktemp("moved")
+    mine = {k: str(shutil.copytree(v, root / k)) if k != "vibe" else v for k, v in folders.items()}
+    settings = _settings(mine, root / "hh")
+    Huddle(settings, keep=Keeper()).refresh()
+    before = _report(_settings(mine, root / "before"))
+    f = sorted((root / "claude" / "projects").rglob("*.jsonl"), key=lambda p: p.stat().st_size)[-1]
+    usage = {"input_tokens": 3, "output_tokens": 5, "cache_read_input_tokens": 7, "cache_creation_input_tokens": 0}
+    message = {"id": "msg_after_board", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5"}
+    message.update(content=[{"type": "text", "text": "more"}], usage=usage)
+    line = {"type": "assistant", "sessionId": f.stem, "uuid": "a-after", "timestamp": "2026-11-30T12:00:00.000Z"}
+    with open(f, "a") as out:  # (after the board read it: the count reads it from there)
+        out.write(json.dumps({**line, "message": message}, separators=(",", ":")) + "\n")
+    counted = _report(settings)
+    assert counted == _report(_settings(mine, root / "fresh"))
+    assert counted["day"]["totals"]["responses"] == before["day"]["totals"]["responses"] + 1
+
+
+def test_a_damaged_board_cache_is_not_taken_nor_touched(folders, tmp_path):
+    board = tmp_path / "hh" / "cache" / BOARD
+    board.parent.mkdir(parents=True)
+    board.write_bytes(b"not a database" * 100)
+    counted = _report(_settings(folders, tmp_path / "hh"))
+    assert board.read_bytes() == b"not a database" * 100  # (the board's own run says and rebuilds it)
+    assert counted == _report(_settings(folders, tmp_path / "fresh"))

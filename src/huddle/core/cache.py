@@ -269,6 +269,19 @@ class HandleCache(ScanRecord):
                 out[key] = Dormant(key, version, head, raw=raw)
         return out
 
+    def borrowed(self, name: str, settings_key: tuple[Any, ...]) -> dict[str, Handle]:
+        """Every handle another use's cache of these folders holds (`name`, made with
+        `settings_key`), read only, each with its pickle (coldread.take: stored here as it
+        is); none if it is not there or not of this version."""
+        other = Store(os.path.join(os.path.dirname(self.path), name), "handles", FORMAT, settings_key)
+        if not other.open_to_read():
+            return {}
+        try:
+            got = {k: take(blob, self._sources) for k, blob in other.all_blobs()}
+        finally:
+            other.close()
+        return {k: h for k, h in got.items() if h is not None and h.session.source in self._sources}
+
     def wake(self, keys: Iterable[str], dormant: Mapping[str, Dormant] | None = None) -> dict[str, Handle]:
         """The handles of these cached sessions (those that unpickle); one a worker packed
         this run (`dormant[key].blob`) from its pickle, not yet in the store."""

@@ -80,6 +80,9 @@ class Keeper:
             core.handles = self.cache.load(core.sources)
         else:
             self.dormant = self.cache.load_dormant(core.sources, self.only)
+        if self.mode.starts_from and self.only is None and not self.cache.versions:
+            # (nothing of its own yet: what the other use's cache holds, made with full reads)
+            core.handles = self.cache.borrowed(self.mode.starts_from, (*key[:2], False))
         self.cache.recall(core.sources)  # (the store is open now: what the last scans kept)
 
     def sleeps(self, core: Huddle, d: Dormant, seen: dict[str, int] | None = None) -> bool:

@@ -6,7 +6,8 @@ handle cache (core.keeper.Keeper holds one).
                 was read from moved, time alone cannot move its row (the view said it is
                 `still`), and it shares no response with another
     UsageMode   token counts (`huddle usage`'s index): any unmoved session sleeps; those
-                sharing responses wake together (the ledger decides over all of them)
+                sharing responses wake together (the ledger decides over all of them);
+                a first count starts from the board's cached handles
     TextMode    what sessions say (the search index): any unmoved session sleeps
 """
 
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from huddle.io.stamps import files_unmoved, folders_unmoved, unmoved
 
-from .cache import tangled_with
+from .cache import BOARD, tangled_with
 
 if TYPE_CHECKING:
     from .cache import Dormant
@@ -27,6 +28,7 @@ class Mode:
     live_signals = True  # a source spared its scan still looks at its live signals
     titles = True  # a title decided across a folder matters (its folder wakes together)
     json_rows = False  # rows kept as their JSON (said again as they are: a board)
+    starts_from: str | None = None  # another use's cache a first read takes its handles from
 
     def sleeps(self, d: Dormant, seen: dict[str, int] | None) -> bool:
         raise NotImplementedError
@@ -55,6 +57,9 @@ class BoardMode(Mode):
 class UsageMode(Mode):
     live_signals = False
     titles = False
+    # the board's: a full read holds every usage event a usage-only one does, so a first
+    # count after a board reads what moved since, not every file (core.keeper.Keeper.attach)
+    starts_from = BOARD
 
     def sleeps(self, d: Dormant, seen: dict[str, int] | None) -> bool:
         return isinstance(d.head.get("brief"), dict) and unmoved_but_shaped(d.head, seen)

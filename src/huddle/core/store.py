@@ -88,6 +88,7 @@ class Store:
         # what is kept beside the entries, worked out from their rows (usage.sums),
         # says the checksums it was worked out from, and is trusted only while they are the entries'
         self.crcs: dict[str, int] = {}
+        self.read_only = False  # another use's file (open_to_read): read, never reset
 
     # -- opening ---------------------------------------------------------------------
 
@@ -156,6 +157,24 @@ class Store:
             self.close()
             self._say(f"cannot be written ({exc})")
 
+    def open_to_read(self) -> bool:
+        """Open another use's file as it stands, to read only: never made, reset, written
+        or checkpointed here. False (closed) unless it is this kind, version and identity."""
+        from urllib.parse import quote
+
+        if os.path.exists(self.path):
+            try:
+                url = f"file:{quote(self.path)}?mode=ro"
+                self.db = sqlite3.connect(url, uri=True, timeout=5.0, isolation_level=None, check_same_thread=False)
+                got = self.db.execute("SELECT v FROM meta WHERE k = 'identity'").fetchone()
+                if got is not None and _loads(got[0]) == [self.kind, *self.made_by, self.identity]:
+                    self.read_only = True
+                    return True
+            except sqlite3.Error:
+                pass
+        self.close()
+        return False
+
     def stamp(self) -> list[Any]:
         """The file's and its write-ahead log's stamps: taken before a read and again
         after, equal if no one wrote in between."""
@@ -174,7 +193,11 @@ class Store:
         self.note = line if self.note is None else self.note
 
     def _damaged(self, exc: Exception) -> None:
-        """A read or write found the file damaged: say it once, start again."""
+        """A read or write found the file damaged: say it once, start again (another
+        use's file: left to its own run)."""
+        if self.read_only:
+            self.close()
+            return
         self._say(f"damaged ({exc})")
         self.reset()
 
