@@ -41,7 +41,7 @@ def conditions(
     if not h.lazy or cache is None or cache.note or not h.settings.huddle_home:
         return None  # (the cache was not what it should be)
     usage = h.settings.usage_only
-    if h.partial != (stored_at is not None) and not usage:
+    if h.partial != (stored_at is not None) and (h.partial or not usage):
         return None  # (a partial core's answer is made whole by stored.patching)
     if not cache.opened or cache.store.stamp() != (stored_at or cache.opened):
         return None  # something new was read and kept, or another process wrote the cache
