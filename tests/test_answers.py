@@ -215,6 +215,23 @@ def test_whatever_moved_the_board_is_worked_out_again(home, move):
         assert after != before  # (the others may show the same rows: what counts is that they were read)
 
 
+def test_a_read_that_kept_a_new_session_keeps_its_answer(home):
+    """A new session read (and kept in the cache) by this run, no other process writing
+    the cache between: the board is kept on the heads and scan stamps it wrote, so the
+    next run is said from it (not a second read of the home), as a fresh read says it."""
+    env = environment(home)
+    stored(home, env)
+    _new_session(home)
+    new = next((home / "claude" / "projects").rglob("0f0f0f0f-*.jsonl"))
+    then = time.time() - 3600  # (written a while ago: a file that moved around a read is read again)
+    for p in (new, new.parent):
+        os.utime(p, (then, then))
+    after, notes, how = status(env)
+    assert how == "read" and (after, notes) == fresh(home, env)
+    assert os.path.exists(answers.answer_path(str(home / "hh")))
+    assert status(env) == (after, notes, "stored")
+
+
 def test_another_environment_is_not_answered_from_this_one(home):
     env = environment(home)
     stored(home, env)

@@ -1,11 +1,12 @@
 """Whether a one-shot board may be kept as `huddle status --json`'s stored answer
 (`huddle.io.answers`), and what it must find unmoved to be said again.
 
-Only a board that read nothing new qualifies: every session slept on its cached row
-(a row time alone cannot move, over files that had not moved) or was read only for
-another's sake, every source with a sessions folder was spared its scan, and each
-says which files its live signals come from (`Source.live_inputs`).
-Such a board is worked out from stamped things only, so while they stand still, it
+A board qualifies when every session slept on its cached row (a row time alone
+cannot move, over files that had not moved), was read only for another's sake, or was
+read this run and kept by it (the store's stamp says no other process wrote between:
+`Store.own`; a row time can move is named "volatile"), every source with a sessions
+folder was spared its scan, and each says which files its live signals come from
+(`Source.live_inputs`). Such a board is worked out from stamped things only, so while they stand still, it
 is what the full path would say. The usage index's run (`huddle usage --json`) is
 kept on the same terms, without the live signals: counting tokens, none matters; and
 one that read and kept what it read (a first read too) on the heads and scan stamps
@@ -43,8 +44,13 @@ def conditions(
     usage = h.settings.usage_only
     if h.partial != (stored_at is not None) and (h.partial or not usage):
         return None  # (a partial core's answer is made whole by stored.patching)
-    if not cache.opened or cache.store.stamp() != (stored_at or cache.opened):
-        return None  # something new was read and kept, or another process wrote the cache
+    now = cache.store.stamp()
+    if not cache.opened or now != (stored_at or cache.opened):
+        if stored_at is not None or h.partial or now != cache.store.own:
+            return None  # another process wrote the cache meanwhile
+        # (what this run read it kept, no other writing between: its sessions stand on
+        # the heads it wrote, as a partial core's do, and its scans on their new stamps)
+        stored_at = now
     heads = _heads(h, stored_at, usage, volatile)
     found = _source_inputs(h, usage) if heads is not None else None
     if heads is None or found is None:

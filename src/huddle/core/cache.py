@@ -246,7 +246,7 @@ class HandleCache(ScanRecord):
             except OSError:
                 pass
         self.store.open()
-        self.opened = self.store.stamp()
+        self.opened = self.store.own = self.store.stamp()
 
     def load(self, sources: Iterable[Source]) -> dict[str, Handle]:
         """Every cached handle, re-attached to the live source objects."""

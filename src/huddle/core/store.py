@@ -84,6 +84,7 @@ class Store:
         self.db: sqlite3.Connection | None = None
         self.meta: dict[str, Any] = {}
         self.on_write: Callable[[], None] | None = None  # told before each write (what it vouched for may change)
+        self.own: list[Any] | None = None  # its stamp after its own writes, no other between (core.answering)
         # each entry's checksum (head and row: `entry_crc`) as read or last written here:
         # what is kept beside the entries, worked out from their rows (usage.sums),
         # says the checksums it was worked out from, and is trusted only while they are the entries'
@@ -340,6 +341,7 @@ class Store:
         try:
             db = self.db
             db.execute("BEGIN IMMEDIATE")
+            chained = self.own is not None and self.stamp() == self.own  # (the lock held: no other writes now)
             try:
                 drop = list(drop)
                 crcs = self._write_entries(db, put, heads or {}, drop, responses or {})
@@ -347,6 +349,7 @@ class Store:
                     db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, marshal.dumps(v)))
                     self.meta[k] = v
                 db.execute("COMMIT")
+                self.own = self.stamp() if chained else None
                 self.crcs.update(crcs)
                 for key in drop:
                     self.crcs.pop(key, None)
