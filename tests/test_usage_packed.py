@@ -9,8 +9,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import shutil
 import sqlite3
+import time
 
 import pytest
 
@@ -39,6 +41,10 @@ def folders(tmp_path_factory):
     for f in sorted(SAMPLES.glob("codex/*/codex_home/sessions/**/rollout-*.jsonl")):
         if not (sessions / f.name).exists():
             shutil.copy(f, sessions / f.name)
+    then = time.time() - 3600  # (written a while ago: a file that moved around a read is read again)
+    for dirpath, dirs, files in os.walk(root):
+        for n in [*files, *dirs, "."]:
+            os.utime(os.path.join(dirpath, n), (then, then))
     return {"claude": str(root / "claude"), "codex": str(root / "codex"), "vibe": str(root / "none")}
 
 
