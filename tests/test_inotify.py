@@ -4,10 +4,14 @@ it (live.notices), beside watchfiles' path: real folders, real writes, the real 
 from __future__ import annotations
 
 import os
+import struct
 import threading
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from huddle.live.inotify import Inotify
 from huddle.live.notices import Notices
@@ -111,3 +115,22 @@ def test_notices_name_the_file_that_moved(tmp_path, kernel):
         for t in threads:
             t.join(30)
     assert not any(t.is_alive() for t in threads)
+
+
+@given(raw=st.binary(max_size=400), wds=st.lists(st.integers(-2, 4), max_size=6))
+@examples(max_examples=200, deadline=None)
+def test_any_bytes_read_name_only_watched_folders_and_never_raise(tmp_path_factory, raw, wds):
+    """What the kernel hands over is parsed event by event: bytes of any shape (a
+    short tail, an unknown watch, a name with no end) name paths under the watched
+    folders only, or say an overflow."""
+    root = tmp_path_factory.getbasetemp() / "inotify-any"
+    root.mkdir(exist_ok=True)
+    with Inotify([str(root)]) as ino:
+        events = b"".join(
+            struct.pack("iIII", wd, mask, 0, len(name)) + name
+            for wd, mask, name in zip(wds, (0x2, 0x100, 0x40000100, 0x4000, 0x8000, 0x200), (b"a", b"b\0\0\0", b""))
+        )
+        named: set[str] = set()
+        ok = ino._named(events + raw, named)
+        assert isinstance(ok, bool)
+        assert all(p == str(root) or p.startswith(str(root) + os.sep) for p in named)
