@@ -317,7 +317,6 @@ class Payload(msgspec.Struct):
     usage: Tokens | None = None
     # turn_context
     model: str | None = None
-    approval_policy: Raw = Raw()
 
 
 class Line(msgspec.Struct):

@@ -54,7 +54,6 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
         self._ts: datetime | str | None = None  # the current line's timestamp (text when odd)
         self._ts_for: datetime | str | None = None  # the timestamp last_t was worked out from
         self.model = ""
-        self.approval = ""
         self.lines = 0
         self.seen_meta = False
         self.copying = False  # inside a copy of the parent's history (forked sub-agent)
@@ -208,7 +207,6 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
                     self._usage(off, n, p.response_id or "", u)
             elif t == "turn_context":
                 self.model = p.model or self.model
-                self.approval = rec.raw_str(p.approval_policy) or self.approval
             elif t == "compacted":
                 self._compaction(off, n, one_line(p.message or "", 300))
         except Exception as exc:  # a line that decoded but holds what the code did not expect
