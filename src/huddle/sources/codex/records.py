@@ -380,7 +380,7 @@ def parts_text(content: list[Part] | str | None, kinds: tuple[str, ...] = ("inpu
         return ""
     if isinstance(content, str):
         return content
-    return "".join(p.text for p in content if p.text and p.type in kinds)
+    return "".join([p.text for p in content if p.text and p.type in kinds])  # (a list: joined faster)
 
 
 def raw_str(raw: Raw) -> str:

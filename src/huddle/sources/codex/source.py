@@ -169,7 +169,8 @@ class CodexHandle(Handle):
             self.session.add_all(p.out)
             p.out.clear()
 
-        drain(tf.reader, self.session, p.feed_kept, p.out, flush, every=256, judge=p, cut=p.skips_head)
+        feed = p.feed_legacy if p.legacy else p.feed_kept  # (chosen once, not asked of every line)
+        drain(tf.reader, self.session, feed, p.out, flush, every=256, judge=p, cut=p.skips_head)
 
     def _link(self) -> None:
         """Tie spawn calls, reports and answers to the children they concern, whichever

@@ -164,9 +164,7 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
 
     # -- lines -------------------------------------------------------------------------
 
-    def feed_kept(self, off: int, line: bytes) -> None:  # a line `skip` kept
-        if self.legacy:
-            return self.feed_legacy(off, line)
+    def feed_kept(self, off: int, line: bytes) -> None:  # a line `skip` kept (a legacy file's: feed_legacy)
         try:
             ln: rec.Line | rec.LooseLine = _decode_line(line)
         except msgspec.ValidationError as exc:  # (a subclass of DecodeError: first)
@@ -227,7 +225,7 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
         elif ty == "reasoning":
             summ = it.summary
             # a list of parts; some writers give one plain string (turn_context's shape); raw reasoning without one
-            text = summ if isinstance(summ, str) else "\n\n".join(p.text for p in summ or () if p.text)
+            text = summ if isinstance(summ, str) else "\n\n".join([p.text for p in summ or () if p.text])
             text = text or rec.parts_text(it.content, ("reasoning_text",))
             if text:
                 s, cut = cap(text)
@@ -329,7 +327,7 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
     def _agent_mail(self, it: rec.Payload, off: int, n: int) -> None:
         """Inter-agent mail (0.144+): a task for a child, a child's final answer."""
         parts = it.content if isinstance(it.content, list) else []
-        text = "".join((p.text or p.encrypted_content or "") for p in parts)
+        text = "".join([p.text or p.encrypted_content or "" for p in parts])
         kind, payload = mail_parts(text)
         if kind == "FINAL_ANSWER":
             self.results.report_path(it.author or "", payload, off, n, via="final_answer")
