@@ -8,6 +8,8 @@ import re
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from huddle.model.doing import input_summary
 from huddle.sources.codex import records as rec
@@ -80,5 +82,16 @@ def test_a_call_without_arguments_is_summed_up_as_before():
 def test_exit_codes_and_failures_read_as_before(out):
     m = text._EXITED.search(out) or text._EXIT_CODE.search(out) or text._JSON_EXIT.search(out)
     assert text.exit_code_of(out) == (int(m.group(1)) if m else None)
+    first = out.lstrip()[:200].split("\n", 1)[0].lower()
+    assert results.looks_failed(out) == any(w in first for w in results._FAILED)
+
+
+_PIECES = st.sampled_from([*results._FAILED, "FAILED", "Error", "TIMED OUT", "\n", " ", "\t", "exit", "ok", "é"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=40)), max_size=12))
+def test_looks_failed_says_what_a_search_of_the_first_line_says(pieces):
+    out = "".join(pieces)
     first = out.lstrip()[:200].split("\n", 1)[0].lower()
     assert results.looks_failed(out) == any(w in first for w in results._FAILED)

@@ -9,7 +9,6 @@ result; the other is then ignored. Outputs are read through their first bytes on
 
 from __future__ import annotations
 
-import re
 from typing import Any, Protocol
 
 import msgspec
@@ -25,13 +24,15 @@ OUTPUT_HEAD = 600  # bytes of a tool output looked at: the exit code line is in 
 _FAILED = ("failed", "error", "unavailable", "rejected(", "denied", "not allowed", "timed out")
 
 
-_FAILED_WORD = re.compile("|".join(re.escape(w) for w in _FAILED))
-
-
 def looks_failed(text: str) -> bool:
     head = text.lstrip()[:200]
     nl = head.find("\n")  # (its first line: a find, where a split made a list)
-    return _FAILED_WORD.search((head if nl < 0 else head[:nl]).lower()) is not None
+    first = (head if nl < 0 else head[:nl]).lower()
+    # (a loop of C searches: 0.25 µs, where a search of their alternation took 0.71, any() 0.43)
+    for word in _FAILED:  # noqa: SIM110
+        if word in first:
+            return True
+    return False
 
 
 class Links:
