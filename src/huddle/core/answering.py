@@ -6,11 +6,12 @@ cannot move, over files that had not moved), was read only for another's sake, o
 read this run and kept by it (the store's stamp says no other process wrote between:
 `Store.own`; a row time can move is named "volatile"), every source with a sessions
 folder was spared its scan, and each says which files its live signals come from
-(`Source.live_inputs`). Such a board is worked out from stamped things only, so while they stand still, it
-is what the full path would say. The usage index's run (`huddle usage --json`) is
-kept on the same terms, without the live signals: counting tokens, none matters; and
-one that read and kept what it read (a first read too) on the heads and scan stamps
-it wrote, which the next run would find unmoved before it sleeps on the sums kept.
+(`Source.live_inputs`). Such a board is worked out from stamped things only, so
+while they stand still, it is what the full path would say. The usage index's run
+(`huddle usage --json`) is kept on the same terms, without the live signals: counting
+tokens, none matters; and one that read and kept what it read (a first read too) on
+the heads and scan stamps it wrote, which the next run finds unmoved before it
+sleeps on the sums kept.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ def conditions(
     it counted) hangs on, and the files `also` (the user's prices); None if it cannot be
     stored. `stored_at` (a partial core, stored.patching: the store's stamp after it kept
     what it read): the sessions read this run stand on their new heads, if their rows
-    are settled; what they hang on is the part of a board's conditions they are. (On a
-    core counting tokens, whole or partial, the store's stamp after its own writes: its
-    sessions stand on the heads and its sources on the scan stamps this run wrote.)
+    are settled; what they hang on is the part of a board's conditions they are. A whole
+    core whose store moved by its own writes alone (`Store.own`) is taken as one: its
+    sessions stand on the heads, its sources on the scan stamps this run wrote (on a
+    core counting tokens, every session read: its sums are a function of files).
     `volatile` (a board): a session whose row time or a process can move does not keep
     the board from being stored; it is named here ("volatile"), and such an answer is
     never said as it stands: stored.patching builds those rows again, as a whole read
@@ -41,8 +43,7 @@ def conditions(
     cache = h.cache
     if not h.lazy or cache is None or cache.note or not h.settings.huddle_home:
         return None  # (the cache was not what it should be)
-    usage = h.settings.usage_only
-    if h.partial != (stored_at is not None) and (h.partial or not usage):
+    if h.partial != (stored_at is not None):
         return None  # (a partial core's answer is made whole by stored.patching)
     now = cache.store.stamp()
     if not cache.opened or now != (stored_at or cache.opened):
@@ -51,6 +52,7 @@ def conditions(
         # (what this run read it kept, no other writing between: its sessions stand on
         # the heads it wrote, as a partial core's do, and its scans on their new stamps)
         stored_at = now
+    usage = h.settings.usage_only
     heads = _heads(h, stored_at, usage, volatile)
     found = _source_inputs(h, usage) if heads is not None else None
     if heads is None or found is None:

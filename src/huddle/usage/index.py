@@ -138,15 +138,13 @@ def counted_from_index(
     for s in loaded:  # a session with nothing counted is kept too (as nothing)
         if s.key not in fresh:
             fresh[s.key] = _entry({**session_info(s), "rows": []}, table)
-    alone = cache is not None and cache.store.stamp() == cache.opened  # (no other process wrote it meanwhile)
     sums = _store(h, fresh, table, notes, want_rows, priced) if cache is not None else None
     if want_rows:
         return counted, notes
     # a run that read and kept what it read (a first read too) is kept on the heads it
-    # wrote: the next run finds them unmoved and says this (not a note said this run only)
-    if keep is not None and settings.huddle_home and alone and len(notes) == len(h.notes):
-        assert cache is not None
-        cond = conditions(h, also=[os.path.join(settings.huddle_home, USER_FILE)], stored_at=cache.store.stamp())
+    # wrote (core.answering: no other process writing between); not a note said this run only
+    if keep is not None and settings.huddle_home and len(notes) == len(h.notes):
+        cond = conditions(h, also=[os.path.join(settings.huddle_home, USER_FILE)])
         if cond is not None:
             keep.append(cond)
     if sums is not None and summed:
