@@ -108,3 +108,37 @@ def test_a_rollout_only_the_scan_can_place_asks_for_the_whole_refresh(home, whic
     assert h.read_files([str(came)]) is None
     h.refresh()
     assert as_json(board_json(h)) == fresh(home)
+
+
+def test_a_rollout_that_came_back_forgets_why_it_could_not_be_read(home, tmp_path):
+    """A rollout briefly a link out of the agent's folder (the scan says so), then put back
+    and placed as one that came: what was wrong with it is forgotten, so a later fault
+    (here a loop of links) is said once, for what it is, not with the old reason too."""
+    h = live(home)
+    src = next(s for s in h.sources if s.name == "codex")
+    model = next((CODEX / "apply_patch" / "codex_home" / "sessions").rglob("rollout-*.jsonl"))
+    sid = str(uuid.uuid4())
+    path = copied(model, home / "codex" / "sessions" / DAY, {thread_id(model): sid})
+    data = path.read_bytes()
+    h.refresh()
+    assert f"codex:{sid}" in h.handles
+    outside = tmp_path / "outside.jsonl"
+    outside.write_bytes(data)
+
+    def errors() -> list[str]:
+        found = src.scan({k: v for k, v in h.handles.items() if k != f"codex:{sid}"})
+        return [x.session.error for x in found.values() if str(path) in (x.session.error or "")]
+
+    path.unlink()
+    assert errors() == []  # (gone: no longer a thread of the scan's)
+    path.symlink_to(outside)
+    assert [e for e in errors() if "out of the agent's folder" in e]
+    path.unlink()
+    path.write_bytes(data)
+    assert src.came(str(path), {}) is not None  # (put back, placed without a scan)
+    path.unlink()
+    assert errors() == []
+    loop = path.with_name(path.name + ".loop")
+    loop.symlink_to(path.name)
+    path.symlink_to(loop.name)
+    assert not [e for e in errors() if "out of the agent's folder" in e]

@@ -44,5 +44,6 @@ def came(src: CodexSource, path: str, known: dict[str, Handle]) -> tuple[ThreadI
         if info.id in (other.id, other.parent, other.forked_from) or other.root_hint == info.id:
             return None
     src._threads[path] = info
+    src._bad.pop(path, None)  # (read well now: what was wrong with it before is forgotten)
     src.system.forget()  # (its writer lock was just taken: read as held, not from the last look)
     return info, path

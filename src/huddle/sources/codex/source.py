@@ -294,9 +294,11 @@ class CodexSource(Source):
             if path in self._threads:
                 continue
             self._read_meta(path)
-        gone = self._threads.keys() - set(paths)
-        for path in gone:
+        listed = set(paths)
+        for path in self._threads.keys() - listed:
             del self._threads[path]
+        for path in self._bad.keys() - listed:  # (gone: back, it is read again, not said broken as then)
+            del self._bad[path]
         by_id: dict[str, tuple[ThreadInfo, str]] = {}
         for path in sorted(self._threads, key=lambda p: (self.folders.archived(p), p)):  # in both: its live copy
             info = self._threads[path]
@@ -321,7 +323,7 @@ class CodexSource(Source):
                 h.session.version += 1
         read = {f for h in found.values() for f in h.files()}
         for path, (_size, why) in self._bad.items():
-            if path in paths and path not in read:  # a thread being read says its own trouble
+            if path in listed and path not in read:  # a thread being read says its own trouble
                 h = BrokenHandle(path, why)
                 found.setdefault(h.key, h)
         moved = self._lock_changes()
@@ -385,7 +387,8 @@ class CodexSource(Source):
         try:
             st = os.stat(path)
         except OSError as exc:
-            remember(path, exc)  # a symlink loop: a note (a missing file is none)
+            remember(path, exc)  # a symlink loop: a note (a missing file is none), its only one
+            self._bad.pop(path, None)
             return
         # size, times and inode: a chmod back, a FIFO removed, a file put back all count
         size = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
