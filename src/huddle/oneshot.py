@@ -279,6 +279,8 @@ def said_now(ask_server: bool = True) -> tuple[bytes | bytearray | memoryview | 
     patched)."""
     from huddle.io.answers import PATCHABLE
 
+    if ask_server and (told := from_server(fenced=True)) is not None:  # (nothing stated: live.fences)
+        return told, False
     said, stale = looked(most=PATCHABLE, came=ask_server)
     if said is not None:
         return said, False
@@ -296,10 +298,10 @@ def said_now(ask_server: bool = True) -> tuple[bytes | bytearray | memoryview | 
         return patched(stale, echo), True
 
 
-def from_server(stale: Any = None) -> bytes | bytearray | None:
+def from_server(stale: Any = None, fenced: bool = False) -> bytes | bytearray | None:
     """The board as a `huddle serve` running on this home says it now (io.served: told
-    the session files that moved under a `stale` stored answer), its notes said; None
-    when none answers."""
+    the session files that moved under a `stale` stored answer, or `fenced`: a fence
+    left, nothing stated), its notes said; None when none answers."""
     import os
 
     from huddle.io import served
@@ -315,7 +317,7 @@ def from_server(stale: Any = None) -> bytes | bytearray | None:
             stale.data.get("saved_ns"),
             [*came],
         )
-    got = served.ask(home, "status", moved, since, folders, code_now) if home else None
+    got = served.ask(home, "status", moved, since, folders, code_now, fenced) if home else None
     if got is None:
         return None
     said, notes = got

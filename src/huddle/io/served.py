@@ -8,6 +8,10 @@ goes over a Unix socket in huddle's own folder (`$HUDDLE_HOME/run`, 0700: only i
 user can connect) and carries what the answer hangs on besides the files: the
 environment (the folders it names) and huddle's code. A server that differs in either,
 or has not finished its first read, declines, and the command reads as it always did.
+A command asks first with a fence (live.fences: a file it makes in `run/fences`, which
+a server watching through the kernel reads after every write made before it), having
+stated nothing; a server that cannot see fences declines, and the command then states
+the files its stored answer hangs on and names the ones that moved.
 
 Standard library only: the command asks before importing anything of huddle's core.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import _socket  # (not socket: its enums cost a command 3 ms of a 50 ms answer)
 import marshal
 import os
+import time
 
 from .answers import code
 
@@ -26,12 +31,18 @@ if TYPE_CHECKING:
     from typing import Any
 
 SOCKET = "serve.sock"
+FENCES = "fences"
 ASK_MAX = 4 << 20  # a question past this is no question of huddle's
 WAIT = 60.0  # seconds a command waits on an answer: a hang guard, far above a server's round
 
 
 def socket_path(huddle_home: str) -> str:
     return os.path.join(huddle_home, "run", SOCKET)
+
+
+def fence_folder(huddle_home: str) -> str:
+    """Where a command leaves its fence before it asks (live.fences)."""
+    return os.path.join(huddle_home, "run", FENCES)
 
 
 def question(
@@ -101,18 +112,28 @@ def ask(
     since_ns: int | None = None,
     folders: list[str] | None = None,
     code_now: list[Any] | None = None,
+    fenced: bool = False,
 ) -> tuple[bytes | bytearray, list[str]] | None:
     """(the answer, UTF-8, and its notes) from a server running on this home (`moved`,
-    `since_ns`, `folders`, `code_now`: see `question`); None when there is none, it declines, or anything goes
-    wrong (the command reads itself)."""
+    `since_ns`, `folders`, `code_now`: see `question`; `fenced`: nothing stated, a
+    fence left instead: live.fences); None when there is none, it declines, or
+    anything goes wrong (the command reads itself)."""
     path = socket_path(huddle_home)
     if not os.path.exists(path):
         return None
+    fence = None
+    if fenced:
+        fence = _fence(huddle_home)
+        if fence is None:
+            return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(WAIT)
     try:
         sock.connect(path)
-        sock.sendall(frame(question(what, moved, since_ns, folders, code_now)))
+        q = question(what, moved, since_ns, folders, code_now)
+        if fence is not None:
+            q["fence"] = os.path.basename(fence)
+        sock.sendall(frame(q))
         head = read_frame(sock)
         if not isinstance(head, dict) or not head.get("ok") or not isinstance(head.get("length"), int):
             return None
@@ -124,3 +145,20 @@ def ask(
         return None
     finally:
         sock.close()
+        if fence is not None:
+            try:
+                os.unlink(fence)
+            except OSError:
+                pass
+
+
+def _fence(huddle_home: str) -> str | None:
+    """A new file in the fence folder (live.fences): made after every write this
+    command could have seen, so a server that reads its creation has read those too.
+    None when there is no such folder (a server that takes no fences)."""
+    path = os.path.join(fence_folder(huddle_home), f"{os.getpid()}-{time.time_ns()}")
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except OSError:
+        return None
+    return path

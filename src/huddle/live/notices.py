@@ -13,8 +13,11 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from .fences import FENCE_WAIT, Fences
 
 
 class Notices:
@@ -33,17 +36,21 @@ class Notices:
         self._told: list[str] | None = None  # named by a command (`name`): the folders it saw move
         self._lock = threading.Lock()
         self._real: dict[str, str] = {}  # a watched folder's real path -> the path the sources use
+        self.fences = Fences()  # a command's marks in the same queue (live.fences): the kernel's only
+        self.since_ns = 0  # when the kernel's watches were all in place (0: not watching through it)
 
     def ensure(self, roots: list[str], given: Callable[[], list[str]]) -> None:
         """Watch these folders (`roots`, real paths; `given()`: the same as the sources
         name them), those that exist now; start again when that set changes."""
-        now = tuple(sorted(r for r in set(roots) if os.path.isdir(r)))
+        fences = self.fences.folder
+        now = tuple(sorted(r for r in {*roots, *([fences] if fences else ())} if os.path.isdir(r)))
         self._real = {os.path.realpath(r): r for r in given()}
         if now == self.watched and (self.watching or not now):
             return
         self.stop()
         self.watched = now
         self.watching = False
+        self.since_ns = 0
         if not now:
             return
         stop = self._stop = threading.Event()
@@ -51,7 +58,20 @@ class Notices:
         t.start()
         self.threads.append(t)
 
+    @property
+    def fencing(self) -> bool:
+        """Whether a fence made now would be seen (live.fences): the kernel's watches
+        are in place, the fence folder among them."""
+        folder = self.fences.folder
+        return self.since_ns > 0 and self.watching and folder is not None and folder in self.watched
+
+    def fenced(self, fence: str) -> int | None:
+        """When the watches that read the command's `fence` were all in place (ns), once
+        every notice before it is named; None if it is not seen in FENCE_WAIT."""
+        return (self.fences.wait(fence, FENCE_WAIT) or None) if self.fencing else None
+
     def stop(self) -> None:
+        self.fences.lost()
         if self._stop is not None:
             self._stop.set()
             if (inotify := self._inotify) is not None:
@@ -95,13 +115,20 @@ class Notices:
             return False
         with inotify:
             self._inotify = inotify
+            since = time.time_ns()  # (every watch in place: whatever moves from here on is named)
             if not stop.is_set():
+                self.since_ns = since
                 self._started()
             while not stop.is_set():
                 named = inotify.read()
-                if named is None or named:
-                    self._named_in(named)
+                rest, fences = (None, []) if named is None else self.fences.apart(named)
+                if named is None:
+                    self.fences.lost()
+                if rest is None or rest:
+                    self._named_in(rest)
                     self.wake.set()
+                if fences:  # (after what came before them was named)
+                    self.fences.seen(fences, since)
         return True
 
     def _started(self) -> None:
@@ -122,10 +149,12 @@ class Notices:
                 if got == "stop":
                     break
                 if isinstance(got, set) and got:
-                    try:
-                        named: set[str] | None = {str(path) for _change, path in got}
+                    try:  # (a fence here says nothing of order: set apart, never seen)
+                        named: set[str] | None = self.fences.apart({str(path) for _change, path in got})[0]
                     except (TypeError, ValueError):
                         named = None
+                    if named is not None and not named:
+                        continue
                     self._named_in(named)
                     self.wake.set()
 

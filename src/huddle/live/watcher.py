@@ -32,7 +32,7 @@ from huddle.live.notices import Notices
 from huddle.model.attention.debounce import Debouncer
 from huddle.model.rows import Row
 from huddle.views import api
-from huddle.views.board import board_notes, kept_rows, listed, rows_key, session_entry, sort_rows, typed
+from huddle.views.board import board_notes, cached_rows, kept_rows, listed, rows_key, session_entry, sort_rows
 from huddle.views.files import file_counts
 from huddle.views.states import look_again_in
 
@@ -177,18 +177,13 @@ class Watcher:
         self._run()
 
     def _prime_from_cache(self) -> None:
-        """The board as the cache last saw it: every listed row of the cached sessions, if
-        built with the prices and idle time in force (else the first read builds them).
-        Before the watcher's thread starts: nothing else reads the cache yet (the core's
-        lock is not taken, so a caller that holds it does not hold up the start)."""
-        h = self.h
-        if h.cache.meta().get("rows") != rows_key(h, api.pricing_table(h)):
-            return
-        rows = typed({k: row for k, row in h.cache.rows() if isinstance(row, dict)})
-        if rows is None:
-            return  # (rows from another build: the first read builds them)
-        with self.rows_lock:
-            self.rows = {k: r for k, r in rows.items() if isinstance(r, Row) and listed(r)}
+        """The board as the cache last saw it (views.board.cached_rows). Before the
+        watcher's thread starts: nothing else reads the cache yet (the core's lock is not
+        taken, so a caller that holds it does not hold up the start)."""
+        rows = cached_rows(self.h)
+        if rows is not None:
+            with self.rows_lock:
+                self.rows = rows
 
     def _completed(self, key: str, s) -> None:
         """A page read this session whole (the core's lock is held): its events are pushed
@@ -272,13 +267,18 @@ class Watcher:
             if refresh:
                 want = False
 
-    def read_now(self, moved: list[str] | None = None, since: int | None = None, folders: Iterable[str] = ()) -> bool:
-        """A refresh round run now on the watcher's thread, its rows told as any round's
-        (a `status --json` a running server answers: every byte written before it asked
-        is read). `moved`: the only files that moved since `since` (ns: io.served), and
-        the `folders` that did (Huddle.read_files): read alone if this core's last whole
-        read began after it, else everything is looked at. False if the watcher stopped
-        or the round did not end in ASKED_WAIT."""
+    def read_now(
+        self, moved: list[str] | None = None, since: int | None = None, folders: Iterable[str] = (), fence: str = ""
+    ) -> bool:
+        """A round now on the watcher's thread, told as any round's (a `status --json` a
+        server answers: every byte written before it asked is read). `moved`: the only
+        files that moved since `since` (ns: io.served), and the `folders` that did; or a
+        command's `fence` (live.fences): what notices named before it. Read alone if the
+        last whole read began after that, else all. False if the watcher stopped, the
+        round took over ASKED_WAIT, or the fence was not seen."""
+        if fence and (since := self.notices.fenced(fence)) is None:
+            return False
+        moved = [] if fence else moved
         with self.rounds:
             if moved is not None and since is not None and self.whole_at_ns >= since:
                 self.notices.name(moved, folders)
@@ -353,7 +353,8 @@ class Watcher:
         poll = self.poll_watched if self.notices.watching else self.poll_unwatched
         whole, self._whole = self._whole, False
         quick = hints is not None and not whole and (told is not None or (bool(hints) and t0 - self._last_poll < poll))
-        got = self.h.read_files(hints, told or ()) if quick else None
+        # (a fence's round with nothing named: nothing to read)
+        got = (self.h.read_files(hints, told or ()) if hints or told else set()) if quick else None
         if got is None:
             self.whole_at_ns = time.time_ns()  # (what moved before this, this read sees)
             got = self.h.refresh()
@@ -394,8 +395,7 @@ class Watcher:
 
     def _full_pass(self, publish: bool = True) -> list:
         self._last_full = time.monotonic()
-        keys = set(self.h.handles) | set(self.rows)
-        msgs = self._messages(keys)
+        msgs = self._messages(set(self.h.handles) | set(self.rows))
         return msgs if publish else []
 
     def _messages(self, keys: set[str], fresh: set[str] | None = None) -> list[tuple[str, dict, str | None]]:

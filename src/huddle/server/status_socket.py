@@ -61,9 +61,25 @@ class StatusSocket:
             return False
         st = os.stat(self.path)
         self._sock, self._ident = sock, (st.st_dev, st.st_ino)
+        self._fences()
         self._thread = threading.Thread(target=self._run, name="huddle-status-socket", daemon=True)
         self._thread.start()
         return True
+
+    def _fences(self) -> None:
+        """The folder a command leaves its fence in (live.fences), watched with the
+        agents' folders from the watcher's next round."""
+        if self.watcher is None:
+            return
+        fences = self.watcher.notices.fences
+        folder = served.fence_folder(self.h.settings.huddle_home)
+        try:
+            os.makedirs(folder, mode=0o700, exist_ok=True)
+        except OSError:
+            return  # (no fences: a command stats, as before)
+        fences.folder = folder
+        fences.clear()
+        self.watcher.wake.set()  # (its next round watches the folder)
 
     def stop(self) -> None:
         self._stop.set()
@@ -116,6 +132,9 @@ class StatusSocket:
             return "other code"
         if not self.watcher.started:
             return "the first read is not done"
+        fence = q.get("fence")
+        if isinstance(fence, str):  # (the command stated nothing: the kernel's notices say what moved)
+            return "" if self.watcher.read_now(fence=fence) else "its fence was not seen"
         moved, since, folders = q.get("moved"), q.get("since_ns"), q.get("folders")
         hints = [str(p) for p in moved] if isinstance(moved, list) and isinstance(since, int) else None
         stirred = [str(d) for d in folders] if isinstance(folders, list) else []

@@ -311,6 +311,15 @@ def typed(kept: dict[str, Any]) -> dict[str, Row | Kept] | None:
     return out
 
 
+def cached_rows(h: Huddle) -> dict[str, Row] | None:
+    """The listed rows of the cached sessions as the cache last saw them, if built with
+    the prices and idle time in force; None if not (the first read builds them)."""
+    if h.cache is None or h.cache.meta().get("rows") != rows_key(h, pricing_table(h)):
+        return None
+    rows = typed({k: row for k, row in h.cache.rows() if isinstance(row, dict)})
+    return None if rows is None else {k: r for k, r in rows.items() if isinstance(r, Row) and listed(r)}
+
+
 def board_json(
     h: Huddle,
     at: float | None = None,
