@@ -284,7 +284,7 @@ class LineReader:
                 while True:
                     if c.long_at >= 0 and _SEEK_DATA is not None:
                         pos = self._skip_hole(fd, pos, st.st_size)
-                    # (what fstat said is left, when less than a chunk: a 1 MB buffer for a
+                    # (what fstat said is left, when less than a chunk: a whole chunk for a
                     # 40 kB file costs its allocation and shrinking; a file that grew since is
                     # read on, as it would be)
                     left = st.st_size - pos
