@@ -4,6 +4,10 @@ Typed decoding of only the fields huddle needs: msgspec skips the rest (request
 blobs, tool outputs, file snapshots) without building Python objects for them.
 One permissive struct per level, `type: str`, never a tagged union: Claude Code
 adds block and record types every release.
+
+Each struct is `gc=False`: a decoded record is a tree of strings and numbers, never a
+cycle, so the cycle collector need not track it (tracked, a full parse's million decoded
+structs set off collections that cost ~5% of its decoding).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from huddle.model.doing import input_summary as summarize
 from huddle.model.events import Usage
 
 
-class ResponseBlock(msgspec.Struct):  # what a usage-only read looks at: an Agent call names its agent
+class ResponseBlock(msgspec.Struct, gc=False):  # what a usage-only read looks at: an Agent call names its agent
     type: str = ""
     id: str | None = None
     name: str | None = None
@@ -38,11 +42,11 @@ class Block(ResponseBlock):
 Count = Annotated[int, msgspec.Meta(ge=0)]
 
 
-class CacheCreation(msgspec.Struct):
+class CacheCreation(msgspec.Struct, gc=False):
     ephemeral_1h_input_tokens: Count | None = 0
 
 
-class ClaudeUsage(msgspec.Struct):  # (in Claude Code's order: each key found at the first try)
+class ClaudeUsage(msgspec.Struct, gc=False):  # (in Claude Code's order: each key found at the first try)
     input_tokens: Count | None = 0
     cache_creation_input_tokens: Count | None = 0
     cache_read_input_tokens: Count | None = 0
@@ -50,7 +54,7 @@ class ClaudeUsage(msgspec.Struct):  # (in Claude Code's order: each key found at
     cache_creation: CacheCreation | None = None  # 5m / 1h split of the cache writes
 
 
-class ResponseMessage(msgspec.Struct):
+class ResponseMessage(msgspec.Struct, gc=False):
     id: str | None = None
     role: str | None = None
     model: str | None = None
@@ -63,15 +67,15 @@ class Message(ResponseMessage):
     stop_reason: str | None = None
 
 
-class Attachment(msgspec.Struct):
+class Attachment(msgspec.Struct, gc=False):
     type: str = ""
 
 
-class Origin(msgspec.Struct):
+class Origin(msgspec.Struct, gc=False):
     kind: str | None = None
 
 
-class Response(msgspec.Struct):
+class Response(msgspec.Struct, gc=False):
     """A usage-only read's response: a quarter of Record's fields (msgspec scans them for each of
     its ~20 unknown keys); the rest unchecked (a numeric `isMeta` counts here, not in a full read)."""
 
@@ -108,7 +112,7 @@ class Record(Response):
     permissionMode: str | None = None
 
 
-class AgentResult(msgspec.Struct):
+class AgentResult(msgspec.Struct, gc=False):
     """The structured `toolUseResult` of an Agent call."""
 
     status: str | None = None
@@ -119,26 +123,26 @@ class AgentResult(msgspec.Struct):
     handbackReport: str | None = None
 
 
-class BashResult(msgspec.Struct):
+class BashResult(msgspec.Struct, gc=False):
     backgroundTaskId: str | None = None
 
 
 decode_record = msgspec.json.Decoder(Record).decode
 
 
-class MirroredRecord(msgspec.Struct):  # a sub-agent's record, as its caller's file mirrors it
+class MirroredRecord(msgspec.Struct, gc=False):  # a sub-agent's record, as its caller's file mirrors it
     type: str = ""
     timestamp: str | None = None
     message: ResponseMessage | None = None
 
 
-class AgentProgress(msgspec.Struct):
+class AgentProgress(msgspec.Struct, gc=False):
     type: str = ""
     agentId: str | None = None
     message: MirroredRecord | None = None
 
 
-class Progress(msgspec.Struct):
+class Progress(msgspec.Struct, gc=False):
     """A `progress` record of type agent_progress (Claude Code 2.1.x): a record of a
     running sub-agent, copied into its caller's file as the sub-agent writes it. The sub-
     agent's own file may be gone (a history that kept the main files only): its responses
