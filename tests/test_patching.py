@@ -266,6 +266,65 @@ def test_an_append_beside_sessions_titled_across_their_folder_is_patched(tmp_pat
     assert board_file(tmp_path / "hh") == board_file(tmp_path / "truth")
 
 
+def _new_session_of_its_own(folder, like, i: int):
+    """A session that came in `folder`: the file `like` with every id its own (a new
+    `claude` run: no response of another session in it), written an hour ago."""
+    text = _clone(like.read_text(), i).replace('"id":"msg_', f'"id":"msg_new{i}')
+    path = folder / f"{_clone(like.stem, i)}.jsonl"
+    path.write_text(text)
+    then = time.time() - 3600
+    for p in (path, folder):
+        os.utime(p, (then, then))
+    return path
+
+
+def test_a_new_session_of_its_own_is_patched_in_and_said_as_a_first_read_says_it(home):
+    """A file that came in a project folder, holding no response of another session: read
+    alone and put among the stored rows (not the heads of every stored session), with
+    the board file and the next stored answer as the whole path leaves them."""
+    env = environment(home)
+    until_stored(env)
+    src = session_file(home, "01-basic-tools")
+    new = _new_session_of_its_own(src.parent, src, 7)
+    out, notes, how = status(env)
+    assert how == "patched"
+    assert (out, notes) == fresh(home, env)
+    assert any(r["id"] == new.stem for r in json.loads(out)["sessions"])
+    assert board_file(home / "hh") == board_file(home / "truth")
+    assert status(env) == (out, notes, "stored")
+
+
+def test_a_new_session_in_a_folder_titled_across_is_read_with_its_folder(tmp_path):
+    """Claude Code 1.0-2.0 folders title sessions from each other's summary records: a
+    session that came there is read with its folder-mates, as the whole path reads them."""
+    scenario = SAMPLES / "claude-history" / "2.0.14" / "05-compact" / "config" / "projects"
+    (folder,) = scenario.iterdir()
+    mine = tmp_path / "claude" / "projects" / folder.name
+    shutil.copytree(folder, mine)
+    settle(tmp_path)
+    env = environment(tmp_path)
+    until_stored(env)
+    (like,) = [p for p in mine.glob("*.jsonl") if '"assistant"' in p.read_text()]
+    _new_session_of_its_own(mine, like, 3)
+    out, notes, how = status(env)
+    assert how == "patched" and (out, notes) == fresh(tmp_path, env)
+    assert board_file(tmp_path / "hh") == board_file(tmp_path / "truth")
+    assert status(env)[:2] == (out, notes)
+
+
+def test_a_new_sub_agent_file_of_a_sleeping_session_is_worked_out_whole(home):
+    """A file in a session's own folder is that session's (Source.came): only a core
+    holding the session places it, so a stored answer that does not is not patched."""
+    env = environment(home)
+    until_stored(env)
+    subs = next(p for p in (home / "claude" / "projects").rglob("subagents") if p.is_dir())
+    agent = next(subs.glob("agent-*.jsonl"))
+    shutil.copy(agent, agent.with_name("agent-a0a0a0a0a0a0a0a0a.jsonl"))
+    settle(home)
+    out, notes, how = status(env)
+    assert how == "read" and (out, notes) == fresh(home, env)
+
+
 def _nested(inner: st.SearchStrategy) -> st.SearchStrategy:
     return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
 

@@ -286,7 +286,7 @@ def said_now(ask_server: bool = True) -> tuple[bytes | bytearray | memoryview | 
         return said, False
     if ask_server and (told := from_server(stale)) is not None:
         return told, False
-    if stale is None or stale.came is not None:  # (a folder moved: only a scan says what came or went)
+    if stale is None:
         return None, False
     if not stale.usable(lambda line: echo(f"huddle: {line}", err=True)):  # (a server's question checks less)
         return None, False

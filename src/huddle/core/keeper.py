@@ -44,12 +44,22 @@ class Keeper:
     """The handle cache of one use (`name`: the board's, the usage index's, the search
     index's), its sleeping sessions, and when they wake. `only`: hold these cached
     sessions alone, as if no other were stored (the part of a board a stored answer
-    says moved: stored.patching; one session asked for: core.single)."""
+    says moved: stored.patching; one session asked for: core.single). `known` (with
+    `only`): the files every stored session reads, as a stored answer's index lists
+    them: a source whose folders only gained files it places is spared its scan then
+    too (`explained`), as a keeper holding them all spares it."""
 
-    def __init__(self, mode: Mode | None = None, name: str = BOARD, only: Iterable[str] | None = None) -> None:
+    def __init__(
+        self,
+        mode: Mode | None = None,
+        name: str = BOARD,
+        only: Iterable[str] | None = None,
+        known: Iterable[str] | None = None,
+    ) -> None:
         self.mode = mode or BoardMode()
         self.name = name
         self.only = None if only is None else list(only)
+        self.known = None if known is None else set(known)
         self.cache: HandleCache | None = None
         self.dormant: dict[str, Dormant] = {}
         # a refresh writes the cache each time; a long-lived reader (the server's watcher)
@@ -106,7 +116,7 @@ class Keeper:
             scan |= {k.split(":", 1)[0] for k in lost}  # the scan reads those again
             # (and one whose move can give other sessions' files to it: Handle.regroups)
             scan |= {k.split(":", 1)[0] for k in waking if k in core.handles and core.handles[k].regroups()}
-        if not self.mode.holds_all and self.only is None:
+        if not self.mode.holds_all and (self.only is None or self.known is not None):
             still |= self.explained(core, {src.name for src in core.sources} - still - scan)
         return still - scan
 
@@ -123,7 +133,7 @@ class Keeper:
             if not (cache.meta().get("scans") or {}).get(name):
                 continue
             if known is None:
-                known = {f for h in core.handles.values() for f in h.files()}
+                known = {f for h in core.handles.values() for f in h.files()} | (self.known or set())
                 known.update(f[0] for d in self.dormant.values() for f in d.head.get("files") or ())
             got = cache.explain(name, known)
             if got is None:

@@ -138,7 +138,8 @@ class Stale:
     its conditions, its text, its index, and those files. `came`, when folders its
     sources' scans looked at moved: per folder, the files that came there, which only a
     reader that knows the folder's files can say, and what went from it (a running
-    server: io.served; never stored.patching, which knows only the stored sessions)."""
+    server: io.served; stored.patching, knowing every stored session's files from the
+    index, places those a source places without its scan, and leaves the rest whole)."""
 
     __slots__ = ("_unchecked", "came", "data", "index", "moved", "said")
 

@@ -25,6 +25,7 @@ from huddle.core.keeper import folder_of
 from huddle.io import answers
 from huddle.io.boardfile import board_path, board_row, entry_of, read_kept, write_kept
 from huddle.model.rows import Kept, Row, plain
+from huddle.sources import guarded
 
 if TYPE_CHECKING:
     from huddle.core.huddle import Huddle
@@ -65,6 +66,8 @@ def wanted(stale: answers.Stale) -> set[str] | None:
         moved |= owners[p]
     tangle = set(stale.index.get("tangle") or ())
     folders = {folder_of(files[k]) for k in moved if k in tangle} - {""}
+    if stale.came:  # (a session that came where titles are decided across the folder: all of it)
+        folders |= set(stale.came) & {folder_of(files[k]) for k in tangle if k in files}
     near = {k for k, paths in files.items() if folders and folder_of(paths) in folders}
     moved |= set(stale.data.get("volatile") or ())  # (rows time or a process can move: built again)
     return moved | set(stale.index["tangled"]) | near
@@ -84,20 +87,28 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     want = wanted(stale)
     if want is None or len(want) > answers.PATCHABLE:
         return None
-    h = Huddle(keep=Keeper(only=want))
+    # (files that came: placed as the full path's keeper places them, knowing every file)
+    known = [p for paths in stale.index["files"].values() for p in paths] if stale.came else None
+    h = Huddle(keep=Keeper(only=want, known=known))
     home = h.settings.huddle_home
     if not home or h.cache is None or set(h.dormant) != want or h.cache.note:
         return None  # (a session not in the store, or a store not to be trusted: the whole path says so)
     old = read_kept(board_path(home))  # (its rows as bytes: only the moved ones are written again)
     if old is None:
         return None
-    h.cache.vouched = list(stale.data["scans"])  # (the look just found their folders still)
+    # (the look just found their folders still; but those where files came)
+    # (written once all is vouched for, below: a run that goes whole after all reads the
+    # cache as this one found it, a session that came still new there)
+    if h.keeper is not None:
+        h.keeper.autosave = False
+    h.cache.vouched = [st for st in stale.data["scans"] if not any(d[0] in (stale.came or ()) for d in st)]
     counted = stale.index.get("counts")
     if not isinstance(counted, dict):
         return None  # (an answer from before files were counted: the whole path counts them)
     before = sessions_counts(h, {})  # the sessions as the answer had them (asleep: their heads)
     h.refresh(FirstRead())
-    if not whole_read(h, stale, want):
+    came = set(h.handles) - want  # (new sessions only: a stored one is the whole path's)
+    if came & stale.index["files"].keys() or not whole_read(h, stale, want | came) or not held_alone(h, came, want):
         return None
     built: dict[str, Row] = {}
     data = board_json(h, raw=True, built=built)
@@ -182,6 +193,27 @@ def _before(a: list[Any], b: list[Any]) -> bool:
     return (a[0], a[1]) > (b[0], b[1]) or ((a[0], a[1]) == (b[0], b[1]) and (a[2], a[3]) < (b[2], b[3]))
 
 
+def held_alone(h: Huddle, came: set[str], want: set[str]) -> bool:
+    """Whether the sessions that came hold no response another session outside this
+    core holds (the store says which), and name none as their copies' origin: the full
+    path would wake those (core.keeper.Keeper.partners), and their rows could move."""
+    if not came:
+        return True
+    from huddle.model import events as ev
+
+    rids: list[str] = []
+    named: set[str] = set()
+    for k in came:
+        s = h.handles[k].session
+        for e in s.events:
+            if e.kind == ev.USAGE and e.id and not e.copied:
+                rids.append(f"{s.source}:{e.id}")
+                if e.origin:
+                    named.add(f"{s.source}:{e.origin}")
+    holders = h.cache.store.holders(rids) if rids and h.cache is not None else set()
+    return holders is not None and (holders | named) <= (want | came)
+
+
 def whole_read(h: Huddle, stale: answers.Stale, want: set[str]) -> bool:
     """Whether the refresh read just what the full path would: every session wanted is
     in this core, read or left asleep by the keeper (a folder-mate of a moved session
@@ -192,8 +224,12 @@ def whole_read(h: Huddle, stale: answers.Stale, want: set[str]) -> bool:
         return False
     if any(src.roots() and src.exists() and src.name not in h.spared for src in h.sources):
         return False
-    folders = h.settled_in
     files: dict[str, list[str]] = stale.index["files"]
+    # (a folder a session came to is looked at, but a title is decided across it only where
+    # one of its sessions takes or gives one: core.titles.tied)
+    tangle = [files[k] for k in stale.index.get("tangle") or () if k in files]
+    tangle += [x.files() for x in h.handles.values() if guarded("tangle", x.entangled)]
+    folders = h.settled_in & {folder_of(paths) for paths in tangle}
     return not folders or not any(k not in want and folder_of(p) in folders for k, p in files.items())
 
 
