@@ -34,6 +34,7 @@ distort) and the median of the per-round ratios. Measures:
   usage append     one line appended to one session before each run, huddle and agentsview alike
   status           `huddle status --json`, cache there  | `agentsview session list --json` (a running daemon)
                    (and with `huddle serve` up, as AgentsView's daemon is: a stale answer asked of it)
+  one-shot floor   a Python that imports what a one-shot read loads, reads nothing | the same list
   status line      `huddle statusline`                  | `ccusage statusline --offline`, same stdin
   serve            `huddle serve` to its first /api/sessions (and RSS then) | `agentsview serve` to /api/v1/sessions
 
@@ -64,6 +65,12 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 PY = sys.executable
 # `huddle` as its console script runs it (`-m huddle` adds runpy's imports, ~20 ms a run)
+# What `huddle status --json` imports when it reads what moved (stored.patching), and
+# nothing else: the floor under every one-shot path that reads a file.
+ONE_SHOT_FLOOR = (
+    "import huddle.oneshot, huddle.stored.patching, huddle.core, huddle.views.board, huddle.views.said;"
+    "from huddle.sources import registry; registry.load_notes()"
+)
 HUDDLE = [PY, "-c", "import sys; from huddle.entry import main; sys.argv[0] = 'huddle'; sys.exit(main())"]
 TOKENS = ("input", "output", "cache_read", "cache_write")
 
@@ -515,6 +522,15 @@ def measure(a: argparse.Namespace, only: set[str], claude: Path, codex: Path) ->
                     lambda: timed(list_cmd, av_env),
                     a.runs,
                     before=b.append,
+                )
+                # the least a one-shot run that reads can cost, beside the peer's daemon:
+                # a Python started and the modules such a run loads, nothing read
+                b.pair(
+                    "one-shot floor: python + imports",
+                    "agentsview",
+                    lambda: timed([PY, "-c", ONE_SHOT_FLOOR], b.env()),
+                    lambda: timed(list_cmd, av_env),
+                    a.runs,
                 )
                 with Served(huddle, b.env()):
                     b.pair(
