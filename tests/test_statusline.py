@@ -71,10 +71,13 @@ def test_imports_only_the_standard_library():
         "from huddle import entry\n"
         "try:\n    entry.main()\nexcept SystemExit:\n    pass\n"
         "extra = sorted(m for m in set(sys.modules) - before if m.split('.')[0] not in sys.stdlib_module_names);"
+        "print(sorted(m for m in ('typing', 're') if m in sys.modules and m not in before), file=sys.stderr);"
         "print(extra, file=sys.stderr)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    extra = eval(out.stderr.strip().splitlines()[-1])
+    *_, heavy, last = out.stderr.strip().splitlines()
+    extra = eval(last)
+    assert heavy == "[]"  # (typing and re: ~10 ms of a ~23 ms run, before quota.py left them)
     # huddle's own modules it may use: the standard-library-only ones (io/, model/'s rule tables)
     allowed = ("huddle", "huddle.entry", "huddle.statusline", "huddle.io", "huddle.model", "huddle.model.attention")
     assert extra and all(m in allowed or m.startswith("huddle.io.") for m in extra), extra
@@ -87,7 +90,7 @@ def test_the_stored_answers_path_imports_no_typing():
     # (what the interpreter had before, a coverage run's own start among it, is not counted)
     code = (
         "import sys; before = set(sys.modules); import huddle.entry, huddle.oneshot, huddle.io.answers,"
-        " huddle.io.served, huddle.io.boardfile, huddle.statusline; huddle.oneshot.stored_name('status');"
+        " huddle.io.served, huddle.io.boardfile, huddle.io.quota, huddle.statusline; huddle.oneshot.stored_name('status');"
         "print(sorted(m for m in ('typing', 're') if m in sys.modules and m not in before))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
