@@ -177,10 +177,24 @@ def tangled_with(dormant: Mapping[str, Dormant], waking: list[str]) -> list[str]
 def response_ids(h: Handle) -> list[str]:
     """The responses a session holds as the ledger indexes them (huddle.model.ledger:
     its own, not copies marked as such), named with their source."""
+    return response_ties([h])[0]
+
+
+def response_ties(handles: Iterable[Handle]) -> tuple[list[str], set[str]]:
+    """What ties these sessions to others through their counts: the responses they hold
+    (`response_ids`) and the sessions their copies name as their origin, keyed."""
     from huddle.model import events as ev
 
-    src = h.session.source
-    return [f"{src}:{e.id}" for e in h.session.events if e.kind == ev.USAGE and e.id and not e.copied]
+    rids: list[str] = []
+    named: set[str] = set()
+    for h in handles:
+        src = h.session.source
+        for e in h.session.events:
+            if e.kind == ev.USAGE and e.id and not e.copied:
+                rids.append(f"{src}:{e.id}")
+                if e.origin:
+                    named.add(f"{src}:{e.origin}")
+    return rids, named
 
 
 class Stamped:

@@ -23,11 +23,10 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from huddle.model import events as ev
 from huddle.sources import Handle, guarded
 from huddle.sources.base import Source
 
-from .cache import BOARD, Dormant, HandleCache, Stamped, leave_packed, tangled_with
+from .cache import BOARD, Dormant, HandleCache, Stamped, leave_packed, response_ties, tangled_with
 from .modes import BoardMode, Mode
 from .reading import cache_form, refresh_one
 
@@ -212,18 +211,7 @@ class Keeper:
         source then."""
         if not fresh or self.cache is None:
             return set()
-        rids: list[str] = []
-        named: set[str] = set()
-        for k in fresh:
-            h = found.get(k)
-            if h is None:
-                continue
-            src = h.session.source
-            for e in h.session.events:
-                if e.kind == ev.USAGE and e.id and not e.copied:
-                    rids.append(f"{src}:{e.id}")
-                    if e.origin:
-                        named.add(f"{src}:{e.origin}")
+        rids, named = response_ties(found[k] for k in fresh if k in found)
         if not rids:
             return set()
         holders = self.cache.store.holders(rids)

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from huddle.core.cache import response_ties
 from huddle.core.keeper import folder_of
 from huddle.io import answers
 from huddle.io.boardfile import board_path, board_row, entry_of, read_kept, write_kept
@@ -96,11 +97,11 @@ def patched(stale: answers.Stale, echo: Callable[..., None]) -> bytes | None:
     old = read_kept(board_path(home))  # (its rows as bytes: only the moved ones are written again)
     if old is None:
         return None
-    # (the look just found their folders still; but those where files came)
     # (written once all is vouched for, below: a run that goes whole after all reads the
     # cache as this one found it, a session that came still new there)
     if h.keeper is not None:
         h.keeper.autosave = False
+    # (the look just found their folders still; but those where files came)
     h.cache.vouched = [st for st in stale.data["scans"] if not any(d[0] in (stale.came or ()) for d in st)]
     counted = stale.index.get("counts")
     if not isinstance(counted, dict):
@@ -199,17 +200,7 @@ def held_alone(h: Huddle, came: set[str], want: set[str]) -> bool:
     path would wake those (core.keeper.Keeper.partners), and their rows could move."""
     if not came:
         return True
-    from huddle.model import events as ev
-
-    rids: list[str] = []
-    named: set[str] = set()
-    for k in came:
-        s = h.handles[k].session
-        for e in s.events:
-            if e.kind == ev.USAGE and e.id and not e.copied:
-                rids.append(f"{s.source}:{e.id}")
-                if e.origin:
-                    named.add(f"{s.source}:{e.origin}")
+    rids, named = response_ties(h.handles[k] for k in came)
     holders = h.cache.store.holders(rids) if rids and h.cache is not None else set()
     return holders is not None and (holders | named) <= (want | came)
 
