@@ -118,30 +118,40 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems, HeadLines):
         where they are read, with only their own fields, and added here."""
         self.out.append(e)
         if not self.out_seen:
-            self.out_seen = True
-            self._judge()
+            self._first_out()
         return e
 
-    # The events most lines make, as `emit` makes them without its keywords (a third of its cost).
+    def _first_out(self) -> None:
+        self.out_seen = True
+        self._judge()
+
+    # The events most lines make, as `emit` makes them without its keywords (a third of its cost),
+    # and added as `_added` adds them, without its call.
     def tool_call(self, off: int, n: int, cid: str, name: str, detail: str) -> None:
         agent, t, path = self.agent, self.now, self.path
         e = Event(
             kind=ev.TOOL_CALL, agent=agent, t=t, file=path, offset=off, length=n, id=cid, name=name, detail=detail
         )
-        self._added(e)
+        self.out.append(e)
+        if not self.out_seen:
+            self._first_out()
 
     def text_event(self, kind: str, off: int, n: int, id: str, name: str, text: str, cut: bool) -> None:
         agent, t, path = self.agent, self.now, self.path
         e = Event(
             kind=kind, agent=agent, t=t, file=path, offset=off, length=n, id=id, name=name, text=text, truncated=cut
         )
-        self._added(e)
+        self.out.append(e)
+        if not self.out_seen:
+            self._first_out()
 
     def _usage(self, off: int, n: int, mid: str, u: Usage) -> None:
         agent, t, path, model = self.agent, self.now, self.path, self.model
-        self._added(
+        self.out.append(
             Event(kind=ev.USAGE, agent=agent, t=t, file=path, offset=off, length=n, id=mid, name=model, usage=u)
         )
+        if not self.out_seen:
+            self._first_out()
 
     def _turn_end(self, off: int, n: int, **kw: Any) -> None:
         # a usage-only read past its first event passes over turn markers: no turn ends then
