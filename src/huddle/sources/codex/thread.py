@@ -23,7 +23,6 @@ from huddle.model.tools import SPAWN_TOOLS
 from . import records as rec
 from . import text as txt
 from .fork import ForkCopy
-from .heads import KNOWN, TYPE_AT, HeadLines
 from .legacy import LegacyLines
 from .results import Links, Results, mcp_ok
 from .text import harness_tag, mail_parts
@@ -36,7 +35,7 @@ _decode_line = rec.decode_line
 _SKIP_RECORDS, _SKIP_EVENTS = rec.SKIP_RECORDS, rec.SKIP_EVENTS
 
 
-class ThreadParser(ForkCopy, LegacyLines, UiItems, HeadLines):
+class ThreadParser(ForkCopy, LegacyLines, UiItems):
     legacy = False  # (a class default: a parser from an older cache has none)
 
     def __init__(
@@ -176,8 +175,6 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems, HeadLines):
     # -- lines -------------------------------------------------------------------------
 
     def feed_kept(self, off: int, line: bytes) -> None:  # a line `skip` kept (a legacy file's: feed_legacy)
-        if line.startswith(KNOWN, TYPE_AT) and self.head_read(off, line):
-            return  # read by its head (heads.py)
         try:
             ln: rec.Line | rec.LooseLine = _decode_line(line)
         except msgspec.ValidationError as exc:  # (a subclass of DecodeError: first)
@@ -354,8 +351,14 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems, HeadLines):
     def _event(self, e: rec.Payload, off: int, n: int) -> None:
         ty = e.type
         if ty == "token_count":  # (the most frequent line)
-            if e.info is not None:
-                self.token_count(e.info, off, n)
+            info = e.info
+            if info is None:
+                return
+            u = self.ledger.totals(info.total_token_usage, info.last_token_usage)
+            if u is not None:
+                self._usage(off, n, "", u)
+            if self.ledger.moved:
+                self._response_done(off, n)
         elif ty == "item_completed":
             if e.item is not None:
                 self._ui_item(e.item, off, n)
