@@ -208,7 +208,15 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
             elif t == "response_item":
                 self._item(p, off, n)
             elif t == "event_msg":
-                self._event(p, off, n)
+                if p.type != "token_count":
+                    self._event(p, off, n)
+                elif p.info is not None:  # (the most frequent line, read here: a call less)
+                    info = p.info
+                    u = self.ledger.totals(info.total_token_usage, info.last_token_usage)
+                    if u is not None:
+                        self._usage(off, n, "", u)
+                    if self.ledger.moved:
+                        self._response_done(off, n)
             elif t == "token_usage_record":
                 u = self.ledger.record(p.usage)
                 if u is not None:
@@ -349,17 +357,8 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
     # -- UI / legacy events -------------------------------------------------------------
 
     def _event(self, e: rec.Payload, off: int, n: int) -> None:
-        ty = e.type
-        if ty == "token_count":  # (the most frequent line)
-            info = e.info
-            if info is None:
-                return
-            u = self.ledger.totals(info.total_token_usage, info.last_token_usage)
-            if u is not None:
-                self._usage(off, n, "", u)
-            if self.ledger.moved:
-                self._response_done(off, n)
-        elif ty == "item_completed":
+        ty = e.type  # (a token count, the most frequent line, is read in feed_kept)
+        if ty == "item_completed":
             if e.item is not None:
                 self._ui_item(e.item, off, n)
         elif ty == "user_message":
