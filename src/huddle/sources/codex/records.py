@@ -26,7 +26,7 @@ from huddle.model import times
 # -- session_meta ----------------------------------------------------------------------
 
 
-class ThreadSpawn(msgspec.Struct):
+class ThreadSpawn(msgspec.Struct, gc=False):
     parent_thread_id: str | None = None
     depth: int | None = None
     agent_path: str | None = None
@@ -34,16 +34,16 @@ class ThreadSpawn(msgspec.Struct):
     agent_role: str | None = None
 
 
-class SubagentSource(msgspec.Struct):
+class SubagentSource(msgspec.Struct, gc=False):
     thread_spawn: ThreadSpawn | None = None
     other: str | None = None
 
 
-class MetaSource(msgspec.Struct):
+class MetaSource(msgspec.Struct, gc=False):
     subagent: SubagentSource | str | None = None
 
 
-class Meta(msgspec.Struct):
+class Meta(msgspec.Struct, gc=False):
     """The `session_meta` payload (first line of every rollout; ~22 kB, mostly skipped)."""
 
     id: str = ""
@@ -64,14 +64,14 @@ class Meta(msgspec.Struct):
     multi_agent_version: str | None = None
 
 
-class MetaLine(msgspec.Struct):
+class MetaLine(msgspec.Struct, gc=False):
     type: str = ""
     timestamp: str | None = None
     ordinal: int | None = None
     payload: Meta | None = None
 
 
-class LegacyHead(msgspec.Struct):
+class LegacyHead(msgspec.Struct, gc=False):
     """The first line of a rollout from before session_meta (codex-rs, May-Sep 2025):
     `{"id","timestamp","instructions"?,"git"?}`, the items after it written bare
     (codex-rs/core/src/rollout.rs of then: `SessionMeta` then each `ResponseItem` and
@@ -215,13 +215,13 @@ def id_from_name(path: str) -> str:
 # -- every other line --------------------------------------------------------------------
 
 
-class Part(msgspec.Struct):
+class Part(msgspec.Struct, gc=False):
     type: str = ""
     text: str | None = None
     encrypted_content: str | None = None
 
 
-class Tokens(msgspec.Struct):
+class Tokens(msgspec.Struct, gc=False):
     input_tokens: int | None = 0
     cached_input_tokens: int | None = 0
     cache_write_input_tokens: int | None = 0
@@ -230,22 +230,22 @@ class Tokens(msgspec.Struct):
     total_tokens: int | None = 0
 
 
-class TokenInfo(msgspec.Struct):
+class TokenInfo(msgspec.Struct, gc=False):
     total_token_usage: Tokens | None = None
     last_token_usage: Tokens | None = None
 
 
-class Change(msgspec.Struct):
+class Change(msgspec.Struct, gc=False):
     type: str = ""
     move_path: str | None = None
 
 
-class Receiver(msgspec.Struct):
+class Receiver(msgspec.Struct, gc=False):
     thread_id: str | None = None
     agent_nickname: str | None = None
 
 
-class Item(msgspec.Struct):
+class Item(msgspec.Struct, gc=False):
     """`item_completed.item` (0.160+): one finished UI item."""
 
     type: str = ""
@@ -267,12 +267,12 @@ class Item(msgspec.Struct):
     agent_path: str | None = None
 
 
-class Attribution(msgspec.Struct):
+class Attribution(msgspec.Struct, gc=False):
     parent_turn_id: str | None = None
     turn_trigger: str | None = None
 
 
-class Payload(msgspec.Struct):
+class Payload(msgspec.Struct, gc=False):
     """The payload of any line but the first: response_item, event_msg, turn_context,
     token_usage_record, compacted. One struct for all of them, so a line costs one
     decode; the fields that share a name across kinds share a type (checked on every
@@ -319,21 +319,21 @@ class Payload(msgspec.Struct):
     model: str | None = None
 
 
-class Line(msgspec.Struct):
+class Line(msgspec.Struct, gc=False):
     type: str = ""
     timestamp: datetime | None = None  # parsed in C; a line with an odd one takes LooseLine
     ordinal: int | None = None
     payload: Payload | None = None
 
 
-class LooseLine(msgspec.Struct):
+class LooseLine(msgspec.Struct, gc=False):
     type: str = ""
     timestamp: str | None = None
     ordinal: int | None = None
     payload: Payload | None = None
 
 
-class Envelope(msgspec.Struct):
+class Envelope(msgspec.Struct, gc=False):
     type: str = ""
 
 

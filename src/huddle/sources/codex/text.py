@@ -23,7 +23,13 @@ def exit_code_of(text: str) -> int | None:
     freeform tools' `Exit code: N`, or 0.96's JSON metadata)."""
     if "xit" not in text:  # (in each of the three: most outputs hold none, one look says so)
         return None
-    m = _EXITED.search(text) or _EXIT_CODE.search(text) or _JSON_EXIT.search(text)
+    # (each pattern searched only where its words are: a search that fails costs a scan, the
+    # line-anchored one a try at every line; an apply_patch's JSON result failed two)
+    m = (
+        ("Process exited with code " in text and _EXITED.search(text))
+        or ("Exit code: " in text and _EXIT_CODE.search(text))
+        or ('"exit_code"' in text and _JSON_EXIT.search(text))
+    )
     return int(m.group(1)) if m else None
 
 

@@ -117,30 +117,40 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
         where they are read, with only their own fields, and added here."""
         self.out.append(e)
         if not self.out_seen:
-            self.out_seen = True
-            self._judge()
+            self._first_out()
         return e
 
-    # The events most lines make, as `emit` makes them without its keywords (a third of its cost).
+    def _first_out(self) -> None:
+        self.out_seen = True
+        self._judge()
+
+    # The events most lines make, as `emit` makes them without its keywords (a third of its cost),
+    # and added as `_added` adds them, without its call.
     def tool_call(self, off: int, n: int, cid: str, name: str, detail: str) -> None:
         agent, t, path = self.agent, self.now, self.path
         e = Event(
             kind=ev.TOOL_CALL, agent=agent, t=t, file=path, offset=off, length=n, id=cid, name=name, detail=detail
         )
-        self._added(e)
+        self.out.append(e)
+        if not self.out_seen:
+            self._first_out()
 
     def text_event(self, kind: str, off: int, n: int, id: str, name: str, text: str, cut: bool) -> None:
         agent, t, path = self.agent, self.now, self.path
         e = Event(
             kind=kind, agent=agent, t=t, file=path, offset=off, length=n, id=id, name=name, text=text, truncated=cut
         )
-        self._added(e)
+        self.out.append(e)
+        if not self.out_seen:
+            self._first_out()
 
     def _usage(self, off: int, n: int, mid: str, u: Usage) -> None:
         agent, t, path, model = self.agent, self.now, self.path, self.model
-        self._added(
+        self.out.append(
             Event(kind=ev.USAGE, agent=agent, t=t, file=path, offset=off, length=n, id=mid, name=model, usage=u)
         )
+        if not self.out_seen:
+            self._first_out()
 
     def _turn_end(self, off: int, n: int, **kw: Any) -> None:
         # a usage-only read past its first event passes over turn markers: no turn ends then
@@ -198,7 +208,15 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
             elif t == "response_item":
                 self._item(p, off, n)
             elif t == "event_msg":
-                self._event(p, off, n)
+                if p.type != "token_count":
+                    self._event(p, off, n)
+                elif p.info is not None:  # (the most frequent line, read here: a call less)
+                    info = p.info
+                    u = self.ledger.totals(info.total_token_usage, info.last_token_usage)
+                    if u is not None:
+                        self._usage(off, n, "", u)
+                    if self.ledger.moved:
+                        self._response_done(off, n)
             elif t == "token_usage_record":
                 u = self.ledger.record(p.usage)
                 if u is not None:
@@ -339,17 +357,8 @@ class ThreadParser(ForkCopy, LegacyLines, UiItems):
     # -- UI / legacy events -------------------------------------------------------------
 
     def _event(self, e: rec.Payload, off: int, n: int) -> None:
-        ty = e.type
-        if ty == "token_count":  # (the most frequent line)
-            info = e.info
-            if info is None:
-                return
-            u = self.ledger.totals(info.total_token_usage, info.last_token_usage)
-            if u is not None:
-                self._usage(off, n, "", u)
-            if self.ledger.moved:
-                self._response_done(off, n)
-        elif ty == "item_completed":
+        ty = e.type  # (a token count, the most frequent line, is read in feed_kept)
+        if ty == "item_completed":
             if e.item is not None:
                 self._ui_item(e.item, off, n)
         elif ty == "user_message":
