@@ -146,7 +146,8 @@ def test_a_cache_whose_last_writes_were_lost_reads_as_a_fresh_board(home, keep):
 
     cached_board(home)
     db = home / "hh" / "cache" / "handles.db"
-    hold = sqlite3.connect(db)  # another reader: the WAL is left as it is on close
+    hold = sqlite3.connect(db, isolation_level=None)  # another reader, in a read: the WAL is left as it is
+    hold.execute("BEGIN")
     hold.execute("SELECT count(*) FROM entries").fetchone()
     f = next((home / "claude" / "projects").glob("*01-basic-tools*/*.jsonl"))
     prompt(f, "one more thing")

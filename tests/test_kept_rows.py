@@ -13,7 +13,7 @@ from msgspec import UNSET
 
 from huddle import oneshot
 from huddle.core import Huddle, Keeper
-from huddle.core.store import dumps, loads
+from huddle.core.rowbytes import dumps, loads
 from huddle.io.boardfile import board_path, read_board, write_board
 from huddle.model.rows import AgentRow, Cost, Kept, Row, Tokens, as_row, decode, plain
 from huddle.model.rows import kept as kept_row

@@ -102,6 +102,19 @@ def test_an_append_is_patched_in_and_said_as_a_first_read_says_it(home):
     assert status(env)[2] == "stored"
 
 
+def test_a_run_that_writes_the_store_leaves_its_log_empty(home):
+    """A one-shot run exits with its store open: a write-ahead log it left would be read
+    again by the next run's recovery, and its frames copied back into the file again at
+    every later write (core.store._empty_log)."""
+    env = environment(home)
+    wal = home / "hh" / "cache" / "handles.db-wal"
+    until_stored(env)
+    assert not wal.exists() or wal.stat().st_size == 0
+    append_response(session_file(home, "01-basic-tools"))
+    assert status(env)[2] == "patched"
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
 def test_the_status_lines_refresher_patches_the_stored_answer_too(home):
     """It leaves the board file as the whole path would, and the answer stored: the
     next `huddle status --json` is said from it (the refresher used to drop it)."""

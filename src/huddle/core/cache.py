@@ -24,8 +24,9 @@ from huddle.model.rows import Kept, kept
 from huddle.sources.base import Handle, Source
 
 from .coldread import Packed, pickled, sleepers, take
+from .rowbytes import dumps, json_of, loads
 from .scans import ScanRecord
-from .store import Store, dumps, json_of, loads
+from .store import Store
 
 # Bump when what a read derives changes: a cached session keeps what it derived then.
 # (1 to 3 were handles.pickle, one pickle of every handle; 4 is handles.db; 5: reader cursors
