@@ -479,9 +479,9 @@ def test_each_cache_drops_only_its_own_answer(home):
     stored(home, env)
     board, usage = answers.answer_path(str(home / "hh")), answers.answer_path(str(home / "hh"), answers.USAGE)
     again = (
-        "import dataclasses\nfrom huddle.core import BoardMode, Huddle, Keeper, UsageMode\nfrom huddle.sources import Settings\n"
+        "import msgspec\nfrom huddle.core import BoardMode, Huddle, Keeper, UsageMode\nfrom huddle.sources import Settings\n"
         "s = Settings.from_env()\n"
-        "s = dataclasses.replace(s, usage_only=True) if {usage} else s\n"
+        "s = msgspec.structs.replace(s, usage_only=True) if {usage} else s\n"
         "h = Huddle(s, keep=Keeper(UsageMode() if {usage} else BoardMode(), {name!r})); h.refresh()\n"
         "h.forget(next(iter(h.dormant))); h.refresh()\n"
     )

@@ -6,7 +6,6 @@ says, on every Claude Code version and every Codex sample."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import os
@@ -14,6 +13,7 @@ import shutil
 import sqlite3
 import time
 
+import msgspec
 import pytest
 
 from conftest import SAMPLES
@@ -80,7 +80,7 @@ def test_sessions_that_share_responses_or_titles_are_unpacked(folders, tmp_path,
     """Claude Code 1.0.x resumes copy a session's responses into a new file, and its
     summaries title sessions across a folder: those are read into the parent, the rest
     sleep with the rows their workers made."""
-    settings = dataclasses.replace(_settings(folders, tmp_path / "hh"), usage_only=True)
+    settings = msgspec.structs.replace(_settings(folders, tmp_path / "hh"), usage_only=True)
     h = Huddle(settings, keep=Keeper(UsageMode(), CACHE_NAME))
     h.keeper.autosave = False
     h.refresh(FirstRead(pack=functools.partial(_own_entry, table=current(settings.huddle_home))))

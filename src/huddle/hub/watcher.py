@@ -42,13 +42,13 @@ class HubWatcher:
         self.h = h
         self.pusher: Any = None
         if telemetry_as is not None:  # (serve --hub --otlp: what the receiver takes goes to the hub)
-            import dataclasses
+            import msgspec
 
             from huddle.core import Huddle
 
             from .push import Pusher
 
-            only = dataclasses.replace(h.settings, only=("telemetry",))
+            only = msgspec.structs.replace(h.settings, only=("telemetry",))
             self.pusher = Pusher(Huddle(only), dsn, telemetry_as)
         self.days = days  # None: every session
         self.publish = publish

@@ -13,11 +13,12 @@ its files). A damaged, truncated or older index is said in one line and built ag
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from huddle.core.cache import USAGE_INDEX
 from huddle.cost.pricing import USER_FILE, Table
@@ -120,7 +121,7 @@ def counted_from_index(
 
     notes = _drop_legacy(settings.huddle_home)
     # Only token counts are needed: the sources may pass over everything else unread.
-    h = Huddle(dataclasses.replace(settings, usage_only=True), keep=Keeper(UsageMode(), CACHE_NAME))
+    h = Huddle(msgspec.structs.replace(settings, usage_only=True), keep=Keeper(UsageMode(), CACHE_NAME))
     if h.keeper is not None:
         h.keeper.autosave = False  # written once, below, with the sums (_kept)
     want_rows = not (day_aligned(since) and day_aligned(until))
