@@ -30,9 +30,8 @@ def test_status_does_not_import_the_other_commands():
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("command", ["status", "usage"])
-def test_json_answered_without_click_says_what_the_click_command_says(tmp_path, command):
-    import json
+def _home(tmp_path) -> dict[str, str]:
+    """A home of a Claude Code session with sub-agents and a Codex one; its environment."""
     import os
     import shutil
 
@@ -50,6 +49,14 @@ def test_json_answered_without_click_says_what_the_click_command_says(tmp_path, 
         GEMINI_DIR=str(tmp_path / "none"),
         PYTHONIOENCODING="utf-8",
     )
+    return env
+
+
+@pytest.mark.parametrize("command", ["status", "usage"])
+def test_json_answered_without_click_says_what_the_click_command_says(tmp_path, command):
+    import json
+
+    env = _home(tmp_path)
     code = (
         f"import sys; sys.argv = ['huddle', {command!r}, '--json']; from huddle import entry\n"
         "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
@@ -64,3 +71,23 @@ def test_json_answered_without_click_says_what_the_click_command_says(tmp_path, 
     assert json.loads(fast.stdout)["sessions" if command == "status" else "rows"]
     assert fast.stdout == again.stdout == slow.stdout  # first read, from the cache, through click
     assert fast.stderr.splitlines()[:-1] == slow.stderr.splitlines()  # the notes too
+
+
+@pytest.mark.parametrize("command", ["status", "usage"])
+def test_a_one_shot_read_loads_neither_typing_extensions_nor_inspect(tmp_path, command):
+    """msgspec is loaded without typing_extensions (huddle.io.lean), and nothing on the
+    path loads `dataclasses` (it loads inspect, ast and dis): ~20 ms of a one-shot
+    read. typing_extensions is imported as usual after."""
+    env = _home(tmp_path)
+    heavy = ("typing_extensions", "inspect", "dataclasses", "ast")
+    code = (
+        f"import sys; sys.argv = ['huddle', {command!r}, '--json']; from huddle import entry\n"
+        "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
+        f"print([m for m in {heavy!r} if m in sys.modules], 'msgspec' in sys.modules, file=sys.stderr)\n"
+        "import typing_extensions, msgspec.inspect\n"
+        "print(msgspec.inspect.type_info(typing_extensions.TypedDict('T', {'a': int})), file=sys.stderr)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    loaded, typed = out.stderr.splitlines()[-2:]
+    assert loaded == "[] True"  # (msgspec was loaded: the lean path was the one taken)
+    assert "TypedDictType" in typed and "'a'" in typed  # a typing_extensions type, known to msgspec after

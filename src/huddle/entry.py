@@ -13,6 +13,9 @@ def main() -> None:
         from .statusline import main as statusline
 
         sys.exit(statusline(sys.argv[2:]))
+    from .io.lean import lean_msgspec
+
+    lean_msgspec()
     from .oneshot import answer
 
     code = answer(sys.argv[1:])
