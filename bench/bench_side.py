@@ -67,8 +67,10 @@ PY = sys.executable
 # `huddle` as its console script runs it (`-m huddle` adds runpy's imports, ~20 ms a run)
 # What `huddle status --json` imports when it reads what moved (stored.patching), and
 # nothing else: the floor under every one-shot path that reads a file.
+# (msgspec loaded as the console script loads it, huddle.io.lean, where the version has it)
 ONE_SHOT_FLOOR = (
-    "import huddle.oneshot, huddle.stored.patching, huddle.core, huddle.views.board, huddle.views.said;"
+    "try:\n    from huddle.io.lean import lean_msgspec; lean_msgspec()\nexcept ImportError:\n    pass\n"
+    "import huddle.oneshot, huddle.stored.patching, huddle.core, huddle.views.board, huddle.views.said\n"
     "from huddle.sources import registry; registry.load_notes()"
 )
 HUDDLE = [PY, "-c", "import sys; from huddle.entry import main; sys.argv[0] = 'huddle'; sys.exit(main())"]
