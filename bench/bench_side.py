@@ -401,6 +401,30 @@ def totals_av(out: str) -> dict:
     return totals_ccusage(out)
 
 
+# A fixed workload of the interpreter alone (JSON in and out, a dict, a sort): the same
+# code on the same files measured 293 MB per CPU s one day and 177 the next, on another
+# machine behind the same name. A ratio to a peer holds across days; a figure of huddle
+# alone compares only beside this one.
+MACHINE = (
+    "import json, time\n"
+    "doc = json.dumps([{'id': i, 'text': 'x' * (i % 97), 'n': [i, i * 2]} for i in range(20000)])\n"
+    "t = time.process_time()\n"
+    "for _ in range(5):\n"
+    "    rows = json.loads(doc)\n"
+    "    index = {r['id']: r for r in rows}\n"
+    "    json.dumps(sorted(index.values(), key=lambda r: (r['n'][1] % 7, r['id'])))\n"
+    "print(time.process_time() - t)"
+)
+
+
+def machine_ms() -> float:
+    """The best of three fresh runs of MACHINE, in ms of CPU."""
+    runs = [
+        float(subprocess.run([PY, "-c", MACHINE], capture_output=True, text=True, check=True).stdout) for _ in range(3)
+    ]
+    return min(runs) * 1000
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=1000)
@@ -444,6 +468,7 @@ def measure(a: argparse.Namespace, only: set[str], claude: Path, codex: Path) ->
         f"corpus: {len(list(claude.glob('projects/*/*.jsonl')))} Claude sessions, {len(list(codex.rglob('rollout-*.jsonl')))} Codex rollouts, {sum(p.stat().st_size for p in files) / 1e9:.2f} GB"
     )
     print(f"ccusage: {CCUSAGE or 'not found'}; agentsview: {AGENTSVIEW or 'not found'}")
+    print(f"machine: {machine_ms():.0f} ms for a fixed Python workload (figures of two days compare only as this does)")
     work = Path(tempfile.mkdtemp(prefix="huddle-side-"))
     b = Bench(claude, codex, work)
     huddle = HUDDLE
