@@ -33,6 +33,7 @@ ENTRIES = """CREATE TABLE IF NOT EXISTS entries(
 # which session holds each model response (the last one written that holds it): a new
 # session that copies another's history wakes that one alone (core.sleeping.wake_partners)
 RESPONSES = "CREATE TABLE IF NOT EXISTS responses(rid TEXT PRIMARY KEY, key TEXT) WITHOUT ROWID"
+BUSY_S = 5.0  # how long a run waits on another's write lock (never on a reader: _empty_log)
 SCHEMA = f"CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v BLOB);\n{ENTRIES};\n{RESPONSES};"
 
 
@@ -108,7 +109,7 @@ class Store:
                 self.note = f"{self.path}: not used this time ({exc})"
 
     def _open(self) -> None:
-        db = sqlite3.connect(private.database(self.path), timeout=5.0, isolation_level=None, check_same_thread=False)
+        db = sqlite3.connect(private.database(self.path), timeout=BUSY_S, isolation_level=None, check_same_thread=False)
         self.db = db
         # No fsync: a store is what the session files say, each entry checksummed and
         # stamped with the files it read. A crash of the process leaves WAL whole; one of
@@ -166,7 +167,7 @@ class Store:
         if os.path.exists(self.path):
             try:
                 url = f"file:{quote(self.path)}?mode=ro"
-                self.db = sqlite3.connect(url, uri=True, timeout=5.0, isolation_level=None, check_same_thread=False)
+                self.db = sqlite3.connect(url, uri=True, timeout=BUSY_S, isolation_level=None, check_same_thread=False)
                 got = self.db.execute("SELECT v FROM meta WHERE k = 'identity'").fetchone()
                 if got is not None and _loads(got[0]) == [self.kind, *self.made_by, self.identity]:
                     self.read_only = True
@@ -413,7 +414,7 @@ def _empty_log(db: sqlite3.Connection) -> None:
         try:
             db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         finally:
-            db.execute("PRAGMA busy_timeout=5000")
+            db.execute(f"PRAGMA busy_timeout={int(BUSY_S * 1000)}")
     except sqlite3.OperationalError:
         pass  # (busy: the next write empties it)
 
