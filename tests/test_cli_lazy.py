@@ -80,10 +80,12 @@ def test_a_one_shot_read_loads_neither_typing_extensions_nor_inspect(tmp_path, c
     read. typing_extensions is imported as usual after."""
     env = _home(tmp_path)
     heavy = ("typing_extensions", "inspect", "dataclasses", "ast")
+    # (what the interpreter had before, a coverage run's own start among it, is not counted)
     code = (
-        f"import sys; sys.argv = ['huddle', {command!r}, '--json']; from huddle import entry\n"
+        f"import sys; before = set(sys.modules); sys.argv = ['huddle', {command!r}, '--json']\n"
+        "from huddle import entry\n"
         "try:\n    entry.main()\nexcept SystemExit as e:\n    assert not e.code\n"
-        f"print([m for m in {heavy!r} if m in sys.modules], 'msgspec' in sys.modules, file=sys.stderr)\n"
+        f"print([m for m in {heavy!r} if m in sys.modules and m not in before], 'msgspec' in sys.modules, file=sys.stderr)\n"
         "import typing_extensions, msgspec.inspect\n"
         "print(msgspec.inspect.type_info(typing_extensions.TypedDict('T', {'a': int})), file=sys.stderr)"
     )
