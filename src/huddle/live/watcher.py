@@ -38,7 +38,8 @@ from huddle.views.files import file_counts
 from .rowmessages import RowMessages
 
 POLL_WATCHED = 15.0  # seconds between stat polls while the folders are watched (a safety net)...
-NET_SHARE = 0.001  # ... or longer: the net takes at most this share of a core (`_poll`)
+NET_SHARE = 0.001  # ... or longer: the net takes at most this share of a core (`_poll`),
+NET_LONGEST = 150.0  # ... and never further apart than this (seconds)
 POLL_UNWATCHED = 1.0  # ... and while it does not
 HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process table, timers)
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
@@ -105,7 +106,7 @@ class Watcher(RowMessages):
         self._last_poll = 0.0  # the last whole refresh (stat checks of every session): a safety net's pace
 
         self._refresh_cost = 0.0  # seconds the last refresh took
-        self._poll_cpu = 0.0  # CPU seconds the last whole refresh took (this thread's)
+        self._poll_cpu = 0.0  # CPU seconds the last whole refresh that found nothing took (this thread's)
         self.rounds = threading.Condition()  # a refresh round asked for now (`read_now`) and its end
         self._asked = self._read_at = 0.0  # when one was asked; when the last one done began
         self._whole, self.whole_at_ns = False, 0  # a whole read asked for; when the last one began
@@ -294,10 +295,10 @@ class Watcher(RowMessages):
         """Seconds between stat polls of the whole home. Unwatched, a poll is how anything
         is seen. Watched, it is a safety net for a notice missed, kept to NET_SHARE of a
         core: a home whose poll costs 50 ms (4,000 sessions) is polled every 50 s, not
-        every 15 (two thirds of an idle server's CPU went on it)."""
+        every 15 (two thirds of an idle server's CPU went on it); never past NET_LONGEST."""
         if not self.notices.watching:
             return self.poll_unwatched
-        return max(self.poll_watched, self._poll_cpu / NET_SHARE)
+        return max(self.poll_watched, min(self._poll_cpu / NET_SHARE, NET_LONGEST))
 
     def _gap(self) -> float:
         """The least time between two refreshes: four times what the last one cost, so
@@ -372,7 +373,9 @@ class Watcher(RowMessages):
             self.whole_at_ns = time.time_ns()  # (what moved before this, this read sees)
             cpu = time.thread_time()
             got = self.h.refresh()
-            self._last_poll, self._poll_cpu = t0, time.thread_time() - cpu
+            self._last_poll = t0
+            if not got:  # (a poll that found nothing: what the net costs, not reading what moved)
+                self._poll_cpu = time.thread_time() - cpu
         return got
 
     def _tell(self, msgs: list) -> None:
