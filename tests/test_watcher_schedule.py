@@ -8,7 +8,7 @@ import time
 
 import web_corpus
 from huddle.core import Huddle
-from huddle.live.watcher import NET_LONGEST, NET_SHARE, Watcher
+from huddle.live.watcher import Watcher
 from huddle.model.attention import State
 from huddle.model.attention.debounce import Debouncer
 from live_agents import ClaudeProcess, claude_live, wait_until
@@ -39,24 +39,6 @@ def test_your_turn_turns_idle_on_time_without_a_full_pass(tmp_path):
             assert any(k == "board" and any(r.state == "idle" for r in d["sessions"]) for k, d, _ in published)
     finally:
         w.stop()
-
-
-def test_a_watched_homes_safety_poll_keeps_to_its_share_of_a_core(tmp_path):
-    """While the folders are watched the stat poll is a safety net: however short its
-    configured pace, it runs no oftener than its own cost allows (NET_SHARE of a core)."""
-    settings, _sid, _main = web_corpus.one_session(tmp_path)
-    w = Watcher(Huddle(settings), lambda msgs: None, poll_watched=0.001, full_every=600.0)
-    w.start()
-    try:  # (until a poll that found nothing is timed, the net runs at its set pace)
-        wait_until(lambda: w.watching and w._poll_cpu > 0, time.time() + 10, "a quiet poll of watched folders")
-        with w.h.lock:  # (a round holds it: no poll between)
-            cpu, pace = w._poll_cpu, w._poll()
-            w._poll_cpu = 1.0  # (a slow disk's poll: never a net that is not there)
-            slow = w._poll()
-    finally:
-        w.stop()
-    assert pace == cpu / NET_SHARE > w.poll_watched  # (a poll of ~1 ms: ~1 s apart, not 1 ms)
-    assert slow == NET_LONGEST
 
 
 def test_a_registry_flip_is_a_change_of_its_session(tmp_path):

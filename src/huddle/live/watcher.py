@@ -32,14 +32,13 @@ from huddle.live.notices import Notices
 from huddle.model.attention.debounce import Debouncer
 from huddle.model.rows import Row
 from huddle.views import api
-from huddle.views.board import board_notes, cached_rows, kept_rows, rows_key, sort_rows
+from huddle.views.board import board_notes, cached_rows, kept_rows, listed, rows_key, session_entry, sort_rows
 from huddle.views.files import file_counts
+from huddle.views.states import look_again_in
 
-from .rowmessages import RowMessages
+from .pushed import new_events
 
-POLL_WATCHED = 15.0  # seconds between stat polls while the folders are watched (a safety net)...
-NET_SHARE = 0.001  # ... or longer: the net takes at most this share of a core (`_poll`),
-NET_LONGEST = 150.0  # ... and never further apart than this (seconds)
+POLL_WATCHED = 15.0  # seconds between stat polls while the folders are watched (a safety net)
 POLL_UNWATCHED = 1.0  # ... and while it does not
 HOT_EVERY = 1.0  # seconds between looks at a live row (dead process, process table, timers)
 FULL_EVERY = 120.0  # seconds between full re-evaluations of every row (a safety net only)
@@ -58,7 +57,7 @@ class Listener(Protocol):
         """Rows that changed (as sent to the pages) and keys that went."""
 
 
-class Watcher(RowMessages):
+class Watcher:
     def __init__(
         self,
         h,
@@ -106,7 +105,6 @@ class Watcher(RowMessages):
         self._last_poll = 0.0  # the last whole refresh (stat checks of every session): a safety net's pace
 
         self._refresh_cost = 0.0  # seconds the last refresh took
-        self._poll_cpu = 0.0  # CPU seconds the last whole refresh that found nothing took (this thread's)
         self.rounds = threading.Condition()  # a refresh round asked for now (`read_now`) and its end
         self._asked = self._read_at = 0.0  # when one was asked; when the last one done began
         self._whole, self.whole_at_ns = False, 0  # a whole read asked for; when the last one began
@@ -252,7 +250,7 @@ class Watcher(RowMessages):
         want = False  # a notice said something moved: refresh as soon as the gap allows
         while not self.stopping.is_set():
             self._ensure_watch()
-            poll = self._poll()
+            poll = self.poll_watched if self.notices.watching else self.poll_unwatched
             next_refresh = self._last_refresh + (self._gap() if want else poll)
             if self.wake.wait(max(0.0, min(next_refresh, self._next_due()) - time.monotonic())):
                 want = True
@@ -290,15 +288,6 @@ class Watcher(RowMessages):
             self.wake.set()
             done = self.rounds.wait_for(lambda: self._read_at >= asked or self.stopping.is_set(), ASKED_WAIT)
         return done and not self.stopping.is_set()
-
-    def _poll(self) -> float:
-        """Seconds between stat polls of the whole home. Unwatched, a poll is how anything
-        is seen. Watched, it is a safety net for a notice missed, kept to NET_SHARE of a
-        core: a home whose poll costs 50 ms (4,000 sessions) is polled every 50 s, not
-        every 15 (two thirds of an idle server's CPU went on it); never past NET_LONGEST."""
-        if not self.notices.watching:
-            return self.poll_unwatched
-        return max(self.poll_watched, min(self._poll_cpu / NET_SHARE, NET_LONGEST))
 
     def _gap(self) -> float:
         """The least time between two refreshes: four times what the last one cost, so
@@ -361,21 +350,15 @@ class Watcher(RowMessages):
         """What changed on disk: the files a notice named, read in their sessions, else
         (a new file, a notice without names, a poll falling due) the home's stat checks."""
         hints, told = self.notices.take()
+        poll = self.poll_watched if self.notices.watching else self.poll_unwatched
         whole, self._whole = self._whole, False
-        quick = (
-            hints is not None
-            and not whole
-            and (told is not None or (bool(hints) and t0 - self._last_poll < self._poll()))
-        )
+        quick = hints is not None and not whole and (told is not None or (bool(hints) and t0 - self._last_poll < poll))
         # (a fence's round with nothing named: nothing to read)
         got = (self.h.read_files(hints, told or ()) if hints or told else set()) if quick else None
         if got is None:
             self.whole_at_ns = time.time_ns()  # (what moved before this, this read sees)
-            cpu = time.thread_time()
             got = self.h.refresh()
             self._last_poll = t0
-            if not got:  # (a poll that found nothing: what the net costs, not reading what moved)
-                self._poll_cpu = time.thread_time() - cpu
         return got
 
     def _tell(self, msgs: list) -> None:
@@ -407,3 +390,60 @@ class Watcher(RowMessages):
         """Watch the agent folders that exist now; restart when that set changes."""
         if self.use_watchfiles:
             self.notices.ensure(self.h.agent_roots(), lambda: [r for src in self.h.sources for r in src.roots()])
+
+    # -- what changed ----------------------------------------------------------------
+
+    def _full_pass(self, publish: bool = True) -> list:
+        self._last_full = time.monotonic()
+        msgs = self._messages(set(self.h.handles) | set(self.rows))
+        return msgs if publish else []
+
+    def _messages(self, keys: set[str], fresh: set[str] | None = None) -> list[tuple[str, dict, str | None]]:
+        h = self.h
+        out: list[tuple[str, dict, str | None]] = []
+        changed_rows: list[Row] = []
+        removed: list[str] = []
+        table = api.pricing_table(h) if keys else None
+        wall, mono = time.time(), time.monotonic()
+        dormant = getattr(h, "dormant", None) or {}
+        for key in sorted(keys):
+            handle = h.handles.get(key)
+            if handle is None:
+                if key in dormant:
+                    continue  # left unread (lazy): its row stands as last built
+                with self.rows_lock:
+                    if self.rows.pop(key, None) is not None:
+                        removed.append(key)
+                self.built.pop(key, None)
+                self.pushed.pop(key, None)
+                self.due.pop(key, None)
+                continue
+            s = handle.session
+            row = session_entry(h, s, debounce=self.debounce, table=table, fresh=fresh is not None and key in fresh)
+            if self.lazy:
+                self.built[key] = row
+            if not listed(row):  # nothing said or done yet: off the board (still readable by id)
+                self.unlisted.add(key)
+                with self.rows_lock:
+                    if self.rows.pop(key, None) is not None:
+                        removed.append(key)
+                self.due.pop(key, None)
+                continue
+            self.unlisted.discard(key)
+            if self.rows.get(key) != row:
+                with self.rows_lock:
+                    self.rows[key] = row
+                changed_rows.append(row)
+            self._schedule(key, row, wall, mono)
+            out.extend(new_events(self.pushed, key, handle))
+        if changed_rows or removed:
+            out.append(("board", {"sessions": changed_rows, "removed": removed}, None))
+        return out
+
+    def _schedule(self, key: str, row: Row, wall: float, mono: float) -> None:
+        """When to look at this row again with no file touched (views.states.look_again_in)."""
+        wait = look_again_in(row, wall, self.hot_every)
+        if wait is None:
+            self.due.pop(key, None)
+        else:
+            self.due[key] = mono + wait
