@@ -953,14 +953,16 @@ def snapshot(h) -> dict:
 def _sig(s) -> list:
     """Each agent's events in order. Across agents the order is the order of reading
     (a live read interleaves files as they grow, a cold one reads them one by one);
-    usage events apart, sorted (a Vibe legacy session's come from its meta.json,
-    whenever that is read)."""
+    apart, sorted: usage events (a Vibe legacy session's come from its meta.json,
+    whenever that is read) and events with no time (an OpenCode title: it stands where
+    its row was first seen, and a live read that met the database mid-restore saw the
+    row before the last answer's end)."""
     by: dict[str, list] = {}
-    usage = []
+    apart = []
     for e in s.events:
         x = (e.kind, e.agent, (e.text or "")[:60], e.id or "", e.t is None)
-        (usage if e.kind == "usage" else by.setdefault(e.agent, [])).append(x)
-    return [x for agent in sorted(by) for x in by[agent]] + sorted(usage)
+        (apart if e.kind == "usage" or e.t is None else by.setdefault(e.agent, [])).append(x)
+    return [x for agent in sorted(by) for x in by[agent]] + sorted(apart)
 
 
 def cold(settings) -> dict:

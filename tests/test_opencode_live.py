@@ -182,11 +182,7 @@ def test_a_session_streaming_row_by_row_equals_a_fresh_read(tmp_path):
     """Rows appear and change in place (a tool part running, then completed; a message
     completing with its last step) the way OpenCode writes them; reading after every
     write gives each event once, the same as one read of the finished session."""
-    data = tmp_path / "oc"
-    shutil.copytree(OPENCODE / "02-shell" / "home" / ".local" / "share" / "opencode", data)
-    fresh = OpenCodeSource(Settings(folders={"opencode": str(data)}))
-    (f,) = fresh.scan({}).values()
-    f.refresh()
+    data, f = _copy_and_read(tmp_path, "02-shell")
     want = sorted(((e.kind, e.id, e.text, e.ok) for e in f.session.events), key=repr)
     sid = f.root
     with Writer(data / "opencode.db") as w:
@@ -242,11 +238,17 @@ def _put_part(w: Writer, pid: str, mid: str, sid: str, tu: int, d: dict) -> None
 
 def _bump_and_read(w: Writer, src, handles: dict, sid: str) -> None:
     w.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", sid)
-    new = src.scan(handles)
-    handles.clear()
-    handles.update(new)
-    for hd in handles.values():
-        hd.refresh()
+    _read_all(src, handles)
+
+
+def _copy_and_read(tmp_path: Path, sample: str):
+    """A sample's database copied, and its one session read whole (fresh)."""
+    data = tmp_path / "oc"
+    shutil.copytree(OPENCODE / sample / "home" / ".local" / "share" / "opencode", data)
+    fresh = OpenCodeSource(Settings(folders={"opencode": str(data)}))
+    (f,) = fresh.scan({}).values()
+    f.refresh()
+    return data, f
 
 
 # -- this machine's /proc -------------------------------------------------------------------------
@@ -305,3 +307,49 @@ def test_a_row_written_with_an_old_clock_is_found_through_the_event_log(tmp_path
     for hd in handles.values():
         hd.refresh()
     assert h.session.events[-1].text == "from a clock an hour behind"
+
+
+def test_a_database_put_back_to_an_earlier_moment_and_forward_again_reads_whole(tmp_path):
+    """The database goes back to a moment before its sub-agent existed (a backup put back,
+    or a reader that met a WAL cut short) and then forward again, to the very rows and marks
+    it had: the sub-agent is read again, as a fresh read has it. (It once stayed empty: the
+    lead's rereading rebuilt it from its old row, read nothing, and took that mark as read.)"""
+    data, f = _copy_and_read(tmp_path, "07-subagent")
+    want = sorted(((e.kind, e.agent, e.id, e.text) for e in f.session.events), key=repr)
+    (child,) = [sid for sid in f.members if sid != f.root]
+    src = OpenCodeSource(Settings(folders={"opencode": str(data)}))
+    handles: dict = {}
+    with Writer(data / "opencode.db") as w:
+        _read_all(src, handles)
+        ((last,),) = w.run("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC LIMIT 1", f.root)
+        kept = {
+            t: w.run(f"SELECT * FROM {t} WHERE {where}", *args)
+            for t, where, args in [
+                ("session", "id = ?", [child]),
+                ("message", "session_id = ? OR id = ?", [child, last]),
+                ("part", "session_id = ? OR message_id = ?", [child, last]),
+                ("event_sequence", "aggregate_id IN (?, ?)", [child, f.root]),
+            ]
+        }
+        for t in ("part", "message", "session"):  # back: the last answer and the sub-agent not written yet
+            w.run(f"DELETE FROM {t} WHERE id IN ({', '.join('?' * len(kept[t]))})", *[r[0] for r in kept[t]])
+        w.run("DELETE FROM event_sequence WHERE aggregate_id = ?", child)
+        w.run("UPDATE event_sequence SET seq = seq - 5 WHERE aggregate_id = ?", f.root)
+        _read_all(src, handles)
+        (h,) = handles.values()
+        assert not [e for e in h.session.events if e.agent == child]
+        w.run("DELETE FROM event_sequence WHERE aggregate_id = ?", f.root)
+        for t in ("session", "message", "part", "event_sequence"):  # forward: the same rows, the same marks
+            for row in kept[t]:
+                w.run(f"INSERT INTO {t} VALUES ({', '.join('?' * len(row))})", *row)
+        _read_all(src, handles)
+    (h,) = handles.values()
+    assert sorted(((e.kind, e.agent, e.id, e.text) for e in h.session.events), key=repr) == want
+
+
+def _read_all(src, handles: dict) -> None:
+    new = src.scan(handles)
+    handles.clear()
+    handles.update(new)
+    for hd in handles.values():
+        hd.refresh()

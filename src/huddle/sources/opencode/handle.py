@@ -89,6 +89,7 @@ class Member:
 
 class OpenCodeHandle(Handle):
     created_title: str | None = None  # the lead's title when it was created (from the event log)
+    gone: frozenset[str] = frozenset()  # members whose rows the session table no longer lists
 
     def __init__(self, source: OpenCodeSource, path: str, ident: Any, root: str, rows: list[Row]) -> None:
         super().__init__(source.name, root)
@@ -107,6 +108,11 @@ class OpenCodeHandle(Handle):
 
     def set_rows(self, rows: list[Row]) -> None:
         s = self.session
+        # a member whose row went (a sub-session deleted, or the database put back to an
+        # older copy) is read again from its start if it returns, even at the same mark
+        self.gone = frozenset(self.members) - {row.id for row in rows}
+        for sid in self.gone:
+            self.members[sid].read = None
         for row in rows:
             m = self.members.get(row.id)
             if m is None:
@@ -134,7 +140,10 @@ class OpenCodeHandle(Handle):
         return d
 
     def dirty(self) -> bool:
-        return any(m.read != m.row.mark for m in self.members.values())
+        return bool(self._todo())
+
+    def _todo(self) -> list[Member]:
+        return [m for sid, m in self.members.items() if m.read != m.row.mark and sid not in self.gone]
 
     def files(self) -> list[str]:
         return [self.path, self.path + "-wal"]
@@ -144,7 +153,7 @@ class OpenCodeHandle(Handle):
     def refresh(self) -> bool:
         s = self.session
         before = s.version
-        todo = [m for m in self.members.values() if m.read != m.row.mark]
+        todo = self._todo()
         if not todo and self._linked is self.rows_seen and self.rows_seen is not None:
             return False
         if todo:
@@ -155,7 +164,8 @@ class OpenCodeHandle(Handle):
                         self._read(db, m)
                 except _Deleted:  # as a cold read would: from the start, every member
                     self._restart()
-                    for m in sorted(self.members.values(), key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
+                    listed = [m for sid, m in self.members.items() if sid not in self.gone]
+                    for m in sorted(listed, key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
                         self._read(db, m)
             finally:
                 self.source.done(self)
@@ -164,7 +174,7 @@ class OpenCodeHandle(Handle):
         return s.version != before
 
     def _restart(self) -> None:
-        rows = [m.row for m in self.members.values()]
+        rows = [m.row for sid, m in self.members.items() if sid not in self.gone]
         self.session.reset()
         self.members = {}
         self.links, self.records, self.title = Links(), Records(), ""
