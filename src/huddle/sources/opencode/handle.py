@@ -163,9 +163,8 @@ class OpenCodeHandle(Handle):
                     for m in sorted(todo, key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
                         self._read(db, m)
                 except _Deleted:  # as a cold read would: from the start, every member
-                    self._restart()
-                    listed = [m for sid, m in self.members.items() if sid not in self.gone]
-                    for m in sorted(listed, key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
+                    self._restart()  # (its members are the listed ones: none gone)
+                    for m in sorted(self.members.values(), key=lambda m: (m.sid != self.root, m.row.created, m.sid)):
                         self._read(db, m)
             finally:
                 self.source.done(self)
