@@ -3,6 +3,7 @@ sessions the table lists (live and recent by default; --all, --state, --project,
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -213,3 +214,113 @@ def test_every_short_id_the_table_prints_opens_its_session(tmp_path):
             shown = huddle(env, "show", short, "--json")
             assert shown.returncode == 0, (args, short, shown.stderr)
             assert json.loads(shown.stdout)["id"].startswith(short)
+
+
+# -- the table's layout: what rich's Table draws, without its cost ------------------
+
+
+def _shown(renderable, width: int, styled: bool) -> list[list[tuple[str, str]]] | str:
+    """What a terminal `width` wide shows of a renderable: its text as printed or, when
+    `styled`, each line's characters with the style each one that is not a space is
+    drawn in (padding's style is never seen; trailing spaces neither)."""
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=styled, color_system="truecolor" if styled else None)
+    if not styled:
+        console.print(renderable)
+        return buf.getvalue()
+    out = []
+    for line in console.render_lines(renderable, console.options, pad=False):
+        chars = [(ch, "" if ch == " " else str(seg.style or "")) for seg in line for ch in seg.text]
+        while chars and chars[-1][0] == " ":
+            chars.pop()
+        out.append(chars)
+    return out
+
+
+def _both(rows: list, width: int, now: float = 1.8e9):
+    """The table as huddle lays it out and as rich's Table would, or None when its
+    columns do not fit `width` (rich's Table draws it then, wrapping cells)."""
+    from huddle.cli import table as t
+
+    cells = t._cells({"sessions": rows}, now, None)
+    columns = t._columns(cells, width)
+    drawn = t.table({"sessions": rows}, now, width)
+    if not isinstance(drawn, t._Drawn):
+        assert sum(c.width for c in columns) + t.GAP * (len(columns) - 1) > width
+        return None
+    return drawn, t._wrapped(columns, cells)
+
+
+@pytest.mark.parametrize("width", [72, 80, 100, 120, 140, 200])
+def test_the_table_is_what_rich_would_draw(corpus, width):
+    """The samples' board, every state, a why under the title and beside it: the same
+    characters, and the same style on each, as rich's Table drew (it took a second for
+    a two-year history of 2,900 rows; this layout takes a tenth of that)."""
+    settings, _ = corpus
+    board = web_corpus.core(settings)
+    from huddle.views.board import board_json
+
+    rows = board_json(board)["sessions"]
+    rows += [
+        row(id="needs-1", state="needs_you", waiting_for="permission prompt: Bash", title="t " * 40),
+        row(id="err-1", state="idle", error="bad\x1b[31m file", title="日本語のタイトル" * 6, project="p" * 30),
+        row(id="busy-1", state="working", doing="Edit src/a.py", background=["npm test"], usage_unknown=True),
+    ]
+    got = _both(rows, width)
+    assert got is not None
+    fast, rich_table = got
+    assert _shown(fast, width, False) == _shown(rich_table, width, False)
+    assert _shown(fast, width, True) == _shown(rich_table, width, True)
+
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(
+        st.builds(
+            dict,
+            id=st.text("0123456789abcdef-", min_size=1, max_size=36),
+            source=st.sampled_from(["claude", "codex", "gemini", "opencode"]),
+            title=st.one_of(st.none(), _TEXT),
+            project=_TEXT,
+            state=st.sampled_from(["needs_you", "waiting", "working", "your_turn", "idle", "ended", "odd"]),
+            waiting_for=st.one_of(st.none(), _TEXT),
+            doing=_TEXT,
+            error=st.one_of(st.just(""), _TEXT),
+            background=st.lists(_TEXT, max_size=2),
+            tokens=st.integers(0, 10**13),
+            usage_unknown=st.booleans(),
+            cost=st.builds(dict, usd=st.one_of(st.none(), st.floats(0, 1e7)), unpriced=st.lists(_TEXT, max_size=1)),
+            updated_at=st.sampled_from([None, "2026-12-01T10:00:00Z", "2020-01-01T00:00:00Z", "soon"]),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    width=st.integers(40, 220),
+)
+def test_any_board_is_laid_out_as_rich_would(rows, width):
+    """Any titles, projects and whys (wide, combining, control characters), any width:
+    where the columns fit, the same characters and styles as rich's Table; where they
+    do not, rich's Table itself."""
+    got = _both([row(**r) for r in rows], width)
+    if got is not None:
+        fast, rich_table = got
+        assert _shown(fast, width, False) == _shown(rich_table, width, False)
+        assert _shown(fast, width, True) == _shown(rich_table, width, True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXT, width=st.integers(0, 40))
+def test_a_cut_keeps_the_longest_start_that_leaves_the_ellipsis_its_cell(text, width):
+    from huddle.cli.table import _cut
+
+    want = text
+    if cell_len(text) > width:  # (the definition: one character off the end at a time)
+        while want and cell_len(want) > width - 1:
+            want = want[:-1]
+        want += "…"
+    assert _cut(text, width) == want

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
-from rich.cells import cell_len
+from rich.cells import cell_len, set_cell_size
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -74,13 +74,22 @@ def _common(a: str, b: str) -> int:
     return n
 
 
+def _cells_of(text: str) -> int:
+    """The cells `text` takes (printable ASCII, most of a board: one a character)."""
+    return len(text) if text.isascii() and text.isprintable() else cell_len(text)
+
+
 def _cut(text: str, width: int) -> str:
-    """`text` in at most `width` cells, an ellipsis where it was cut."""
+    """`text` in at most `width` cells, an ellipsis where it was cut: its longest start
+    that leaves the ellipsis its cell (found by halves: a title of a long first prompt
+    cut a character at a time measured it hundreds of times)."""
     if cell_len(text) <= width:
         return text
-    while text and cell_len(text) > width - 1:
-        text = text[:-1]
-    return text + "…"
+    lo, hi = 0, len(text)  # text[:lo] fits; text[:hi] does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if cell_len(text[:mid]) <= width - 1 else (lo, mid)
+    return text[:lo] + "…"
 
 
 def _what(s: Row) -> str:
@@ -92,12 +101,35 @@ def _what(s: Row) -> str:
     return visible(" ".join(what.split()))
 
 
-def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str, str] | None = None) -> Table:
+class Column(NamedTuple):
+    key: str
+    width: int
+    right: bool = False  # justified right
+    style: str = ""  # every cell's
+
+
+GAP = 2  # cells between columns (rich's padding (0, 1), none at the edges)
+
+
+def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str, str] | None = None) -> _Drawn | Table:
     """The board in `width` columns: id, state, for how long, agent, title, project,
     tokens, cost at 120 and more (what it waits on or does beside the title, in its own
     column from 140); at 80 the project goes and the title takes what is left. `ids`:
     the short ids, worked out over every session (`short_ids` of the whole board), not
-    only the rows shown, so each one opens its own session."""
+    only the rows shown, so each one opens its own session.
+
+    Laid out here as lines of padded cells (`_Drawn`): rich's Table measured and wrapped
+    every cell, 0.4 ms a row, so `status --all` over a two-year history (2,900 rows)
+    took a second to draw. Where the columns cannot fit (a terminal under ~70
+    columns), rich's Table draws them, wrapping cells (`_wrapped`)."""
+    cells = _cells(data, now, ids)
+    columns = _columns(cells, width)
+    if sum(c.width for c in columns) + GAP * (len(columns) - 1) > width:
+        return _wrapped(columns, cells)
+    return _Drawn(columns, cells)
+
+
+def _cells(data: dict, now: float | None, ids: dict[str, str] | None) -> list[dict[str, Any]]:
     rows: list[Row] = data.get("sessions", [])
     sid = ids if ids is not None else short_ids(rows)
     cells: list[dict[str, Any]] = []
@@ -118,46 +150,137 @@ def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str,
                 "error": bool(s.error),
             }
         )
+    return cells
+
+
+def _columns(cells: list[dict[str, Any]], width: int) -> list[Column]:
     fixed = ["id", "state", "for", "agent", "tokens", "cost"]
-    head = {"id": "id", "state": "state", "for": "for", "agent": "agent", "tokens": "tokens", "cost": "cost"}
-    span = {k: max([cell_len(head[k])] + [cell_len(c[k][0] if k == "state" else c[k]) for c in cells]) for k in fixed}
-    gap = 2
-    free = width - sum(span.values()) - gap * len(fixed)  # for title, project and what
+    span = {k: max([len(k)] + [_cells_of(c[k][0] if k == "state" else c[k]) for c in cells]) for k in fixed}
+    free = width - sum(span.values()) - GAP * len(fixed)  # for title, project and what
     show_project = width >= 100 and free >= 40
     project_w = min(16, max([7] + [len(c["project"]) for c in cells])) if show_project else 0
-    free -= project_w + gap if show_project else 0
+    free -= project_w + GAP if show_project else 0
     show_what = width >= 140 and free >= 70
     what_w = min(60, max(free // 2, 20)) if show_what else 0
-    free -= what_w + gap if show_what else 0
-    title_w = max(10, free)
-
-    t = Table(box=None, pad_edge=False, expand=False, header_style="bold", padding=(0, 1))
-    t.add_column("id", no_wrap=True, style="dim", width=span["id"])
-    t.add_column("state", no_wrap=True, width=span["state"])
-    t.add_column("for", justify="right", no_wrap=True, width=span["for"])
-    t.add_column("agent", no_wrap=True, width=span["agent"])
-    t.add_column("title", width=title_w)  # each cell cuts itself (a why may take a second line)
+    free -= what_w + GAP if show_what else 0
+    out = [
+        Column("id", span["id"], style="dim"),
+        Column("state", span["state"]),
+        Column("for", span["for"], right=True),
+        Column("agent", span["agent"]),
+        Column("title", max(10, free)),  # each cell cuts itself (a why may take a second line)
+    ]
     if show_project:
-        t.add_column("project", overflow="ellipsis", no_wrap=True, width=project_w)
-    t.add_column("tokens", justify="right", no_wrap=True, width=span["tokens"])
-    t.add_column("cost", justify="right", no_wrap=True, width=span["cost"])
+        out.append(Column("project", project_w))
+    out += [Column("tokens", span["tokens"], right=True), Column("cost", span["cost"], right=True)]
     if show_what:
-        t.add_column("what", overflow="ellipsis", no_wrap=True, width=what_w)
+        out.append(Column("what", what_w))
+    return out
+
+
+Cell = list[tuple[str, str]]  # a cell's text in pieces, each with its style ("": none)
+
+
+def _row(columns: list[Column], c: dict[str, Any]) -> list[Cell]:
+    """One session's cells; the title's may hold a second line (what it waits on)."""
+    title_w = next(col.width for col in columns if col.key == "title")
+    show_what = columns[-1].key == "what"
+    title: Cell = [(_cut(c["title"], title_w), "")]
+    if not show_what and c["what"]:
+        if c["error"] or c["state"][0] in (LABEL["needs_you"], LABEL["waiting"]):
+            # what it waits on matters more than the title: a line of its own
+            title.append(("\n" + _cut("↳ " + c["what"], title_w), "red" if c["error"] else "bold"))
+        elif cell_len(title[0][0]) + 4 < title_w:  # what it does, beside the title while there is room
+            title.append((_cut("  " + c["what"], title_w - cell_len(title[0][0])), "dim"))
+    special: dict[str, Cell] = {
+        "state": [c["state"]],
+        "title": title,
+        "what": [(c["what"], "red" if c["error"] else "")],
+    }
+    return [special.get(col.key) or [(c[col.key], "")] for col in columns]
+
+
+def _fit(cell: Cell, col: Column, style: str) -> Cell:
+    """A one-line cell in its column's width, padded, the column's `style` under its
+    own: cut with an ellipsis where it runs over (as rich's overflow "ellipsis": the
+    project, what it does; the rest fit)."""
+    n = _cells_of(cell[0][0]) if len(cell) == 1 else sum(_cells_of(text) for text, _ in cell)
+    if n > col.width:  # (a cut cell is one piece)
+        text = set_cell_size("".join(text for text, _ in cell), col.width - 1) + "…"
+        cell, n = [(text, cell[0][1])], cell_len(text)
+    if style:
+        cell = [(text, f"{style} {own}" if own else style) for text, own in cell]
+    if n == col.width:
+        return cell
+    pad = (" " * (col.width - n), "")
+    return [pad, *cell] if col.right else [*cell, pad]
+
+
+class _Drawn:
+    """The table as lines of padded cells, drawn as rich segments: what rich's Table
+    draws for columns that fit (test_cli_table compares the two), without its
+    measuring and wrapping of every cell."""
+
+    def __init__(self, columns: list[Column], cells: list[dict[str, Any]]) -> None:
+        self.lines: list[Cell] = [self._line(columns, [[(col.key, "bold")] for col in columns], head=True)]
+        title_at = next(i for i, col in enumerate(columns) if col.key == "title")
+        for c in cells:
+            row = _row(columns, c)
+            first, more = _split(row[title_at])
+            self.lines.append(self._line(columns, [*row[:title_at], first, *row[title_at + 1 :]]))
+            if more:  # (the title's second line: the other cells blank)
+                self.lines.append(self._line(columns, [more if i == title_at else [] for i in range(len(columns))]))
+
+    @staticmethod
+    def _line(columns: list[Column], row: list[Cell], head: bool = False) -> Cell:
+        line: Cell = []
+        texts: list[str] = []  # the run of one style being put together (one segment each)
+        now = ""
+        for i, (col, cell) in enumerate(zip(columns, row, strict=True)):
+            fitted = _fit(cell, col, "" if head else col.style)  # (a column's style is its cells')
+            for text, style in [(" " * GAP, ""), *fitted] if i else fitted:
+                if style != now:
+                    if texts:
+                        line.append(("".join(texts), now))
+                    texts, now = [], style
+                texts.append(text)
+        if texts:
+            line.append(("".join(texts), now))
+        return line
+
+    def __rich_console__(self, console: Console, options: Any) -> Any:
+        from rich.segment import Segment
+
+        styles: dict[str, Any] = {"": None}
+        for line in self.lines:
+            for text, style in line:
+                if style not in styles:
+                    styles[style] = console.get_style(style)
+                yield Segment(text, styles[style])
+            yield Segment.line()
+
+
+def _split(cell: Cell) -> tuple[Cell, Cell]:
+    """A cell's first line and what follows its newline (a piece starts it)."""
+    for i, (text, style) in enumerate(cell):
+        if text.startswith("\n"):
+            return cell[:i], [(text[1:], style), *cell[i + 1 :]]
+    return cell, []
+
+
+def _wrapped(columns: list[Column], cells: list[dict[str, Any]]) -> Table:
+    """The table rich lays out, wrapping cells where the columns do not fit the width."""
+    t = Table(box=None, pad_edge=False, expand=False, header_style="bold", padding=(0, 1))
+    for col in columns:
+        t.add_column(
+            col.key,
+            width=col.width,
+            justify="right" if col.right else "left",
+            style=col.style or None,
+            no_wrap=col.key != "title",
+        )
     for c in cells:
-        title = Text(_cut(c["title"], title_w))
-        if not show_what and c["what"]:
-            if c["error"] or c["state"][0] in (LABEL["needs_you"], LABEL["waiting"]):
-                # what it waits on matters more than the title: a line of its own
-                title.append("\n" + _cut("↳ " + c["what"], title_w), style="red" if c["error"] else "bold")
-            elif cell_len(title.plain) + 4 < title_w:  # what it does, beside the title while there is room
-                title.append(_cut("  " + c["what"], title_w - cell_len(title.plain)), style="dim")
-        row = [Text(c["id"]), Text(c["state"][0], style=c["state"][1]), Text(c["for"]), Text(c["agent"]), title]
-        if show_project:
-            row.append(Text(c["project"]))
-        row += [Text(c["tokens"]), Text(c["cost"])]
-        if show_what:
-            row.append(Text(c["what"], style="red" if c["error"] else ""))
-        t.add_row(*row)
+        t.add_row(*(Text.assemble(*cell) for cell in _row(columns, c)))
     return t
 
 
