@@ -247,8 +247,8 @@ def _both(rows: list, width: int, now: float = 1.8e9):
     cells = t._cells({"sessions": rows}, now, None)
     columns = t._columns(cells, width)
     drawn = t.table({"sessions": rows}, now, width)
-    if not isinstance(drawn, t._Drawn):
-        assert sum(c.width for c in columns) + t.GAP * (len(columns) - 1) > width
+    if not isinstance(drawn, t.Drawn):
+        assert not t.fits(columns, width)
         return None
     return drawn, t._wrapped(columns, cells)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from rich.cells import cell_len, set_cell_size
@@ -111,22 +112,27 @@ class Column(NamedTuple):
 GAP = 2  # cells between columns (rich's padding (0, 1), none at the edges)
 
 
-def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str, str] | None = None) -> _Drawn | Table:
+def fits(columns: list[Column], width: int) -> bool:
+    """Whether these columns, and the gaps between them, fit `width` cells."""
+    return sum(c.width for c in columns) + GAP * (len(columns) - 1) <= width
+
+
+def table(data: dict, now: float | None = None, width: int = 120, ids: dict[str, str] | None = None) -> Drawn | Table:
     """The board in `width` columns: id, state, for how long, agent, title, project,
     tokens, cost at 120 and more (what it waits on or does beside the title, in its own
     column from 140); at 80 the project goes and the title takes what is left. `ids`:
     the short ids, worked out over every session (`short_ids` of the whole board), not
     only the rows shown, so each one opens its own session.
 
-    Laid out here as lines of padded cells (`_Drawn`): rich's Table measured and wrapped
+    Laid out here as lines of padded cells (`Drawn`): rich's Table measured and wrapped
     every cell, 0.4 ms a row, so `status --all` over a two-year history (2,900 rows)
     took a second to draw. Where the columns cannot fit (a terminal under ~70
     columns), rich's Table draws them, wrapping cells (`_wrapped`)."""
     cells = _cells(data, now, ids)
     columns = _columns(cells, width)
-    if sum(c.width for c in columns) + GAP * (len(columns) - 1) > width:
+    if not fits(columns, width):
         return _wrapped(columns, cells)
-    return _Drawn(columns, cells)
+    return Drawn(columns, (_row(columns, c) for c in cells))
 
 
 def _cells(data: dict, now: float | None, ids: dict[str, str] | None) -> list[dict[str, Any]]:
@@ -216,20 +222,19 @@ def _fit(cell: Cell, col: Column, style: str) -> Cell:
     return [pad, *cell] if col.right else [*cell, pad]
 
 
-class _Drawn:
-    """The table as lines of padded cells, drawn as rich segments: what rich's Table
-    draws for columns that fit (test_cli_table compares the two), without its
-    measuring and wrapping of every cell."""
+class Drawn:
+    """A table as lines of padded cells, drawn as rich segments: what rich's Table draws
+    for columns that fit (test_cli_table compares the two), without its measuring and
+    wrapping of every cell. `rows`: each a cell per column; a cell may hold a second
+    line (a piece that starts with a newline), the row's other cells blank on it."""
 
-    def __init__(self, columns: list[Column], cells: list[dict[str, Any]]) -> None:
+    def __init__(self, columns: list[Column], rows: Iterable[list[Cell]]) -> None:
         self.lines: list[Cell] = [self._line(columns, [[(col.key, "bold")] for col in columns], head=True)]
-        title_at = next(i for i, col in enumerate(columns) if col.key == "title")
-        for c in cells:
-            row = _row(columns, c)
-            first, more = _split(row[title_at])
-            self.lines.append(self._line(columns, [*row[:title_at], first, *row[title_at + 1 :]]))
-            if more:  # (the title's second line: the other cells blank)
-                self.lines.append(self._line(columns, [more if i == title_at else [] for i in range(len(columns))]))
+        for row in rows:
+            split = [_split(cell) for cell in row]
+            self.lines.append(self._line(columns, [first for first, _ in split]))
+            if any(more for _, more in split):
+                self.lines.append(self._line(columns, [more for _, more in split]))
 
     @staticmethod
     def _line(columns: list[Column], row: list[Cell], head: bool = False) -> Cell:

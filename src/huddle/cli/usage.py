@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from huddle.oneshot import say_json
 from huddle.usage.report import GROUPS
+
+if TYPE_CHECKING:
+    from .table import Cell, Column
 
 
 def time_option(given: str | None, option: str) -> float | None:
@@ -130,49 +135,71 @@ def _usd(v: float | None, unpriced: list[str]) -> str:
     return f"${v:,.2f}" + ("+?" if unpriced else "")
 
 
+def _wrapped(columns: list[Column], rows: list[list[Cell]]) -> Any:
+    """The report as rich's Table lays it out where its columns do not fit the width."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(box=None, pad_edge=False, header_style="bold")
+    label, *numbers = columns
+    t.add_column(label.key, overflow="ellipsis", no_wrap=True, max_width=label.width)
+    for col in numbers:
+        t.add_column(col.key, justify="right", no_wrap=True, min_width=col.width)
+    for row in rows:
+        t.add_row(*(Text.assemble(*cell) for cell in row))
+    return t
+
+
+def laid_out(data: dict, width: int) -> tuple[list[Column], list[list[Cell]]]:
+    """The report's columns (cli.table.Column) and rows (a cell per column) in `width`
+    cells: the counts exact while they leave the label 12 cells, else short (1.25M: a
+    history's billions of cache reads pushed the cost off an 80-column terminal); the
+    label takes what is left, up to 60."""
+    from rich.cells import cell_len
+
+    from huddle.io.visible import visible
+    from huddle.views.numbers import short_tokens
+
+    from .table import Column
+
+    by = data["by"]
+    names = ("input", "output", "cache read", "cache write", "total", "cost")
+    keys = ("input", "output", "cache_read", "cache_write", "total_tokens")
+    for count in (lambda n: f"{n:,}", short_tokens):
+        body = [[*(count(d[k]) for k in keys), _usd(d["cost_usd"], d["unpriced"])] for d in data["rows"]]
+        t = data["totals"]
+        foot = [*(count(t[k]) for k in keys), _usd(t["cost_usd"], t["unpriced"])]
+        widths = [max(len(n), len(foot[i]), *(len(c[i]) for c in body)) for i, n in enumerate(names)]
+        room = width - sum(widths) - 2 * len(widths)  # what the label may take
+        if room >= 12:
+            break
+    rows = data["rows"]
+    labels = [
+        visible(f"{d['source']} · {d.get('title') or d['session']}" if by == "session" else d["key"]) for d in rows
+    ]
+    label_w = min(max(12, min(60, room)), max(cell_len(x) for x in (by, "total", *labels)))
+    columns = [Column(by, label_w), *(Column(n, w, right=True) for n, w in zip(names, widths, strict=True))]
+    table = [[[(label, "")], *([(x, "")] for x in c)] for label, c in zip(labels, body, strict=True)]
+    table.append([[("total", "bold")], *([(x, "bold")] for x in foot)])
+    return columns, table
+
+
 def print_report(data: dict, console=None) -> None:
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
     from huddle.io.visible import visible
 
+    from .table import Drawn, fits
+
     console = console or Console()
-    rows = data["rows"]
-    if not rows:
+    if not data["rows"]:
         console.print(Text("No token usage found.", style="dim"))
         _print_own(data, console)
         return
-    by = data["by"]
-
-    def cells(d: dict) -> list[str]:
-        return [
-            f"{d['input']:,}",
-            f"{d['output']:,}",
-            f"{d['cache_read']:,}",
-            f"{d['cache_write']:,}",
-            f"{d['total_tokens']:,}",
-            _usd(d["cost_usd"], d["unpriced"]),
-        ]
-
-    body = [cells(d) for d in rows]
-    foot = cells(data["totals"])
-    names = ("input", "output", "cache read", "cache write", "total", "cost")
-    widths = [max(len(n), len(foot[i]), *(len(c[i]) for c in body)) for i, n in enumerate(names)]
-    # numbers keep their width; the label gets what is left of the terminal
-    room = console.width - sum(widths) - 2 * len(widths)
-    t = Table(box=None, pad_edge=False, header_style="bold")
-    t.add_column(by, overflow="ellipsis", no_wrap=True, max_width=max(12, min(60, room)))
-    for name, width in zip(names, widths):
-        t.add_column(name, justify="right", no_wrap=True, min_width=width)
-    for d, c in zip(rows, body):
-        label = d["key"]
-        if by == "session":
-            label = f"{d['source']} · {d.get('title') or d['session']}"
-        t.add_row(Text(visible(label)), *c)
-    t.add_section()
-    t.add_row(Text("total"), *foot, style="bold")
-    console.print(t)
+    columns, table = laid_out(data, console.width)
+    # (a history's sessions are thousands of rows: rich's Table took 1.5 s for 2,100)
+    console.print(Drawn(columns, table) if fits(columns, console.width) else _wrapped(columns, table))
     p = data["pricing"]
     where = "built-in" + (f" + {p['user_file']}" if p.get("user_file") else "")
     console.print(Text(f"prices as of {p['as_of']} ({where}), USD list prices", style="dim"))
