@@ -114,6 +114,8 @@ def test_doctor_json_is_the_route_and_status_json_carries_the_counts(tmp_path):
         board = client.get("/api/sessions").json()
         agents = client.get("/api/agents").json()["agents"]
     assert json.loads(cli.stdout) == route
+    again = _huddle(settings, "doctor", "--json")  # the sessions asleep now: their files said from the cache
+    assert json.loads(again.stdout) == route
     status = json.loads(_huddle(settings, "status", "--json").stdout)
     assert status["files"] == board["files"]
     assert status["files"]["codex"]["not_read"] == 2
