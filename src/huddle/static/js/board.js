@@ -30,6 +30,11 @@ let selected = 0;
 let notifyOn = localStorage.getItem("huddle.notify") === "1";
 const shown = new Map(); // "source:id" -> its browser notification, closed when the wait ends
 let loaded = false;
+// A long history's board draws its first rows, and more as its end comes into view: the
+// 2,900 rows of two years took the page 4 s to draw (55,000 elements, laid out whole).
+const PAGE = 250;
+let limit = PAGE; // rows drawn (in the board's order)
+const fresh = new Set(); // rows that changed while not drawn: they flash if they come into view
 
 const $ = (id) => document.getElementById(id);
 const keyOf = (r) => `${r.source}:${r.id}`;
@@ -162,7 +167,7 @@ function renderRow(r, flash) {
 
 // A pin came or went: every row drawn again (its button), pinned ones first.
 function repin() {
-  for (const r of rows.values()) renderRow(r, false);
+  for (const key of [...trs.keys()]) if (rows.has(key)) renderRow(rows.get(key), false);
   paint();
   redrawFilters();
 }
@@ -171,7 +176,8 @@ function paint() {
   sortRows();
   sortHeads();
   const body = $("rows");
-  const keep = new Set(order.map(keyOf));
+  const drawn = order.slice(0, limit);
+  const keep = new Set(drawn.map(keyOf));
   for (const [k, tr] of trs)
     if (!keep.has(k)) {
       tr.remove();
@@ -179,18 +185,22 @@ function paint() {
     }
   const want = [];
   let group = null;
-  for (const r of order) {
+  for (const r of drawn) {
     const g = groupOf(r);
     if (g !== null && g !== group) {
       want.push(groupRow(g, order));
       group = g;
     }
-    want.push(trs.get(keyOf(r)) || renderRow(r, false));
+    want.push(trs.get(keyOf(r)) || renderRow(r, fresh.has(keyOf(r))));
   }
+  fresh.clear();
+  if (order.length > drawn.length) want.push(moreRow(order.length - drawn.length));
   want.forEach((tr, i) => {
     if (body.children[i] !== tr) body.insertBefore(tr, body.children[i] || null);
   });
   while (body.children.length > want.length) body.lastChild.remove();
+  if (order.length > drawn.length) watchMore();
+  else if (seen) seen.disconnect();
   selected = Math.min(selected, Math.max(0, order.length - 1));
   markSelected();
   $("empty").hidden = rows.size > 0 || !loaded;
@@ -198,6 +208,32 @@ function paint() {
   $("none-match").hidden = !none;
   if (none) $("none-match").textContent = noneText();
   summary();
+}
+
+// The row after the drawn ones: how many more there are, a button that draws the next
+// page, and drawn by itself once within a screen of the view (scrolling just goes on).
+let more = null;
+let seen = null;
+function moreRow(n) {
+  if (!more) {
+    const b = el("button", { type: "button", class: "btn" });
+    b.addEventListener("click", showMore);
+    more = el("tr", { class: "more-row" }, el("td", { colspan: "8" }, b));
+  }
+  more.querySelector("button").textContent = `Show ${Math.min(PAGE, n)} more (${n.toLocaleString()} not shown)`;
+  return more;
+}
+
+function showMore(upTo) {
+  limit = Math.max(limit + PAGE, typeof upTo === "number" ? upTo : 0);
+  paint();
+}
+
+function watchMore() {
+  if (!("IntersectionObserver" in window)) return;
+  seen = seen || new IntersectionObserver((es) => es.some((e) => e.isIntersecting) && showMore(), { rootMargin: "800px" });
+  seen.disconnect(); // (observed again: its first report says whether it is in view now)
+  seen.observe(more);
 }
 
 function markSelected() {
@@ -244,7 +280,8 @@ function apply(data) {
     rows.set(key, r);
     if (loaded && r.state === "needs_you" && (!before || before.state !== "needs_you")) notify(r);
     if (r.state !== "needs_you") answered(key);
-    renderRow(r, loaded);
+    if (trs.has(key)) renderRow(r, loaded);
+    else if (loaded) fresh.add(key); // (drawn by paint if it is in view)
   }
   for (const key of data.removed || []) {
     rows.delete(key);
@@ -259,6 +296,8 @@ async function load() {
   rows.clear();
   for (const tr of trs.values()) tr.remove();
   trs.clear();
+  fresh.clear();
+  limit = PAGE;
   loaded = false;
   apply(data);
   loaded = true;
@@ -339,6 +378,7 @@ function keys(ev) {
   }
   if (ev.key === "j" || ev.key === "ArrowDown") {
     selected = Math.min(order.length - 1, selected + 1);
+    if (selected >= limit) showMore(selected + 1); // (the next page drawn, the selection on it)
     markSelected();
     ev.preventDefault();
   } else if (ev.key === "k" || ev.key === "ArrowUp") {
@@ -354,12 +394,13 @@ function keys(ev) {
 }
 
 function tick() {
-  for (const r of order) {
-    const tr = trs.get(keyOf(r));
-    const cell = tr && tr.querySelector(".c-since");
+  for (const [key, tr] of trs) {
+    const r = rows.get(key);
+    if (!r) continue;
+    const cell = tr.querySelector(".c-since");
     const t = sinceText(r);
     if (cell && cell.textContent !== t) cell.textContent = t;
-    const lastCell = tr && tr.querySelector(".c-last");
+    const lastCell = tr.querySelector(".c-last");
     const day = fmtDay(parseISO(r.updated_at)); // (today turns to yesterday at midnight)
     if (lastCell && lastCell.textContent !== day) lastCell.textContent = day;
   }
