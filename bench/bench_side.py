@@ -3,7 +3,7 @@ generated one: one table of paired ratios per corpus.
 
     python bench/bench_side.py [--corpus real,synthetic] [--copies 23] [--sessions 1000]
                                [--claude-gb 1.1] [--codex-threads 1000] [--codex-mb 550] [--runs 5]
-                               [--only usage,status,new,statusline,serve,export,idle,page,parse]
+                               [--only usage,status,new,statusline,serve,export,idle,page,parse,tables,board]
                                [--no-cold] [--peers ccusage,agentsview] [--idle 60]
 
 `real` is ../shared/external's real session files cloned with fresh ids (bench/real_corpus.py:
@@ -432,7 +432,7 @@ def main() -> None:
     ap.add_argument("--codex-threads", type=int, default=1000)
     ap.add_argument("--codex-mb", type=int, default=550)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--only", default="usage,status,new,statusline,serve,export,idle,page,parse")
+    ap.add_argument("--only", default="usage,status,new,statusline,serve,export,idle,page,parse,tables,board")
     ap.add_argument(
         "--corpus",
         default="real,synthetic",
@@ -676,6 +676,10 @@ def measure(a: argparse.Namespace, only: set[str], claude: Path, codex: Path) ->
             side_paths.page_solo(b, 10)
         if "parse" in only:
             side_paths.parse_solo(b)
+        if "tables" in only:
+            side_paths.tables_solo(b, huddle, a.runs)
+        if "board" in only:
+            side_paths.board_solo(b)
     finally:
         b.restore()
         b.table()

@@ -9,18 +9,24 @@
   page             an appended line until it is painted on the open conversation page
                    (Chromium, bench_server.bench_paint)
   parse            full parse, MB per CPU second, Claude and Codex (bench_parse/bench_codex children)
+  tables           what a person types over the whole history, nothing changed: `status --all`
+                   and `usage --by session` as tables (80 and 120 columns), `doctor`
+  board            the board page over the whole history (Chromium): its first row drawn, and
+                   the CPU of the open tab over 10 s of nothing changing
 
 Standard library and the bench's own helpers only; peers looked for as bench_side does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -153,15 +159,16 @@ def idle_solo(bench, huddle_home: str, seconds: int, label: str) -> None:
         p.wait(30)
 
 
-def page_solo(bench, appends: int) -> None:
+@contextlib.contextmanager
+def served(bench) -> Iterator[str]:
+    """`huddle serve` on the bench's home, its first read done: its URL."""
     import re
+    import signal
+    import urllib.request
 
-    from bench_server import bench_paint
-
-    env = bench.env()
     p = subprocess.Popen(
         [sys.executable, "-m", "huddle", "serve", "--port", "0", "--no-open", "--no-notify"],
-        env=env,
+        env=bench.env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -169,8 +176,6 @@ def page_solo(bench, appends: int) -> None:
     )
     try:
         url = re.search(r"(http://\S+/)", p.stdout.readline() or "").group(1)
-        import urllib.request
-
         while True:
             try:
                 with urllib.request.urlopen(url + "api/info", timeout=60) as r:
@@ -178,15 +183,72 @@ def page_solo(bench, appends: int) -> None:
                         break
             except OSError:
                 time.sleep(0.2)
+        yield url
+    finally:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(30)
+
+
+def page_solo(bench, appends: int) -> None:
+    from bench_server import bench_paint
+
+    with served(bench) as url:
         # a session of some size with a conversation on its page, as one a person follows
         r = bench_paint(url, bench.claude, appends, NewSessions(bench.claude).model)
         print(f"  appended line -> painted: median {r['median_ms']:.0f} ms, p90 {r['p90_ms']:.0f} ms")
         bench.said("appended line -> on the open page", f"median {r['median_ms']:.0f} ms, p90 {r['p90_ms']:.0f} ms")
-    finally:
-        import signal
 
-        os.killpg(p.pid, signal.SIGTERM)
-        p.wait(30)
+
+def tables_solo(bench, huddle: list[str], runs: int) -> None:
+    """The views a person reads over every session (rows as many as the history's
+    sessions), nothing changed since the last run: wall and CPU of each, alone."""
+    from bench_side import timed
+
+    for name, args, columns in (
+        ("status --all (table, 120 columns)", ["status", "--all"], 120),
+        ("usage --by session (table, 80)", ["usage", "--by", "session"], 80),
+        ("usage --by session (table, 120)", ["usage", "--by", "session"], 120),
+        ("doctor", ["doctor"], 120),
+    ):
+        env = {**bench.env(), "COLUMNS": str(columns)}
+        timed([*huddle, *args], env)  # (what it keeps, as after any earlier run)
+        bench.solo(name, [timed([*huddle, *args], env) for _ in range(runs)])
+
+
+def board_solo(bench) -> None:
+    """The board page over every session: from its load until its first row is drawn,
+    and the open tab's CPU over 10 s of nothing changing (Chromium's own counters)."""
+    from playwright.sync_api import sync_playwright
+
+    from bench_server import ARGS, CHROMIUM
+
+    with served(bench) as url, sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        firsts = []
+        for _ in range(3):
+            page = b.new_page(viewport={"width": 1400, "height": 900})
+            t0 = time.perf_counter()
+            page.goto(url)
+            page.wait_for_selector("#rows tr[data-key]", timeout=120_000)
+            firsts.append(time.perf_counter() - t0)
+            rows = page.locator("#rows tr[data-key]").count()
+            cdp = page.context.new_cdp_session(page)
+            cdp.send("Performance.enable")
+            page.wait_for_timeout(2000)
+            c0 = _task_seconds(cdp)
+            page.wait_for_timeout(10_000)
+            idle = _task_seconds(cdp) - c0
+            page.close()
+        b.close()
+    first = sorted(firsts)[1]
+    bench.said("board page: first row", f"median {first:.2f} s of 3 loads ({rows} rows drawn)")
+    bench.said("board page: idle tab", f"{idle:.2f} s of CPU over 10 s")
+
+
+def _task_seconds(cdp) -> float:
+    """Chromium's count of the seconds a page's main thread has been busy."""
+    got = cdp.send("Performance.getMetrics")["metrics"]
+    return next(m["value"] for m in got if m["name"] == "TaskDuration")
 
 
 def parse_solo(bench) -> None:
