@@ -235,6 +235,28 @@ def test_cli_session_titles_are_shown_as_text_not_markup(claude_env):
     assert "[[scn:basic]]" in res.stdout  # rich would eat "[scn:basic]" as a style tag
 
 
+def test_a_report_asked_again_is_kept_until_the_core_moves(tmp_path):
+    """The route's report (a page asks whenever it opens) is added up once per change of
+    the core and question, not per request: the same rows while nothing moved, a
+    response appended counted in the next."""
+    config = tmp_path / "config"
+    shutil.copytree(CLAUDE / "01-basic-tools" / "config", config)
+    h = claude_huddle(config)
+    first, again = report(h), report(h)
+    assert first == again and first["rows"] is again["rows"]  # kept, each answer its own dict
+    assert report(h, by="model")["rows"] is not first["rows"]  # another question: its own
+    f = next(config.glob("projects/*/*.jsonl"))
+    line = next(x for x in f.read_text().splitlines() if '"type":"assistant"' in x and '"usage"' in x)
+    rec = json.loads(line)
+    rec["message"]["id"] = "msg_one_more"
+    rec["uuid"] = "5e550000-0000-4000-8000-00000000beef"
+    with f.open("a") as out:
+        out.write(json.dumps(rec, separators=(",", ":")) + "\n")
+    h.refresh()
+    moved = report(h)
+    assert moved["totals"]["responses"] == first["totals"]["responses"] + 1
+
+
 def _report(by: str, counts: list[tuple[str, int]]) -> dict:
     """A report as `usage --json` says it: a row per (label, count), every count alike."""
 
