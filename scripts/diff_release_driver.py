@@ -178,6 +178,7 @@ def main() -> None:
             put(f"GET /api/sessions?at={AT}", "-", srv.get(f"/api/sessions?at={AT}"))
             for by in USAGE_GROUPS:
                 put(f"GET /api/usage?by={by}", "-", srv.get(f"/api/usage?by={by}"))
+            put("GET /api/doctor", "-", srv.get("/api/doctor"))
             for word in SEARCH_WORDS:
                 put("GET /api/search?q=", word, searched(srv, word))
         for sid in ids:
@@ -208,6 +209,7 @@ def main() -> None:
     put(f"huddle status --json --at {AT}", "-", cli("status", "--json", "--at", AT))
     for by in USAGE_GROUPS:
         put(f"huddle usage --json --by {by}", "-", cli("usage", "--json", "--by", by))
+    put("huddle doctor --json", "-", cli("doctor", "--json"))  # (after status: the sessions asleep)
     for word in SEARCH_WORDS:
         put("huddle search WORD --json", word, cli("search", word, "--json", "--limit", "200"))
     for sid in sorted(ids)[:CLI_SESSIONS]:
