@@ -75,6 +75,8 @@ def test_every_file_met_is_said(tmp_path):
     assert unread[str(planted["loose"])].startswith(UNKNOWN)
     for a in (claude, codex):
         assert a["found"] == a["sessions"] + a["not_sessions"] + a["not_read"]
+        for what in ("not_read_files", "not_session_files", "errors"):  # in the order of their paths
+            assert [f["path"] for f in a[what]] == sorted(f["path"] for f in a[what])
         assert a["not_read"] == len(a["not_read_files"]) and a["not_sessions"] == len(a["not_session_files"])
     # the board carries the counts, for every agent whose folder is here
     files = as_json(board_json(h))["files"]

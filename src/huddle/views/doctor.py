@@ -14,6 +14,7 @@ from .files import accounts
 
 if TYPE_CHECKING:
     from huddle.core import Huddle
+    from huddle.model.files import FileNote
 
 
 def doctor(h: Huddle) -> dict[str, Any]:
@@ -34,9 +35,9 @@ def doctor(h: Huddle) -> dict[str, Any]:
                 "folders": acc.folders,
                 "found": len(acc.sessions) + len(acc.not_sessions) + len(acc.not_read),
                 **acc.counts(),
-                "not_session_files": [{"path": n.path, "reason": n.reason} for n in acc.not_sessions],
-                "not_read_files": [{"path": n.path, "reason": n.reason} for n in acc.not_read],
-                "errors": [{"path": n.path, "reason": n.reason} for n in acc.erred],
+                "not_session_files": _by_path(acc.not_sessions),
+                "not_read_files": _by_path(acc.not_read),
+                "errors": _by_path(acc.erred),
             }
         )
     out: dict[str, Any] = {"agents": agents}
@@ -44,6 +45,12 @@ def doctor(h: Huddle) -> dict[str, Any]:
     if notes:
         out["notes"] = notes
     return out
+
+
+def _by_path(notes: list[FileNote]) -> list[dict[str, str]]:
+    """Files and why, in the order of their paths: the order the sessions were met in
+    (awake ones first, then those asleep) is no part of the answer."""
+    return [{"path": n.path, "reason": n.reason} for n in sorted(notes, key=lambda n: (n.path, n.reason))]
 
 
 def doctor_text(data: Mapping[str, Any]) -> str:
