@@ -178,6 +178,45 @@ def test_nothing_changed_asks_sqlite_nothing_and_one_change_reads_one_session(tm
     assert src.lists == 2  # the session list: once at the start, once after the change
 
 
+def test_a_commit_listed_halfway_is_read_once_its_index_moves(tmp_path):
+    """SQLite commits in two steps: the frames go to the WAL (and an fsync), then the
+    wal-index header in `-shm` makes them visible. A list between the two reads the rows
+    before the commit under the WAL's final size and mtime; only the index header moves
+    after it (a CI run once missed a part this way, for good)."""
+    data = tmp_path / "oc"
+    shutil.copytree(OPENCODE / "07-subagent" / "home" / ".local" / "share" / "opencode", data)
+    db = data / "opencode.db"
+    shm = Path(str(db) + "-shm")
+    src = OpenCodeSource(Settings(folders={"opencode": str(data)}))
+    handles = src.scan({})
+    (h,) = handles.values()
+    h.refresh()
+    with Writer(db) as w:
+        (msg,) = w.run("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC LIMIT 1", h.root)
+        before = shm.read_bytes()[:136]  # the index's header and its read marks, before the commit
+        w.run(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
+            "prt_zzzzhalf",
+            msg[0],
+            h.root,
+            1796119393999,
+            1796119393999,
+            json.dumps({"type": "text", "text": "the last word", "time": {"start": 1, "end": 2}}),
+        )
+        w.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", h.root)
+        after = shm.read_bytes()[:136]
+        assert before != after
+        with open(shm, "r+b") as f:  # the moment between: the frames written, the index not yet
+            f.write(before)
+        lists = src.lists
+        handles = src.scan(handles)
+        assert src.lists == lists + 1 and not h.refresh()  # listed: the rows as they were
+        with open(shm, "r+b") as f:  # the index moves: the commit is done (no file's size or mtime moved)
+            f.write(after)
+        handles = src.scan(handles)
+        assert h.refresh() and h.session.events[-1].text == "the last word"
+
+
 def test_a_session_streaming_row_by_row_equals_a_fresh_read(tmp_path):
     """Rows appear and change in place (a tool part running, then completed; a message
     completing with its last step) the way OpenCode writes them; reading after every

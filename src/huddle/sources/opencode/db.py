@@ -62,6 +62,10 @@ from huddle.io import safefile
 BUSY_MS = 200
 ROW_MAX = 8 << 20  # a row's data past this is read without its heavy fields (handle.py)
 WAL_HEAD = 32  # the WAL header: magic, page size, checkpoint sequence, salts
+# The wal-index header at the start of `-shm`: its two copies of WalIndexHdr (each
+# commit's change counter, last frame, page count, checksums), not the read marks after
+# them, which readers move.
+SHM_HEAD = 96
 
 
 class DbError(InputError):
@@ -71,9 +75,12 @@ class DbError(InputError):
 def stamp(path: str) -> tuple[Any, ...] | None:
     """What moves whenever OpenCode commits anything, read without SQLite: the database
     file's and the WAL's identity, size and mtime, whether they can be read (a chmod:
-    not ctime, which SQLite itself moves when root opens a WAL), and the WAL header (its
-    salts change when the WAL restarts). None when there is no database; an OSError
-    when it cannot be looked at (its folder closed)."""
+    not ctime, which SQLite itself moves when root opens a WAL), the WAL header (its
+    salts change when the WAL restarts) and the wal-index header. A commit writes its
+    frames to the WAL first and makes them visible in the wal-index after (after an
+    fsync): a list read between the two sees the rows before it under the WAL's final
+    size, and the index's header is the one thing that moves after it. None when there
+    is no database; an OSError when it cannot be looked at (its folder closed)."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -89,6 +96,11 @@ def stamp(path: str) -> tuple[Any, ...] | None:
         out += (None,)
     except OSError as exc:  # (there, but not to be read: says so until it can be)
         out += (None, type(exc).__name__)
+    try:
+        with safefile.open_regular(path + "-shm") as f:  # (read, never mapped: the writer maps it)
+            out += (f.read(SHM_HEAD),)
+    except OSError:
+        out += (None,)
     return (*out, os.access(path, os.R_OK))
 
 
