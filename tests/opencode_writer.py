@@ -39,6 +39,21 @@ class Writer:
         assert status == "ok", rows
         return rows
 
+    def add_text(self, session: str, part_id: str, text: str, at: int = 1796119393999) -> None:
+        """A finished text part in the session's newest message, as OpenCode writes one
+        (its own commit), and the session's event sequence moved (a second commit)."""
+        (msg,) = self.run("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC LIMIT 1", session)
+        self.run(
+            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
+            part_id,
+            msg[0],
+            session,
+            at,
+            at,
+            json.dumps({"type": "text", "text": text, "time": {"start": 1, "end": 2}}),
+        )
+        self.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", session)
+
     def close(self) -> None:
         self.p.stdin.close()
         self.p.wait(timeout=10)

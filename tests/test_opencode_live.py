@@ -158,17 +158,7 @@ def test_nothing_changed_asks_sqlite_nothing_and_one_change_reads_one_session(tm
     (h,) = handles.values()
     child = next(m for m in h.members if m != h.root)
     with Writer(data / "opencode.db") as w:
-        (msg,) = w.run("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC LIMIT 1", child)
-        w.run(
-            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
-            "prt_zzzznew",
-            msg[0],
-            child,
-            1796119393999,
-            1796119393999,
-            json.dumps({"type": "text", "text": "one more word", "time": {"start": 1, "end": 2}}),
-        )
-        w.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", child)
+        w.add_text(child, "prt_zzzznew", "one more word")
     handles = src.scan(handles)
     for hd in handles.values():
         hd.refresh()
@@ -192,18 +182,8 @@ def test_a_commit_listed_halfway_is_read_once_its_index_moves(tmp_path):
     (h,) = handles.values()
     h.refresh()
     with Writer(db) as w:
-        (msg,) = w.run("SELECT id FROM message WHERE session_id = ? ORDER BY time_created DESC LIMIT 1", h.root)
         before = shm.read_bytes()[:136]  # the index's header and its read marks, before the commit
-        w.run(
-            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
-            "prt_zzzzhalf",
-            msg[0],
-            h.root,
-            1796119393999,
-            1796119393999,
-            json.dumps({"type": "text", "text": "the last word", "time": {"start": 1, "end": 2}}),
-        )
-        w.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", h.root)
+        w.add_text(h.root, "prt_zzzzhalf", "the last word")
         after = shm.read_bytes()[:136]
         assert before != after
         with open(shm, "r+b") as f:  # the moment between: the frames written, the index not yet

@@ -111,17 +111,7 @@ def test_a_running_opencode_writing_while_huddle_reads(tmp_path):
         (s,) = h.sessions()
         n = len(s.events)
         before = {p: fingerprint(data)[p] for p in ("opencode.db", "opencode.db-shm")}
-        msg = w.run("SELECT id, session_id FROM message WHERE session_id = ? ORDER BY time_created DESC", s.id)[0]
-        w.run(
-            "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?, ?, ?, ?, ?, ?)",
-            "prt_zzzzlive",
-            msg[0],
-            s.id,
-            1796119400000,
-            1796119400000,
-            json.dumps({"type": "text", "text": "written while huddle watched", "time": {"start": 1, "end": 2}}),
-        )
-        w.run("UPDATE event_sequence SET seq = seq + 1 WHERE aggregate_id = ?", s.id)
+        w.add_text(s.id, "prt_zzzzlive", "written while huddle watched", 1796119400000)
         assert s.key in h.refresh()
         assert s.events[-1].text == "written while huddle watched" and len(s.events) == n + 1
         assert my_locks(data) == []
