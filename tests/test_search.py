@@ -316,6 +316,28 @@ def test_base64_is_never_indexed(tmp_path):
     assert blob[:40].lower() not in vocab
 
 
+_B64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet=_B64_CHARS, min_size=90, max_size=110),  # runs about the length that counts
+            st.text(alphabet=_B64_CHARS + "=", min_size=0, max_size=8),
+            st.text(max_size=30),  # any character: accents, CJK, emoji, lone surrogates, NUL
+            st.sampled_from([" ", "\n", "é", "登", "\ud800", "=="]),
+        ),
+        max_size=12,
+    )
+)
+def test_base64_runs_are_found_as_the_pattern_alone_finds_them(parts):
+    from huddle.search.text import _BASE64, strip_base64
+
+    text = "".join(parts)
+    assert strip_base64(text) == _BASE64.sub(" ", text)
+
+
 def test_the_index_lives_in_huddles_home_only(tmp_path):
     from conftest import fingerprint
 
