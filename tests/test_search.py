@@ -350,6 +350,11 @@ def test_the_index_lives_in_huddles_home_only(tmp_path):
     h, index = one_shot(cfg)
     attach(h, index)
     assert search(h, "project")["results"]
+    db = sqlite3.connect(index.store.path)  # a new index merges its segments 16 at a time (store.AUTOMERGE)
+    assert [db.execute(f"SELECT v FROM {t}_config WHERE k = 'automerge'").fetchone() for t in ("fts", "stem")] == [
+        (16,),
+        (16,),
+    ]
 
 
 def test_an_index_removed_or_damaged_while_serving_is_built_again(tmp_path):

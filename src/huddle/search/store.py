@@ -57,6 +57,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS stem USING fts5(
   prompt, say, think, tool, content='', tokenize='porter unicode61 remove_diacritics 2');
 """
 TABLES = ("fts", "stem")  # the words as written; the same words stemmed (messages only, not tool pieces)
+# Every commit puts its words in a new segment, and FTS5 merges segments of a level once
+# there are `automerge` of them (4 by default): a first build of a long history commits
+# thousands of times, and at 4 its merges rewrote the index many times over (3.6 GB
+# written for a 148 MB index). At 16: 2.0 GB (with the checkpoints below), a quarter
+# less time, an index 12% larger, a query ~1 ms slower.
+AUTOMERGE = 16
+# Pages of write-ahead log between checkpoints (SQLite's 1,000 copied the pages a build
+# rewrites over and over into the file each 4 MB, each with an fsync); the log is cut
+# back to JOURNAL_LIMIT once copied, so it does not stay that large on disk.
+CHECKPOINT_PAGES = 10_000
+JOURNAL_LIMIT = 8 << 20
 
 
 class Damaged(InputError):
@@ -129,6 +140,8 @@ class Store:
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
+            db.execute(f"PRAGMA journal_size_limit={JOURNAL_LIMIT}")
             db.executescript(SCHEMA)
             got = dict(db.execute("SELECT k, v FROM meta").fetchall())
             if got.get("format") != FORMAT or got.get("settings") != self.settings_key:
@@ -141,6 +154,8 @@ class Store:
                         "INSERT OR REPLACE INTO meta(k, v) VALUES (?, ?)",
                         [("format", FORMAT), ("settings", self.settings_key), ("counter", "0"), ("dead", "0")],
                     )
+                    for t in TABLES:  # (kept in the table's own config: a new index's)
+                        db.execute(f"INSERT INTO {t}({t}, rank) VALUES ('automerge', ?)", (AUTOMERGE,))
         except BaseException:
             db.close()
             raise
