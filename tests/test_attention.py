@@ -109,6 +109,32 @@ def test_work_nothing_vouches_for_goes_idle_but_a_live_process_keeps_it():
     assert state(s, Live(alive=True), after=long_after) == rules.WORKING
 
 
+def test_a_session_time_made_idle_has_no_agent_still_at_work():
+    """A year-old session whose lead was thinking and whose sub-agent never reported back:
+    the session is idle, and so is each agent (the tree and `show` said "working:
+    thinking" a year on). Its turn over for long, the lead's "your turn" goes idle too;
+    a process alive keeps them as the transcript says."""
+    s = session(
+        prompt(),
+        e(ev.ORDER, 1, id="o1", target="sub"),
+        e(ev.PROMPT, 2, "sub", text="the task"),
+        e(ev.TOOL_CALL, 3, "sub", id="c1", name="Bash"),
+        subs=("sub",),
+    )
+    assert {a: st.state for a, st in classify(s, now=T0 + 60)[1].items()} == {"lead": "waiting", "sub": "working"}
+    st, per = classify(s, now=T0 + rules.IDLE_AFTER + 60)
+    assert st.state == rules.IDLE
+    assert {a: (p.state, p.since, p.doing) for a, p in per.items()} == {
+        "lead": (rules.IDLE, T0 + 1, ""),  # (each since its own last word; doing nothing)
+        "sub": (rules.IDLE, T0 + 3, ""),
+    }
+    alive = classify(s, Live(alive=True), now=T0 + rules.IDLE_AFTER + 60)[1]
+    assert {a: p.state for a, p in alive.items()} == {"lead": "waiting", "sub": "working"}
+    done = session(prompt(), e(ev.SAY, 1, text="done"), e(ev.TURN_END, 2))
+    assert classify(done, now=T0 + 60)[1]["lead"].state == rules.YOUR_TURN
+    assert classify(done, now=T0 + rules.IDLE_AFTER + 60)[1]["lead"].state == rules.IDLE
+
+
 # -- liveness and the process's own status ----------------------------------------------
 
 

@@ -5,8 +5,11 @@ nothing scrolls sideways at 800 px."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -15,6 +18,7 @@ import incli
 import web_corpus
 from conftest import SAMPLES
 from huddle.core import Huddle
+from huddle.model.times import parse_time
 from huddle.server import ServerThread
 from huddle.sources import Settings
 from test_browser import browser, page  # noqa: F401  (the shared Chromium fixtures)
@@ -26,6 +30,23 @@ def serve(settings: Settings) -> ServerThread:
     return ServerThread(Huddle(settings), watch_options={"poll_watched": 600.0, "full_every": 600.0})
 
 
+def _happening_now(projects: Path) -> None:
+    """The transcripts' times moved on so that their last record is a second old: the
+    story happens now (a week-old one with no process is idle, its agents too)."""
+    files = list(projects.rglob("*.jsonl"))
+    stamps = [parse_time(json.loads(x).get("timestamp")) for f in files for x in f.read_text().splitlines()]
+    shift = time.time() - 1 - max(t for t in stamps if t is not None)
+    for f in files:
+        out = []
+        for line in f.read_text().splitlines():
+            rec = json.loads(line)
+            t = parse_time(rec.get("timestamp"))
+            if t is not None:
+                rec["timestamp"] = datetime.fromtimestamp(t + shift, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+            out.append(json.dumps(rec) + "\n")
+        f.write_text("".join(out))
+
+
 def test_a_sub_agent_just_ordered_shows_working(tmp_path, page):  # noqa: F811
     """The lead has ordered it; its file holds only the order so far (its model has not
     answered yet): working, not "your turn", in the tree and the call."""
@@ -34,6 +55,7 @@ def test_a_sub_agent_just_ordered_shows_working(tmp_path, page):  # noqa: F811
     shutil.copytree(src, projects)
     (sub,) = projects.glob("*/*/subagents/agent-*.jsonl")
     sub.write_text(sub.read_text().splitlines()[0] + "\n")
+    _happening_now(projects)
     none = str(tmp_path / "none")
     settings = Settings(folders={"claude": str(tmp_path / "claude"), "codex": none, "vibe": none})
     sid = next(projects.glob("*/*.jsonl")).stem

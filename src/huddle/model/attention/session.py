@@ -22,6 +22,7 @@ from huddle.model.tools import QUESTION_TOOLS
 
 from . import (
     ENDED,
+    IDLE,
     IDLE_AFTER,
     NEEDS_YOU,
     WAITING,
@@ -158,9 +159,21 @@ def classify(
     settled = after_quiet(st.state, quiet_for, untouched_for, bool(background), known, idle_after)
     if settled != st.state:
         st = State(settled, st.since if st.state == YOUR_TURN else last)
+        _quiet_agents(per, acts, live, last)
     timers = call_timers(live.agents.values(), now)
     st.next_change = next_change(st.state, st.since, last, bool(background), known, idle_after, timers)
     return st, per
+
+
+def _quiet_agents(per: dict[str, State], acts: dict[str, Activity], live: Live, last: float | None) -> None:
+    """The session went idle with time alone: nothing vouches for any of its agents'
+    work either (a year-old lead is not "working: thinking" still, nor its turn open),
+    unless an agent's own signals said so."""
+    for aid, st in per.items():
+        if st.state in (IDLE, ENDED) or aid in live.agents:
+            continue
+        act = acts.get(aid)
+        per[aid] = State(IDLE, st.since if st.state == YOUR_TURN else ((act.last_t if act else None) or last))
 
 
 def _own_signals(session: Session, per: dict[str, State], acts: dict[str, Activity], live: Live, now: float) -> None:
