@@ -8,7 +8,8 @@ are sessions naming it as parent: one huddle session with one tree, keyed by the
 each agent id is an OpenCode session id.
 
 Change detection reads no rows: a refresh first compares the files' stamps (`db.stamp`:
-identity, size, mtime of the database and its WAL) and asks SQLite nothing when they stand;
+identity, size, mtime of the database and its WAL, the headers of the WAL and its index)
+and asks SQLite nothing when they stand;
 when they moved, one query lists every session's `time_updated` and `event_sequence.seq`
 (bumped by every write to the session, its messages and parts), and only the sessions whose
 pair moved read their rows, from a little before the newest `time_updated` they saw. A
