@@ -133,6 +133,11 @@ def test_a_session_time_made_idle_has_no_agent_still_at_work():
     done = session(prompt(), e(ev.SAY, 1, text="done"), e(ev.TURN_END, 2))
     assert classify(done, now=T0 + 60)[1]["lead"].state == rules.YOUR_TURN
     assert classify(done, now=T0 + rules.IDLE_AFTER + 60)[1]["lead"].state == rules.IDLE
+    # an agent's own word on its turn (no process known) is not time's to overrule
+    own = Live(agents={"sub": AgentLive(turn="open", turn_since=T0 + 3)})
+    st, per = classify(s, own, now=T0 + rules.IDLE_AFTER + 60)
+    assert st.state == rules.IDLE
+    assert (per["lead"].state, per["sub"].state) == (rules.IDLE, rules.WORKING)
 
 
 # -- liveness and the process's own status ----------------------------------------------
