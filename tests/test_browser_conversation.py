@@ -73,6 +73,24 @@ def test_a_sub_agent_just_ordered_shows_working(tmp_path, page):  # noqa: F811
         expect(tree).to_contain_text("working")  # not "ended, 0 tokens"
 
 
+def test_a_live_update_whose_fetch_fails_costs_no_page_error(tmp_path, page):  # noqa: F811
+    """A session rewritten under an open page makes the page read it again; when that
+    read fails (the server restarting), the page waits for the stream's next hello
+    instead of throwing (an unhandled rejection once failed CI as the server stopped)."""
+    settings, sid, main = web_corpus.one_session(tmp_path)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    with serve(settings) as srv:
+        page.goto(f"{srv.url}session/{sid}#conversation")
+        page.wait_for_selector(".msg")
+        page.route(f"**/api/sessions/{sid}**", lambda route: route.abort("connectionrefused"))
+        with page.expect_event("requestfailed", lambda r: f"/api/sessions/{sid}" in r.url, timeout=30_000):
+            lines = main.read_bytes().splitlines(keepends=True)
+            main.write_bytes(b"".join(lines[: len(lines) // 2]))  # in place, shorter: read again
+        page.evaluate("() => new Promise((r) => setTimeout(r, 50))")  # (its rejections settle)
+    assert errors == []
+
+
 def say_record(main, text: str) -> None:
     web_corpus.append_say(main, text)
 

@@ -449,7 +449,7 @@ async function main() {
     board: (d) => {
       if (loaded) apply(d);
     },
-    reset: () => load(),
+    reset: () => load().catch(() => {}), // (the server restarting: its next hello loads again)
   });
   await ready;
   setInterval(tick, 1000);

@@ -204,7 +204,8 @@ async function main() {
       ready.then(catchUp).catch(() => {});
     },
     events: (d) => {
-      ready.then(() => onEvents(d));
+      // (a fetch this needs may fail: the server restarting. The stream's next hello catches up.)
+      ready.then(() => onEvents(d)).catch(() => {});
     },
     board: (d) => {
       const row = (d.sessions || []).find((r) => r.id === id);
@@ -213,7 +214,7 @@ async function main() {
       scheduleDetail();
     },
     reset: (d) => {
-      if (!d.session || d.session === id) loadAll();
+      if (!d.session || d.session === id) loadAll().catch(() => {});
     },
   });
   mountVoice(S, es, $("s-share")); // (opt-in: a disabled button while voices are off)
