@@ -34,6 +34,7 @@ from . import (
     agent_signal_state,
     call_timers,
     next_change,
+    settled,
     shows_lead,
     transcript_rule,
     urgency,
@@ -156,9 +157,9 @@ def classify(
     quiet_for = now - (st.since or last or now)
     untouched_for = now - last if last is not None else None
     known = alive is not None or bool(proc)
-    settled = after_quiet(st.state, quiet_for, untouched_for, bool(background), known, idle_after)
-    if settled != st.state:
-        st = State(settled, st.since if st.state == YOUR_TURN else last)
+    by_time = after_quiet(st.state, quiet_for, untouched_for, bool(background), known, idle_after)
+    if by_time != st.state:
+        st = State(by_time, st.since if st.state == YOUR_TURN else last)
         _quiet_agents(per, acts, live, last)
     timers = call_timers(live.agents.values(), now)
     st.next_change = next_change(st.state, st.since, last, bool(background), known, idle_after, timers)
@@ -170,7 +171,7 @@ def _quiet_agents(per: dict[str, State], acts: dict[str, Activity], live: Live, 
     work either (a year-old lead is not "working: thinking" still, nor its turn open),
     unless an agent's own signals said so."""
     for aid, st in per.items():
-        if st.state in (IDLE, ENDED) or aid in live.agents:
+        if settled(st.state) or aid in live.agents:
             continue
         act = acts.get(aid)
         per[aid] = State(IDLE, st.since if st.state == YOUR_TURN else ((act.last_t if act else None) or last))
